@@ -1,0 +1,60 @@
+//===- NetVMOps.h - Operations of the netvm dialect -------------*- C++ -*-===//
+//
+// The operations of the netvm dialect and the side-effect resources that
+// describe which NetVM memory an operation touches.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_DIALECT_NETVMOPS_H
+#define NETVM_DIALECT_NETVMOPS_H
+
+#include "NetVM/NetVMAttributes.h"
+#include "NetVM/NetVMDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/RegionKindInterface.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace netvm {
+
+/// Side-effect resources: one per NetVM memory space, plus the exception
+/// state. An operation that may raise an exception writes the exception
+/// state, which keeps it alive (an unused load that would fail must still
+/// fail) and ordered with respect to other such operations.
+#define NETVM_RESOURCE(Class, Name)                                            \
+  struct Class : public mlir::SideEffects::Resource::Base<Class> {            \
+    llvm::StringRef getName() final { return Name; }                           \
+  };
+NETVM_RESOURCE(PacketMemoryResource, "netvm.packet")
+NETVM_RESOURCE(InfoMemoryResource, "netvm.info")
+NETVM_RESOURCE(DataMemoryResource, "netvm.data")
+NETVM_RESOURCE(SharedMemoryResource, "netvm.shared")
+NETVM_RESOURCE(InitDataResource, "netvm.initdata")
+NETVM_RESOURCE(ExceptionStateResource, "netvm.exception")
+#undef NETVM_RESOURCE
+
+/// The resource that models memory space `space`.
+mlir::SideEffects::Resource *getResource(MemSpace space);
+
+class PEOp;
+class PortOp;
+class HandlerOp;
+
+} // namespace netvm
+
+MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::PacketMemoryResource)
+MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::InfoMemoryResource)
+MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::DataMemoryResource)
+MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::SharedMemoryResource)
+MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::InitDataResource)
+MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::ExceptionStateResource)
+
+#define GET_OP_CLASSES
+#include "NetVM/NetVMOps.h.inc"
+
+#endif // NETVM_DIALECT_NETVMOPS_H

@@ -1,0 +1,79 @@
+//===- Driver.h - The netvm compile pipeline as a library -------*- C++ -*-===//
+//
+// What every tool (netc, netvm-run, the Python module) does the same way:
+// register the dialects, load an application from its inputs (NetIL files,
+// an application description, or MLIR), and run the optimization pipeline
+// of a given -O level. Tools are thin mains over this library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_DRIVER_DRIVER_H
+#define NETVM_DRIVER_DRIVER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace llvm {
+class SourceMgr;
+} // namespace llvm
+
+namespace mlir {
+class PassManager;
+} // namespace mlir
+
+namespace netvm {
+class ApplicationOp;
+
+namespace driver {
+
+/// Register the dialects netvm tools read and write.
+void registerDialects(mlir::DialectRegistry &registry);
+
+enum class InputKind {
+  NetIL,          // a NetIL source file (any other extension)
+  AppDescription, // .nvapp: NetPEs, sources, sinks and connections
+  MLIR,           // .mlir: a module holding one netvm.application
+};
+InputKind classifyInput(llvm::StringRef path);
+
+struct LoadOptions {
+  /// Name of the application (default: the stem of the first input).
+  std::string appName;
+};
+
+/// Load an application:
+///  - one NetIL file: a single NetPE whose push (pull) input ports are fed
+///    by a source each and whose output ports drain into a sink each, named
+///    after the ports;
+///  - several NetIL files: the same, chained: the first push output port of
+///    each NetPE feeds the first push input port of the next;
+///  - one application description (.nvapp, see docs/applications.md);
+///  - one MLIR file containing a netvm.application.
+/// Diagnostics go to the context's handler; returns null on error. Input
+/// buffers are added to `sourceMgr` so that diagnostics can show them.
+mlir::OwningOpRef<mlir::ModuleOp>
+loadApplication(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                llvm::ArrayRef<std::string> inputs,
+                const LoadOptions &options = {});
+
+/// The single netvm.application of a module, or null.
+ApplicationOp getApplication(mlir::ModuleOp module);
+
+/// Run the optimization pipeline of level `optLevel` (0-3) on `module`.
+/// `configure` may adjust the pass manager first (instrumentation, IR
+/// printing, timing).
+mlir::LogicalResult
+optimize(mlir::ModuleOp module, unsigned optLevel,
+         llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)>
+             configure = nullptr);
+
+} // namespace driver
+} // namespace netvm
+
+#endif // NETVM_DRIVER_DRIVER_H

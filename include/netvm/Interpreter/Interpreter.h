@@ -1,0 +1,121 @@
+//===- Interpreter.h - The reference interpreter of netvm -------*- C++ -*-===//
+//
+// Executes a `netvm.application` directly on its IR, one exchange buffer at
+// a time, with the exact semantics of NetIL: init handlers at instantiation,
+// persistent data memory, info memory travelling with the packet, fan-out
+// duplication, pull ports, coprocessors, and a defined, reported exception
+// for every runtime error (out-of-bounds access, division by zero, an
+// exhausted watchdog budget). It is the oracle every other execution path is
+// tested against, so it favours clarity over speed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_INTERPRETER_INTERPRETER_H
+#define NETVM_INTERPRETER_INTERPRETER_H
+
+#include "NetVM/NetVMOps.h"
+
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netvm::interp {
+
+struct Options {
+  /// Operations one packet may execute (across all NetPEs it visits)
+  /// before the watchdog raises an exception (paper section 3.3).
+  uint64_t watchdogBudget = 1u << 24;
+  /// Info memory size when no NetPE declares more.
+  uint32_t defaultInfoSize = 64;
+};
+
+/// A packet entering the application.
+struct Packet {
+  std::vector<uint8_t> bytes;
+  uint32_t seconds = 0, microseconds = 0;
+};
+
+/// An exchange buffer that left the application through a sink.
+struct Output {
+  unsigned sink = 0; // index of the sink (declaration order)
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> info;
+  uint32_t seconds = 0, microseconds = 0;
+};
+
+/// A runtime exception: where it happened and why.
+struct Exception {
+  ExceptionKind kind;
+  std::string pe;       // NetPE name
+  HandlerKind handler;  // handler kind
+  mlir::Location loc;   // the operation that raised it
+  std::string detail;   // e.g. "offset 60 + 2 > packet length 54"
+};
+
+/// What happened to one packet pushed into the application.
+struct Result {
+  std::vector<Output> outputs;
+  std::vector<Exception> exceptions;
+  /// Exchange buffers dropped by a handler (netvm.drop), including
+  /// duplicates.
+  unsigned drops = 0;
+  /// Exchange buffers sent to an output port that is not connected.
+  unsigned unconnected = 0;
+};
+
+struct PECounters {
+  uint64_t invocations = 0; // handler runs
+  uint64_t sent = 0, dropped = 0, exceptions = 0;
+};
+
+class Interpreter {
+public:
+  ~Interpreter();
+
+  /// Prepare `app` for execution. Fails (with a diagnostic on `app`) if a
+  /// NetPE uses an unknown coprocessor. Does not run init handlers.
+  static std::unique_ptr<Interpreter> create(ApplicationOp app,
+                                             const Options &options);
+
+  /// Run every init handler once, in declaration order. Exceptions raised
+  /// by init handlers are returned.
+  std::vector<Exception> initialize();
+
+  /// Push one packet in through source number `source`.
+  Result push(unsigned source, const Packet &packet);
+
+  /// Pull one exchange buffer out of sink number `sink`, whose connection
+  /// comes from a pull output port or a source. Pulls from sources call
+  /// `pullSource`. Returns nothing if the upstream produced nothing.
+  Result pull(unsigned sink);
+
+  /// Supplies packets to `netvm.receive` on ports connected to sources.
+  void setSourcePuller(std::function<std::optional<Packet>(unsigned)> fn);
+
+  llvm::ArrayRef<std::string> sourceNames() const;
+  llvm::ArrayRef<std::string> sinkNames() const;
+  llvm::ArrayRef<std::string> peNames() const;
+  /// Data memory of NetPE `pe` (declaration order).
+  llvm::ArrayRef<uint8_t> dataMemory(unsigned pe) const;
+  llvm::MutableArrayRef<uint8_t> mutableDataMemory(unsigned pe);
+  llvm::ArrayRef<uint8_t> sharedMemory() const;
+  const PECounters &counters(unsigned pe) const;
+  /// Total operations executed so far.
+  uint64_t operationsExecuted() const;
+
+  struct Impl;
+
+private:
+  explicit Interpreter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace netvm::interp
+
+#endif // NETVM_INTERPRETER_INTERPRETER_H

@@ -1,0 +1,63 @@
+//===- PacketIO.h - Reading and writing packet traces -----------*- C++ -*-===//
+//
+// Packet sources and sinks of the runtimes: pcap files through libpcap, and
+// text files of hexadecimal bytes in the style of NetBee's test vectors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_RUNTIME_PACKETIO_H
+#define NETVM_RUNTIME_PACKETIO_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace netvm::rt {
+
+struct TracePacket {
+  std::vector<uint8_t> bytes;  // captured bytes
+  uint32_t wireLength = 0;     // length on the wire (>= bytes.size())
+  uint32_t seconds = 0, microseconds = 0;
+};
+
+class PacketReader {
+public:
+  virtual ~PacketReader();
+  /// Open a pcap file, or (`hex`) a text file with one packet per line of
+  /// whitespace-separated hexadecimal bytes ("0x1f" or "1f"); blank lines
+  /// and lines starting with '#' are skipped. Null on error, with `error`
+  /// set to a message naming the file (and line).
+  static std::unique_ptr<PacketReader> open(const std::string &path, bool hex,
+                                            std::string &error);
+  /// Read a whole file of hexadecimal bytes as a single packet (NetBee's
+  /// test-vector files spread one packet over several lines).
+  static bool readHexPacket(const std::string &path, TracePacket &packet,
+                            std::string &error);
+
+  /// The next packet; false at the end of the trace or on error (then
+  /// `error` is non-empty).
+  virtual bool next(TracePacket &packet, std::string &error) = 0;
+  /// The pcap link-layer type (DLT_EN10MB for hex files).
+  virtual int linkType() const = 0;
+};
+
+/// Writes packets to a pcap file.
+class PcapWriter {
+public:
+  ~PcapWriter();
+  static std::unique_ptr<PcapWriter> create(const std::string &path,
+                                            int linkType, std::string &error);
+  void write(const TracePacket &packet);
+  uint64_t count() const { return written; }
+
+private:
+  PcapWriter() = default;
+  void *pcap = nullptr;   // pcap_t *
+  void *dumper = nullptr; // pcap_dumper_t *
+  uint64_t written = 0;
+};
+
+} // namespace netvm::rt
+
+#endif // NETVM_RUNTIME_PACKETIO_H

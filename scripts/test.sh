@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+#===- scripts/test.sh - Set up, build and run every netvm test ------------===#
+#
+# Installs what is missing (scripts/setup.sh), builds, runs the lit suites
+# (regression tests and the GoogleTest unit tests, which lit runs too) and
+# prints one summary line:  N passed, N failed[, N skipped]
+# Exits non-zero if anything failed.
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${NETVM_BUILD_DIR:-$root/build}
+
+"$root/scripts/setup.sh"
+ninja -C "$build"
+
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+status=0
+/usr/lib/llvm-22/bin/lit -sv --xunit-xml-output "$results/lit.xml" \
+  "$build/test" "$build/test/Unit" || status=$?
+
+python3 "$root/scripts/summarize-tests.py" "$results"/*.xml || status=1
+exit $status

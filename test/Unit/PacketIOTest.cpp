@@ -1,0 +1,98 @@
+//===- PacketIOTest.cpp - pcap and hex packet I/O ----------------------------===//
+
+#include "netvm/Runtime/PacketIO.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "gtest/gtest.h"
+
+#include <fstream>
+
+using namespace netvm::rt;
+
+static std::string tempPath(const char *suffix) {
+  llvm::SmallString<128> path;
+  llvm::sys::fs::createTemporaryFile("netvm-unit", suffix, path);
+  return std::string(path);
+}
+
+TEST(PacketIO, PcapRoundTrip) {
+  std::string path = tempPath("pcap");
+  std::string error;
+  {
+    auto writer = PcapWriter::create(path, 1, error);
+    ASSERT_NE(writer, nullptr) << error;
+    for (uint8_t i = 0; i < 3; ++i) {
+      TracePacket p;
+      p.bytes.assign(10 + i, i);
+      p.wireLength = 100;
+      p.seconds = 7;
+      p.microseconds = i;
+      writer->write(p);
+    }
+    EXPECT_EQ(writer->count(), 3u);
+  }
+  auto reader = PacketReader::open(path, /*hex=*/false, error);
+  ASSERT_NE(reader, nullptr) << error;
+  EXPECT_EQ(reader->linkType(), 1);
+  TracePacket p;
+  for (uint8_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(reader->next(p, error));
+    EXPECT_EQ(p.bytes, std::vector<uint8_t>(10 + i, i));
+    EXPECT_EQ(p.wireLength, 100u);
+    EXPECT_EQ(p.seconds, 7u);
+    EXPECT_EQ(p.microseconds, i);
+  }
+  EXPECT_FALSE(reader->next(p, error));
+  EXPECT_TRUE(error.empty());
+  llvm::sys::fs::remove(path);
+}
+
+TEST(PacketIO, HexLines) {
+  std::string path = tempPath("txt");
+  std::ofstream(path) << "# two packets\n0x01 02 ff\n\n  0a 0B\n";
+  std::string error;
+  auto reader = PacketReader::open(path, /*hex=*/true, error);
+  ASSERT_NE(reader, nullptr);
+  TracePacket p;
+  ASSERT_TRUE(reader->next(p, error));
+  EXPECT_EQ(p.bytes, (std::vector<uint8_t>{1, 2, 0xff}));
+  ASSERT_TRUE(reader->next(p, error));
+  EXPECT_EQ(p.bytes, (std::vector<uint8_t>{0x0a, 0x0b}));
+  EXPECT_FALSE(reader->next(p, error));
+  llvm::sys::fs::remove(path);
+}
+
+TEST(PacketIO, HexErrorsNameTheLine) {
+  std::string path = tempPath("txt");
+  std::ofstream(path) << "01 02\n01 zz\n";
+  std::string error;
+  auto reader = PacketReader::open(path, true, error);
+  TracePacket p;
+  ASSERT_TRUE(reader->next(p, error));
+  EXPECT_FALSE(reader->next(p, error));
+  EXPECT_NE(error.find(":2: 'zz' is not a hexadecimal byte"), std::string::npos)
+      << error;
+  std::ofstream(path) << "100\n";
+  reader = PacketReader::open(path, true, error);
+  error.clear();
+  EXPECT_FALSE(reader->next(p, error));
+  EXPECT_NE(error.find("does not fit in a byte"), std::string::npos);
+  llvm::sys::fs::remove(path);
+}
+
+TEST(PacketIO, MissingFiles) {
+  std::string error;
+  EXPECT_EQ(PacketReader::open("/nonexistent/x.pcap", false, error), nullptr);
+  EXPECT_NE(error.find("/nonexistent/x.pcap"), std::string::npos);
+  TracePacket p;
+  EXPECT_FALSE(PacketReader::readHexPacket("/nonexistent/p.txt", p, error));
+}
+
+TEST(PacketIO, NotAPcap) {
+  std::string path = tempPath("pcap");
+  std::ofstream(path) << "this is not a capture file at all";
+  std::string error;
+  EXPECT_EQ(PacketReader::open(path, false, error), nullptr);
+  EXPECT_FALSE(error.empty());
+  llvm::sys::fs::remove(path);
+}

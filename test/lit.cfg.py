@@ -1,0 +1,32 @@
+# -*- Python -*-
+# lit configuration of the netvm regression tests.
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "netvm"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".netil", ".test", ".nvapp"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.netvm_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%netvm_src", config.netvm_src_root))
+config.substitutions.append(("%netvm_obj", config.netvm_obj_root))
+config.substitutions.append(("%python", config.python_executable))
+
+tool_dirs = [config.netvm_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    ["netc", "netvm-opt", "netvm-run", "netvm-pcapgen"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.netvm_tools_dir, append_path=True)
+
+# Optional tools: tests that need them say REQUIRES: <feature>.
+if shutil.which("tcpdump"):
+    config.available_features.add("tcpdump")
+if shutil.which("qemu-aarch64"):
+    config.available_features.add("qemu-aarch64")

@@ -1,0 +1,25 @@
+//===- netvm-opt.cpp - mlir-opt for the netvm dialects ----------------------===//
+//
+// The MLIR optimizer driver with the netvm dialect, the upstream dialects its
+// handlers use (arith, cf, math) and MLIR's generic transformation passes
+// registered. Used by the lit tests and for experimenting with pipelines.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NetVM/NetVMDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerTransformsPasses();
+  mlir::DialectRegistry registry;
+  registry.insert<netvm::NetVMDialect, mlir::arith::ArithDialect,
+                  mlir::cf::ControlFlowDialect, mlir::math::MathDialect>();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "netvm optimizer driver\n", registry));
+}

@@ -1,0 +1,431 @@
+//===- netvm-run.cpp - Run a NetVM application over packets -------------------===//
+//
+// Loads an application (NetIL, .nvapp or .mlir), instantiates it (init
+// handlers), feeds it packets from a pcap file or from hexadecimal text and
+// reports what came out: per packet with -v, as a per-sink and per-NetPE
+// summary otherwise (or JSON), and writes forwarded packets to pcap files
+// with -w. The engine is the reference interpreter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/Driver/Driver.h"
+#include "netvm/Interpreter/Interpreter.h"
+#include "netvm/Runtime/PacketIO.h"
+
+#include "NetVM/NetVMOps.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace netvm;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory runCategory("netvm-run options");
+
+static cl::list<std::string>
+    inputs(cl::Positional, cl::OneOrMore, cl::cat(runCategory),
+           cl::desc("<application: NetIL files (chained in order), one "
+                    ".nvapp description, or one .mlir file>"));
+static cl::opt<std::string>
+    pcapInput("r", cl::desc("Read packets from a pcap file"),
+              cl::value_desc("trace.pcap"), cl::cat(runCategory));
+static cl::opt<std::string> hexInput(
+    "hex",
+    cl::desc("Read packets from a text file: one packet per line, as "
+             "whitespace-separated hexadecimal bytes (0x1f or 1f); blank "
+             "lines and lines starting with # are skipped"),
+    cl::value_desc("packets.txt"), cl::cat(runCategory));
+static cl::list<std::string> hexPackets(
+    "hex-packet",
+    cl::desc("Read one packet from a file of hexadecimal bytes spread over "
+             "any number of lines (NetBee's test vectors); repeatable"),
+    cl::value_desc("file"), cl::cat(runCategory));
+static cl::opt<std::string>
+    sourceName("source",
+               cl::desc("Inject packets through this source (default: the "
+                        "first source)"),
+               cl::value_desc("name"), cl::cat(runCategory));
+static cl::opt<bool> verbose("v",
+                             cl::desc("Print what happened to every packet, "
+                                      "with the bytes of forwarded packets"),
+                             cl::cat(runCategory));
+static cl::opt<std::string> writePattern(
+    "w",
+    cl::desc("Write forwarded packets to pcap files: '%s' in the name is "
+             "replaced by the sink name (one file per sink); without '%s' "
+             "the application must have a single sink"),
+    cl::value_desc("pattern"), cl::cat(runCategory));
+static cl::opt<uint64_t> maxPackets("c",
+                                    cl::desc("Stop after this many packets"),
+                                    cl::value_desc("count"),
+                                    cl::cat(runCategory));
+static cl::opt<bool> json("json",
+                          cl::desc("Print the summary as JSON (with -v, "
+                                   "also every packet's outputs)"),
+                          cl::cat(runCategory));
+static cl::opt<uint64_t> watchdog(
+    "watchdog",
+    cl::desc("Operations one packet may execute before the watchdog "
+             "exception (default 16777216)"),
+    cl::init(1u << 24), cl::cat(runCategory));
+static cl::opt<uint32_t> infoSize(
+    "info-size",
+    cl::desc("Info memory size when no NetPE declares more (default 64)"),
+    cl::init(64), cl::cat(runCategory));
+static cl::opt<bool> dumpData(
+    "dump-data",
+    cl::desc("Print every NetPE's data memory after the run"),
+    cl::cat(runCategory));
+static cl::opt<uint64_t> pullCount(
+    "pull",
+    cl::desc("Pull mode: pull up to this many packets out of every sink fed "
+             "by a pull connection, taking packets from the input as the "
+             "application asks for them"),
+    cl::value_desc("count"), cl::init(0), cl::cat(runCategory));
+static cl::opt<bool> interpOption(
+    "interp",
+    cl::desc("Run with the reference interpreter (currently the only "
+             "engine)"),
+    cl::init(true), cl::cat(runCategory));
+static cl::opt<char> optLevel(
+    "O", cl::desc("Optimize the application before running it (default: "
+                  "-O0, run exactly what was assembled)"),
+    cl::Prefix, cl::init('0'), cl::cat(runCategory));
+
+namespace {
+struct SinkStats {
+  uint64_t packets = 0, bytes = 0;
+  std::unique_ptr<rt::PcapWriter> writer;
+};
+} // namespace
+
+static void printBytes(llvm::raw_ostream &os, llvm::ArrayRef<uint8_t> bytes) {
+  for (size_t i = 0; i < bytes.size(); i += 16) {
+    os << "    " << llvm::format_hex_no_prefix(i, 4) << " ";
+    for (size_t j = i; j < std::min(bytes.size(), i + 16); ++j)
+      os << " " << llvm::format_hex_no_prefix(bytes[j], 2);
+    os << "\n";
+  }
+}
+
+static std::string describeLoc(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+            Twine(file.getColumn()))
+        .str();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  loc.print(os);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions({&runCategory, &cl::getGeneralCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "netvm-run - run a NetVM application over packets\n\n"
+      "Instantiates the application (running its init handlers), pushes\n"
+      "every input packet through a source and reports where packets left\n"
+      "the application (sinks), what was dropped and every exception.\n\n"
+      "Examples:\n"
+      "  netvm-run filter.netil -r trace.pcap          per-sink summary\n"
+      "  netvm-run filter.netil -r trace.pcap -v       every packet\n"
+      "  netvm-run app.nvapp -r in.pcap -w 'out-%s.pcap'\n"
+      "  netvm-run test.netil --hex-packet test_1.txt -v\n");
+
+  int inputKinds = !pcapInput.empty() + !hexInput.empty() + !hexPackets.empty();
+  if (inputKinds != 1) {
+    llvm::errs() << "netvm-run: give exactly one packet input: -r FILE, "
+                    "--hex FILE or --hex-packet FILE...\n";
+    return 1;
+  }
+  if (optLevel < '0' || optLevel > '3') {
+    llvm::errs() << "netvm-run: unknown optimization level -O" << optLevel
+                 << "\n";
+    return 1;
+  }
+
+  DialectRegistry registry;
+  driver::registerDialects(registry);
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      driver::loadApplication(context, sourceMgr, inputs);
+  if (!module)
+    return 1;
+  if (failed(driver::optimize(*module, optLevel - '0')))
+    return 1;
+  ApplicationOp app = driver::getApplication(*module);
+
+  interp::Options options;
+  options.watchdogBudget = watchdog;
+  options.defaultInfoSize = infoSize;
+  std::unique_ptr<interp::Interpreter> vm =
+      interp::Interpreter::create(app, options);
+  if (!vm)
+    return 1;
+
+  // Packet input.
+  std::unique_ptr<rt::PacketReader> reader;
+  std::string error;
+  if (!pcapInput.empty() || !hexInput.empty()) {
+    bool hex = !hexInput.empty();
+    reader = rt::PacketReader::open(hex ? hexInput : pcapInput, hex, error);
+    if (!reader) {
+      llvm::errs() << "netvm-run: " << error << "\n";
+      return 1;
+    }
+  }
+  size_t nextHexPacket = 0;
+  uint64_t packetsRead = 0;
+  bool inputFailed = false;
+  auto readPacket = [&](rt::TracePacket &packet) -> bool {
+    if (maxPackets && packetsRead >= maxPackets)
+      return false;
+    if (reader) {
+      if (!reader->next(packet, error)) {
+        if (!error.empty()) {
+          llvm::errs() << "netvm-run: " << error << "\n";
+          inputFailed = true;
+        }
+        return false;
+      }
+    } else {
+      if (nextHexPacket == hexPackets.size())
+        return false;
+      if (!rt::PacketReader::readHexPacket(hexPackets[nextHexPacket++],
+                                           packet, error)) {
+        llvm::errs() << "netvm-run: " << error << "\n";
+        inputFailed = true;
+        return false;
+      }
+    }
+    ++packetsRead;
+    return true;
+  };
+  int linkType = reader ? reader->linkType() : 1 /* DLT_EN10MB */;
+
+  unsigned source = 0;
+  llvm::ArrayRef<std::string> sources = vm->sourceNames();
+  if (!sourceName.empty()) {
+    auto it = llvm::find(sources, sourceName);
+    if (it == sources.end()) {
+      llvm::errs() << "netvm-run: the application has no source '"
+                   << sourceName << "' (sources: "
+                   << llvm::join(sources, ", ") << ")\n";
+      return 1;
+    }
+    source = it - sources.begin();
+  } else if (sources.empty() && pullCount == 0) {
+    llvm::errs() << "netvm-run: the application has no source to push "
+                    "packets into\n";
+    return 1;
+  }
+
+  llvm::ArrayRef<std::string> sinks = vm->sinkNames();
+  std::vector<SinkStats> sinkStats(sinks.size());
+  if (!writePattern.empty()) {
+    bool perSink = llvm::StringRef(writePattern).contains("%s");
+    if (!perSink && sinks.size() != 1) {
+      llvm::errs() << "netvm-run: -w '" << writePattern << "' has no '%s' "
+                   << "but the application has " << sinks.size()
+                   << " sinks; use a pattern such as 'out-%s.pcap'\n";
+      return 1;
+    }
+    for (auto [i, name] : llvm::enumerate(sinks)) {
+      std::string path = writePattern;
+      if (perSink) {
+        size_t at;
+        while ((at = path.find("%s")) != std::string::npos)
+          path.replace(at, 2, name);
+      }
+      sinkStats[i].writer = rt::PcapWriter::create(path, linkType, error);
+      if (!sinkStats[i].writer) {
+        llvm::errs() << "netvm-run: " << error << "\n";
+        return 1;
+      }
+    }
+  }
+
+  llvm::raw_ostream &os = llvm::outs();
+  llvm::json::Array packetResults; // -v --json
+  std::map<std::string, uint64_t> exceptionCounts;
+  uint64_t drops = 0, unconnected = 0, packetNo = 0;
+  auto account = [&](const interp::Result &result, uint64_t number,
+                     size_t length) {
+    for (const interp::Output &out : result.outputs) {
+      SinkStats &stats = sinkStats[out.sink];
+      ++stats.packets;
+      stats.bytes += out.bytes.size();
+      if (stats.writer) {
+        rt::TracePacket packet;
+        packet.bytes = out.bytes;
+        packet.wireLength = out.bytes.size();
+        packet.seconds = out.seconds;
+        packet.microseconds = out.microseconds;
+        stats.writer->write(packet);
+      }
+    }
+    for (const interp::Exception &e : result.exceptions)
+      ++exceptionCounts[stringifyExceptionKind(e.kind).str()];
+    drops += result.drops;
+    unconnected += result.unconnected;
+    if (!verbose)
+      return;
+    if (json) {
+      llvm::json::Array outs, excs;
+      for (const interp::Output &out : result.outputs)
+        outs.push_back(llvm::json::Object{
+            {"sink", sinks[out.sink]},
+            {"bytes", llvm::toHex(out.bytes, /*LowerCase=*/true)}});
+      for (const interp::Exception &e : result.exceptions)
+        excs.push_back(llvm::json::Object{
+            {"kind", stringifyExceptionKind(e.kind)},
+            {"pe", e.pe},
+            {"loc", describeLoc(e.loc)}});
+      packetResults.push_back(llvm::json::Object{
+          {"packet", static_cast<int64_t>(number)},
+          {"length", static_cast<int64_t>(length)},
+          {"outputs", std::move(outs)},
+          {"exceptions", std::move(excs)},
+          {"dropped", static_cast<int64_t>(result.drops)}});
+      return;
+    }
+    os << "#" << number << " (" << length << " bytes):";
+    if (result.outputs.empty() && result.exceptions.empty())
+      os << (result.unconnected ? " sent to an unconnected port" : " dropped");
+    os << "\n";
+    for (const interp::Output &out : result.outputs) {
+      os << "  -> " << sinks[out.sink] << " (" << out.bytes.size()
+         << " bytes)\n";
+      printBytes(os, out.bytes);
+    }
+    for (const interp::Exception &e : result.exceptions)
+      os << "  exception " << stringifyExceptionKind(e.kind) << " in @" << e.pe
+         << " (" << stringifyHandlerKind(e.handler) << " handler) at "
+         << describeLoc(e.loc) << ": " << e.detail << "\n";
+    if (result.drops && !result.outputs.empty())
+      os << "  " << result.drops << " copy(ies) dropped\n";
+  };
+
+  for (const interp::Exception &e : vm->initialize()) {
+    ++exceptionCounts[stringifyExceptionKind(e.kind).str()];
+    llvm::errs() << "netvm-run: warning: init handler of @" << e.pe
+                 << " raised " << stringifyExceptionKind(e.kind) << " at "
+                 << describeLoc(e.loc) << ": " << e.detail << "\n";
+  }
+
+  if (pullCount > 0) {
+    vm->setSourcePuller([&](unsigned) -> std::optional<interp::Packet> {
+      rt::TracePacket packet;
+      if (!readPacket(packet))
+        return std::nullopt;
+      return interp::Packet{std::move(packet.bytes), packet.seconds,
+                            packet.microseconds};
+    });
+    for (unsigned sink = 0; sink < sinks.size(); ++sink)
+      for (uint64_t i = 0; i < pullCount; ++i) {
+        interp::Result result = vm->pull(sink);
+        if (result.outputs.empty() && result.exceptions.empty() &&
+            !result.drops)
+          break;
+        account(result, ++packetNo, 0);
+      }
+  } else {
+    rt::TracePacket packet;
+    while (readPacket(packet)) {
+      interp::Packet in{std::move(packet.bytes), packet.seconds,
+                        packet.microseconds};
+      size_t length = in.bytes.size();
+      account(vm->push(source, in), ++packetNo, length);
+    }
+  }
+  if (inputFailed)
+    return 1;
+
+  uint64_t exceptions = 0;
+  for (auto &[kind, count] : exceptionCounts)
+    exceptions += count;
+
+  if (json) {
+    llvm::json::Object sinkObj, excObj, peObj;
+    for (auto [i, name] : llvm::enumerate(sinks))
+      sinkObj[name] = llvm::json::Object{
+          {"packets", static_cast<int64_t>(sinkStats[i].packets)},
+          {"bytes", static_cast<int64_t>(sinkStats[i].bytes)}};
+    for (auto &[kind, count] : exceptionCounts)
+      excObj[kind] = static_cast<int64_t>(count);
+    for (auto [i, name] : llvm::enumerate(vm->peNames())) {
+      const interp::PECounters &c = vm->counters(i);
+      peObj[name] = llvm::json::Object{
+          {"invocations", static_cast<int64_t>(c.invocations)},
+          {"sent", static_cast<int64_t>(c.sent)},
+          {"dropped", static_cast<int64_t>(c.dropped)},
+          {"exceptions", static_cast<int64_t>(c.exceptions)}};
+    }
+    llvm::json::Object top{
+        {"packets", static_cast<int64_t>(packetsRead)},
+        {"source", sources.empty() ? "" : sources[source]},
+        {"sinks", std::move(sinkObj)},
+        {"dropped", static_cast<int64_t>(drops)},
+        {"unconnected", static_cast<int64_t>(unconnected)},
+        {"exceptions", std::move(excObj)},
+        {"pes", std::move(peObj)}};
+    if (verbose)
+      top["results"] = std::move(packetResults);
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
+  } else {
+    os << "packets: " << packetsRead;
+    if (!sources.empty() && pullCount == 0)
+      os << " (into source " << sources[source] << ")";
+    os << "\n";
+    for (auto [i, name] : llvm::enumerate(sinks))
+      os << llvm::formatv("sink {0,-16} {1,10} packets {2,12} bytes\n", name,
+                          sinkStats[i].packets, sinkStats[i].bytes);
+    os << llvm::formatv("dropped {0,23}\n", drops);
+    if (unconnected)
+      os << llvm::formatv("unconnected {0,19}\n", unconnected);
+    os << llvm::formatv("exceptions {0,20}", exceptions);
+    if (!exceptionCounts.empty()) {
+      os << " (";
+      bool first = true;
+      for (auto &[kind, count] : exceptionCounts) {
+        os << (first ? "" : ", ") << kind << " " << count;
+        first = false;
+      }
+      os << ")";
+    }
+    os << "\n";
+    for (auto [i, name] : llvm::enumerate(vm->peNames())) {
+      const interp::PECounters &c = vm->counters(i);
+      os << llvm::formatv("pe {0,-18} {1,10} runs {2,8} sent {3,8} dropped "
+                          "{4,8} exceptions\n",
+                          name, c.invocations, c.sent, c.dropped,
+                          c.exceptions);
+    }
+  }
+  if (dumpData) {
+    for (auto [i, name] : llvm::enumerate(vm->peNames())) {
+      os << "data memory of @" << name << " (" << vm->dataMemory(i).size()
+         << " bytes)\n";
+      printBytes(os, vm->dataMemory(i));
+    }
+    if (!vm->sharedMemory().empty()) {
+      os << "shared memory (" << vm->sharedMemory().size() << " bytes)\n";
+      printBytes(os, vm->sharedMemory());
+    }
+  }
+  return 0;
+}
