@@ -99,8 +99,9 @@ static OwningOpRef<ModuleOp> loadNetIL(MLIRContext &context,
 
   SmallVector<PEOp> pes;
   for (const std::string &path : inputs) {
-    Location loc = FileLineColLoc::get(&context, path, 1, 1);
-    std::optional<unsigned> buffer = loadFile(context, sourceMgr, path, loc);
+    std::optional<unsigned> buffer =
+        loadFile(context, sourceMgr, path,
+                 FileLineColLoc::get(&context, path, 0, 0));
     if (!buffer)
       return nullptr;
     std::string name = stemOf(path);
@@ -489,14 +490,16 @@ netvm::driver::loadApplication(MLIRContext &context, llvm::SourceMgr &sourceMgr,
     return loadNetIL(context, sourceMgr, inputs, options);
   case InputKind::AppDescription: {
     std::optional<unsigned> buffer =
-        loadFile(context, sourceMgr, inputs.front(), unknown);
+        loadFile(context, sourceMgr, inputs.front(),
+                 FileLineColLoc::get(&context, inputs.front(), 0, 0));
     if (!buffer)
       return nullptr;
     return DescriptionParser(context, sourceMgr, *buffer).parse(options);
   }
   case InputKind::MLIR: {
     std::optional<unsigned> buffer =
-        loadFile(context, sourceMgr, inputs.front(), unknown);
+        loadFile(context, sourceMgr, inputs.front(),
+                 FileLineColLoc::get(&context, inputs.front(), 0, 0));
     if (!buffer)
       return nullptr;
     OwningOpRef<ModuleOp> module =

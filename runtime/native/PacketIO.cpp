@@ -124,7 +124,10 @@ std::unique_ptr<PacketReader> PacketReader::open(const std::string &path,
   char errbuf[PCAP_ERRBUF_SIZE] = {0};
   pcap_t *handle = pcap_open_offline(path.c_str(), errbuf);
   if (!handle) {
-    error = path + ": " + errbuf;
+    // libpcap's message names the file when it could not open it.
+    std::string message = errbuf;
+    error = message.find(path) == std::string::npos ? path + ": " + message
+                                                    : message;
     return nullptr;
   }
   return std::make_unique<PcapReader>(handle);
