@@ -11,7 +11,7 @@
 
 #include "NetVM/NetVMOps.h"
 #include "NetVM/Semantics.h"
-#include "netvm/Coprocessor.h"
+#include "netvm/coprocessor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -46,6 +46,12 @@ struct HandlerCode {
   unsigned numSlots = 0;
 };
 
+/// Owns a coprocessor instance of the C runtime.
+struct CoproDeleter {
+  void operator()(netvm_copro *c) const { netvm_copro_destroy(c); }
+};
+using CoproPtr = std::unique_ptr<netvm_copro, CoproDeleter>;
+
 struct PEState {
   PEState() = default;
   PEState(PEState &&) = default;
@@ -54,7 +60,7 @@ struct PEState {
   PEOp op;
   std::string name;
   std::vector<uint8_t> data, initdata;
-  std::vector<std::unique_ptr<rt::Coprocessor>> coprocessors;
+  std::vector<CoproPtr> coprocessors;
   SmallVector<PortOp, 4> ports;
   HandlerOp handlers[3];
   uint32_t random = sem::kRandomSeed;
@@ -160,11 +166,11 @@ std::unique_ptr<Interpreter> Interpreter::create(ApplicationOp app,
         state.handlers[static_cast<unsigned>(h.getKind())] = h;
       for (Attribute attr : pe.getCoprocessors()) {
         StringRef name = cast<StringAttr>(attr).getValue();
-        std::unique_ptr<rt::Coprocessor> copro = rt::createCoprocessor(name);
+        CoproPtr copro(netvm_copro_create(name.str().c_str()));
         if (!copro) {
           std::string available;
-          for (std::string_view n : rt::availableCoprocessors())
-            available += (available.empty() ? "" : ", ") + std::string(n);
+          for (const char *const *n = netvm_copro_names(); *n; ++n)
+            available += (available.empty() ? "" : ", ") + std::string(*n);
           pe.emitError("NetPE @")
               << pe.getSymName() << " uses coprocessor '" << name
               << "', which netvm does not provide (available: " << available
@@ -387,14 +393,13 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
     // A zero-length access at the very end is valid; never dereference.
     return mem->data() + offset;
   };
-  auto coprocessor = [&](Operation *op,
-                         StringRef name) -> rt::Coprocessor * {
+  auto coprocessor = [&](Operation *op, StringRef name) -> netvm_copro * {
     int index = pe.op.getCoprocessorIndex(name);
     return pe.coprocessors[index].get();
   };
-  auto coproFailed = [&](Operation *op, rt::Coprocessor *c) {
+  auto coproFailed = [&](Operation *op, netvm_copro *c) {
     raise(op, ExceptionKind::Coprocessor,
-          std::string(c->name()) + ": " + c->lastError());
+          std::string(netvm_copro_name(c)) + ": " + netvm_copro_error(c));
   };
 
   Block *block = &handler.getBody().front();
@@ -704,42 +709,40 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
         .Case([&](ExbufDeleteOp) { xb.reset(); })
         // Coprocessors.
         .Case([&](CoproInitOp o) {
-          rt::Coprocessor *c = coprocessor(o, o.getCopro());
+          netvm_copro *c = coprocessor(o, o.getCopro());
           uint32_t offset = o.getOffset();
           if (offset > pe.initdata.size())
             return raise(o, ExceptionKind::InitDataBounds,
                          "copro.init offset beyond the initialised data");
           uint32_t status = 0;
-          if (!c->init(pe.initdata.data() + offset,
-                       pe.initdata.size() - offset, status))
+          if (!netvm_copro_init(c, pe.initdata.data() + offset,
+                                pe.initdata.size() - offset, &status))
             return coproFailed(o, c);
           set(o, status);
         })
         .Case([&](CoproReadOp o) {
-          rt::Coprocessor *c = coprocessor(o, o.getCopro());
+          netvm_copro *c = coprocessor(o, o.getCopro());
           uint32_t v = 0;
-          if (!c->read(o.getReg(), v))
+          if (!netvm_copro_read(c, o.getReg(), &v))
             return coproFailed(o, c);
           set(o, v);
         })
         .Case([&](CoproWriteOp o) {
-          rt::Coprocessor *c = coprocessor(o, o.getCopro());
-          if (!c->write(o.getReg(), get(o.getValue())))
+          netvm_copro *c = coprocessor(o, o.getCopro());
+          if (!netvm_copro_write(c, o.getReg(), get(o.getValue())))
             coproFailed(o, c);
         })
         .Case([&](CoproInvokeOp o) {
-          rt::Coprocessor *c = coprocessor(o, o.getCopro());
-          if (!c->invoke(o.getOpcode()))
+          netvm_copro *c = coprocessor(o, o.getCopro());
+          if (!netvm_copro_invoke(c, o.getOpcode()))
             coproFailed(o, c);
         })
         .Case([&](CoproExbufOp o) {
-          rt::Coprocessor *c = coprocessor(o, o.getCopro());
-          rt::ExchangeBufferView view;
-          if (xb) {
-            view.packet = xb->packet.data();
-            view.packetLength = xb->packet.size();
-          }
-          c->attach(view);
+          netvm_copro *c = coprocessor(o, o.getCopro());
+          if (xb)
+            netvm_copro_attach(c, xb->packet.data(), xb->packet.size());
+          else
+            netvm_copro_attach(c, nullptr, 0);
         })
         .Default([&](Operation *other) {
           // create() admits only supported operations.

@@ -1,0 +1,54 @@
+/*===- coprocessor.h - NetVM virtual coprocessors (C API) ----------*- C -*-===*
+ *
+ * The virtual coprocessors a NetPE can use (paper section 3.1.3): black boxes
+ * with numbered 32-bit registers, operations acting on the registers and on
+ * internal state, and an optional initialisation from the NetPE's
+ * initialised data. The reference interpreter and the native runtime (JIT
+ * and AOT code, on every target) use these same implementations. Plain C11.
+ *
+ * Available coprocessors (register maps in docs/netil.md):
+ *   lookup       exact-match table from keys of 1..16 words to a word;
+ *   associative  longest-prefix-match table of byte strings (TCAM-like).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef NETVM_RUNTIME_COPROCESSOR_H
+#define NETVM_RUNTIME_COPROCESSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct netvm_copro netvm_copro;
+
+/* A new instance of the coprocessor called `name`, or NULL if there is no
+ * such coprocessor. */
+netvm_copro *netvm_copro_create(const char *name);
+void netvm_copro_destroy(netvm_copro *copro);
+
+/* The names netvm_copro_create accepts, as a NULL-terminated array. */
+const char *const *netvm_copro_names(void);
+
+const char *netvm_copro_name(const netvm_copro *copro);
+uint32_t netvm_copro_num_registers(const netvm_copro *copro);
+
+/* Each returns 1 on success and 0 on failure; then netvm_copro_error tells
+ * why and the NetVM handler raises the `coprocessor` exception. */
+int netvm_copro_init(netvm_copro *copro, const uint8_t *data, size_t size,
+                     uint32_t *status);
+int netvm_copro_read(netvm_copro *copro, uint32_t reg, uint32_t *value);
+int netvm_copro_write(netvm_copro *copro, uint32_t reg, uint32_t value);
+int netvm_copro_invoke(netvm_copro *copro, uint32_t operation);
+/* The exchange buffer the next operations may look at (copro.exbuf). */
+void netvm_copro_attach(netvm_copro *copro, const uint8_t *packet,
+                        uint32_t length);
+const char *netvm_copro_error(const netvm_copro *copro);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* NETVM_RUNTIME_COPROCESSOR_H */
