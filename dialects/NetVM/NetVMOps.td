@@ -375,6 +375,19 @@ def NetVM_CheckOp : NetVM_Op<"check", [MemoryEffects<[MemWrite]>]> {
   let assemblyFormat = "$condition `,` `` $kind attr-dict";
 }
 
+def NetVM_WatchdogOp : NetVM_Op<"watchdog", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "consume one unit of the packet's loop budget";
+  let description = [{
+    The software watchdog of the NetVM paper (section 3.3): every packet
+    starts with a budget of loop iterations (`netvm-run --watchdog`); each
+    execution of this operation uses one, and when none is left the handler
+    stops with the `watchdog` exception. The `netvm-insert-watchdog` pass
+    puts one at the head of every loop, so straight-line code pays nothing
+    and every execution path counts the same iterations.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 //===----------------------------------------------------------------------===//
 // Computation
 //===----------------------------------------------------------------------===//

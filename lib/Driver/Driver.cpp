@@ -10,6 +10,7 @@
 
 #include "NetVM/NetVMDialect.h"
 #include "NetVM/NetVMOps.h"
+#include "NetVM/NetVMPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -524,10 +525,14 @@ LogicalResult netvm::driver::optimize(
   PassManager pm(module.getContext());
   if (configure && failed(configure(pm)))
     return failure();
+  OpPassManager &handlers =
+      pm.nest<ApplicationOp>().nest<PEOp>().nest<HandlerOp>();
+  // Safety instrumentation comes first and at every level, so that every
+  // execution path counts the same loop iterations.
+  handlers.addPass(createNetVMInsertWatchdog());
   if (optLevel > 0) {
     // Until netvm's own optimizer exists (SCCP, folding and DCE through our
     // folders and MLIR's generic passes).
-    OpPassManager &handlers = pm.nest<ApplicationOp>().nest<PEOp>().nest<HandlerOp>();
     handlers.addPass(createCanonicalizerPass());
     handlers.addPass(createSCCPPass());
     handlers.addPass(createCSEPass());

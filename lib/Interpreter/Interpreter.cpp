@@ -27,9 +27,20 @@ using namespace netvm::interp;
 
 namespace {
 
+/// An exchange buffer. After exbuf.delete, or a pkt.receive that got
+/// nothing, there is no current exchange buffer: `none` is set and the
+/// packet and info memories are empty, so accesses raise bounds exceptions
+/// (the same cheap check native code does) and sending raises no_exbuf.
 struct ExBuf {
   std::vector<uint8_t> packet, info;
   uint32_t seconds = 0, microseconds = 0;
+  bool none = false;
+  void clear() {
+    packet.clear();
+    info.clear();
+    seconds = microseconds = 0;
+    none = true;
+  }
 };
 using ExBufPtr = std::unique_ptr<ExBuf>;
 
@@ -92,8 +103,15 @@ struct Interpreter::Impl {
   std::vector<std::optional<Endpoint>> sinkPullUpstream;
   std::function<std::optional<Packet>(unsigned)> sourcePuller;
 
+  /// Loop iterations (netvm.watchdog) the current packet may still run, and
+  /// a safety net on operations for IR that has no watchdogs.
   uint64_t budgetLeft = 0;
+  uint64_t opsLeft = 0;
   uint64_t totalOps = 0;
+  void resetBudget() {
+    budgetLeft = options.watchdogBudget;
+    opsLeft = options.watchdogBudget * 256 + (1u << 20);
+  }
 
   // Delivery along the graph.
   void deliver(unsigned pe, unsigned port, ExBufPtr xb, Result &result);
@@ -119,7 +137,7 @@ Interpreter::~Interpreter() = default;
 static bool isSupported(Operation *op) {
   return isa<
       // netvm
-      SendOp, DropOp, RetOp, TrapOp, LoadOp, StoreOp, CopyOp, PacketLengthOp,
+      SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp, PacketLengthOp,
       InfoClearOp, TimestampOp, RandomOp, CheckOp, ByteSwapOp, FindBitOp,
       BitOp, HashOp, ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp,
       PacketCrcOp, FieldCmpOp, PacketScanOp, SendDupOp, ReceiveOp,
@@ -304,14 +322,14 @@ ExBufPtr Interpreter::Impl::pullFrom(const Endpoint &upstream,
   }
   PEState &pe = pes[upstream.index];
   HandlerOp handler = pe.handlers[static_cast<unsigned>(HandlerKind::Pull)];
-  ExBufPtr xb;
+  ExBufPtr xb = std::make_unique<ExBuf>();
+  xb->clear();
   HandlerExit exit = run(upstream.index, handler, xb, upstream.port, result);
   switch (exit.kind) {
   case HandlerExit::Ret:
-    return xb;
+    return xb->none ? nullptr : std::move(xb);
   case HandlerExit::Send:
-    if (xb)
-      deliver(upstream.index, exit.port, std::move(xb), result);
+    deliver(upstream.index, exit.port, std::move(xb), result);
     return nullptr;
   case HandlerExit::Drop:
   case HandlerExit::Raised:
@@ -364,11 +382,6 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
     switch (space) {
     case MemSpace::Packet:
     case MemSpace::Info:
-      if (!xb) {
-        raise(op, ExceptionKind::NoExchangeBuffer,
-              "there is no current exchange buffer");
-        return nullptr;
-      }
       mem = space == MemSpace::Packet ? &xb->packet : &xb->info;
       break;
     case MemSpace::Data:
@@ -419,13 +432,13 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
   while (!exit) {
     Operation *op = &*ip++;
     ++totalOps;
-    if (budgetLeft == 0) {
+    if (opsLeft == 0) {
       raise(op, ExceptionKind::Watchdog,
-            "the packet exhausted its watchdog budget of " +
-                std::to_string(options.watchdogBudget) + " operations");
+            "the packet exceeded the interpreter's operation limit (the IR "
+            "has no netvm.watchdog to count loop iterations)");
       break;
     }
-    --budgetLeft;
+    --opsLeft;
 
     llvm::TypeSwitch<Operation *>(op)
         // Constants and integer arithmetic.
@@ -544,8 +557,16 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           }
           branch(o.getDefaultDestination(), o.getDefaultOperands());
         })
+        .Case([&](WatchdogOp o) {
+          if (budgetLeft == 0)
+            return raise(o, ExceptionKind::Watchdog,
+                         "the packet used up its watchdog budget of " +
+                             std::to_string(options.watchdogBudget) +
+                             " loop iterations");
+          --budgetLeft;
+        })
         .Case([&](SendOp o) {
-          if (!xb) {
+          if (xb->none) {
             raise(o, ExceptionKind::NoExchangeBuffer,
                   "pkt.send without a current exchange buffer");
             return;
@@ -596,21 +617,11 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
             return;
           std::memmove(dst, src, len);
         })
-        .Case([&](PacketLengthOp o) {
-          if (!xb)
-            return raise(o, ExceptionKind::NoExchangeBuffer,
-                         "pbl without a current exchange buffer");
-          set(o, xb->packet.size());
-        })
+        .Case([&](PacketLengthOp o) { set(o, xb->packet.size()); })
         .Case([&](InfoClearOp o) {
-          if (!xb)
-            return raise(o, ExceptionKind::NoExchangeBuffer,
-                         "info.clr without a current exchange buffer");
           std::fill(xb->info.begin(), xb->info.end(), 0);
         })
         .Case([&](TimestampOp o) {
-          if (!xb)
-            return set(o, 0);
           set(o, o.getUnit() == TimeUnit::Seconds ? xb->seconds
                                                   : xb->microseconds);
         })
@@ -688,7 +699,7 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
         })
         // Exchange buffers and ports.
         .Case([&](SendDupOp o) {
-          if (!xb)
+          if (xb->none)
             return raise(o, ExceptionKind::NoExchangeBuffer,
                          "pkt.senddup without a current exchange buffer");
           ++pe.counters.sent;
@@ -698,15 +709,20 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
         .Case([&](ReceiveOp o) {
           unsigned port = pe.op.getPortNumber(pe.op.lookupPort(o.getPort()));
           auto it = pullUpstream.find({peIdx, port});
-          xb = it == pullUpstream.end() ? nullptr : pullFrom(it->second, result);
+          ExBufPtr pulled =
+              it == pullUpstream.end() ? nullptr : pullFrom(it->second, result);
+          if (pulled)
+            xb = std::move(pulled);
+          else
+            xb->clear();
         })
         .Case([&](ExbufCreateOp o) {
-          auto fresh = std::make_unique<ExBuf>();
-          fresh->packet.assign(get(o.getSize()), 0);
-          fresh->info.assign(infoSize, 0);
-          xb = std::move(fresh);
+          xb->packet.assign(get(o.getSize()), 0);
+          xb->info.assign(infoSize, 0);
+          xb->seconds = xb->microseconds = 0;
+          xb->none = false;
         })
-        .Case([&](ExbufDeleteOp) { xb.reset(); })
+        .Case([&](ExbufDeleteOp) { xb->clear(); })
         // Coprocessors.
         .Case([&](CoproInitOp o) {
           netvm_copro *c = coprocessor(o, o.getCopro());
@@ -739,10 +755,10 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
         })
         .Case([&](CoproExbufOp o) {
           netvm_copro *c = coprocessor(o, o.getCopro());
-          if (xb)
-            netvm_copro_attach(c, xb->packet.data(), xb->packet.size());
-          else
-            netvm_copro_attach(c, nullptr, 0);
+          if (xb->none)
+            return raise(o, ExceptionKind::NoExchangeBuffer,
+                         "copro.exbuf without a current exchange buffer");
+          netvm_copro_attach(c, xb->packet.data(), xb->packet.size());
         })
         .Default([&](Operation *other) {
           // create() admits only supported operations.
@@ -762,8 +778,9 @@ std::vector<Exception> Interpreter::initialize() {
     HandlerOp init = impl->pes[i].handlers[static_cast<unsigned>(HandlerKind::Init)];
     if (!init)
       continue;
-    impl->budgetLeft = impl->options.watchdogBudget;
-    ExBufPtr none;
+    impl->resetBudget();
+    auto none = std::make_unique<ExBuf>();
+    none->clear();
     impl->run(i, init, none, 0, result);
   }
   return std::move(result.exceptions);
@@ -771,7 +788,7 @@ std::vector<Exception> Interpreter::initialize() {
 
 Result Interpreter::push(unsigned source, const Packet &packet) {
   Result result;
-  impl->budgetLeft = impl->options.watchdogBudget;
+  impl->resetBudget();
   const std::vector<Endpoint> &dests = impl->sourceDests[source];
   if (dests.empty()) {
     ++result.unconnected;
@@ -784,7 +801,7 @@ Result Interpreter::push(unsigned source, const Packet &packet) {
 
 Result Interpreter::pull(unsigned sink) {
   Result result;
-  impl->budgetLeft = impl->options.watchdogBudget;
+  impl->resetBudget();
   const std::optional<Endpoint> &upstream = impl->sinkPullUpstream[sink];
   if (!upstream)
     return result;

@@ -211,7 +211,7 @@ TEST(AssemblerFuzz, MutantApplicationsRun) {
     llvm::SourceMgr sourceMgr;
     auto module = driver::loadApplication(context, sourceMgr,
                                           {std::string(path)});
-    if (!module)
+    if (!module || mlir::failed(driver::optimize(*module, i % 3)))
       continue;
     interp::Options options;
     options.watchdogBudget = 5000;

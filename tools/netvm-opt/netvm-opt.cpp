@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NetVM/NetVMDialect.h"
+#include "NetVM/NetVMPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -17,6 +18,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  netvm::registerNetVMPasses();
   mlir::DialectRegistry registry;
   registry.insert<netvm::NetVMDialect, mlir::arith::ArithDialect,
                   mlir::cf::ControlFlowDialect, mlir::math::MathDialect>();

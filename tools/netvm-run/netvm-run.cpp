@@ -75,9 +75,9 @@ static cl::opt<bool> json("json",
                           cl::cat(runCategory));
 static cl::opt<uint64_t> watchdog(
     "watchdog",
-    cl::desc("Operations one packet may execute before the watchdog "
-             "exception (default 16777216)"),
-    cl::init(1u << 24), cl::cat(runCategory));
+    cl::desc("Loop iterations one packet may run, across all the NetPEs it "
+             "visits, before the watchdog exception (default 1048576)"),
+    cl::init(1u << 20), cl::cat(runCategory));
 static cl::opt<uint32_t> infoSize(
     "info-size",
     cl::desc("Info memory size when no NetPE declares more (default 64)"),

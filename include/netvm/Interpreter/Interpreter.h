@@ -28,9 +28,11 @@
 namespace netvm::interp {
 
 struct Options {
-  /// Operations one packet may execute (across all NetPEs it visits)
-  /// before the watchdog raises an exception (paper section 3.3).
-  uint64_t watchdogBudget = 1u << 24;
+  /// Loop iterations (executions of netvm.watchdog) one packet may run,
+  /// across all NetPEs it visits, before the watchdog exception (paper
+  /// section 3.3). IR without watchdogs is stopped after 256 operations per
+  /// unit of budget.
+  uint64_t watchdogBudget = 1u << 20;
   /// Info memory size when no NetPE declares more.
   uint32_t defaultInfoSize = 64;
 };
