@@ -138,7 +138,8 @@ private:
   SmallVector<Value> stack; // null: slot not read yet from the predecessors
   Location curLoc = UnknownLoc::get(pe.getContext());
 
-  DenseMap<uint32_t, Value> constants;
+  // Keyed by uint64_t: 0xFFFFFFFF is DenseMap's empty key for uint32_t.
+  DenseMap<uint64_t, Value> constants;
   Operation *lastConstant = nullptr;
   Value zero; // initial value of locals
 
@@ -1094,7 +1095,7 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
     bb.exit.emplace(loc);
     bb.exit->kind = Exit::Switch;
     bb.exit->condition = selector;
-    DenseMap<uint32_t, SMLoc> seen;
+    DenseMap<uint64_t, SMLoc> seen; // not uint32_t: see `constants`
     for (const SwitchCase &c : instr.cases) {
       auto [it, inserted] = seen.try_emplace(c.value, c.loc);
       if (!inserted) {
