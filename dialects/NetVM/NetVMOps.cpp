@@ -473,8 +473,43 @@ void CopyOp::getEffects(
                        getResource(getSrcSpace()));
   effects.emplace_back(MemoryEffects::Write::get(),
                        getResource(getDstSpace()));
-  effects.emplace_back(MemoryEffects::Write::get(),
-                       ExceptionStateResource::get());
+  if (!getInBounds())
+    effects.emplace_back(MemoryEffects::Write::get(),
+                         ExceptionStateResource::get());
+}
+
+/// Reads of a range of the packet: the packet, plus the exception state
+/// unless a dominating check proved the range in bounds.
+static void packetRangeEffects(
+    Operation *op, bool inBounds,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(),
+                       PacketMemoryResource::get());
+  if (!inBounds)
+    effects.emplace_back(MemoryEffects::Write::get(),
+                         ExceptionStateResource::get());
+}
+
+void ChecksumOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  packetRangeEffects(*this, getInBounds(), effects);
+}
+void PacketCrcOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  packetRangeEffects(*this, getInBounds(), effects);
+}
+void FieldCmpOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  packetRangeEffects(*this, getInBounds(), effects);
+}
+void PacketScanOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  packetRangeEffects(*this, getInBounds(), effects);
 }
 
 //===----------------------------------------------------------------------===//

@@ -310,14 +310,16 @@ def NetVM_CopyOp : NetVM_Op<"copy", [
   let description = [{
     Copies `length` bytes from `src_space[src]` to `dst_space[dst]` (NetIL's
     `dpcopy`, `pdcopy`, `dscopy`, `sdcopy`, `spcopy`, `pscopy`, `ipcopy`).
-    Both ranges are checked before anything is written.
+    Both ranges are checked (source first) before anything is written;
+    `in_bounds` records that dominating checks already did.
 
     ```mlir
     netvm.copy initdata[%c0] -> packet[%c0], %c64
     ```
   }];
   let arguments = (ins NetVM_MemSpaceAttr:$src_space, I32:$src,
-                       NetVM_MemSpaceAttr:$dst_space, I32:$dst, I32:$length);
+                       NetVM_MemSpaceAttr:$dst_space, I32:$dst, I32:$length,
+                       UnitAttr:$in_bounds);
   let assemblyFormat = [{
     `` $src_space `[` $src `]` `->` `` $dst_space `[` $dst `]` `,` $length attr-dict
   }];
@@ -329,6 +331,17 @@ def NetVM_PacketLengthOp : NetVM_Op<"pkt_len", [
   let summary = "the length of the packet in bytes";
   let description = [{
     NetIL's `pbl`: the number of bytes of packet memory.
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict";
+}
+
+def NetVM_InfoLengthOp : NetVM_Op<"info_len", [MemoryEffects<[MemRead]>]> {
+  let summary = "the size of the info memory in bytes";
+  let description = [{
+    The size of the current exchange buffer's info memory: the
+    application's info size, or 0 when there is no current exchange buffer.
+    Bounds checks on info memory compare against it.
   }];
   let results = (outs I32:$result);
   let assemblyFormat = "attr-dict";
@@ -444,7 +457,8 @@ def NetVM_HashOp : NetVM_Op<"hash", [Pure]> {
   let hasFolder = 1;
 }
 
-def NetVM_ChecksumOp : NetVM_Op<"checksum", [MemoryEffects<[MemRead, MemWrite]>]> {
+def NetVM_ChecksumOp : NetVM_Op<"checksum", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "the ones' complement sum of a range of packet bytes";
   let description = [{
     The RFC 1071 ones' complement sum of the 16-bit big-endian words of
@@ -453,7 +467,7 @@ def NetVM_ChecksumOp : NetVM_Op<"checksum", [MemoryEffects<[MemRead, MemWrite]>]
     Internet checksum is correct sums to `0xFFFF`. Raises `packet_bounds` if
     the range is not inside the packet (NetIL's `chksum.calc`).
   }];
-  let arguments = (ins I32:$offset, I32:$length);
+  let arguments = (ins I32:$offset, I32:$length, UnitAttr:$in_bounds);
   let results = (outs I32:$result);
   let assemblyFormat = "$offset `,` $length attr-dict";
 }
@@ -487,18 +501,21 @@ def NetVM_CrcOp : NetVM_Op<"crc", [Pure]> {
   let assemblyFormat = "`` $kind $input attr-dict";
 }
 
-def NetVM_PacketCrcOp : NetVM_Op<"crc_packet", [MemoryEffects<[MemRead, MemWrite]>]> {
+def NetVM_PacketCrcOp : NetVM_Op<"crc_packet", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "the CRC of a range of packet bytes";
   let description = [{
     The CRC of `packet[offset, offset + length)`; raises `packet_bounds` if
     the range is not inside the packet (NetIL's `crc.calcpkt`).
   }];
-  let arguments = (ins NetVM_CrcKindAttr:$kind, I32:$offset, I32:$length);
+  let arguments = (ins NetVM_CrcKindAttr:$kind, I32:$offset, I32:$length,
+                       UnitAttr:$in_bounds);
   let results = (outs I32:$result);
   let assemblyFormat = "`` $kind $offset `,` $length attr-dict";
 }
 
-def NetVM_FieldCmpOp : NetVM_Op<"field_cmp", [MemoryEffects<[MemRead, MemWrite]>]> {
+def NetVM_FieldCmpOp : NetVM_Op<"field_cmp", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "compare two byte ranges of the packet";
   let description = [{
     Compares `packet[lhs, lhs + length)` with `packet[rhs, rhs + length)` as
@@ -507,12 +524,13 @@ def NetVM_FieldCmpOp : NetVM_Op<"field_cmp", [MemoryEffects<[MemRead, MemWrite]>
     (NetIL's `jfield.eq/ne/lt/gt`).
   }];
   let arguments = (ins NetVM_FieldCmpKindAttr:$kind, I32:$lhs, I32:$rhs,
-                       I32:$length);
+                       I32:$length, UnitAttr:$in_bounds);
   let results = (outs I1:$result);
   let assemblyFormat = "`` $kind $lhs `,` $rhs `,` $length attr-dict";
 }
 
-def NetVM_PacketScanOp : NetVM_Op<"pscan", [MemoryEffects<[MemRead, MemWrite]>]> {
+def NetVM_PacketScanOp : NetVM_Op<"pscan", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "find the first occurrence of a value in the packet";
   let description = [{
     Returns the smallest offset `o >= offset` such that the 1, 2 or 4 bytes
@@ -520,7 +538,8 @@ def NetVM_PacketScanOp : NetVM_Op<"pscan", [MemoryEffects<[MemRead, MemWrite]>]>
     there is none. Raises `packet_bounds` if `offset` is not inside the
     packet (NetIL's `pscan.8/16/32`).
   }];
-  let arguments = (ins I32:$offset, NetVM_AccessType:$value);
+  let arguments = (ins I32:$offset, NetVM_AccessType:$value,
+                       UnitAttr:$in_bounds);
   let results = (outs I32:$result);
   let assemblyFormat = "$offset `,` $value attr-dict `:` type($value)";
 }

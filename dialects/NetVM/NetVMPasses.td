@@ -31,4 +31,35 @@ def NetVMInsertWatchdog : Pass<"netvm-insert-watchdog", "netvm::HandlerOp"> {
   ];
 }
 
+def NetVMInsertBoundsChecks
+    : Pass<"netvm-insert-bounds-checks", "netvm::HandlerOp"> {
+  let summary = "make every memory access explicitly checked";
+  let description = [{
+    For every memory access not yet proven safe (loads, stores, copies and
+    the operations that read a range of the packet: checksum, crc_packet,
+    field_cmp, pscan), inserts the comparison of the accessed range with the
+    size of its memory and a `netvm.check` raising the memory's bounds
+    exception, then marks the access `in_bounds`. Sizes known at compile time
+    (data, shared and initialised data memory) become constants, so
+    constant offsets into them need no run-time test after folding; packet
+    and info memory compare against `netvm.pkt_len` / `netvm.info_len`.
+    Runs at every optimization level: the native lowering relies on it, and
+    a later pass removes the checks dominated by one that covers them.
+
+    ```mlir
+    %v = netvm.load packet[%o] : i16
+    // becomes
+    %len = netvm.pkt_len
+    %end = ... zext(%o) + 2 ...
+    %ok = arith.cmpi ule, %end, zext(%len) : i64
+    netvm.check %ok, packet_bounds
+    %v = netvm.load packet[%o] {in_bounds} : i16
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numChecks", "checks", "Number of bounds checks inserted">
+  ];
+}
+
 #endif // NETVM_PASSES_TD

@@ -527,9 +527,11 @@ LogicalResult netvm::driver::optimize(
     return failure();
   OpPassManager &handlers =
       pm.nest<ApplicationOp>().nest<PEOp>().nest<HandlerOp>();
-  // Safety instrumentation comes first and at every level, so that every
-  // execution path counts the same loop iterations.
+  // Safety instrumentation comes first and at every level: every execution
+  // path then counts the same loop iterations and checks accesses the same
+  // way (the native lowering relies on the explicit checks).
   handlers.addPass(createNetVMInsertWatchdog());
+  handlers.addPass(createNetVMInsertBoundsChecks());
   if (optLevel > 0) {
     // Until netvm's own optimizer exists (SCCP, folding and DCE through our
     // folders and MLIR's generic passes).

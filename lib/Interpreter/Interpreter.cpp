@@ -138,7 +138,7 @@ static bool isSupported(Operation *op) {
   return isa<
       // netvm
       SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp, PacketLengthOp,
-      InfoClearOp, TimestampOp, RandomOp, CheckOp, ByteSwapOp, FindBitOp,
+      InfoLengthOp, InfoClearOp, TimestampOp, RandomOp, CheckOp, ByteSwapOp, FindBitOp,
       BitOp, HashOp, ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp,
       PacketCrcOp, FieldCmpOp, PacketScanOp, SendDupOp, ReceiveOp,
       ExbufCreateOp, ExbufDeleteOp, CoproInitOp, CoproReadOp, CoproWriteOp,
@@ -618,6 +618,7 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           std::memmove(dst, src, len);
         })
         .Case([&](PacketLengthOp o) { set(o, xb->packet.size()); })
+        .Case([&](InfoLengthOp o) { set(o, xb->info.size()); })
         .Case([&](InfoClearOp o) {
           std::fill(xb->info.begin(), xb->info.end(), 0);
         })
