@@ -512,6 +512,55 @@ void PacketScanOp::getEffects(
   packetRangeEffects(*this, getInBounds(), effects);
 }
 
+void CheckBoundsOp::print(OpAsmPrinter &p) {
+  p << " " << stringifyMemSpace(getSpace()) << "[";
+  p.printOperand(getOffset());
+  p << "], ";
+  if (Value length = getLength())
+    p.printOperand(length);
+  else
+    p << getExtent();
+  p.printOptionalAttrDict((*this)->getAttrs(), {"space", "extent"});
+}
+
+ParseResult CheckBoundsOp::parse(OpAsmParser &parser, OperationState &result) {
+  StringRef spaceName;
+  SMLoc spaceLoc = parser.getCurrentLocation();
+  OpAsmParser::UnresolvedOperand offset, length;
+  if (parser.parseKeyword(&spaceName))
+    return failure();
+  std::optional<MemSpace> space = symbolizeMemSpace(spaceName);
+  if (!space)
+    return parser.emitError(spaceLoc, "unknown memory space '")
+           << spaceName << "'";
+  Type i32 = parser.getBuilder().getI32Type();
+  if (parser.parseLSquare() || parser.parseOperand(offset) ||
+      parser.parseRSquare() || parser.parseComma() ||
+      parser.resolveOperand(offset, i32, result.operands))
+    return failure();
+  int64_t extent = 0;
+  OptionalParseResult hasLength = parser.parseOptionalOperand(length);
+  if (hasLength.has_value()) {
+    if (failed(*hasLength) ||
+        parser.resolveOperand(length, i32, result.operands))
+      return failure();
+  } else if (parser.parseInteger(extent)) {
+    return failure();
+  }
+  result.addAttribute("space", MemSpaceAttr::get(parser.getContext(), *space));
+  result.addAttribute("extent", parser.getBuilder().getI64IntegerAttr(extent));
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+LogicalResult CheckBoundsOp::verify() {
+  if (getLength() && getExtent() != 0)
+    return emitOpError("takes a length operand or a constant extent, not "
+                       "both");
+  if (getExtent() < 0)
+    return emitOpError("extent must not be negative");
+  return verifyExchangeBufferSpace(*this, getSpace());
+}
+
 //===----------------------------------------------------------------------===//
 // Computation
 //===----------------------------------------------------------------------===//

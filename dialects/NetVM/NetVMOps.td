@@ -388,6 +388,33 @@ def NetVM_CheckOp : NetVM_Op<"check", [MemoryEffects<[MemWrite]>]> {
   let assemblyFormat = "$condition `,` `` $kind attr-dict";
 }
 
+def NetVM_CheckBoundsOp : NetVM_Op<"check_bounds", [
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "raise a bounds exception unless a range lies in a memory";
+  let description = [{
+    Continues when the bytes `[offset, offset + extent)` lie inside memory
+    `space`, where the extent is the constant after the comma or the value
+    of `length`; otherwise stops the handler with the space's bounds
+    exception. Offsets and lengths are unsigned and the sum does not wrap.
+    `netvm-insert-bounds-checks` puts one in front of every access it
+    proves nothing about; keeping the range structured (instead of a
+    comparison) lets later passes see which checks cover which.
+
+    ```mlir
+    netvm.check_bounds packet[%off], 2        // 2 bytes at %off
+    netvm.check_bounds data[%src], %len       // %len bytes at %src
+    ```
+  }];
+  let arguments = (ins NetVM_MemSpaceAttr:$space, I32:$offset,
+                       Optional<I32>:$length, I64Attr:$extent);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The constant extent when there is no `length` operand.
+    bool hasConstantExtent() { return !getLength(); }
+  }];
+}
+
 def NetVM_WatchdogOp : NetVM_Op<"watchdog", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "consume one unit of the packet's loop budget";
   let description = [{

@@ -37,26 +37,20 @@ def NetVMInsertBoundsChecks
   let description = [{
     For every memory access not yet proven safe (loads, stores, copies and
     the operations that read a range of the packet: checksum, crc_packet,
-    field_cmp, pscan), inserts the comparison of the accessed range with the
-    size of its memory and a `netvm.check` raising the memory's bounds
-    exception, then marks the access `in_bounds`. Sizes known at compile time
-    (data, shared and initialised data memory) become constants, so
-    constant offsets into them need no run-time test after folding; packet
-    and info memory compare against `netvm.pkt_len` / `netvm.info_len`.
-    Runs at every optimization level: the native lowering relies on it, and
-    a later pass removes the checks dominated by one that covers them.
+    field_cmp, pscan), inserts a `netvm.check_bounds` of the accessed range
+    and marks the access `in_bounds`. Accesses at constant offsets into
+    memories whose size is known at compile time (data, shared and
+    initialised data) need no check when they fit. Runs at every
+    optimization level: back ends implement only `netvm.check_bounds`, and a
+    later pass removes the checks covered by a dominating one.
 
     ```mlir
     %v = netvm.load packet[%o] : i16
     // becomes
-    %len = netvm.pkt_len
-    %end = ... zext(%o) + 2 ...
-    %ok = arith.cmpi ule, %end, zext(%len) : i64
-    netvm.check %ok, packet_bounds
+    netvm.check_bounds packet[%o], 2
     %v = netvm.load packet[%o] {in_bounds} : i16
     ```
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
   let statistics = [
     Statistic<"numChecks", "checks", "Number of bounds checks inserted">
   ];

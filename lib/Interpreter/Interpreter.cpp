@@ -138,7 +138,7 @@ static bool isSupported(Operation *op) {
   return isa<
       // netvm
       SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp, PacketLengthOp,
-      InfoLengthOp, InfoClearOp, TimestampOp, RandomOp, CheckOp, ByteSwapOp, FindBitOp,
+      InfoLengthOp, InfoClearOp, TimestampOp, RandomOp, CheckOp, CheckBoundsOp, ByteSwapOp, FindBitOp,
       BitOp, HashOp, ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp,
       PacketCrcOp, FieldCmpOp, PacketScanOp, SendDupOp, ReceiveOp,
       ExbufCreateOp, ExbufDeleteOp, CoproInitOp, CoproReadOp, CoproWriteOp,
@@ -582,6 +582,10 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
         .Case([&](RetOp) { exit = HandlerExit{HandlerExit::Ret}; })
         .Case([&](TrapOp o) {
           raise(o, o.getKind(), "trap");
+        })
+        .Case([&](CheckBoundsOp o) {
+          uint64_t extent = o.getLength() ? get(o.getLength()) : o.getExtent();
+          memory(o, o.getSpace(), get(o.getOffset()), extent);
         })
         .Case([&](CheckOp o) {
           if (!get(o.getCondition()))

@@ -10,7 +10,6 @@
 
 #include "NetVM/NetVMPasses.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 
@@ -38,8 +37,8 @@ struct InsertBoundsChecksPass
     : public netvm::impl::NetVMInsertBoundsChecksBase<InsertBoundsChecksPass> {
   void runOnOperation() override;
 
-  /// The size of `space` as an i32 value, or its constant size.
-  Value sizeOf(OpBuilder &b, Location loc, MemSpace space, HandlerOp handler);
+  /// The size of `space` when it is known at compile time.
+  std::optional<uint64_t> staticSize(MemSpace space, HandlerOp handler);
   /// Insert the check of `range` before `op`.
   void check(Operation *op, const Range &range, HandlerOp handler);
 
@@ -48,23 +47,19 @@ struct InsertBoundsChecksPass
 
 } // namespace
 
-Value InsertBoundsChecksPass::sizeOf(OpBuilder &b, Location loc,
-                                     MemSpace space, HandlerOp handler) {
+std::optional<uint64_t>
+InsertBoundsChecksPass::staticSize(MemSpace space, HandlerOp handler) {
   PEOp pe = handler.getPE();
-  auto constant = [&](uint64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, v, 32);
-  };
   switch (space) {
   case MemSpace::Packet:
-    return PacketLengthOp::create(b, loc, b.getI32Type());
   case MemSpace::Info:
-    return InfoLengthOp::create(b, loc, b.getI32Type());
+    return std::nullopt; // known only at run time
   case MemSpace::Data:
-    return constant(pe.getDatamemSize());
+    return pe.getDatamemSize();
   case MemSpace::Shared:
-    return constant(sharedSize);
+    return sharedSize;
   case MemSpace::InitData:
-    return constant(pe.getInitdata() ? pe.getInitdata()->size() : 0);
+    return pe.getInitdata() ? pe.getInitdata()->size() : 0;
   }
   llvm_unreachable("unknown memory space");
 }
@@ -73,37 +68,25 @@ void InsertBoundsChecksPass::check(Operation *op, const Range &range,
                                    HandlerOp handler) {
   OpBuilder b(op);
   Location loc = op->getLoc();
-  Type i64 = b.getI64Type();
-  // Decide statically when everything is known (constant sizes).
+  // Accesses at constant offsets into memories of constant size are decided
+  // now: no check when they fit (the assembler reports those that do not).
   APInt offset, length;
   bool constOffset = matchPattern(range.offset, m_ConstantInt(&offset));
   bool constLength =
       !range.length || matchPattern(range.length, m_ConstantInt(&length));
-  uint64_t len = range.length ? (constLength ? length.getZExtValue() : 0)
-                              : range.width;
-  if (constOffset && constLength && range.space != MemSpace::Packet &&
-      range.space != MemSpace::Info) {
-    Value size = sizeOf(b, loc, range.space, handler);
-    APInt sizeValue;
-    if (matchPattern(size, m_ConstantInt(&sizeValue))) {
-      bool ok = offset.getZExtValue() + len <= sizeValue.getZExtValue();
-      size.getDefiningOp()->erase();
-      if (ok)
+  if (constOffset && constLength) {
+    if (std::optional<uint64_t> size = staticSize(range.space, handler)) {
+      uint64_t extent = range.length ? length.getZExtValue() : range.width;
+      if (offset.getZExtValue() + extent <= *size)
         return;
     }
   }
-  Value end = arith::ExtUIOp::create(b, loc, i64, range.offset);
-  Value extent =
-      range.length ? arith::ExtUIOp::create(b, loc, i64, range.length)
-                         .getResult()
-                   : arith::ConstantIntOp::create(b, loc, range.width, 64)
-                         .getResult();
-  end = arith::AddIOp::create(b, loc, end, extent);
-  Value size = arith::ExtUIOp::create(
-      b, loc, i64, sizeOf(b, loc, range.space, handler));
-  Value ok =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, end, size);
-  CheckOp::create(b, loc, ok, boundsExceptionFor(range.space));
+  if (range.length)
+    CheckBoundsOp::create(b, loc, MemSpaceAttr::get(b.getContext(), range.space), range.offset, range.length,
+                          b.getI64IntegerAttr(0));
+  else
+    CheckBoundsOp::create(b, loc, MemSpaceAttr::get(b.getContext(), range.space), range.offset, Value(),
+                          b.getI64IntegerAttr(range.width));
   ++numChecks;
 }
 

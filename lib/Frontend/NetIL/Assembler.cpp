@@ -557,31 +557,32 @@ void HandlerBuilder::finalizePhis() {
       changed = true;
     }
   }
+  // Rewrite the uses of trivial phis first, so that the use lists below
+  // are accurate.
+  for (auto &[phi, operands] : phiOperands)
+    if (dead.contains(phi))
+      phi.replaceAllUsesWith(resolve(phi));
   // Remove phis nobody uses (neither operations nor other live phis).
   changed = true;
   while (changed) {
     changed = false;
+    // Uses not visible in MLIR yet: operands of live phis and the
+    // conditions of the terminators emitted later.
     llvm::DenseSet<Value> usedByPhis;
     for (auto &[phi, operands] : phiOperands)
       if (!dead.contains(phi))
         for (Value op : operands)
           usedByPhis.insert(resolve(op));
+    for (const BasicBlock &bb : blocks)
+      if (bb.exit && bb.exit->condition)
+        usedByPhis.insert(resolve(bb.exit->condition));
     for (auto &[phi, operands] : phiOperands) {
-      if (dead.contains(phi) || usedByPhis.contains(phi))
-        continue;
-      bool usedByOps = llvm::any_of(phi.getUses(), [&](OpOperand &) {
-        return true;
-      });
-      if (usedByOps)
+      if (dead.contains(phi) || usedByPhis.contains(phi) || !phi.use_empty())
         continue;
       dead.insert(phi);
       changed = true;
     }
   }
-  // Rewrite uses of removed phis, then erase them (highest index first).
-  for (auto &[phi, operands] : phiOperands)
-    if (dead.contains(phi) && replacement.count(phi))
-      phi.replaceAllUsesWith(resolve(phi));
   DenseMap<Block *, SmallVector<BlockArgument>> byBlock;
   for (auto &[phi, operands] : phiOperands)
     if (dead.contains(phi))
