@@ -14,10 +14,11 @@ def NetVMInsertWatchdog : Pass<"netvm-insert-watchdog", "netvm::HandlerOp"> {
   let summary = "put a watchdog at the head of every loop";
   let description = [{
     Inserts `netvm.watchdog` at the start of every block that is the target
-    of a back edge (an edge to a block that dominates its source), unless one
-    is already there. Every loop iteration then consumes one unit of the
-    packet's budget, while code without loops pays nothing (paper section
-    3.3). Runs at every optimization level, before anything else, so the
+    of a retreating edge of a depth-first search of the control-flow graph
+    (an edge to a block on the search stack; for natural loops, the loop
+    headers), unless one is already there. Every cycle, irreducible ones
+    included, contains such an edge, so every loop iteration consumes budget,
+    while code without loops pays nothing (paper section 3.3). Runs at every optimization level, before anything else, so the
     interpreter and the native code count the same iterations.
 
     ```mlir

@@ -51,6 +51,9 @@ struct Endpoint {
   unsigned port;  // port number, for Port
 };
 
+/// The largest packet an exchange buffer may hold (as the native runtime).
+constexpr uint64_t kMaxPacketSize = 65536;
+
 /// Slot numbering of the SSA values of one handler.
 struct HandlerCode {
   DenseMap<Value, unsigned> slots;
@@ -722,7 +725,14 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
             xb->clear();
         })
         .Case([&](ExbufCreateOp o) {
-          xb->packet.assign(get(o.getSize()), 0);
+          uint64_t size = get(o.getSize());
+          if (size > kMaxPacketSize)
+            return raise(o, ExceptionKind::PacketBounds,
+                         "exbuf.create of " + std::to_string(size) +
+                             " bytes exceeds the " +
+                             std::to_string(kMaxPacketSize) +
+                             "-byte limit of an exchange buffer");
+          xb->packet.assign(size, 0);
           xb->info.assign(infoSize, 0);
           xb->seconds = xb->microseconds = 0;
           xb->none = false;

@@ -1,15 +1,17 @@
 //===- InsertWatchdog.cpp - Watchdogs at the head of every loop ---------------===//
 //
-// A block is a loop head when it is the target of a back edge, an edge whose
-// target dominates its source. One netvm.watchdog per loop head bounds the
-// iterations a packet can spend, without slowing down loop-free code.
+// Every cycle of a control-flow graph contains a retreating edge of any
+// depth-first search: an edge to a block still on the search stack. One
+// netvm.watchdog at the target of each retreating edge therefore bounds the
+// iterations of every loop, irreducible ones included, while loop-free code
+// pays nothing. (For reducible loops these targets are the loop headers.)
 //
 //===----------------------------------------------------------------------===//
 
 #include "NetVM/NetVMPasses.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Dominance.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #define DEBUG_TYPE "netvm-insert-watchdog"
 
@@ -29,12 +31,29 @@ struct InsertWatchdogPass
     Region &body = handler.getBody();
     if (body.hasOneBlock())
       return;
-    DominanceInfo dominance(handler);
+    // Iterative depth-first search from the entry block.
     llvm::SetVector<Block *> heads;
-    for (Block &block : body)
-      for (Block *succ : block.getSuccessors())
-        if (dominance.dominates(succ, &block))
+    llvm::SmallPtrSet<Block *, 16> visited, onStack;
+    SmallVector<std::pair<Block *, unsigned>> stack;
+    Block *entry = &body.front();
+    stack.push_back({entry, 0});
+    visited.insert(entry);
+    onStack.insert(entry);
+    while (!stack.empty()) {
+      auto &[block, next] = stack.back();
+      if (next < block->getNumSuccessors()) {
+        Block *succ = block->getSuccessor(next++);
+        if (onStack.contains(succ))
           heads.insert(succ);
+        else if (visited.insert(succ).second) {
+          onStack.insert(succ);
+          stack.push_back({succ, 0});
+        }
+        continue;
+      }
+      onStack.erase(block);
+      stack.pop_back();
+    }
     OpBuilder builder(handler.getContext());
     for (Block *head : heads) {
       if (!head->empty() && isa<WatchdogOp>(head->front()))

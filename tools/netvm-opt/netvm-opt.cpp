@@ -8,9 +8,11 @@
 
 #include "NetVM/NetVMDialect.h"
 #include "NetVM/NetVMPasses.h"
+#include "netvm/Conversion/NetVMToLLVM.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -19,9 +21,11 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   netvm::registerNetVMPasses();
+  netvm::registerNetVMToLLVMPass();
   mlir::DialectRegistry registry;
   registry.insert<netvm::NetVMDialect, mlir::arith::ArithDialect,
-                  mlir::cf::ControlFlowDialect, mlir::math::MathDialect>();
+                  mlir::cf::ControlFlowDialect, mlir::math::MathDialect,
+                  mlir::LLVM::LLVMDialect>();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "netvm optimizer driver\n", registry));
 }

@@ -4,13 +4,15 @@
 // handlers), feeds it packets from a pcap file or from hexadecimal text and
 // reports what came out: per packet with -v, as a per-sink and per-NetPE
 // summary otherwise (or JSON), and writes forwarded packets to pcap files
-// with -w. The engine is the reference interpreter.
+// with -w. Native code from the JIT by default; --interp runs the reference
+// interpreter instead.
 //
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Driver/Driver.h"
-#include "netvm/Interpreter/Interpreter.h"
+#include "netvm/Runtime/Engine.h"
 #include "netvm/Runtime/PacketIO.h"
+#include "netvm/Target/Native.h"
 
 #include "NetVM/NetVMOps.h"
 
@@ -92,15 +94,19 @@ static cl::opt<uint64_t> pullCount(
              "by a pull connection, taking packets from the input as the "
              "application asks for them"),
     cl::value_desc("count"), cl::init(0), cl::cat(runCategory));
-static cl::opt<bool> interpOption(
+static cl::opt<bool> useInterpreter(
     "interp",
-    cl::desc("Run with the reference interpreter (currently the only "
-             "engine)"),
-    cl::init(true), cl::cat(runCategory));
+    cl::desc("Run the reference interpreter instead of native code"),
+    cl::init(false), cl::cat(runCategory));
 static cl::opt<char> optLevel(
-    "O", cl::desc("Optimize the application before running it (default: "
-                  "-O0, run exactly what was assembled)"),
-    cl::Prefix, cl::init('0'), cl::cat(runCategory));
+    "O",
+    cl::desc("Optimization level -O0..-O3 (default: -O2 for native code; "
+             "the interpreter runs -O0 IR unless -O is given)"),
+    cl::Prefix, cl::init('2'), cl::cat(runCategory));
+static cl::opt<bool> compileTime(
+    "compile-time",
+    cl::desc("Report how long JIT compilation took, by phase"),
+    cl::cat(runCategory));
 
 namespace {
 struct SinkStats {
@@ -118,16 +124,6 @@ static void printBytes(llvm::raw_ostream &os, llvm::ArrayRef<uint8_t> bytes) {
   }
 }
 
-static std::string describeLoc(Location loc) {
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
-            Twine(file.getColumn()))
-        .str();
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  loc.print(os);
-  return s;
-}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -165,21 +161,46 @@ int main(int argc, char **argv) {
       driver::loadApplication(context, sourceMgr, inputs);
   if (!module)
     return 1;
-  if (failed(driver::optimize(*module, optLevel - '0')))
+  unsigned level = optLevel - '0';
+  if (useInterpreter && optLevel.getNumOccurrences() == 0)
+    level = 0;
+  if (failed(driver::optimize(*module, level)))
     return 1;
-  ApplicationOp app = driver::getApplication(*module);
 
-  interp::Options options;
+  rt::EngineOptions options;
   options.watchdogBudget = watchdog;
   options.defaultInfoSize = infoSize;
-  std::unique_ptr<interp::Interpreter> vm =
-      interp::Interpreter::create(app, options);
-  if (!vm)
+  std::string error;
+  std::unique_ptr<rt::Engine> vm;
+  if (useInterpreter) {
+    vm = rt::Engine::interpreter(driver::getApplication(*module), options,
+                                 error);
+  } else {
+    native::CodegenOptions codegen;
+    codegen.optLevel = level;
+    codegen.defaultInfoSize = infoSize;
+    auto desc = native::jitCompile(*module, codegen);
+    if (!desc) {
+      llvm::errs() << "netvm-run: " << llvm::toString(desc.takeError())
+                   << "\n";
+      return 1;
+    }
+    if (compileTime) {
+      native::CompileTimes t = native::lastCompileTimes();
+      llvm::errs() << llvm::formatv(
+          "compile time: {0:f2} ms (lowering {1:f2}, translation {2:f2}, "
+          "LLVM optimization {3:f2}, code generation {4:f2})\n",
+          t.total(), t.lowering, t.translation, t.optimization, t.codegen);
+    }
+    vm = rt::Engine::native(*desc, options, error);
+  }
+  if (!vm) {
+    llvm::errs() << "netvm-run: " << error << "\n";
     return 1;
+  }
 
   // Packet input.
   std::unique_ptr<rt::PacketReader> reader;
-  std::string error;
   if (!pcapInput.empty() || !hexInput.empty()) {
     bool hex = !hexInput.empty();
     reader = rt::PacketReader::open(hex ? hexInput : pcapInput, hex, error);
@@ -263,9 +284,9 @@ int main(int argc, char **argv) {
   llvm::json::Array packetResults; // -v --json
   std::map<std::string, uint64_t> exceptionCounts;
   uint64_t drops = 0, unconnected = 0, packetNo = 0;
-  auto account = [&](const interp::Result &result, uint64_t number,
+  auto account = [&](const rt::PacketResult &result, uint64_t number,
                      size_t length) {
-    for (const interp::Output &out : result.outputs) {
+    for (const rt::Output &out : result.outputs) {
       SinkStats &stats = sinkStats[out.sink];
       ++stats.packets;
       stats.bytes += out.bytes.size();
@@ -278,23 +299,21 @@ int main(int argc, char **argv) {
         stats.writer->write(packet);
       }
     }
-    for (const interp::Exception &e : result.exceptions)
-      ++exceptionCounts[stringifyExceptionKind(e.kind).str()];
+    for (const rt::ExceptionReport &e : result.exceptions)
+      ++exceptionCounts[e.kind];
     drops += result.drops;
     unconnected += result.unconnected;
     if (!verbose)
       return;
     if (json) {
       llvm::json::Array outs, excs;
-      for (const interp::Output &out : result.outputs)
+      for (const rt::Output &out : result.outputs)
         outs.push_back(llvm::json::Object{
             {"sink", sinks[out.sink]},
             {"bytes", llvm::toHex(out.bytes, /*LowerCase=*/true)}});
-      for (const interp::Exception &e : result.exceptions)
+      for (const rt::ExceptionReport &e : result.exceptions)
         excs.push_back(llvm::json::Object{
-            {"kind", stringifyExceptionKind(e.kind)},
-            {"pe", e.pe},
-            {"loc", describeLoc(e.loc)}});
+            {"kind", e.kind}, {"pe", e.pe}, {"loc", e.location}});
       packetResults.push_back(llvm::json::Object{
           {"packet", static_cast<int64_t>(number)},
           {"length", static_cast<int64_t>(length)},
@@ -307,37 +326,39 @@ int main(int argc, char **argv) {
     if (result.outputs.empty() && result.exceptions.empty())
       os << (result.unconnected ? " sent to an unconnected port" : " dropped");
     os << "\n";
-    for (const interp::Output &out : result.outputs) {
+    for (const rt::Output &out : result.outputs) {
       os << "  -> " << sinks[out.sink] << " (" << out.bytes.size()
          << " bytes)\n";
       printBytes(os, out.bytes);
     }
-    for (const interp::Exception &e : result.exceptions)
-      os << "  exception " << stringifyExceptionKind(e.kind) << " in @" << e.pe
-         << " (" << stringifyHandlerKind(e.handler) << " handler) at "
-         << describeLoc(e.loc) << ": " << e.detail << "\n";
+    for (const rt::ExceptionReport &e : result.exceptions) {
+      os << "  exception " << e.kind << " in @" << e.pe << " (" << e.handler
+         << " handler) at " << e.location;
+      if (!e.detail.empty())
+        os << ": " << e.detail;
+      os << "\n";
+    }
     if (result.drops && !result.outputs.empty())
       os << "  " << result.drops << " copy(ies) dropped\n";
   };
 
-  for (const interp::Exception &e : vm->initialize()) {
-    ++exceptionCounts[stringifyExceptionKind(e.kind).str()];
+  for (const rt::ExceptionReport &e : vm->initialize()) {
+    ++exceptionCounts[e.kind];
     llvm::errs() << "netvm-run: warning: init handler of @" << e.pe
-                 << " raised " << stringifyExceptionKind(e.kind) << " at "
-                 << describeLoc(e.loc) << ": " << e.detail << "\n";
+                 << " raised " << e.kind << " at " << e.location
+                 << (e.detail.empty() ? "" : ": ") << e.detail << "\n";
   }
 
   if (pullCount > 0) {
-    vm->setSourcePuller([&](unsigned) -> std::optional<interp::Packet> {
+    vm->setSourcePuller([&](unsigned) -> std::optional<rt::TracePacket> {
       rt::TracePacket packet;
       if (!readPacket(packet))
         return std::nullopt;
-      return interp::Packet{std::move(packet.bytes), packet.seconds,
-                            packet.microseconds};
+      return packet;
     });
     for (unsigned sink = 0; sink < sinks.size(); ++sink)
       for (uint64_t i = 0; i < pullCount; ++i) {
-        interp::Result result = vm->pull(sink);
+        rt::PacketResult result = vm->pull(sink);
         if (result.outputs.empty() && result.exceptions.empty() &&
             !result.drops)
           break;
@@ -346,10 +367,8 @@ int main(int argc, char **argv) {
   } else {
     rt::TracePacket packet;
     while (readPacket(packet)) {
-      interp::Packet in{std::move(packet.bytes), packet.seconds,
-                        packet.microseconds};
-      size_t length = in.bytes.size();
-      account(vm->push(source, in), ++packetNo, length);
+      size_t length = packet.bytes.size();
+      account(vm->push(source, packet), ++packetNo, length);
     }
   }
   if (inputFailed)
@@ -368,9 +387,9 @@ int main(int argc, char **argv) {
     for (auto &[kind, count] : exceptionCounts)
       excObj[kind] = static_cast<int64_t>(count);
     for (auto [i, name] : llvm::enumerate(vm->peNames())) {
-      const interp::PECounters &c = vm->counters(i);
+      rt::PECounters c = vm->counters(i);
       peObj[name] = llvm::json::Object{
-          {"invocations", static_cast<int64_t>(c.invocations)},
+          {"invocations", static_cast<int64_t>(c.runs)},
           {"sent", static_cast<int64_t>(c.sent)},
           {"dropped", static_cast<int64_t>(c.dropped)},
           {"exceptions", static_cast<int64_t>(c.exceptions)}};
@@ -409,11 +428,10 @@ int main(int argc, char **argv) {
     }
     os << "\n";
     for (auto [i, name] : llvm::enumerate(vm->peNames())) {
-      const interp::PECounters &c = vm->counters(i);
+      rt::PECounters c = vm->counters(i);
       os << llvm::formatv("pe {0,-18} {1,10} runs {2,8} sent {3,8} dropped "
                           "{4,8} exceptions\n",
-                          name, c.invocations, c.sent, c.dropped,
-                          c.exceptions);
+                          name, c.runs, c.sent, c.dropped, c.exceptions);
     }
   }
   if (dumpData) {

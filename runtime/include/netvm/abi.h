@@ -74,6 +74,8 @@ typedef struct netvm_pe_state {
   netvm_copro **coprocessors;  /* in the NetPE's declaration order */
   uint32_t random;             /* pseudo-random generator state */
   uint32_t reserved;
+  uint64_t runs;               /* handler invocations (if counted) */
+  uint64_t sent;               /* pkt.send / pkt.senddup (if counted) */
 } netvm_pe_state;
 
 /* The context every generated function receives. The runtime owns it; the
@@ -144,7 +146,9 @@ NETVM_STATIC_ASSERT(offsetof(netvm_pe_state, data) == 0, "pe state layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_pe_state, coprocessors) == 8,
                     "pe state layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_pe_state, random) == 16, "pe state layout");
-NETVM_STATIC_ASSERT(sizeof(netvm_pe_state) == 24, "pe state layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_pe_state, runs) == 24, "pe state layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_pe_state, sent) == 32, "pe state layout");
+NETVM_STATIC_ASSERT(sizeof(netvm_pe_state) == 40, "pe state layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_ctx, pes) == 0, "ctx layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_ctx, shared) == 8, "ctx layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_ctx, budget) == 16, "ctx layout");

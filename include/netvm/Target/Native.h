@@ -1,0 +1,78 @@
+//===- Native.h - Native code for x86-64 and AArch64 ------------*- C++ -*-===//
+//
+// From a netvm module (after driver::optimize) to native code: LLVM IR
+// through the netvm-to-llvm lowering and MLIR's LLVM IR translation, LLVM's
+// optimization pipeline of the chosen level, then either an object or
+// assembly file for a target triple (AOT), or code in this process (JIT).
+//
+// The JIT is one long-lived ORC LLJIT per process; every application added
+// to it gets its own descriptor symbol and stays until the process ends.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_TARGET_NATIVE_H
+#define NETVM_TARGET_NATIVE_H
+
+#include "netvm/abi.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace netvm::native {
+
+struct CodegenOptions {
+  /// LLVM optimization level, 0 to 3.
+  unsigned optLevel = 2;
+  /// Maintain per-NetPE run and send counters in generated code.
+  bool countHandlerRuns = true;
+  /// Name of the exported descriptor (default: netvm_app_<application>).
+  std::string descriptorSymbol;
+  /// Info memory size when no NetPE declares more.
+  uint32_t defaultInfoSize = 64;
+};
+
+/// The triple of this machine, and the triples netvm can generate code for.
+std::string hostTriple();
+bool isSupportedTriple(llvm::StringRef triple, std::string &why);
+
+/// A target machine for `triple` (empty: the host) at `optLevel`.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(llvm::StringRef triple, unsigned optLevel);
+
+/// Lower `module` (consumed: it is rewritten to the LLVM dialect) and
+/// translate it to LLVM IR for `tm`, optimized at `options.optLevel`.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+generateLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
+               llvm::TargetMachine &tm, const CodegenOptions &options);
+
+enum class FileKind { Object, Assembly };
+
+/// Write `llvmModule` as an object or assembly file for `tm`.
+llvm::Error emitFile(llvm::Module &llvmModule, llvm::TargetMachine &tm,
+                     FileKind kind, llvm::raw_pwrite_stream &os);
+
+/// Compile an application into this process. Returns its descriptor, valid
+/// for the lifetime of the process. Thread-safe.
+llvm::Expected<const netvm_app_desc *>
+jitCompile(mlir::ModuleOp module, const CodegenOptions &options);
+
+/// Milliseconds spent in the last jitCompile on this thread, by phase.
+struct CompileTimes {
+  double lowering = 0, translation = 0, optimization = 0, codegen = 0;
+  double total() const { return lowering + translation + optimization + codegen; }
+};
+CompileTimes lastCompileTimes();
+
+} // namespace netvm::native
+
+#endif // NETVM_TARGET_NATIVE_H

@@ -1,0 +1,1393 @@
+//===- NetVMToLLVM.cpp - Lowering netvm to the LLVM dialect -------------------===//
+//
+// Three steps (see NetVMToLLVM.h):
+//  1. prepareNativeLowering: one LLVM function per handler (the handler body
+//     moves in, its entry block gaining the context and exchange-buffer
+//     arguments), one entry function per source, one pull function per sink,
+//     the init function, initialised-data globals and runtime declarations;
+//  2. conversion patterns for the netvm operations (plus the upstream arith,
+//     cf and math patterns);
+//  3. the application descriptor global.
+//
+// The generated code follows runtime/include/netvm/abi.h; the byte offsets
+// below mirror its static assertions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/Conversion/NetVMToLLVM.h"
+
+#include "NetVM/NetVMOps.h"
+#include "netvm/abi.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace netvm;
+
+//===----------------------------------------------------------------------===//
+// State shared by the three steps
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Where a push connection leads.
+struct Dest {
+  enum Kind { PE, Sink } kind;
+  unsigned index; // NetPE or sink
+  unsigned port;  // input port of the NetPE
+};
+/// Where a pull connection comes from.
+struct Upstream {
+  enum Kind { PE, Source } kind;
+  unsigned index;
+  unsigned port; // pull_output port of the NetPE
+};
+struct Site {
+  unsigned pe;
+  HandlerKind handler;
+  std::string location;
+};
+} // namespace
+
+struct netvm::NativeLoweringState {
+  NativeLoweringOptions options;
+  std::string appName, prefix;
+  SmallVector<PEOp> pes;
+  SmallVector<std::string> peNames, sourceNames, sinkNames;
+  /// Ports and coprocessors of each NetPE by name.
+  std::vector<llvm::StringMap<unsigned>> ports;
+  std::vector<std::vector<std::string>> coprocessors;
+  std::vector<uint32_t> dataSizes, initdataSizes;
+  std::vector<std::string> initdataGlobals; // empty: no initialised data
+  uint32_t infoSize = 0, sharedSize = 0;
+  std::map<std::pair<unsigned, unsigned>, SmallVector<Dest>> pushRoutes;
+  std::vector<SmallVector<Dest>> sourceRoutes;
+  std::map<std::pair<unsigned, unsigned>, Upstream> pullRoutes;
+  std::vector<std::optional<Upstream>> sinkUpstreams;
+  /// Handler functions by NetPE and kind.
+  std::vector<std::array<LLVM::LLVMFuncOp, 3>> handlers;
+  SmallVector<LLVM::LLVMFuncOp> sourceFuncs, sinkPullFuncs;
+  LLVM::LLVMFuncOp initFunc;
+  std::vector<Site> sites;
+  /// Handler functions that may run without a current exchange buffer.
+  DenseSet<Operation *> mayLackExbuf;
+
+  unsigned addSite(unsigned pe, HandlerKind kind, Location loc) {
+    std::string where;
+    llvm::raw_string_ostream os(where);
+    if (auto file = dyn_cast<FileLineColLoc>(loc))
+      os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+         << file.getColumn();
+    else
+      loc.print(os);
+    sites.push_back({pe, kind, where});
+    return sites.size() - 1;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Building LLVM dialect code
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Small helpers over an OpBuilder for the code the lowering emits.
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  Type i1() { return b.getI1Type(); }
+  Type i8() { return b.getI8Type(); }
+  Type i32() { return b.getI32Type(); }
+  Type i64() { return b.getI64Type(); }
+  Type ptr() { return LLVM::LLVMPointerType::get(b.getContext()); }
+
+  Value c32(uint64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i32(),
+                                    static_cast<int64_t>(static_cast<uint32_t>(v)));
+  }
+  Value c64(int64_t v) { return LLVM::ConstantOp::create(b, loc, i64(), v); }
+  Value cInt(Type t, int64_t v) { return LLVM::ConstantOp::create(b, loc, t, v); }
+
+  /// `base + offset` bytes.
+  Value gep(Value base, Value offset) {
+    return LLVM::GEPOp::create(b, loc, ptr(), i8(), base,
+                               ArrayRef<LLVM::GEPArg>{offset});
+  }
+  Value gep(Value base, int64_t offset) {
+    if (offset == 0)
+      return base;
+    return LLVM::GEPOp::create(b, loc, ptr(), i8(), base,
+                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
+  }
+  Value load(Type t, Value base, int64_t offset = 0, unsigned align = 0) {
+    return LLVM::LoadOp::create(b, loc, t, gep(base, offset), align);
+  }
+  void store(Value v, Value base, int64_t offset = 0, unsigned align = 0) {
+    LLVM::StoreOp::create(b, loc, v, gep(base, offset), align);
+  }
+  Value zext(Value v, Type t) {
+    return v.getType() == t ? v : LLVM::ZExtOp::create(b, loc, t, v);
+  }
+  Value trunc(Value v, Type t) {
+    return v.getType() == t ? v : LLVM::TruncOp::create(b, loc, t, v);
+  }
+  Value icmp(LLVM::ICmpPredicate p, Value l, Value r) {
+    return LLVM::ICmpOp::create(b, loc, p, l, r);
+  }
+  Value add(Value l, Value r) { return LLVM::AddOp::create(b, loc, l, r); }
+  Value sub(Value l, Value r) { return LLVM::SubOp::create(b, loc, l, r); }
+  Value and_(Value l, Value r) { return LLVM::AndOp::create(b, loc, l, r); }
+  Value or_(Value l, Value r) { return LLVM::OrOp::create(b, loc, l, r); }
+  Value xor_(Value l, Value r) { return LLVM::XOrOp::create(b, loc, l, r); }
+  Value shl(Value l, Value r) { return LLVM::ShlOp::create(b, loc, l, r); }
+  Value lshr(Value l, Value r) { return LLVM::LShrOp::create(b, loc, l, r); }
+  Value select(Value c, Value t, Value f) {
+    return LLVM::SelectOp::create(b, loc, c, t, f);
+  }
+  Value call(LLVM::LLVMFuncOp f, ValueRange args) {
+    auto op = LLVM::CallOp::create(b, loc, f, args);
+    return op.getNumResults() ? op.getResult() : Value();
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+/// The runtime functions generated code calls, declared on demand.
+LLVM::LLVMFuncOp runtimeFunc(ModuleOp module, StringRef name, Type result,
+                             ArrayRef<Type> args) {
+  if (auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return f;
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto type = LLVM::LLVMFunctionType::get(result, args);
+  return LLVM::LLVMFuncOp::create(b, module.getLoc(), name, type);
+}
+
+struct Runtime {
+  explicit Runtime(ModuleOp module) : module(module) {
+    MLIRContext *ctx = module.getContext();
+    ptr = LLVM::LLVMPointerType::get(ctx);
+    i32 = IntegerType::get(ctx, 32);
+    i64 = IntegerType::get(ctx, 64);
+    voidTy = LLVM::LLVMVoidType::get(ctx);
+  }
+  LLVM::LLVMFuncOp get(StringRef name) {
+    struct Sig {
+      const char *name;
+      int result; // 0 void, 1 i32, 2 ptr
+      const char *args; // p = ptr, i = i32, l = i64
+    };
+    static const Sig sigs[] = {
+        {"netvm_rt_emit", 0, "pip"},
+        {"netvm_rt_drop", 0, "pip"},
+        {"netvm_rt_unconnected", 0, "pip"},
+        {"netvm_rt_exception", 0, "piip"},
+        {"netvm_rt_clone", 2, "pp"},
+        {"netvm_rt_exbuf_create", 1, "ppi"},
+        {"netvm_rt_pull_source", 0, "pip"},
+        {"netvm_rt_hash", 1, "pi"},
+        {"netvm_rt_checksum", 1, "pi"},
+        {"netvm_rt_crc", 1, "ipi"},
+        {"netvm_rt_crc_word", 1, "ii"},
+        {"netvm_rt_pscan", 1, "piiii"},
+        {"netvm_rt_memcmp", 1, "ppi"},
+        {"netvm_copro_init", 1, "pplp"},
+        {"netvm_copro_read", 1, "pip"},
+        {"netvm_copro_write", 1, "pii"},
+        {"netvm_copro_invoke", 1, "pi"},
+        {"netvm_copro_attach", 0, "ppi"},
+    };
+    for (const Sig &s : sigs) {
+      if (name != s.name)
+        continue;
+      SmallVector<Type> args;
+      for (const char *a = s.args; *a; ++a)
+        args.push_back(*a == 'p' ? ptr : *a == 'i' ? i32 : i64);
+      Type result = s.result == 0 ? voidTy : s.result == 1 ? i32 : ptr;
+      return runtimeFunc(module, name, result, args);
+    }
+    llvm_unreachable("unknown runtime function");
+  }
+  ModuleOp module;
+  Type ptr, i32, i64, voidTy;
+};
+
+/// The handler function an operation is in, and what it knows.
+struct FuncInfo {
+  LLVM::LLVMFuncOp func;
+  Value ctx, xb;
+  unsigned pe;
+  HandlerKind kind;
+};
+
+FuncInfo funcInfo(Operation *op) {
+  FuncInfo info;
+  info.func = op->getParentOfType<LLVM::LLVMFuncOp>();
+  Block &entry = info.func.getBody().front();
+  info.ctx = entry.getArgument(0);
+  info.xb = entry.getArgument(1);
+  info.pe = cast<IntegerAttr>(info.func->getAttr("netvm.pe")).getInt();
+  info.kind = static_cast<HandlerKind>(
+      cast<IntegerAttr>(info.func->getAttr("netvm.handler")).getInt());
+  return info;
+}
+
+/// Address of NetPE `pe`'s state.
+Value peState(Emitter &e, Value ctx, unsigned pe) {
+  Value pes = e.load(e.ptr(), ctx, offsetof(netvm_ctx, pes));
+  return e.gep(pes, static_cast<int64_t>(pe * sizeof(netvm_pe_state)));
+}
+
+/// Increment a 64-bit counter at `base + offset`.
+void bump(Emitter &e, Value base, int64_t offset) {
+  Value v = e.load(e.i64(), base, offset);
+  e.store(e.add(v, e.c64(1)), base, offset);
+}
+
+/// Deliver `xb` to every destination: clones for all but the last.
+void emitDeliver(OpBuilder &b, Location loc, NativeLoweringState &state,
+                 Runtime &rt, Value ctx, Value xb, ArrayRef<Dest> dests,
+                 std::optional<unsigned> fromPE) {
+  Emitter e(b, loc);
+  if (dests.empty()) {
+    e.call(rt.get("netvm_rt_unconnected"),
+           {ctx, e.c32(fromPE ? *fromPE : ~0u), xb});
+    return;
+  }
+  for (size_t i = 0; i < dests.size(); ++i) {
+    Value buffer = xb;
+    if (i + 1 < dests.size())
+      buffer = e.call(rt.get("netvm_rt_clone"), {ctx, xb});
+    const Dest &d = dests[i];
+    if (d.kind == Dest::Sink)
+      e.call(rt.get("netvm_rt_emit"), {ctx, e.c32(d.index), buffer});
+    else
+      e.call(state.handlers[d.index][static_cast<unsigned>(HandlerKind::Push)],
+             {ctx, buffer, e.c32(d.port)});
+  }
+}
+
+/// Make `xb` "no current exchange buffer": the NONE flag, empty memories.
+void emitClearExbuf(Emitter &e, Value xb) {
+  Value flags = e.load(e.i32(), xb, offsetof(netvm_exbuf, flags));
+  e.store(e.or_(flags, e.c32(NETVM_XB_NONE)), xb, offsetof(netvm_exbuf, flags));
+  e.store(e.c32(0), xb, offsetof(netvm_exbuf, length));
+  e.store(e.c32(0), xb, offsetof(netvm_exbuf, info_length));
+}
+
+/// Fill `xb` from `upstream` (a pull connection).
+void emitPull(OpBuilder &b, Location loc, NativeLoweringState &state,
+              Runtime &rt, Value ctx, Value xb,
+              const std::optional<Upstream> &upstream) {
+  Emitter e(b, loc);
+  if (upstream && upstream->kind == Upstream::Source) {
+    e.call(rt.get("netvm_rt_pull_source"), {ctx, e.c32(upstream->index), xb});
+    return;
+  }
+  emitClearExbuf(e, xb);
+  if (upstream)
+    e.call(state.handlers[upstream->index][static_cast<unsigned>(HandlerKind::Pull)],
+           {ctx, xb, e.c32(upstream->port)});
+}
+
+} // namespace
+
+std::string netvm::defaultDescriptorSymbol(StringRef appName) {
+  std::string name = "netvm_app_";
+  for (char c : appName)
+    name += llvm::isAlnum(c) ? c : '_';
+  return name;
+}
+
+//===----------------------------------------------------------------------===//
+// Step 1: structure
+//===----------------------------------------------------------------------===//
+
+FailureOr<std::unique_ptr<NativeLoweringState>>
+netvm::prepareNativeLowering(ModuleOp module,
+                             const NativeLoweringOptions &options) {
+  MLIRContext *ctx = module.getContext();
+  ctx->loadDialect<LLVM::LLVMDialect>();
+  auto apps = llvm::to_vector(module.getBody()->getOps<ApplicationOp>());
+  if (apps.size() != 1)
+    return module.emitError("native code generation needs exactly one "
+                            "netvm.application in the module");
+  ApplicationOp app = apps.front();
+
+  auto state = std::make_unique<NativeLoweringState>();
+  state->options = options;
+  state->infoSize = options.defaultInfoSize;
+  state->appName = app.getSymName().str();
+  state->prefix = "__netvm." + state->appName + ".";
+  if (state->options.descriptorSymbol.empty())
+    state->options.descriptorSymbol = defaultDescriptorSymbol(state->appName);
+
+  // Index the application.
+  DenseMap<Operation *, unsigned> peIndex, sourceIndex, sinkIndex;
+  for (Operation &op : *app.getBodyBlock()) {
+    if (auto pe = dyn_cast<PEOp>(op)) {
+      peIndex[pe] = state->pes.size();
+      state->pes.push_back(pe);
+      state->peNames.push_back(pe.getSymName().str());
+      auto &ports = state->ports.emplace_back();
+      for (PortOp port : pe.getPorts())
+        ports[port.getSymName()] = pe.getPortNumber(port);
+      auto &copros = state->coprocessors.emplace_back();
+      for (Attribute name : pe.getCoprocessors())
+        copros.push_back(cast<StringAttr>(name).getValue().str());
+      state->dataSizes.push_back(pe.getDatamemSize());
+      state->infoSize = std::max<uint32_t>(state->infoSize, pe.getInfoSize());
+      state->sharedSize =
+          std::max<uint32_t>(state->sharedSize, pe.getSharedmemSize());
+    } else if (auto source = dyn_cast<SourceOp>(op)) {
+      sourceIndex[source] = state->sourceNames.size();
+      state->sourceNames.push_back(source.getSymName().str());
+    } else if (auto sink = dyn_cast<SinkOp>(op)) {
+      sinkIndex[sink] = state->sinkNames.size();
+      state->sinkNames.push_back(sink.getSymName().str());
+    }
+  }
+  state->sourceRoutes.resize(state->sourceNames.size());
+  state->sinkUpstreams.resize(state->sinkNames.size());
+  for (ConnectOp conn : app.getBodyBlock()->getOps<ConnectOp>()) {
+    auto resolve = [&](SymbolRefAttr ref) -> std::tuple<Operation *, unsigned,
+                                                        PortOp> {
+      Operation *root = app.lookupSymbol(ref.getRootReference());
+      if (auto pe = dyn_cast<PEOp>(root)) {
+        PortOp port = pe.lookupPort(ref.getLeafReference());
+        return {root, peIndex[pe], port};
+      }
+      return {root, isa<SourceOp>(root) ? sourceIndex[root] : sinkIndex[root],
+              PortOp()};
+    };
+    auto [fromOp, fromIdx, fromPort] = resolve(conn.getFrom());
+    auto [toOp, toIdx, toPort] = resolve(conn.getTo());
+    bool pull = (fromPort && fromPort.getKind() == PortKind::PullOutput) ||
+                (toPort && toPort.getKind() == PortKind::PullInput);
+    if (pull) {
+      Upstream up = fromPort
+                        ? Upstream{Upstream::PE, fromIdx,
+                                   cast<PEOp>(fromOp).getPortNumber(fromPort)}
+                        : Upstream{Upstream::Source, fromIdx, 0};
+      if (toPort)
+        state->pullRoutes[{toIdx, cast<PEOp>(toOp).getPortNumber(toPort)}] = up;
+      else if (!state->sinkUpstreams[toIdx])
+        state->sinkUpstreams[toIdx] = up;
+      continue;
+    }
+    Dest dest = toPort ? Dest{Dest::PE, toIdx,
+                              cast<PEOp>(toOp).getPortNumber(toPort)}
+                       : Dest{Dest::Sink, toIdx, 0};
+    if (fromPort)
+      state->pushRoutes[{fromIdx, cast<PEOp>(fromOp).getPortNumber(fromPort)}]
+          .push_back(dest);
+    else
+      state->sourceRoutes[fromIdx].push_back(dest);
+  }
+
+  // Every access must have been checked explicitly.
+  WalkResult unchecked = app.walk([&](Operation *op) {
+    if (isa<LoadOp, StoreOp, CopyOp, ChecksumOp, PacketCrcOp, FieldCmpOp,
+            PacketScanOp>(op) &&
+        !op->hasAttr("in_bounds")) {
+      op->emitOpError("has no bounds check; run netvm-insert-bounds-checks "
+                      "before generating native code");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (unchecked.wasInterrupted())
+    return failure();
+
+  OpBuilder b(ctx);
+  Location loc = app.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = b.getI32Type();
+  auto voidTy = LLVM::LLVMVoidType::get(ctx);
+  auto handlerType = LLVM::LLVMFunctionType::get(voidTy, {ptr, ptr, i32});
+  auto entryType = LLVM::LLVMFunctionType::get(voidTy, {ptr, ptr});
+  auto initType = LLVM::LLVMFunctionType::get(voidTy, {ptr});
+  b.setInsertionPoint(app);
+
+  // Initialised data: one constant global per NetPE.
+  for (auto [index, pe] : llvm::enumerate(state->pes)) {
+    std::optional<ArrayRef<int8_t>> data = pe.getInitdata();
+    state->initdataSizes.push_back(data ? data->size() : 0);
+    if (!data || data->empty()) {
+      state->initdataGlobals.emplace_back();
+      continue;
+    }
+    std::string name = state->prefix + state->peNames[index] + ".initdata";
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), data->size());
+    StringRef bytes(reinterpret_cast<const char *>(data->data()), data->size());
+    LLVM::GlobalOp::create(b, pe.getLoc(), type, /*isConstant=*/true,
+                           LLVM::Linkage::Internal, name,
+                           b.getStringAttr(bytes));
+    state->initdataGlobals.push_back(name);
+  }
+
+  // Handler functions, created first so that they can call each other.
+  state->handlers.resize(state->pes.size());
+  for (auto [index, pe] : llvm::enumerate(state->pes)) {
+    for (HandlerOp handler : pe.getBodyBlock()->getOps<HandlerOp>()) {
+      std::string name = state->prefix + state->peNames[index] + "." +
+                         stringifyHandlerKind(handler.getKind()).str();
+      auto func = LLVM::LLVMFuncOp::create(b, handler.getLoc(), name,
+                                           handlerType,
+                                           LLVM::Linkage::Internal);
+      func->setAttr("netvm.pe", b.getI32IntegerAttr(index));
+      func->setAttr("netvm.handler",
+                    b.getI32IntegerAttr(static_cast<int>(handler.getKind())));
+      state->handlers[index][static_cast<unsigned>(handler.getKind())] = func;
+      bool lacks = handler.getKind() == HandlerKind::Pull;
+      handler.walk([&](Operation *op) {
+        lacks |= isa<ExbufDeleteOp, ReceiveOp>(op);
+      });
+      if (lacks)
+        state->mayLackExbuf.insert(func);
+    }
+  }
+  Runtime rt(module);
+  for (auto [index, pe] : llvm::enumerate(state->pes)) {
+    for (HandlerOp handler :
+         llvm::make_early_inc_range(pe.getBodyBlock()->getOps<HandlerOp>())) {
+      LLVM::LLVMFuncOp func =
+          state->handlers[index][static_cast<unsigned>(handler.getKind())];
+      func.getBody().takeBody(handler.getBody());
+      Block &entry = func.getBody().front();
+      // (port) or () becomes (ctx, xb, port).
+      entry.insertArgument(0u, ptr, handler.getLoc());
+      entry.insertArgument(1u, ptr, handler.getLoc());
+      if (entry.getNumArguments() == 2)
+        entry.addArgument(i32, handler.getLoc());
+      if (options.countHandlerRuns) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&entry);
+        Emitter e(b, handler.getLoc());
+        bump(e, peState(e, entry.getArgument(0), index),
+             offsetof(netvm_pe_state, runs));
+      }
+    }
+  }
+
+  // Entry functions of the sources.
+  for (auto [index, name] : llvm::enumerate(state->sourceNames)) {
+    auto func = LLVM::LLVMFuncOp::create(
+        b, loc, state->prefix + "source." + name, entryType,
+        LLVM::Linkage::Internal);
+    Block *entry = func.addEntryBlock(b);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    emitDeliver(b, loc, *state, rt, entry->getArgument(0),
+                entry->getArgument(1), state->sourceRoutes[index],
+                std::nullopt);
+    LLVM::ReturnOp::create(b, loc, ValueRange());
+    state->sourceFuncs.push_back(func);
+  }
+  // Pull functions of the sinks fed by pull connections.
+  for (auto [index, name] : llvm::enumerate(state->sinkNames)) {
+    if (!state->sinkUpstreams[index]) {
+      state->sinkPullFuncs.push_back({});
+      continue;
+    }
+    auto func = LLVM::LLVMFuncOp::create(b, loc,
+                                         state->prefix + "pull." + name,
+                                         entryType, LLVM::Linkage::Internal);
+    Block *entry = func.addEntryBlock(b);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    Emitter e(b, loc);
+    Value ctxArg = entry->getArgument(0), xb = entry->getArgument(1);
+    emitPull(b, loc, *state, rt, ctxArg, xb, state->sinkUpstreams[index]);
+    // Emit what came back, if anything.
+    Value flags = e.load(e.i32(), xb, offsetof(netvm_exbuf, flags));
+    Value none = e.icmp(LLVM::ICmpPredicate::ne,
+                        e.and_(flags, e.c32(NETVM_XB_NONE)), e.c32(0));
+    Block *emit = b.createBlock(&func.getBody());
+    Block *done = b.createBlock(&func.getBody());
+    b.setInsertionPointToEnd(entry);
+    LLVM::CondBrOp::create(b, loc, none, done, emit);
+    b.setInsertionPointToStart(emit);
+    Emitter(b, loc).call(rt.get("netvm_rt_emit"),
+                         {ctxArg, Emitter(b, loc).c32(index), xb});
+    LLVM::BrOp::create(b, loc, ValueRange(), done);
+    b.setInsertionPointToStart(done);
+    LLVM::ReturnOp::create(b, loc, ValueRange());
+    state->sinkPullFuncs.push_back(func);
+  }
+  // The init function: every init handler, in NetPE order.
+  {
+    state->initFunc = LLVM::LLVMFuncOp::create(
+        b, loc, state->prefix + "init", initType, LLVM::Linkage::Internal);
+    Block *entry = state->initFunc.addEntryBlock(b);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    Emitter e(b, loc);
+    Value null = LLVM::ZeroOp::create(b, loc, ptr);
+    for (auto &funcs : state->handlers)
+      if (LLVM::LLVMFuncOp init = funcs[static_cast<unsigned>(HandlerKind::Init)])
+        e.call(init, {entry->getArgument(0), null, e.c32(0)});
+    LLVM::ReturnOp::create(b, loc, ValueRange());
+  }
+  app.erase();
+  return state;
+}
+
+//===----------------------------------------------------------------------===//
+// Step 2: patterns
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Common base: access to the lowering state and helpers shared by all
+/// netvm operation patterns.
+template <typename OpTy>
+class Lowering : public OpConversionPattern<OpTy> {
+public:
+  Lowering(LLVMTypeConverter &converter, NativeLoweringState &state)
+      : OpConversionPattern<OpTy>(converter, &converter.getContext()),
+        state(state) {}
+
+protected:
+  NativeLoweringState &state;
+
+  /// Split the block before `op` and branch to a failure block (which
+  /// reports exception `kind` and returns) unless `ok` holds. The rewriter
+  /// is left at `op`, at the start of the continuation.
+  void guard(ConversionPatternRewriter &rw, Operation *op, Value ok,
+             ExceptionKind kind, const FuncInfo &fi) const {
+    Location loc = op->getLoc();
+    unsigned site = state.addSite(fi.pe, fi.kind, loc);
+    Block *before = op->getBlock();
+    Block *cont = rw.splitBlock(before, op->getIterator());
+    Block *fail = rw.createBlock(cont);
+    {
+      Emitter e(rw, loc);
+      Runtime rt(op->getParentOfType<ModuleOp>());
+      e.call(rt.get("netvm_rt_exception"),
+             {fi.ctx, e.c32(static_cast<uint32_t>(kind)), e.c32(site), fi.xb});
+      LLVM::ReturnOp::create(rw, loc, ValueRange());
+    }
+    rw.setInsertionPointToEnd(before);
+    LLVM::CondBrOp::create(rw, loc, ok, cont, fail);
+    rw.setInsertionPoint(op);
+  }
+
+  /// Base address and size of a memory space.
+  Value base(Emitter &e, MemSpace space, const FuncInfo &fi) const {
+    switch (space) {
+    case MemSpace::Packet:
+      return e.load(e.ptr(), fi.xb, offsetof(netvm_exbuf, packet));
+    case MemSpace::Info:
+      return e.load(e.ptr(), fi.xb, offsetof(netvm_exbuf, info));
+    case MemSpace::Data:
+      return e.load(e.ptr(), peState(e, fi.ctx, fi.pe),
+                    offsetof(netvm_pe_state, data));
+    case MemSpace::Shared:
+      return e.load(e.ptr(), fi.ctx, offsetof(netvm_ctx, shared));
+    case MemSpace::InitData: {
+      const std::string &name = state.initdataGlobals[fi.pe];
+      if (name.empty()) // no initialised data: never dereferenced
+        return LLVM::ZeroOp::create(e.b, e.loc, e.ptr());
+      return LLVM::AddressOfOp::create(e.b, e.loc, e.ptr(), name);
+    }
+    }
+    llvm_unreachable("unknown memory space");
+  }
+  Value size(Emitter &e, MemSpace space, const FuncInfo &fi) const {
+    switch (space) {
+    case MemSpace::Packet:
+      return e.load(e.i32(), fi.xb, offsetof(netvm_exbuf, length));
+    case MemSpace::Info:
+      return e.load(e.i32(), fi.xb, offsetof(netvm_exbuf, info_length));
+    case MemSpace::Data:
+      return e.c32(state.dataSizes[fi.pe]);
+    case MemSpace::Shared:
+      return e.c32(state.sharedSize);
+    case MemSpace::InitData:
+      return e.c32(state.initdataSizes[fi.pe]);
+    }
+    llvm_unreachable("unknown memory space");
+  }
+  /// The coprocessor handle of `name` in the current NetPE.
+  Value coprocessor(Emitter &e, StringRef name, const FuncInfo &fi) const {
+    auto &names = state.coprocessors[fi.pe];
+    unsigned index = llvm::find(names, name) - names.begin();
+    Value table = e.load(e.ptr(), peState(e, fi.ctx, fi.pe),
+                         offsetof(netvm_pe_state, coprocessors));
+    return e.load(e.ptr(), table, index * sizeof(void *));
+  }
+  /// Guard on a coprocessor call's result (non-zero = success); `op` is
+  /// the netvm operation being lowered, before which the call was emitted.
+  void guardCopro(ConversionPatternRewriter &rw, Operation *op, Value status,
+                  const FuncInfo &fi) const {
+    Emitter e(rw, op->getLoc());
+    Value ok = e.icmp(LLVM::ICmpPredicate::ne, status, e.c32(0));
+    guard(rw, op, ok, ExceptionKind::Coprocessor, fi);
+  }
+  Runtime runtime(Operation *op) const {
+    return Runtime(op->getParentOfType<ModuleOp>());
+  }
+  /// A NetIL send with no current exchange buffer raises no_exbuf; only
+  /// handlers that can lose it pay for the test.
+  void guardExbuf(ConversionPatternRewriter &rw, Operation *op,
+                  const FuncInfo &fi) const {
+    if (!state.mayLackExbuf.contains(fi.func))
+      return;
+    Emitter e(rw, op->getLoc());
+    Value flags = e.load(e.i32(), fi.xb, offsetof(netvm_exbuf, flags));
+    Value ok = e.icmp(LLVM::ICmpPredicate::eq,
+                      e.and_(flags, e.c32(NETVM_XB_NONE)), e.c32(0));
+    guard(rw, op, ok, ExceptionKind::NoExchangeBuffer, fi);
+  }
+};
+
+#define NETVM_LOWERING(OpTy)                                                   \
+  struct OpTy##Lowering : public Lowering<OpTy> {                              \
+    using Lowering<OpTy>::Lowering;                                            \
+    LogicalResult                                                              \
+    matchAndRewrite(OpTy op, OpAdaptor adaptor,                                \
+                    ConversionPatternRewriter &rw) const override;             \
+  };                                                                           \
+  LogicalResult OpTy##Lowering::matchAndRewrite(                               \
+      OpTy op, OpAdaptor adaptor, ConversionPatternRewriter &rw) const
+
+//--- Terminators -----------------------------------------------------------//
+
+NETVM_LOWERING(SendOp) {
+  FuncInfo fi = funcInfo(op);
+  guardExbuf(rw, op, fi);
+  Emitter e(rw, op.getLoc());
+  if (state.options.countHandlerRuns)
+    bump(e, peState(e, fi.ctx, fi.pe), offsetof(netvm_pe_state, sent));
+  unsigned port = state.ports[fi.pe].lookup(op.getPort());
+  Runtime rt = runtime(op);
+  auto it = state.pushRoutes.find({fi.pe, port});
+  emitDeliver(rw, op.getLoc(), state, rt, fi.ctx, fi.xb,
+              it == state.pushRoutes.end() ? ArrayRef<Dest>() : it->second,
+              fi.pe);
+  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange());
+  return success();
+}
+
+NETVM_LOWERING(SendDupOp) {
+  FuncInfo fi = funcInfo(op);
+  guardExbuf(rw, op, fi);
+  Emitter e(rw, op.getLoc());
+  if (state.options.countHandlerRuns)
+    bump(e, peState(e, fi.ctx, fi.pe), offsetof(netvm_pe_state, sent));
+  unsigned port = state.ports[fi.pe].lookup(op.getPort());
+  Runtime rt = runtime(op);
+  Value copy = e.call(rt.get("netvm_rt_clone"), {fi.ctx, fi.xb});
+  auto it = state.pushRoutes.find({fi.pe, port});
+  emitDeliver(rw, op.getLoc(), state, rt, fi.ctx, copy,
+              it == state.pushRoutes.end() ? ArrayRef<Dest>() : it->second,
+              fi.pe);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(DropOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  e.call(runtime(op).get("netvm_rt_drop"), {fi.ctx, e.c32(fi.pe), fi.xb});
+  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange());
+  return success();
+}
+
+NETVM_LOWERING(RetOp) {
+  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange());
+  return success();
+}
+
+NETVM_LOWERING(TrapOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  unsigned site = state.addSite(fi.pe, fi.kind, op.getLoc());
+  e.call(runtime(op).get("netvm_rt_exception"),
+         {fi.ctx, e.c32(static_cast<uint32_t>(op.getKind())), e.c32(site),
+          fi.xb});
+  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange());
+  return success();
+}
+
+//--- Checks ----------------------------------------------------------------//
+
+NETVM_LOWERING(CheckOp) {
+  FuncInfo fi = funcInfo(op);
+  guard(rw, op, adaptor.getCondition(), op.getKind(), fi);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(CheckBoundsOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value end = e.zext(adaptor.getOffset(), e.i64());
+  Value extent = adaptor.getLength() ? e.zext(adaptor.getLength(), e.i64())
+                                     : e.c64(op.getExtent());
+  end = e.add(end, extent);
+  Value ok = e.icmp(LLVM::ICmpPredicate::ule, end,
+                    e.zext(size(e, op.getSpace(), fi), e.i64()));
+  guard(rw, op, ok, boundsExceptionFor(op.getSpace()), fi);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(WatchdogOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value left = e.load(e.i64(), fi.ctx, offsetof(netvm_ctx, budget));
+  Value ok = e.icmp(LLVM::ICmpPredicate::sgt, left, e.c64(0));
+  e.store(e.sub(left, e.c64(1)), fi.ctx, offsetof(netvm_ctx, budget));
+  guard(rw, op, ok, ExceptionKind::Watchdog, fi);
+  rw.eraseOp(op);
+  return success();
+}
+
+//--- Memory ----------------------------------------------------------------//
+
+/// Byte-swap a value read from or written to big-endian memory.
+Value toHostOrder(Emitter &e, Value v) {
+  if (v.getType().getIntOrFloatBitWidth() == 8)
+    return v;
+  return LLVM::ByteSwapOp::create(e.b, e.loc, v);
+}
+
+NETVM_LOWERING(LoadOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value addr =
+      e.gep(base(e, op.getSpace(), fi), e.zext(adaptor.getOffset(), e.i64()));
+  Value v = LLVM::LoadOp::create(rw, op.getLoc(), op.getType(), addr, 1);
+  rw.replaceOp(op, toHostOrder(e, v));
+  return success();
+}
+
+NETVM_LOWERING(StoreOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value addr =
+      e.gep(base(e, op.getSpace(), fi), e.zext(adaptor.getOffset(), e.i64()));
+  LLVM::StoreOp::create(rw, op.getLoc(), toHostOrder(e, adaptor.getValue()),
+                        addr, 1);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(CopyOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value src = e.gep(base(e, op.getSrcSpace(), fi),
+                    e.zext(adaptor.getSrc(), e.i64()));
+  Value dst = e.gep(base(e, op.getDstSpace(), fi),
+                    e.zext(adaptor.getDst(), e.i64()));
+  LLVM::MemmoveOp::create(rw, op.getLoc(), dst, src,
+                          e.zext(adaptor.getLength(), e.i64()), false);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(PacketLengthOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  rw.replaceOp(op, e.load(e.i32(), fi.xb, offsetof(netvm_exbuf, length)));
+  return success();
+}
+
+NETVM_LOWERING(InfoLengthOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  rw.replaceOp(op, e.load(e.i32(), fi.xb, offsetof(netvm_exbuf, info_length)));
+  return success();
+}
+
+NETVM_LOWERING(InfoClearOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value info = base(e, MemSpace::Info, fi);
+  Value length = e.zext(size(e, MemSpace::Info, fi), e.i64());
+  LLVM::MemsetOp::create(rw, op.getLoc(), info,
+                         e.cInt(e.i8(), 0), length, false);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(TimestampOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  rw.replaceOp(op, e.load(e.i32(), fi.xb,
+                          op.getUnit() == TimeUnit::Seconds
+                              ? offsetof(netvm_exbuf, seconds)
+                              : offsetof(netvm_exbuf, microseconds)));
+  return success();
+}
+
+NETVM_LOWERING(RandomOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value pe = peState(e, fi.ctx, fi.pe);
+  Value x = e.load(e.i32(), pe, offsetof(netvm_pe_state, random));
+  // xorshift32, as netvm_next_random.
+  x = e.xor_(x, e.shl(x, e.c32(13)));
+  x = e.xor_(x, e.lshr(x, e.c32(17)));
+  x = e.xor_(x, e.shl(x, e.c32(5)));
+  e.store(x, pe, offsetof(netvm_pe_state, random));
+  rw.replaceOp(op, x);
+  return success();
+}
+
+//--- Computation -----------------------------------------------------------//
+
+NETVM_LOWERING(ByteSwapOp) {
+  rw.replaceOpWithNewOp<LLVM::ByteSwapOp>(op, adaptor.getInput());
+  return success();
+}
+
+NETVM_LOWERING(FindBitOp) {
+  Emitter e(rw, op.getLoc());
+  Value clz = LLVM::CountLeadingZerosOp::create(rw, op.getLoc(), e.i32(),
+                                                adaptor.getInput(), false);
+  rw.replaceOp(op, e.sub(e.c32(31), clz)); // ctlz(0) = 32 gives 0xFFFFFFFF
+  return success();
+}
+
+NETVM_LOWERING(BitOp) {
+  Emitter e(rw, op.getLoc());
+  Value x = adaptor.getInput(), index = adaptor.getIndex();
+  Value mask = e.shl(e.c32(1), e.and_(index, e.c32(31)));
+  Value r;
+  switch (op.getKind()) {
+  case BitOpKind::Set:
+    r = e.or_(x, mask);
+    break;
+  case BitOpKind::Clear:
+    r = e.and_(x, e.xor_(mask, e.c32(~0u)));
+    break;
+  case BitOpKind::Flip:
+    r = e.xor_(x, mask);
+    break;
+  case BitOpKind::Test:
+  case BitOpKind::TestNot: {
+    Value set = e.icmp(LLVM::ICmpPredicate::ne, e.and_(x, mask), e.c32(0));
+    bool wantSet = op.getKind() == BitOpKind::Test;
+    r = e.select(set, e.c32(wantSet ? 1 : 0), e.c32(wantSet ? 0 : 1));
+    break;
+  }
+  }
+  Value inRange = e.icmp(LLVM::ICmpPredicate::ult, index, e.c32(32));
+  rw.replaceOp(op, e.select(inRange, r, x));
+  return success();
+}
+
+NETVM_LOWERING(HashOp) {
+  Emitter e(rw, op.getLoc());
+  unsigned n = adaptor.getInputs().size();
+  // The words go to a stack array in the order of the operands.
+  Value slot;
+  {
+    FuncInfo fi = funcInfo(op);
+    OpBuilder::InsertionGuard g(rw);
+    rw.setInsertionPointToStart(&fi.func.getBody().front());
+    slot = LLVM::AllocaOp::create(rw, op.getLoc(), e.ptr(), e.i32(),
+                                  Emitter(rw, op.getLoc()).c32(n), 4);
+  }
+  for (auto [i, v] : llvm::enumerate(adaptor.getInputs()))
+    e.store(v, slot, 4 * i, 4);
+  rw.replaceOp(op, e.call(runtime(op).get("netvm_rt_hash"), {slot, e.c32(n)}));
+  return success();
+}
+
+NETVM_LOWERING(ChecksumOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value start = e.gep(base(e, MemSpace::Packet, fi),
+                      e.zext(adaptor.getOffset(), e.i64()));
+  rw.replaceOp(op, e.call(runtime(op).get("netvm_rt_checksum"),
+                          {start, adaptor.getLength()}));
+  return success();
+}
+
+/// Ones' complement addition of two 16-bit quantities, folded.
+Value onesComplementAdd(Emitter &e, Value a, Value b) {
+  Value mask = e.c32(0xffff);
+  Value s = e.add(e.and_(a, mask), e.and_(b, mask));
+  // Two folds: the sum of two 16-bit values is at most 0x1FFFE.
+  s = e.add(e.and_(s, mask), e.lshr(s, e.c32(16)));
+  return e.add(e.and_(s, mask), e.lshr(s, e.c32(16)));
+}
+
+NETVM_LOWERING(ChecksumAddOp) {
+  Emitter e(rw, op.getLoc());
+  rw.replaceOp(op, onesComplementAdd(e, adaptor.getSum(), adaptor.getValue()));
+  return success();
+}
+
+NETVM_LOWERING(ChecksumSubOp) {
+  Emitter e(rw, op.getLoc());
+  Value notValue = e.xor_(adaptor.getValue(), e.c32(~0u));
+  rw.replaceOp(op, onesComplementAdd(e, adaptor.getSum(), notValue));
+  return success();
+}
+
+NETVM_LOWERING(CrcOp) {
+  Emitter e(rw, op.getLoc());
+  rw.replaceOp(op, e.call(runtime(op).get("netvm_rt_crc_word"),
+                          {e.c32(static_cast<uint32_t>(op.getKind())),
+                           adaptor.getInput()}));
+  return success();
+}
+
+NETVM_LOWERING(PacketCrcOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value start = e.gep(base(e, MemSpace::Packet, fi),
+                      e.zext(adaptor.getOffset(), e.i64()));
+  rw.replaceOp(op, e.call(runtime(op).get("netvm_rt_crc"),
+                          {e.c32(static_cast<uint32_t>(op.getKind())), start,
+                           adaptor.getLength()}));
+  return success();
+}
+
+NETVM_LOWERING(FieldCmpOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value packet = base(e, MemSpace::Packet, fi);
+  Value lhs = e.gep(packet, e.zext(adaptor.getLhs(), e.i64()));
+  Value rhs = e.gep(packet, e.zext(adaptor.getRhs(), e.i64()));
+  Value c = e.call(runtime(op).get("netvm_rt_memcmp"),
+                   {lhs, rhs, adaptor.getLength()});
+  LLVM::ICmpPredicate p = LLVM::ICmpPredicate::eq;
+  switch (op.getKind()) {
+  case FieldCmpKind::Eq:
+    p = LLVM::ICmpPredicate::eq;
+    break;
+  case FieldCmpKind::Ne:
+    p = LLVM::ICmpPredicate::ne;
+    break;
+  case FieldCmpKind::Lt:
+    p = LLVM::ICmpPredicate::slt;
+    break;
+  case FieldCmpKind::Gt:
+    p = LLVM::ICmpPredicate::sgt;
+    break;
+  }
+  rw.replaceOp(op, e.icmp(p, c, e.c32(0)));
+  return success();
+}
+
+NETVM_LOWERING(PacketScanOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  unsigned width = op.getValue().getType().getIntOrFloatBitWidth() / 8;
+  rw.replaceOp(op, e.call(runtime(op).get("netvm_rt_pscan"),
+                          {base(e, MemSpace::Packet, fi),
+                           size(e, MemSpace::Packet, fi), adaptor.getOffset(),
+                           e.zext(adaptor.getValue(), e.i32()),
+                           e.c32(width)}));
+  return success();
+}
+
+//--- Exchange buffers ------------------------------------------------------//
+
+NETVM_LOWERING(ReceiveOp) {
+  FuncInfo fi = funcInfo(op);
+  unsigned port = state.ports[fi.pe].lookup(op.getPort());
+  auto it = state.pullRoutes.find({fi.pe, port});
+  std::optional<Upstream> upstream;
+  if (it != state.pullRoutes.end())
+    upstream = it->second;
+  Runtime rt = runtime(op);
+  emitPull(rw, op.getLoc(), state, rt, fi.ctx, fi.xb, upstream);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(ExbufCreateOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value status = e.call(runtime(op).get("netvm_rt_exbuf_create"),
+                        {fi.ctx, fi.xb, adaptor.getSize()});
+  // Too large a buffer (or no memory for it): packet_bounds.
+  Value ok = e.icmp(LLVM::ICmpPredicate::ne, status, e.c32(0));
+  guard(rw, op, ok, ExceptionKind::PacketBounds, fi);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(ExbufDeleteOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  emitClearExbuf(e, fi.xb);
+  rw.eraseOp(op);
+  return success();
+}
+
+//--- Coprocessors ----------------------------------------------------------//
+
+/// A stack slot for one i32 out-parameter, in the entry block.
+Value outSlot(ConversionPatternRewriter &rw, Location loc, FuncInfo fi) {
+  OpBuilder::InsertionGuard g(rw);
+  rw.setInsertionPointToStart(&fi.func.getBody().front());
+  Emitter e(rw, loc);
+  return LLVM::AllocaOp::create(rw, loc, e.ptr(), e.i32(), e.c32(1), 4);
+}
+
+NETVM_LOWERING(CoproInitOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value slot = outSlot(rw, op.getLoc(), fi);
+  uint32_t offset = op.getOffset();
+  uint32_t size = state.initdataSizes[fi.pe];
+  Value data = base(e, MemSpace::InitData, fi);
+  if (offset > size) {
+    // Beyond the initialised data: always the initdata_bounds exception.
+    guard(rw, op, e.cInt(e.i1(), 0), ExceptionKind::InitDataBounds, fi);
+    rw.replaceOp(op, Emitter(rw, op.getLoc()).c32(0));
+    return success();
+  }
+  Value status = e.call(runtime(op).get("netvm_copro_init"),
+                        {coprocessor(e, op.getCopro(), fi),
+                         e.gep(data, static_cast<int64_t>(offset)),
+                         e.c64(size - offset), slot});
+  guardCopro(rw, op, status, fi);
+  rw.replaceOp(op, Emitter(rw, op.getLoc()).load(e.i32(), slot, 0, 4));
+  return success();
+}
+
+NETVM_LOWERING(CoproReadOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value slot = outSlot(rw, op.getLoc(), fi);
+  Value status = e.call(runtime(op).get("netvm_copro_read"),
+                        {coprocessor(e, op.getCopro(), fi), e.c32(op.getReg()),
+                         slot});
+  guardCopro(rw, op, status, fi);
+  rw.replaceOp(op, Emitter(rw, op.getLoc()).load(e.i32(), slot, 0, 4));
+  return success();
+}
+
+NETVM_LOWERING(CoproWriteOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value status = e.call(runtime(op).get("netvm_copro_write"),
+                        {coprocessor(e, op.getCopro(), fi), e.c32(op.getReg()),
+                         adaptor.getValue()});
+  guardCopro(rw, op, status, fi);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(CoproInvokeOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value status = e.call(runtime(op).get("netvm_copro_invoke"),
+                        {coprocessor(e, op.getCopro(), fi),
+                         e.c32(op.getOpcode())});
+  guardCopro(rw, op, status, fi);
+  rw.eraseOp(op);
+  return success();
+}
+
+NETVM_LOWERING(CoproExbufOp) {
+  FuncInfo fi = funcInfo(op);
+  guardExbuf(rw, op, fi);
+  Emitter e(rw, op.getLoc());
+  e.call(runtime(op).get("netvm_copro_attach"),
+         {coprocessor(e, op.getCopro(), fi), base(e, MemSpace::Packet, fi),
+          size(e, MemSpace::Packet, fi)});
+  rw.eraseOp(op);
+  return success();
+}
+
+#undef NETVM_LOWERING
+
+} // namespace
+
+void netvm::populateNetVMToLLVMConversionPatterns(
+    LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    NativeLoweringState &state) {
+  patterns.add<SendOpLowering, SendDupOpLowering, DropOpLowering,
+               RetOpLowering, TrapOpLowering, CheckOpLowering,
+               CheckBoundsOpLowering, WatchdogOpLowering, LoadOpLowering,
+               StoreOpLowering, CopyOpLowering, PacketLengthOpLowering,
+               InfoLengthOpLowering, InfoClearOpLowering, TimestampOpLowering,
+               RandomOpLowering, ByteSwapOpLowering, FindBitOpLowering,
+               BitOpLowering, HashOpLowering, ChecksumOpLowering,
+               ChecksumAddOpLowering, ChecksumSubOpLowering, CrcOpLowering,
+               PacketCrcOpLowering, FieldCmpOpLowering, PacketScanOpLowering,
+               ReceiveOpLowering, ExbufCreateOpLowering,
+               ExbufDeleteOpLowering, CoproInitOpLowering,
+               CoproReadOpLowering, CoproWriteOpLowering,
+               CoproInvokeOpLowering, CoproExbufOpLowering>(converter, state);
+}
+
+//===----------------------------------------------------------------------===//
+// Step 3: the descriptor
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Builds constant globals for the descriptor.
+class GlobalBuilder {
+public:
+  GlobalBuilder(ModuleOp module, StringRef prefix)
+      : module(module), b(module.getContext()), prefix(prefix.str()),
+        loc(module.getLoc()) {
+    b.setInsertionPointToEnd(module.getBody());
+    ptr = LLVM::LLVMPointerType::get(module.getContext());
+  }
+
+  /// A NUL-terminated string; returns its symbol.
+  std::string string(StringRef value) {
+    auto it = strings.find(value);
+    if (it != strings.end())
+      return it->second;
+    std::string name = prefix + "str." + std::to_string(strings.size());
+    std::string bytes = value.str();
+    bytes.push_back('\0');
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+    LLVM::GlobalOp::create(b, loc, type, true, LLVM::Linkage::Internal, name,
+                           b.getStringAttr(bytes));
+    strings[value] = name;
+    return name;
+  }
+
+  /// A constant global of `type` whose initializer `fill` builds.
+  std::string global(StringRef name, Type type,
+                     function_ref<Value(OpBuilder &)> fill,
+                     LLVM::Linkage linkage = LLVM::Linkage::Internal) {
+    auto g = LLVM::GlobalOp::create(b, loc, type, true, linkage, name,
+                                    Attribute());
+    Block *init = b.createBlock(&g.getInitializerRegion());
+    OpBuilder inner = OpBuilder::atBlockEnd(init);
+    Value v = fill(inner);
+    LLVM::ReturnOp::create(inner, loc, v);
+    b.setInsertionPointToEnd(module.getBody());
+    return name.str();
+  }
+
+  /// An array of pointers to `symbols` (null for empty names).
+  std::string pointerArray(StringRef name, ArrayRef<std::string> symbols) {
+    auto type = LLVM::LLVMArrayType::get(ptr, std::max<size_t>(symbols.size(), 1));
+    return global(name, type, [&](OpBuilder &ib) -> Value {
+      Value array = LLVM::UndefOp::create(ib, loc, type);
+      for (auto [i, symbol] : llvm::enumerate(symbols)) {
+        Value element =
+            symbol.empty()
+                ? LLVM::ZeroOp::create(ib, loc, ptr).getResult()
+                : LLVM::AddressOfOp::create(ib, loc, ptr, symbol).getResult();
+        array = LLVM::InsertValueOp::create(ib, loc, array, element,
+                                            ArrayRef<int64_t>{int64_t(i)});
+      }
+      if (symbols.empty())
+        array = LLVM::InsertValueOp::create(
+            ib, loc, array, LLVM::ZeroOp::create(ib, loc, ptr),
+            ArrayRef<int64_t>{0});
+      return array;
+    });
+  }
+
+  ModuleOp module;
+  OpBuilder b;
+  std::string prefix;
+  Location loc;
+  Type ptr;
+  llvm::StringMap<std::string> strings;
+};
+} // namespace
+
+LogicalResult netvm::finishNativeLowering(ModuleOp module,
+                                          NativeLoweringState &state) {
+  GlobalBuilder g(module, state.prefix);
+  MLIRContext *ctx = module.getContext();
+  Type i32 = IntegerType::get(ctx, 32), ptr = g.ptr;
+  Location loc = g.loc;
+  auto insert = [&](OpBuilder &ib, Value agg, Value v, int64_t i) {
+    return LLVM::InsertValueOp::create(ib, loc, agg, v, ArrayRef<int64_t>{i})
+        .getResult();
+  };
+  auto c32 = [&](OpBuilder &ib, uint64_t v) -> Value {
+    return LLVM::ConstantOp::create(ib, loc, i32,
+                                    static_cast<int64_t>(static_cast<uint32_t>(v)));
+  };
+  auto addr = [&](OpBuilder &ib, StringRef symbol) -> Value {
+    if (symbol.empty())
+      return LLVM::ZeroOp::create(ib, loc, ptr);
+    return LLVM::AddressOfOp::create(ib, loc, ptr, symbol);
+  };
+
+  // netvm_pe_desc[]: {name, data_size, initdata_size, initdata,
+  //                   num_coprocessors, reserved, coprocessors}
+  auto peDescType = LLVM::LLVMStructType::getLiteral(
+      ctx, {ptr, i32, i32, ptr, i32, i32, ptr});
+  SmallVector<std::string> peNameSyms, coproArrays;
+  for (auto [i, name] : llvm::enumerate(state.peNames)) {
+    peNameSyms.push_back(g.string(name));
+    SmallVector<std::string> coproNames;
+    for (const std::string &c : state.coprocessors[i])
+      coproNames.push_back(g.string(c));
+    coproArrays.push_back(g.pointerArray(
+        state.prefix + "copros." + std::to_string(i), coproNames));
+  }
+  auto peArrayType =
+      LLVM::LLVMArrayType::get(peDescType, std::max<size_t>(state.peNames.size(), 1));
+  std::string peArray = g.global(
+      state.prefix + "pes", peArrayType, [&](OpBuilder &ib) -> Value {
+        Value array = LLVM::UndefOp::create(ib, loc, peArrayType);
+        for (size_t i = 0; i < state.peNames.size(); ++i) {
+          Value d = LLVM::UndefOp::create(ib, loc, peDescType);
+          d = insert(ib, d, addr(ib, peNameSyms[i]), 0);
+          d = insert(ib, d, c32(ib, state.dataSizes[i]), 1);
+          d = insert(ib, d, c32(ib, state.initdataSizes[i]), 2);
+          d = insert(ib, d, addr(ib, state.initdataGlobals[i]), 3);
+          d = insert(ib, d, c32(ib, state.coprocessors[i].size()), 4);
+          d = insert(ib, d, c32(ib, 0), 5);
+          d = insert(ib, d, addr(ib, coproArrays[i]), 6);
+          array = insert(ib, array, d, i);
+        }
+        return array;
+      });
+
+  // Sources, sinks and their functions.
+  SmallVector<std::string> sourceNameSyms, sinkNameSyms, sourceFuncs,
+      sinkFuncs;
+  for (const std::string &name : state.sourceNames)
+    sourceNameSyms.push_back(g.string(name));
+  for (const std::string &name : state.sinkNames)
+    sinkNameSyms.push_back(g.string(name));
+  for (LLVM::LLVMFuncOp f : state.sourceFuncs)
+    sourceFuncs.push_back(f.getSymName().str());
+  for (LLVM::LLVMFuncOp f : state.sinkPullFuncs)
+    sinkFuncs.push_back(f ? f.getSymName().str() : std::string());
+  std::string sourceNamesArr =
+      g.pointerArray(state.prefix + "source_names", sourceNameSyms);
+  std::string sinkNamesArr =
+      g.pointerArray(state.prefix + "sink_names", sinkNameSyms);
+  std::string sourcesArr = g.pointerArray(state.prefix + "sources", sourceFuncs);
+  std::string sinkPullsArr =
+      g.pointerArray(state.prefix + "sink_pulls", sinkFuncs);
+
+  // Exception sites: {pe, handler, location}.
+  auto siteType = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptr});
+  SmallVector<std::string> siteLocs;
+  for (const Site &s : state.sites)
+    siteLocs.push_back(g.string(s.location));
+  auto siteArrayType =
+      LLVM::LLVMArrayType::get(siteType, std::max<size_t>(state.sites.size(), 1));
+  std::string sitesArr = g.global(
+      state.prefix + "sites", siteArrayType, [&](OpBuilder &ib) -> Value {
+        Value array = LLVM::UndefOp::create(ib, loc, siteArrayType);
+        for (auto [i, s] : llvm::enumerate(state.sites)) {
+          Value d = LLVM::UndefOp::create(ib, loc, siteType);
+          d = insert(ib, d, c32(ib, s.pe), 0);
+          d = insert(ib, d, c32(ib, static_cast<uint32_t>(s.handler)), 1);
+          d = insert(ib, d, addr(ib, siteLocs[i]), 2);
+          array = insert(ib, array, d, i);
+        }
+        return array;
+      });
+
+  // netvm_app_desc: {abi_version, num_pes, name, pes, num_sources,
+  //   num_sinks, source_names, sink_names, sources, sink_pulls, init,
+  //   info_size, shared_size, num_sites, reserved, sites}
+  auto descType = LLVM::LLVMStructType::getLiteral(
+      ctx, {i32, i32, ptr, ptr, i32, i32, ptr, ptr, ptr, ptr, ptr, i32, i32,
+            i32, i32, ptr});
+  std::string appNameSym = g.string(state.appName);
+  g.global(
+      state.options.descriptorSymbol, descType,
+      [&](OpBuilder &ib) -> Value {
+        Value d = LLVM::UndefOp::create(ib, loc, descType);
+        d = insert(ib, d, c32(ib, NETVM_ABI_VERSION), 0);
+        d = insert(ib, d, c32(ib, state.peNames.size()), 1);
+        d = insert(ib, d, addr(ib, appNameSym), 2);
+        d = insert(ib, d, addr(ib, peArray), 3);
+        d = insert(ib, d, c32(ib, state.sourceNames.size()), 4);
+        d = insert(ib, d, c32(ib, state.sinkNames.size()), 5);
+        d = insert(ib, d, addr(ib, sourceNamesArr), 6);
+        d = insert(ib, d, addr(ib, sinkNamesArr), 7);
+        d = insert(ib, d, addr(ib, sourcesArr), 8);
+        d = insert(ib, d, addr(ib, sinkPullsArr), 9);
+        d = insert(ib, d, addr(ib, state.initFunc.getSymName()), 10);
+        d = insert(ib, d, c32(ib, state.infoSize), 11);
+        d = insert(ib, d, c32(ib, state.sharedSize), 12);
+        d = insert(ib, d, c32(ib, state.sites.size()), 13);
+        d = insert(ib, d, c32(ib, 0), 14);
+        d = insert(ib, d, addr(ib, sitesArr), 15);
+        return d;
+      },
+      LLVM::Linkage::External);
+
+  // The handler attributes have served their purpose.
+  module.walk([](LLVM::LLVMFuncOp f) {
+    f->removeAttr("netvm.pe");
+    f->removeAttr("netvm.handler");
+  });
+  return success();
+}
+
+LogicalResult netvm::lowerToLLVMDialect(ModuleOp module,
+                                        const NativeLoweringOptions &options) {
+  FailureOr<std::unique_ptr<NativeLoweringState>> state =
+      prepareNativeLowering(module, options);
+  if (failed(state))
+    return failure();
+
+  MLIRContext *ctx = module.getContext();
+  LLVMTypeConverter converter(ctx);
+  RewritePatternSet patterns(ctx);
+  populateNetVMToLLVMConversionPatterns(converter, patterns, **state);
+  arith::populateArithToLLVMConversionPatterns(converter, patterns);
+  cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
+  populateMathToLLVMConversionPatterns(converter, patterns);
+  LLVMConversionTarget target(*ctx);
+  target.addLegalOp<ModuleOp>();
+  if (failed(applyFullConversion(module, target, std::move(patterns))))
+    return failure();
+  return finishNativeLowering(module, **state);
+}
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct NetVMToLLVMPass
+    : public PassWrapper<NetVMToLLVMPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(NetVMToLLVMPass)
+  StringRef getArgument() const override { return "netvm-to-llvm"; }
+  StringRef getDescription() const override {
+    return "Lower a netvm.application to the LLVM dialect (handlers as "
+           "functions, direct linking of NetPEs, the application "
+           "descriptor); run netvm-insert-bounds-checks first";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<LLVM::LLVMDialect>();
+  }
+  void runOnOperation() override {
+    if (failed(lowerToLLVMDialect(getOperation(), NativeLoweringOptions())))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+std::unique_ptr<Pass> netvm::createNetVMToLLVMPass() {
+  return std::make_unique<NetVMToLLVMPass>();
+}
+
+void netvm::registerNetVMToLLVMPass() {
+  PassRegistration<NetVMToLLVMPass>();
+}

@@ -1,0 +1,335 @@
+//===- Native.cpp - Native code for x86-64 and AArch64 ------------------------===//
+//
+// LLVM IR generation and optimization, object/assembly emission, and the
+// process-wide ORC JIT (see netvm/Target/Native.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/Target/Native.h"
+#include "netvm/Conversion/NetVMToLLVM.h"
+#include "netvm/runtime.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <chrono>
+#include <mutex>
+
+extern "C" {
+// The target initialisers we need (libLLVM.so has them all).
+void LLVMInitializeX86TargetInfo();
+void LLVMInitializeX86Target();
+void LLVMInitializeX86TargetMC();
+void LLVMInitializeX86AsmPrinter();
+void LLVMInitializeAArch64TargetInfo();
+void LLVMInitializeAArch64Target();
+void LLVMInitializeAArch64TargetMC();
+void LLVMInitializeAArch64AsmPrinter();
+}
+
+using namespace netvm;
+using namespace netvm::native;
+
+static void initializeTargets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    LLVMInitializeAArch64TargetInfo();
+    LLVMInitializeAArch64Target();
+    LLVMInitializeAArch64TargetMC();
+    LLVMInitializeAArch64AsmPrinter();
+  });
+}
+
+std::string netvm::native::hostTriple() {
+  return llvm::sys::getProcessTriple();
+}
+
+bool netvm::native::isSupportedTriple(llvm::StringRef triple,
+                                      std::string &why) {
+  llvm::Triple t(triple);
+  if (t.getArch() != llvm::Triple::x86_64 &&
+      t.getArch() != llvm::Triple::aarch64) {
+    why = "netvm generates code for x86-64 and AArch64 only, not '" +
+          triple.str() + "'";
+    return false;
+  }
+  if (!t.isOSLinux() && !t.isOSDarwin()) {
+    why = "unsupported operating system in '" + triple.str() +
+          "' (use e.g. x86_64-linux-gnu or aarch64-linux-gnu)";
+    return false;
+  }
+  return true;
+}
+
+static llvm::CodeGenOptLevel codegenLevel(unsigned level) {
+  switch (level) {
+  case 0:
+    return llvm::CodeGenOptLevel::None;
+  case 1:
+    return llvm::CodeGenOptLevel::Less;
+  case 3:
+    return llvm::CodeGenOptLevel::Aggressive;
+  default:
+    return llvm::CodeGenOptLevel::Default;
+  }
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+netvm::native::createTargetMachine(llvm::StringRef tripleName,
+                                   unsigned optLevel) {
+  initializeTargets();
+  std::string tripleStr = tripleName.empty() ? hostTriple() : tripleName.str();
+  std::string why;
+  if (!isSupportedTriple(tripleStr, why))
+    return llvm::createStringError(why);
+  llvm::Triple triple(tripleStr);
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError(error);
+  // Host code may use every feature of this CPU; cross code the baseline.
+  bool isHost = tripleName.empty() || triple.getArch() ==
+                                          llvm::Triple(hostTriple()).getArch();
+  std::string cpu = isHost ? llvm::sys::getHostCPUName().str() : "generic";
+  std::string features;
+  if (isHost) {
+    llvm::SubtargetFeatures f;
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      f.AddFeature(feature.first(), feature.second);
+    features = f.getString();
+  }
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
+      codegenLevel(optLevel)));
+  if (!tm)
+    return llvm::createStringError("cannot create a target machine for " +
+                                   tripleStr);
+  return tm;
+}
+
+namespace {
+thread_local CompileTimes lastTimes;
+
+double millisSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
+                    unsigned level) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  switch (level) {
+  case 0:
+    mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
+    break;
+  case 1:
+    mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1);
+    break;
+  case 3:
+    mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    break;
+  default:
+    mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+    break;
+  }
+  mpm.run(module, mam);
+}
+} // namespace
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+netvm::native::generateLLVMIR(mlir::ModuleOp module,
+                              llvm::LLVMContext &llvmContext,
+                              llvm::TargetMachine &tm,
+                              const CodegenOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  NativeLoweringOptions lowering;
+  lowering.countHandlerRuns = options.countHandlerRuns;
+  lowering.descriptorSymbol = options.descriptorSymbol;
+  lowering.defaultInfoSize = options.defaultInfoSize;
+  if (mlir::failed(lowerToLLVMDialect(module, lowering)))
+    return llvm::createStringError("lowering to the LLVM dialect failed");
+  lastTimes.lowering = millisSince(start);
+
+  start = std::chrono::steady_clock::now();
+  mlir::DialectRegistry registry;
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  module.getContext()->appendDialectRegistry(registry);
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, llvmContext, "netvm");
+  if (!llvmModule)
+    return llvm::createStringError("translation to LLVM IR failed");
+  llvmModule->setDataLayout(tm.createDataLayout());
+  llvmModule->setTargetTriple(tm.getTargetTriple());
+  lastTimes.translation = millisSince(start);
+
+  start = std::chrono::steady_clock::now();
+  optimizeModule(*llvmModule, tm, options.optLevel);
+  lastTimes.optimization = millisSince(start);
+  return llvmModule;
+}
+
+llvm::Error netvm::native::emitFile(llvm::Module &llvmModule,
+                                    llvm::TargetMachine &tm, FileKind kind,
+                                    llvm::raw_pwrite_stream &os) {
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr,
+                             kind == FileKind::Object
+                                 ? llvm::CodeGenFileType::ObjectFile
+                                 : llvm::CodeGenFileType::AssemblyFile))
+    return llvm::createStringError("the target cannot emit this file type");
+  pm.run(llvmModule);
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// The process-wide JIT
+//===----------------------------------------------------------------------===//
+
+namespace {
+class Engine {
+public:
+  static llvm::Expected<Engine *> get() {
+    static std::once_flag once;
+    static std::unique_ptr<Engine> engine;
+    static std::string error;
+    std::call_once(once, [] {
+      auto created = create();
+      if (created)
+        engine = std::move(*created);
+      else
+        error = llvm::toString(created.takeError());
+    });
+    if (!engine)
+      return llvm::createStringError("cannot start the JIT: " + error);
+    return engine.get();
+  }
+
+  llvm::Expected<const netvm_app_desc *> add(mlir::ModuleOp module,
+                                             CodegenOptions options) {
+    std::lock_guard<std::mutex> lock(mutex);
+    options.descriptorSymbol =
+        "netvm_jit_app_" + std::to_string(counter++);
+    auto context = std::make_unique<llvm::LLVMContext>();
+    auto tm = createTargetMachine("", options.optLevel);
+    if (!tm)
+      return tm.takeError();
+    auto llvmModule = generateLLVMIR(module, *context, **tm, options);
+    if (!llvmModule)
+      return llvmModule.takeError();
+    (*llvmModule)->setDataLayout(jit->getDataLayout());
+    auto start = std::chrono::steady_clock::now();
+    if (llvm::Error err = jit->addIRModule(llvm::orc::ThreadSafeModule(
+            std::move(*llvmModule), std::move(context))))
+      return std::move(err);
+    auto symbol = jit->lookup(options.descriptorSymbol);
+    if (!symbol)
+      return symbol.takeError();
+    lastTimes.codegen = millisSince(start);
+    return symbol->toPtr<const netvm_app_desc *>();
+  }
+
+private:
+  static llvm::Expected<std::unique_ptr<Engine>> create() {
+    initializeTargets();
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb)
+      return jtmb.takeError();
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+    auto jit = llvm::orc::LLJITBuilder()
+                   .setJITTargetMachineBuilder(std::move(*jtmb))
+                   .create();
+    if (!jit)
+      return jit.takeError();
+    auto engine = std::make_unique<Engine>();
+    engine->jit = std::move(*jit);
+    llvm::orc::LLJIT &j = *engine->jit;
+    // The runtime is linked into this program: give its addresses to the
+    // JIT (they are not in the dynamic symbol table).
+    llvm::orc::MangleAndInterner mangle(j.getExecutionSession(),
+                                        j.getDataLayout());
+    llvm::orc::SymbolMap symbols;
+    auto define = [&](const char *name, const void *address) {
+      symbols[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                               llvm::JITSymbolFlags::Exported};
+    };
+#define NETVM_SYMBOL(name) define(#name, reinterpret_cast<const void *>(&name))
+    NETVM_SYMBOL(netvm_rt_emit);
+    NETVM_SYMBOL(netvm_rt_drop);
+    NETVM_SYMBOL(netvm_rt_unconnected);
+    NETVM_SYMBOL(netvm_rt_exception);
+    NETVM_SYMBOL(netvm_rt_clone);
+    NETVM_SYMBOL(netvm_rt_exbuf_create);
+    NETVM_SYMBOL(netvm_rt_pull_source);
+    NETVM_SYMBOL(netvm_rt_hash);
+    NETVM_SYMBOL(netvm_rt_checksum);
+    NETVM_SYMBOL(netvm_rt_crc);
+    NETVM_SYMBOL(netvm_rt_crc_word);
+    NETVM_SYMBOL(netvm_rt_pscan);
+    NETVM_SYMBOL(netvm_rt_memcmp);
+    NETVM_SYMBOL(netvm_copro_init);
+    NETVM_SYMBOL(netvm_copro_read);
+    NETVM_SYMBOL(netvm_copro_write);
+    NETVM_SYMBOL(netvm_copro_invoke);
+    NETVM_SYMBOL(netvm_copro_attach);
+#undef NETVM_SYMBOL
+    if (llvm::Error err =
+            j.getMainJITDylib().define(llvm::orc::absoluteSymbols(symbols)))
+      return std::move(err);
+    // memmove, memset and friends come from the C library.
+    auto process =
+        llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+            j.getDataLayout().getGlobalPrefix());
+    if (!process)
+      return process.takeError();
+    j.getMainJITDylib().addGenerator(std::move(*process));
+    return engine;
+  }
+
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::mutex mutex;
+  unsigned counter = 0;
+};
+} // namespace
+
+llvm::Expected<const netvm_app_desc *>
+netvm::native::jitCompile(mlir::ModuleOp module, const CodegenOptions &options) {
+  lastTimes = CompileTimes();
+  auto engine = Engine::get();
+  if (!engine)
+    return engine.takeError();
+  return (*engine)->add(module, options);
+}
+
+CompileTimes netvm::native::lastCompileTimes() { return lastTimes; }
