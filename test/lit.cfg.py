@@ -30,3 +30,6 @@ if shutil.which("tcpdump"):
     config.available_features.add("tcpdump")
 if shutil.which("qemu-aarch64"):
     config.available_features.add("qemu-aarch64")
+if shutil.which("aarch64-linux-gnu-gcc") and os.path.exists(
+        os.path.join(config.netvm_obj_root, "aarch64", "libnetvm-rt.a")):
+    config.available_features.add("aarch64-cross")

@@ -8,6 +8,12 @@
 
 #include "netvm/Driver/Driver.h"
 #include "netvm/Frontend/NetIL.h"
+#include "netvm/Conversion/NetVMToLLVM.h"
+#include "netvm/Target/Native.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -37,19 +43,47 @@ static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: "
                                        cl::cat(netcCategory));
 
 namespace {
-enum class Emit { MLIR, None };
+enum class Emit { MLIR, LLVMDialect, LLVM, Assembly, Object, None };
 } // namespace
 
 static cl::opt<Emit> emit(
-    "emit", cl::desc("The stage to print:"), cl::init(Emit::MLIR),
+    "emit", cl::desc("The stage to output:"), cl::init(Emit::MLIR),
     cl::cat(netcCategory),
-    cl::values(clEnumValN(Emit::MLIR, "mlir",
-                          "the netvm dialect after assembly and the "
-                          "optimizations of the -O level (-O0: exactly what "
-                          "the assembler produced)"),
-               clEnumValN(Emit::None, "none",
-                          "nothing: only check the input (exit status and "
-                          "diagnostics)")));
+    cl::values(
+        clEnumValN(Emit::MLIR, "mlir",
+                   "the netvm dialect after assembly, the safety "
+                   "instrumentation (watchdogs, bounds checks) and the "
+                   "optimizations of the -O level"),
+        clEnumValN(Emit::LLVMDialect, "llvm-dialect",
+                   "the MLIR LLVM dialect after netvm-to-llvm"),
+        clEnumValN(Emit::LLVM, "llvm", "LLVM IR, optimized at the -O level"),
+        clEnumValN(Emit::Assembly, "asm",
+                   "assembly for --target (same as -S)"),
+        clEnumValN(Emit::Object, "obj",
+                   "an object file for --target (same as -c)"),
+        clEnumValN(Emit::None, "none",
+                   "nothing: only check the input (exit status and "
+                   "diagnostics)")));
+
+static cl::opt<bool> emitAssembly("S", cl::desc("Same as -emit=asm"),
+                                  cl::cat(netcCategory));
+static cl::opt<bool> emitObject("c", cl::desc("Same as -emit=obj"),
+                                cl::cat(netcCategory));
+static cl::opt<std::string> targetTriple(
+    "target",
+    cl::desc("Target triple for -emit=llvm/asm/obj: x86_64-linux-gnu, "
+             "aarch64-linux-gnu, ... (default: this machine)"),
+    cl::value_desc("triple"), cl::cat(netcCategory));
+static cl::opt<std::string> descriptorName(
+    "descriptor",
+    cl::desc("Symbol of the exported application descriptor (default: "
+             "netvm_app_<application name>)"),
+    cl::value_desc("symbol"), cl::cat(netcCategory));
+static cl::opt<bool> noCounters(
+    "no-counters",
+    cl::desc("Do not maintain the per-NetPE run and send counters in the "
+             "generated code"),
+    cl::cat(netcCategory));
 
 static cl::opt<char> optLevel(
     "O", cl::desc("Optimization level: -O0 (none), -O1, -O2 (default), -O3"),
@@ -95,11 +129,20 @@ int main(int argc, char **argv) {
       "constant-offset memory accesses) and prints them in the netvm MLIR\n"
       "dialect.\n\n"
       "Examples:\n"
-      "  netc filter.netil                 print the optimized netvm IR\n"
-      "  netc -O0 filter.netil             print the assembler's output\n"
+      "  netc filter.netil                 the optimized netvm IR\n"
+      "  netc -O0 filter.netil             the assembler's output (plus the\n"
+      "                                    watchdogs and bounds checks)\n"
       "  netc -emit=none app.nvapp         only check an application\n"
-      "  netc a.netil b.netil -o app.mlir  chain two NetPEs\n");
+      "  netc a.netil b.netil -o app.mlir  chain two NetPEs\n"
+      "  netc -emit=llvm filter.netil      optimized LLVM IR\n"
+      "  netc --target=aarch64-linux-gnu -c filter.netil -o filter.o\n"
+      "                                    an AArch64 object to link with the\n"
+      "                                    runtime (docs/native.md)\n");
 
+  if (emitAssembly)
+    emit = Emit::Assembly;
+  if (emitObject)
+    emit = Emit::Object;
   if (optLevel < '0' || optLevel > '3') {
     llvm::errs() << "netc: unknown optimization level -O" << optLevel
                  << " (use -O0, -O1, -O2 or -O3)\n";
@@ -147,14 +190,61 @@ int main(int argc, char **argv) {
   if (!ok)
     return 1;
 
+  if (emit == Emit::None)
+    return 0;
   std::string error;
+  if (emit == Emit::Object && outputFile == "-") {
+    llvm::errs() << "netc: -c needs an output file (-o app.o)\n";
+    return 1;
+  }
   auto output = openOutputFile(outputFile, &error);
   if (!output) {
     llvm::errs() << "netc: " << error << "\n";
     return 1;
   }
-  if (emit == Emit::MLIR)
+  if (emit == Emit::MLIR) {
     module->print(output->os());
+    output->keep();
+    return 0;
+  }
+
+  netvm::native::CodegenOptions codegen;
+  codegen.optLevel = optLevel - '0';
+  codegen.countHandlerRuns = !noCounters;
+  codegen.descriptorSymbol = descriptorName;
+  if (emit == Emit::LLVMDialect) {
+    netvm::NativeLoweringOptions lowering;
+    lowering.countHandlerRuns = codegen.countHandlerRuns;
+    lowering.descriptorSymbol = descriptorName;
+    if (failed(netvm::lowerToLLVMDialect(*module, lowering)))
+      return 1;
+    module->print(output->os());
+    output->keep();
+    return 0;
+  }
+  auto tm = netvm::native::createTargetMachine(targetTriple, codegen.optLevel);
+  if (!tm) {
+    llvm::errs() << "netc: " << llvm::toString(tm.takeError()) << "\n";
+    return 1;
+  }
+  llvm::LLVMContext llvmContext;
+  auto llvmModule =
+      netvm::native::generateLLVMIR(*module, llvmContext, **tm, codegen);
+  if (!llvmModule) {
+    llvm::errs() << "netc: " << llvm::toString(llvmModule.takeError())
+                 << "\n";
+    return 1;
+  }
+  if (emit == Emit::LLVM) {
+    (*llvmModule)->print(output->os(), nullptr);
+  } else if (llvm::Error err = netvm::native::emitFile(
+                 **llvmModule, **tm,
+                 emit == Emit::Object ? netvm::native::FileKind::Object
+                                      : netvm::native::FileKind::Assembly,
+                 output->os())) {
+    llvm::errs() << "netc: " << llvm::toString(std::move(err)) << "\n";
+    return 1;
+  }
   output->keep();
   return 0;
 }

@@ -13,6 +13,8 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -30,6 +32,17 @@ static cl::opt<uint64_t> count("n", cl::desc("Number of packets (default 1000)")
                                cl::init(1000), cl::cat(genCategory));
 static cl::opt<uint64_t> seed("seed", cl::desc("Random seed (default 1)"),
                               cl::init(1), cl::cat(genCategory));
+static cl::opt<bool> hexOutput(
+    "hex",
+    cl::desc("Write text instead of pcap: one packet per line as "
+             "hexadecimal bytes (the input format of netvm-run --hex and of "
+             "the standalone runtime)"),
+    cl::cat(genCategory));
+static cl::opt<std::string> fromPcap(
+    "from",
+    cl::desc("Convert this pcap file instead of generating packets (with "
+             "--hex: pcap to text)"),
+    cl::value_desc("trace.pcap"), cl::cat(genCategory));
 static cl::opt<unsigned> malformedPercent(
     "malformed",
     cl::desc("Percentage of runt and truncated frames (default 3)"),
@@ -246,10 +259,47 @@ int main(int argc, char **argv) {
       "fragmented), plus --malformed percent of runts and truncated\n"
       "captures. The same options always produce the same file.\n");
   std::string error;
-  auto writer = PcapWriter::create(output, /*DLT_EN10MB=*/1, error);
-  if (!writer) {
-    llvm::errs() << "netvm-pcapgen: " << error << "\n";
-    return 1;
+  std::unique_ptr<PcapWriter> writer;
+  std::unique_ptr<llvm::raw_fd_ostream> text;
+  if (hexOutput) {
+    std::error_code ec;
+    text = std::make_unique<llvm::raw_fd_ostream>(output, ec,
+                                                  llvm::sys::fs::OF_Text);
+    if (ec) {
+      llvm::errs() << "netvm-pcapgen: " << output << ": " << ec.message()
+                   << "\n";
+      return 1;
+    }
+  } else {
+    writer = PcapWriter::create(output, /*DLT_EN10MB=*/1, error);
+    if (!writer) {
+      llvm::errs() << "netvm-pcapgen: " << error << "\n";
+      return 1;
+    }
+  }
+  auto emit = [&](const TracePacket &packet) {
+    if (writer) {
+      writer->write(packet);
+      return;
+    }
+    for (size_t i = 0; i < packet.bytes.size(); ++i)
+      *text << (i ? " " : "") << llvm::format_hex_no_prefix(packet.bytes[i], 2);
+    *text << "\n";
+  };
+  if (!fromPcap.empty()) {
+    auto reader = netvm::rt::PacketReader::open(fromPcap, false, error);
+    if (!reader) {
+      llvm::errs() << "netvm-pcapgen: " << error << "\n";
+      return 1;
+    }
+    TracePacket packet;
+    while (reader->next(packet, error))
+      emit(packet);
+    if (!error.empty()) {
+      llvm::errs() << "netvm-pcapgen: " << error << "\n";
+      return 1;
+    }
+    return 0;
   }
   Random rng(seed);
   for (uint64_t i = 0; i < count; ++i) {
@@ -268,7 +318,7 @@ int main(int argc, char **argv) {
     }
     packet.seconds = 1700000000 + static_cast<uint32_t>(i / 1000);
     packet.microseconds = static_cast<uint32_t>((i % 1000) * 1000);
-    writer->write(packet);
+    emit(packet);
   }
   return 0;
 }

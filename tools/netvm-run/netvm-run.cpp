@@ -84,6 +84,13 @@ static cl::opt<uint32_t> infoSize(
     "info-size",
     cl::desc("Info memory size when no NetPE declares more (default 64)"),
     cl::init(64), cl::cat(runCategory));
+static cl::opt<bool> resultsFormat(
+    "results",
+    cl::desc("Print every packet's outcome and the final memories in the "
+             "line format of the standalone runtime (runtime/native/main.c), "
+             "for comparing engines: '#N out SINK HEX info HEX', '#N exception "
+             "KIND PE HANDLER LOCATION', '#N dropped N', 'data PE HEX'"),
+    cl::cat(runCategory));
 static cl::opt<bool> dumpData(
     "dump-data",
     cl::desc("Print every NetPE's data memory after the run"),
@@ -303,6 +310,20 @@ int main(int argc, char **argv) {
       ++exceptionCounts[e.kind];
     drops += result.drops;
     unconnected += result.unconnected;
+    if (resultsFormat) {
+      for (const rt::Output &out : result.outputs)
+        os << "#" << number << " out " << sinks[out.sink] << " "
+           << llvm::toHex(out.bytes, true) << " info "
+           << llvm::toHex(out.info, true) << "\n";
+      for (const rt::ExceptionReport &e : result.exceptions)
+        os << "#" << number << " exception " << e.kind << " " << e.pe << " "
+           << e.handler << " " << e.location << "\n";
+      if (result.drops)
+        os << "#" << number << " dropped " << result.drops << "\n";
+      if (result.unconnected)
+        os << "#" << number << " unconnected " << result.unconnected << "\n";
+      return;
+    }
     if (!verbose)
       return;
     if (json) {
@@ -342,11 +363,18 @@ int main(int argc, char **argv) {
       os << "  " << result.drops << " copy(ies) dropped\n";
   };
 
-  for (const rt::ExceptionReport &e : vm->initialize()) {
-    ++exceptionCounts[e.kind];
-    llvm::errs() << "netvm-run: warning: init handler of @" << e.pe
-                 << " raised " << e.kind << " at " << e.location
-                 << (e.detail.empty() ? "" : ": ") << e.detail << "\n";
+  {
+    rt::PacketResult init;
+    init.exceptions = vm->initialize();
+    if (resultsFormat)
+      account(init, 0, 0);
+    for (const rt::ExceptionReport &e : init.exceptions) {
+      if (!resultsFormat)
+        ++exceptionCounts[e.kind];
+      llvm::errs() << "netvm-run: warning: init handler of @" << e.pe
+                   << " raised " << e.kind << " at " << e.location
+                   << (e.detail.empty() ? "" : ": ") << e.detail << "\n";
+    }
   }
 
   if (pullCount > 0) {
@@ -373,6 +401,15 @@ int main(int argc, char **argv) {
   }
   if (inputFailed)
     return 1;
+
+  if (resultsFormat) {
+    for (auto [i, name] : llvm::enumerate(vm->peNames()))
+      os << "data " << name << " " << llvm::toHex(vm->dataMemory(i), true)
+         << "\n";
+    if (!vm->sharedMemory().empty())
+      os << "shared " << llvm::toHex(vm->sharedMemory(), true) << "\n";
+    return 0;
+  }
 
   uint64_t exceptions = 0;
   for (auto &[kind, count] : exceptionCounts)

@@ -64,7 +64,7 @@ std::string netvm::native::hostTriple() {
 
 bool netvm::native::isSupportedTriple(llvm::StringRef triple,
                                       std::string &why) {
-  llvm::Triple t(triple);
+  llvm::Triple t(llvm::Triple::normalize(triple));
   if (t.getArch() != llvm::Triple::x86_64 &&
       t.getArch() != llvm::Triple::aarch64) {
     why = "netvm generates code for x86-64 and AArch64 only, not '" +
@@ -100,7 +100,7 @@ netvm::native::createTargetMachine(llvm::StringRef tripleName,
   std::string why;
   if (!isSupportedTriple(tripleStr, why))
     return llvm::createStringError(why);
-  llvm::Triple triple(tripleStr);
+  llvm::Triple triple(llvm::Triple::normalize(tripleStr));
   std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);

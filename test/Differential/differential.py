@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Differential test: every execution path must agree with the interpreter.
+
+Runs one application over packet traces with every engine and compares, per
+packet, the sink and bytes (and info memory) of every output, every
+exception (kind and location), the drop counts, and the data and shared
+memory after the run (the `netvm-run --results` format):
+
+  reference   netvm-run --interp -O0     (the oracle)
+  interp-O2   netvm-run --interp -O2     (the optimizer, judged by the oracle)
+  jit-O0/1/2/3  netvm-run at each level  (native code, in process)
+  aarch64     netc --target=aarch64-linux-gnu -c, linked with the AArch64
+              runtime, run under qemu-aarch64 (with --aarch64)
+
+Usage: differential.py --tools DIR --build DIR [--aarch64] APP TRACE...
+TRACE is a pcap file or a text file of hex packets (.hex); pcaps are
+converted with netvm-pcapgen so that every engine reads the same bytes.
+Exits 1 and prints the first differing lines if any engine disagrees.
+"""
+import argparse
+import difflib
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run(cmd, stdin=None):
+    p = subprocess.run(cmd, stdin=stdin, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"differential: command failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
+    return p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tools", required=True)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--aarch64", action="store_true")
+    ap.add_argument("--watchdog", default="1000")
+    ap.add_argument("app")
+    ap.add_argument("traces", nargs="+")
+    args = ap.parse_args()
+    netvm_run = os.path.join(args.tools, "netvm-run")
+    netc = os.path.join(args.tools, "netc")
+    pcapgen = os.path.join(args.tools, "netvm-pcapgen")
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = None
+        if args.aarch64:
+            obj = os.path.join(tmp, "app.o")
+            binary = os.path.join(tmp, "app")
+            run([netc, args.app, "--target=aarch64-linux-gnu", "-O2", "-c",
+                 "-o", obj, "--descriptor=netvm_app"])
+            arm = os.path.join(args.build, "aarch64")
+            run(["aarch64-linux-gnu-gcc", "-static", obj,
+                 os.path.join(arm, "netvm-main.o"),
+                 os.path.join(arm, "libnetvm-rt.a"), "-o", binary])
+        for trace in args.traces:
+            hexfile = trace
+            if not trace.endswith(".hex"):
+                hexfile = os.path.join(tmp, os.path.basename(trace) + ".hex")
+                run([pcapgen, "--from", trace, "--hex", "-o", hexfile])
+            common = [args.app, "--hex", hexfile, "--results",
+                      "--watchdog", args.watchdog]
+            reference = run([netvm_run, *common, "--interp", "-O0"])
+            engines = {
+                "interp-O2": lambda: run([netvm_run, *common, "--interp", "-O2"]),
+                "jit-O0": lambda: run([netvm_run, *common, "-O0"]),
+                "jit-O1": lambda: run([netvm_run, *common, "-O1"]),
+                "jit-O2": lambda: run([netvm_run, *common, "-O2"]),
+                "jit-O3": lambda: run([netvm_run, *common, "-O3"]),
+            }
+            if binary:
+                def aarch64(h=hexfile):
+                    with open(h) as f:
+                        env = dict(os.environ)
+                        p = subprocess.run(["qemu-aarch64", binary], stdin=f,
+                                           capture_output=True, text=True)
+                    if p.returncode != 0:
+                        sys.exit(f"differential: the AArch64 program failed: {p.stderr}")
+                    return p.stdout
+                engines["aarch64"] = aarch64
+            packets = sum(1 for line in reference.splitlines() if line.startswith("#"))
+            for name, engine in engines.items():
+                out = engine()
+                if out == reference:
+                    print(f"{os.path.basename(trace)}: {name} agrees "
+                          f"({len(reference.splitlines())} lines, {packets} events)")
+                    continue
+                failures += 1
+                print(f"{os.path.basename(trace)}: {name} DISAGREES with the interpreter:")
+                diff = difflib.unified_diff(reference.splitlines(), out.splitlines(),
+                                            "interpreter", name, lineterm="", n=1)
+                for i, line in enumerate(diff):
+                    if i > 40:
+                        print("  ...")
+                        break
+                    print("  " + line)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
