@@ -67,10 +67,12 @@ def NetVM_ExceptionKind : I32Enum<"ExceptionKind", "a NetVM exception kind", [
   let cppNamespace = "::netvm";
   let description = [{
     Why a handler stopped abnormally. `*_bounds`: a memory access outside its
-    memory; `division_by_zero`: `mod` by zero; `watchdog`: the instruction
-    budget of one packet ran out; `coprocessor`: a coprocessor rejected an
-    operation; `no_exbuf`: a packet operation with no current exchange
-    buffer; `exit`: NetIL's `exit` instruction.
+    memory (with no current exchange buffer, the packet and info memories
+    are empty, so their accesses raise these too); `division_by_zero`: `mod`
+    by zero; `watchdog`: the loop budget of one packet ran out;
+    `coprocessor`: a coprocessor rejected an operation; `no_exbuf`: sending,
+    or handing to a coprocessor, with no current exchange buffer; `exit`:
+    NetIL's `exit` instruction.
   }];
 }
 def NetVM_ExceptionKindAttr

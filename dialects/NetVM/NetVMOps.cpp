@@ -122,6 +122,7 @@ static FailureOr<Endpoint> resolveEndpoint(ApplicationOp app, ConnectOp conn,
 LogicalResult ApplicationOp::verifyRegions() {
   // Resolve every connection and build the NetPE graph.
   llvm::MapVector<Operation *, llvm::SmallVector<Operation *>> successors;
+  llvm::DenseMap<std::pair<Operation *, Operation *>, ConnectOp> edges;
   llvm::DenseMap<Operation *, ConnectOp> pullInputFeeds;
   for (Operation &op : *getBodyBlock()) {
     if (!isa<SourceOp, SinkOp, PEOp, ConnectOp>(op))
@@ -151,8 +152,10 @@ LogicalResult ApplicationOp::verifyRegions() {
         return diag;
       }
     }
-    if (isa<PEOp>(from->node) && isa<PEOp>(to->node))
+    if (isa<PEOp>(from->node) && isa<PEOp>(to->node)) {
       successors[from->node].push_back(to->node);
+      edges.try_emplace({from->node, to->node}, conn);
+    }
   }
 
   // The NetPE graph must be acyclic: depth-first search with colours.
@@ -188,7 +191,9 @@ LogicalResult ApplicationOp::verifyRegions() {
       for (auto it = first; it != path.end(); ++it)
         os << "@" << cast<PEOp>(*it).getSymName() << " -> ";
       os << "@" << cast<PEOp>(start).getSymName();
-      return emitOpError("NetPE connections form a cycle: ")
+      // Point at the connection that closes the cycle.
+      ConnectOp closing = edges.lookup({path.back(), start});
+      return closing.emitOpError("closes a cycle of NetPEs: ")
              << cycle << " (a NetVM application must be a DAG)";
     }
   }

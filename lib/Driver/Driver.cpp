@@ -22,6 +22,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -34,6 +35,21 @@ using llvm::SMLoc;
 void netvm::driver::registerDialects(DialectRegistry &registry) {
   registry.insert<NetVMDialect, arith::ArithDialect, cf::ControlFlowDialect,
                   math::MathDialect>();
+}
+
+void netvm::driver::configureHelp(llvm::cl::OptionCategory &toolCategory,
+                                  bool showMLIROptions) {
+  static llvm::cl::OptionCategory mlirCategory(
+      "MLIR debugging options",
+      "Inspect the compiler's MLIR pipeline (see also --help-hidden)");
+  SmallVector<const llvm::cl::OptionCategory *> shown = {&toolCategory};
+  if (showMLIROptions) {
+    for (auto &entry : llvm::cl::getRegisteredOptions())
+      if (entry.first.starts_with("mlir-"))
+        entry.second->addCategory(mlirCategory);
+    shown.push_back(&mlirCategory);
+  }
+  llvm::cl::HideUnrelatedOptions(shown);
 }
 
 InputKind netvm::driver::classifyInput(StringRef path) {
@@ -476,13 +492,12 @@ netvm::driver::loadApplication(MLIRContext &context, llvm::SourceMgr &sourceMgr,
     return nullptr;
   }
   InputKind kind = classifyInput(inputs.front());
-  for (const std::string &input : inputs) {
-    if (classifyInput(input) != kind || (kind != InputKind::NetIL &&
-                                         inputs.size() > 1)) {
-      emitError(unknown)
-          << "give either NetIL files, or one .nvapp application "
-             "description, or one .mlir file (got '"
-          << inputs.front() << "' and '" << input << "')";
+  for (const std::string &input : llvm::drop_begin(inputs)) {
+    if (classifyInput(input) != kind || kind != InputKind::NetIL) {
+      emitError(FileLineColLoc::get(&context, input, 0, 0))
+          << "cannot combine '" << inputs.front() << "' with '" << input
+          << "': give NetIL files (chained in order), or one .nvapp "
+             "application description, or one .mlir file";
       return nullptr;
     }
   }

@@ -418,6 +418,15 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           std::string(netvm_copro_name(c)) + ": " + netvm_copro_error(c));
   };
 
+  // Counts a live exchange buffer thrown away (exbuf.delete, or replaced by
+  // pkt.receive) as a drop.
+  auto discard = [&]() {
+    if (xb->none)
+      return;
+    ++pe.counters.dropped;
+    ++result.drops;
+  };
+
   Block *block = &handler.getBody().front();
   Block::iterator ip = block->begin();
   // Jump to `dest`, assigning its arguments from `operands` (all read
@@ -583,9 +592,7 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           exit = HandlerExit{HandlerExit::Drop};
         })
         .Case([&](RetOp) { exit = HandlerExit{HandlerExit::Ret}; })
-        .Case([&](TrapOp o) {
-          raise(o, o.getKind(), "trap");
-        })
+        .Case([&](TrapOp o) { raise(o, o.getKind(), ""); })
         .Case([&](CheckBoundsOp o) {
           uint64_t extent = o.getLength() ? get(o.getLength()) : o.getExtent();
           memory(o, o.getSpace(), get(o.getOffset()), extent);
@@ -715,6 +722,7 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
                   std::make_unique<ExBuf>(*xb), result);
         })
         .Case([&](ReceiveOp o) {
+          discard();
           unsigned port = pe.op.getPortNumber(pe.op.lookupPort(o.getPort()));
           auto it = pullUpstream.find({peIdx, port});
           ExBufPtr pulled =
@@ -737,7 +745,10 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           xb->seconds = xb->microseconds = 0;
           xb->none = false;
         })
-        .Case([&](ExbufDeleteOp) { xb->clear(); })
+        .Case([&](ExbufDeleteOp) {
+          discard();
+          xb->clear();
+        })
         // Coprocessors.
         .Case([&](CoproInitOp o) {
           netvm_copro *c = coprocessor(o, o.getCopro());

@@ -123,6 +123,15 @@ void netvm_rt_drop(netvm_ctx *ctx, uint32_t pe, netvm_exbuf *xb) {
   release(vm, xb);
 }
 
+void netvm_rt_discard(netvm_ctx *ctx, uint32_t pe, const netvm_exbuf *xb) {
+  netvm_instance *vm = instance_of(ctx);
+  if (xb->flags & NETVM_XB_NONE)
+    return;
+  vm->counters.dropped++;
+  if (pe < vm->app->num_pes)
+    vm->pe_dropped[pe]++;
+}
+
 void netvm_rt_unconnected(netvm_ctx *ctx, uint32_t pe, netvm_exbuf *xb) {
   netvm_instance *vm = instance_of(ctx);
   (void)pe;
@@ -184,6 +193,7 @@ void netvm_rt_pull_source(netvm_ctx *ctx, uint32_t source, netvm_exbuf *xb) {
   xb->flags |= NETVM_XB_NONE;
   xb->length = 0;
   xb->info_length = 0;
+  xb->seconds = xb->microseconds = 0;
 }
 
 uint32_t netvm_rt_hash(const uint32_t *words, uint32_t count) {

@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
-  cl::HideUnrelatedOptions({&netcCategory, &cl::getGeneralCategory()});
+  netvm::driver::configureHelp(netcCategory, /*showMLIROptions=*/true);
   cl::ParseCommandLineOptions(
       argc, argv,
       "netc - the netvm compiler\n\n"
@@ -153,6 +153,12 @@ int main(int argc, char **argv) {
   netvm::driver::registerDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics point at NetIL source; dumping the IR of the operation
+  // would only bury them.
+  context.printOpOnDiagnostic(false);
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope timingScope = timing.getRootScope();
 
   llvm::SourceMgr sourceMgr;
   std::unique_ptr<SourceMgrDiagnosticVerifierHandler> verifier;
@@ -183,7 +189,10 @@ int main(int argc, char **argv) {
   if (ok)
     ok = succeeded(netvm::driver::optimize(
         *module, optLevel - '0',
-        [&](PassManager &pm) { return applyPassManagerCLOptions(pm); }));
+        [&](PassManager &pm) {
+          pm.enableTiming(timingScope);
+          return applyPassManagerCLOptions(pm);
+        }));
 
   if (verifyDiagnostics)
     return failed(verifier->verify()) ? 1 : 0;

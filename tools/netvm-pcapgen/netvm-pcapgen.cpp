@@ -250,7 +250,7 @@ std::vector<uint8_t> makePacket(Random &rng) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
-  cl::HideUnrelatedOptions({&genCategory, &cl::getGeneralCategory()});
+  cl::HideUnrelatedOptions(genCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "netvm-pcapgen - write a reproducible synthetic packet trace\n\n"

@@ -134,7 +134,7 @@ static void printBytes(llvm::raw_ostream &os, llvm::ArrayRef<uint8_t> bytes) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
-  cl::HideUnrelatedOptions({&runCategory, &cl::getGeneralCategory()});
+  driver::configureHelp(runCategory, /*showMLIROptions=*/false);
   cl::ParseCommandLineOptions(
       argc, argv,
       "netvm-run - run a NetVM application over packets\n\n"
@@ -162,6 +162,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   driver::registerDialects(registry);
   MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module =
@@ -359,8 +360,8 @@ int main(int argc, char **argv) {
         os << ": " << e.detail;
       os << "\n";
     }
-    if (result.drops && !result.outputs.empty())
-      os << "  " << result.drops << " copy(ies) dropped\n";
+    if (result.drops && (!result.outputs.empty() || !result.exceptions.empty()))
+      os << "  dropped " << result.drops << "\n";
   };
 
   {
@@ -378,19 +379,25 @@ int main(int argc, char **argv) {
   }
 
   if (pullCount > 0) {
+    bool exhausted = false;
     vm->setSourcePuller([&](unsigned) -> std::optional<rt::TracePacket> {
       rt::TracePacket packet;
-      if (!readPacket(packet))
+      if (!readPacket(packet)) {
+        exhausted = true;
         return std::nullopt;
+      }
       return packet;
     });
-    for (unsigned sink = 0; sink < sinks.size(); ++sink)
-      for (uint64_t i = 0; i < pullCount; ++i) {
+    // Pull until the count is reached, nothing comes out, or the input is
+    // used up (a pull after that could only spin on empty receives).
+    for (unsigned sink = 0; sink < sinks.size() && !exhausted; ++sink)
+      for (uint64_t i = 0; i < pullCount && !exhausted; ++i) {
         rt::PacketResult result = vm->pull(sink);
         if (result.outputs.empty() && result.exceptions.empty() &&
             !result.drops)
           break;
-        account(result, ++packetNo, 0);
+        account(result, ++packetNo,
+                result.outputs.empty() ? 0 : result.outputs.front().bytes.size());
       }
   } else {
     rt::TracePacket packet;

@@ -21,6 +21,9 @@
 
 namespace llvm {
 class SourceMgr;
+namespace cl {
+class OptionCategory;
+} // namespace cl
 } // namespace llvm
 
 namespace mlir {
@@ -34,6 +37,13 @@ namespace driver {
 
 /// Register the dialects netvm tools read and write.
 void registerDialects(mlir::DialectRegistry &registry);
+
+/// Keep --help short: show the tool's own options and, for tools that run
+/// MLIR pass pipelines, MLIR's debugging options (--mlir-print-ir-after-all,
+/// --mlir-pass-statistics, --mlir-timing, ...) under their own heading; the
+/// hundreds of general LLVM options stay available through --help-hidden.
+void configureHelp(llvm::cl::OptionCategory &toolCategory,
+                   bool showMLIROptions);
 
 enum class InputKind {
   NetIL,          // a NetIL source file (any other extension)

@@ -65,7 +65,8 @@ struct Result {
   std::vector<Output> outputs;
   std::vector<Exception> exceptions;
   /// Exchange buffers dropped by a handler (netvm.drop), including
-  /// duplicates.
+  /// duplicates, and live ones discarded by exbuf.delete or replaced by
+  /// pkt.receive.
   unsigned drops = 0;
   /// Exchange buffers sent to an output port that is not connected.
   unsigned unconnected = 0;

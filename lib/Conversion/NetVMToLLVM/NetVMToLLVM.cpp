@@ -194,6 +194,7 @@ struct Runtime {
     static const Sig sigs[] = {
         {"netvm_rt_emit", 0, "pip"},
         {"netvm_rt_drop", 0, "pip"},
+        {"netvm_rt_discard", 0, "pip"},
         {"netvm_rt_unconnected", 0, "pip"},
         {"netvm_rt_exception", 0, "piip"},
         {"netvm_rt_clone", 2, "pp"},
@@ -281,12 +282,15 @@ void emitDeliver(OpBuilder &b, Location loc, NativeLoweringState &state,
   }
 }
 
-/// Make `xb` "no current exchange buffer": the NONE flag, empty memories.
+/// Make `xb` "no current exchange buffer": the NONE flag, empty memories,
+/// no timestamp.
 void emitClearExbuf(Emitter &e, Value xb) {
   Value flags = e.load(e.i32(), xb, offsetof(netvm_exbuf, flags));
   e.store(e.or_(flags, e.c32(NETVM_XB_NONE)), xb, offsetof(netvm_exbuf, flags));
   e.store(e.c32(0), xb, offsetof(netvm_exbuf, length));
   e.store(e.c32(0), xb, offsetof(netvm_exbuf, info_length));
+  e.store(e.c32(0), xb, offsetof(netvm_exbuf, seconds));
+  e.store(e.c32(0), xb, offsetof(netvm_exbuf, microseconds));
 }
 
 /// Fill `xb` from `upstream` (a pull connection).
@@ -1011,6 +1015,8 @@ NETVM_LOWERING(ReceiveOp) {
   if (it != state.pullRoutes.end())
     upstream = it->second;
   Runtime rt = runtime(op);
+  Emitter e(rw, op.getLoc());
+  e.call(rt.get("netvm_rt_discard"), {fi.ctx, e.c32(fi.pe), fi.xb});
   emitPull(rw, op.getLoc(), state, rt, fi.ctx, fi.xb, upstream);
   rw.eraseOp(op);
   return success();
@@ -1031,6 +1037,7 @@ NETVM_LOWERING(ExbufCreateOp) {
 NETVM_LOWERING(ExbufDeleteOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
+  e.call(runtime(op).get("netvm_rt_discard"), {fi.ctx, e.c32(fi.pe), fi.xb});
   emitClearExbuf(e, fi.xb);
   rw.eraseOp(op);
   return success();

@@ -1308,6 +1308,11 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
     push(HashOp::create(builder, loc, i32, ValueRange{pop(b)}));
     return success();
   case Opcode::HASH: {
+    if (instr.imm == 0) {
+      // The hash of no bytes is 0 (as in NetBee).
+      push(constant(0));
+      return success();
+    }
     SmallVector<Value> words(instr.imm);
     for (unsigned k = 0; k < instr.imm; ++k)
       words[instr.imm - 1 - k] = pop(b);
@@ -1593,6 +1598,16 @@ static LogicalResult checkConstantAccesses(PEOp pe, const Program &prog) {
       uint64_t start = value.getZExtValue();
       if (start + width <= *size)
         return;
+      if (space == MemSpace::Info) {
+        // The application's info memory is the largest of its NetPEs' and
+        // at least the runtime's default, so this may still work.
+        mlir::emitWarning(op->getLoc())
+            << "access to bytes [" << start << ", " << start + width
+            << ") lies beyond the NetPE's " << describeSize(space)
+            << "; it works only if the application's info memory is larger "
+               "(at least 64 bytes by default)";
+        return;
+      }
       ok = false;
       mlir::emitError(op->getLoc())
           << "access to bytes [" << start << ", " << start + width
@@ -1630,6 +1645,14 @@ static LogicalResult collectDeclarations(Diags &diags, Program &prog) {
         continue;
       }
       bool isData = instr.op() == Opcode::SDMSIZE;
+      if (instr.imm > (64u << 20)) {
+        diags.error(instr.loc) << "'" << instr.info->mnemonic << " "
+                               << instr.imm
+                               << "' asks for more than the 64 MiB limit of "
+                                  "a NetVM memory";
+        ok = false;
+        continue;
+      }
       std::optional<uint32_t> &slot = isData ? prog.datamemSize : prog.sharedSize;
       SMLoc &slotLoc = isData ? prog.datamemLoc : prog.sharedLoc;
       if (!slot) {

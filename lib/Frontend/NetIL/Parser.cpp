@@ -15,6 +15,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace netvm;
@@ -343,6 +344,8 @@ private:
   llvm::StringMap<int64_t> constants;
   llvm::StringMap<SMLoc> constantLocs;
   llvm::StringMap<SMLoc> segmentLocs;
+  /// Sizes already given in the .metadata segment.
+  llvm::StringSet<> metadataGiven;
 };
 } // namespace
 
@@ -504,7 +507,8 @@ void Parser::parseEqu() {
 }
 
 Program Parser::parseFile() {
-  prog.fileLoc = tok().loc();
+  // File-wide diagnostics point at the start of the file.
+  prog.fileLoc = SMLoc::getFromPointer(diags.buffer().begin());
   while (true) {
     skipNewlines();
     const Token &t = tok();
@@ -714,13 +718,20 @@ void Parser::parseMetadata(bool coprocessorsOnly) {
         skipLine();
         continue;
       }
-      if (slot) {
+      if (slot && metadataGiven.contains(d.text)) {
         auto diag = diags.error(d.loc()) << d.text << " is given twice";
         diag.attachNote(diags.loc(slotLoc)) << "first given here";
+      } else if (slot && *slot != *v) {
+        // Given first in a code segment (see parseDirectiveInCode).
+        auto diag = diags.error(d.loc()) << d.text << " " << *v
+                                         << " conflicts with the size "
+                                         << *slot << " given before";
+        diag.attachNote(diags.loc(slotLoc)) << "the size was given here";
       } else {
         slot = v;
         slotLoc = d.loc();
       }
+      metadataGiven.insert(d.text);
       expectLineEnd(d.text);
       continue;
     }
@@ -894,9 +905,15 @@ bool Parser::parseDirectiveInCode(Handler &handler) {
                                    ? " (and is spelled .datamem_size)"
                                    : "");
     std::optional<uint32_t> &slot = isData ? prog.datamemSize : prog.infoSize;
+    SMLoc &slotLoc = isData ? prog.datamemLoc : prog.infoLoc;
     if (!slot) {
       slot = v;
-      (isData ? prog.datamemLoc : prog.infoLoc) = d.loc();
+      slotLoc = d.loc();
+    } else if (*slot != *v) {
+      auto diag = diags.error(d.loc()) << d.text << " " << *v
+                                       << " conflicts with the size " << *slot
+                                       << " given before";
+      diag.attachNote(diags.loc(slotLoc)) << "the size was given here";
     }
     return expectLineEnd(d.text);
   }

@@ -287,6 +287,7 @@ private:
 #define NETVM_SYMBOL(name) define(#name, reinterpret_cast<const void *>(&name))
     NETVM_SYMBOL(netvm_rt_emit);
     NETVM_SYMBOL(netvm_rt_drop);
+    NETVM_SYMBOL(netvm_rt_discard);
     NETVM_SYMBOL(netvm_rt_unconnected);
     NETVM_SYMBOL(netvm_rt_exception);
     NETVM_SYMBOL(netvm_rt_clone);

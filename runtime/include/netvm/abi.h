@@ -163,6 +163,9 @@ NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, sites) == 88,
 void netvm_rt_emit(netvm_ctx *ctx, uint32_t sink, netvm_exbuf *xb);
 /* NetPE `pe` dropped the exchange buffer (netvm.drop). */
 void netvm_rt_drop(netvm_ctx *ctx, uint32_t pe, netvm_exbuf *xb);
+/* NetPE `pe` is about to discard its current exchange buffer (exbuf.delete,
+ * or pkt.receive replacing it); counted as a drop if there is one. */
+void netvm_rt_discard(netvm_ctx *ctx, uint32_t pe, const netvm_exbuf *xb);
 /* NetPE `pe` sent the exchange buffer to an output port with no
  * connection. */
 void netvm_rt_unconnected(netvm_ctx *ctx, uint32_t pe, netvm_exbuf *xb);

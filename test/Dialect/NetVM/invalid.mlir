@@ -89,7 +89,6 @@ netvm.application @a {
 
 // -----
 
-// expected-error @+1 {{NetPE connections form a cycle: @p -> @q -> @p (a NetVM application must be a DAG)}}
 netvm.application @a {
   netvm.pe @p {
     netvm.port @i push_input
@@ -102,6 +101,7 @@ netvm.application @a {
     netvm.handler push(%port) { netvm.send @o }
   }
   netvm.connect @p::@o -> @q::@i
+  // expected-error @+1 {{closes a cycle of NetPEs: @p -> @q -> @p (a NetVM application must be a DAG)}}
   netvm.connect @q::@o -> @p::@i
 }
 
