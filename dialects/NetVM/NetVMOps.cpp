@@ -24,6 +24,8 @@ MLIR_DEFINE_EXPLICIT_TYPE_ID(netvm::DataMemoryResource)
 MLIR_DEFINE_EXPLICIT_TYPE_ID(netvm::SharedMemoryResource)
 MLIR_DEFINE_EXPLICIT_TYPE_ID(netvm::InitDataResource)
 MLIR_DEFINE_EXPLICIT_TYPE_ID(netvm::ExceptionStateResource)
+MLIR_DEFINE_EXPLICIT_TYPE_ID(netvm::CoprocessorResource)
+MLIR_DEFINE_EXPLICIT_TYPE_ID(netvm::RandomStateResource)
 
 SideEffects::Resource *netvm::getResource(MemSpace space) {
   switch (space) {
@@ -555,6 +557,15 @@ ParseResult CheckBoundsOp::parse(OpAsmParser &parser, OperationState &result) {
   result.addAttribute("space", MemSpaceAttr::get(parser.getContext(), *space));
   result.addAttribute("extent", parser.getBuilder().getI64IntegerAttr(extent));
   return parser.parseOptionalAttrDict(result.attributes);
+}
+
+void CheckBoundsOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // Reads the size of the memory (the packet and info lengths change).
+  effects.emplace_back(MemoryEffects::Read::get(), getResource(getSpace()));
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       ExceptionStateResource::get());
 }
 
 LogicalResult CheckBoundsOp::verify() {

@@ -22,10 +22,12 @@
 
 namespace netvm {
 
-/// Side-effect resources: one per NetVM memory space, plus the exception
-/// state. An operation that may raise an exception writes the exception
-/// state, which keeps it alive (an unused load that would fail must still
-/// fail) and ordered with respect to other such operations.
+/// Side-effect resources: one per NetVM memory space, the exception state,
+/// the coprocessors and the random generator. Every operation that may
+/// raise an exception (checks, watchdogs, coprocessor calls, accesses not
+/// proven in bounds) writes the exception state, which keeps it alive (an
+/// unused load that would fail must still fail) and ordered with respect to
+/// the others.
 #define NETVM_RESOURCE(Class, Name)                                            \
   struct Class : public mlir::SideEffects::Resource::Base<Class> {            \
     llvm::StringRef getName() final { return Name; }                           \
@@ -36,6 +38,8 @@ NETVM_RESOURCE(DataMemoryResource, "netvm.data")
 NETVM_RESOURCE(SharedMemoryResource, "netvm.shared")
 NETVM_RESOURCE(InitDataResource, "netvm.initdata")
 NETVM_RESOURCE(ExceptionStateResource, "netvm.exception")
+NETVM_RESOURCE(CoprocessorResource, "netvm.coprocessor")
+NETVM_RESOURCE(RandomStateResource, "netvm.random")
 #undef NETVM_RESOURCE
 
 /// The resource that models memory space `space`.
@@ -53,6 +57,8 @@ MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::DataMemoryResource)
 MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::SharedMemoryResource)
 MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::InitDataResource)
 MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::ExceptionStateResource)
+MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::CoprocessorResource)
+MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::RandomStateResource)
 
 #define GET_OP_CLASSES
 #include "NetVM/NetVMOps.h.inc"

@@ -17,6 +17,16 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 //===----------------------------------------------------------------------===//
+// Side-effect resources (see NetVMOps.h)
+//===----------------------------------------------------------------------===//
+
+def NetVM_PacketMemory : Resource<"::netvm::PacketMemoryResource">;
+def NetVM_InfoMemory : Resource<"::netvm::InfoMemoryResource">;
+def NetVM_ExceptionState : Resource<"::netvm::ExceptionStateResource">;
+def NetVM_CoprocessorState : Resource<"::netvm::CoprocessorResource">;
+def NetVM_RandomState : Resource<"::netvm::RandomStateResource">;
+
+//===----------------------------------------------------------------------===//
 // Structure
 //===----------------------------------------------------------------------===//
 
@@ -327,7 +337,7 @@ def NetVM_CopyOp : NetVM_Op<"copy", [
 }
 
 def NetVM_PacketLengthOp : NetVM_Op<"pkt_len", [
-    MemoryEffects<[MemRead]>]> {
+    MemoryEffects<[MemRead<NetVM_PacketMemory>]>]> {
   let summary = "the length of the packet in bytes";
   let description = [{
     NetIL's `pbl`: the number of bytes of packet memory.
@@ -336,7 +346,8 @@ def NetVM_PacketLengthOp : NetVM_Op<"pkt_len", [
   let assemblyFormat = "attr-dict";
 }
 
-def NetVM_InfoLengthOp : NetVM_Op<"info_len", [MemoryEffects<[MemRead]>]> {
+def NetVM_InfoLengthOp : NetVM_Op<"info_len", [
+    MemoryEffects<[MemRead<NetVM_InfoMemory>]>]> {
   let summary = "the size of the info memory in bytes";
   let description = [{
     The size of the current exchange buffer's info memory: the
@@ -347,12 +358,14 @@ def NetVM_InfoLengthOp : NetVM_Op<"info_len", [MemoryEffects<[MemRead]>]> {
   let assemblyFormat = "attr-dict";
 }
 
-def NetVM_InfoClearOp : NetVM_Op<"info_clear", [MemoryEffects<[MemWrite]>]> {
+def NetVM_InfoClearOp : NetVM_Op<"info_clear", [
+    MemoryEffects<[MemWrite<NetVM_InfoMemory>]>]> {
   let summary = "zero the info memory";
   let assemblyFormat = "attr-dict";
 }
 
-def NetVM_TimestampOp : NetVM_Op<"timestamp", [MemoryEffects<[MemRead]>]> {
+def NetVM_TimestampOp : NetVM_Op<"timestamp", [
+    MemoryEffects<[MemRead<NetVM_PacketMemory>]>]> {
   let summary = "the arrival timestamp of the packet";
   let description = [{
     The seconds (`tstamp_s`) or microseconds (`tstamp_us`) part of the
@@ -364,7 +377,8 @@ def NetVM_TimestampOp : NetVM_Op<"timestamp", [MemoryEffects<[MemRead]>]> {
   let assemblyFormat = "`` $unit attr-dict";
 }
 
-def NetVM_RandomOp : NetVM_Op<"random", [MemoryEffects<[MemRead, MemWrite]>]> {
+def NetVM_RandomOp : NetVM_Op<"random", [
+    MemoryEffects<[MemRead<NetVM_RandomState>, MemWrite<NetVM_RandomState>]>]> {
   let summary = "the next number of the NetPE's pseudo-random sequence";
   let description = [{
     NetIL's `rnd`. Each NetPE instance owns a xorshift32 generator seeded
@@ -374,7 +388,8 @@ def NetVM_RandomOp : NetVM_Op<"random", [MemoryEffects<[MemRead, MemWrite]>]> {
   let assemblyFormat = "attr-dict";
 }
 
-def NetVM_CheckOp : NetVM_Op<"check", [MemoryEffects<[MemWrite]>]> {
+def NetVM_CheckOp : NetVM_Op<"check", [
+    MemoryEffects<[MemWrite<NetVM_ExceptionState>]>]> {
   let summary = "raise an exception unless a condition holds";
   let description = [{
     Continues when `condition` is true; otherwise stops the handler with an
@@ -389,7 +404,7 @@ def NetVM_CheckOp : NetVM_Op<"check", [MemoryEffects<[MemWrite]>]> {
 }
 
 def NetVM_CheckBoundsOp : NetVM_Op<"check_bounds", [
-    MemoryEffects<[MemRead, MemWrite]>]> {
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "raise a bounds exception unless a range lies in a memory";
   let description = [{
     Continues when the bytes `[offset, offset + extent)` lie inside memory
@@ -415,7 +430,8 @@ def NetVM_CheckBoundsOp : NetVM_Op<"check_bounds", [
   }];
 }
 
-def NetVM_WatchdogOp : NetVM_Op<"watchdog", [MemoryEffects<[MemRead, MemWrite]>]> {
+def NetVM_WatchdogOp : NetVM_Op<"watchdog", [
+    MemoryEffects<[MemWrite<NetVM_ExceptionState>]>]> {
   let summary = "consume one unit of the packet's loop budget";
   let description = [{
     The software watchdog of the NetVM paper (section 3.3): every packet
@@ -626,7 +642,11 @@ def NetVM_ExbufDeleteOp : NetVM_Op<"exbuf_delete", [HasParent<"HandlerOp">]> {
 
 class NetVM_CoproOp<string mnemonic, list<Trait> traits = []>
     : NetVM_Op<mnemonic, !listconcat(traits,
-          [HasParent<"HandlerOp">, MemoryEffects<[MemRead, MemWrite]>])> {
+          [HasParent<"HandlerOp">,
+           MemoryEffects<[MemRead<NetVM_CoprocessorState>,
+                          MemWrite<NetVM_CoprocessorState>,
+                          MemRead<NetVM_PacketMemory>,
+                          MemWrite<NetVM_ExceptionState>]>])> {
   let hasVerifier = 1;
 }
 

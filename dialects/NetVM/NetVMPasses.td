@@ -42,8 +42,8 @@ def NetVMInsertBoundsChecks
     and marks the access `in_bounds`. Accesses at constant offsets into
     memories whose size is known at compile time (data, shared and
     initialised data) need no check when they fit. Runs at every
-    optimization level: back ends implement only `netvm.check_bounds`, and a
-    later pass removes the checks covered by a dominating one.
+    optimization level: back ends implement only `netvm.check_bounds`, and
+    optimizations can reason about the structured ranges.
 
     ```mlir
     %v = netvm.load packet[%o] : i16

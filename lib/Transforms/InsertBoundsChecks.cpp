@@ -1,10 +1,10 @@
 //===- InsertBoundsChecks.cpp - Explicit checks for every memory access -------===//
 //
 // Every access to a NetVM memory must stay inside it, or raise the memory's
-// bounds exception. This pass makes that check an explicit netvm.check in
-// front of each access and marks the access `in_bounds`, so that back ends
-// only have to implement one kind of check, and later passes can see, move
-// and remove checks like any other operation.
+// bounds exception. This pass makes that check an explicit
+// netvm.check_bounds in front of each access and marks the access
+// `in_bounds`, so that back ends only implement one kind of check, and
+// passes can see, move and remove checks like any other operation.
 //
 //===----------------------------------------------------------------------===//
 

@@ -321,3 +321,42 @@ netvm.application @a {
     %c0 = arith.constant 0 : i32
   }
 }
+
+// -----
+
+netvm.application @a {
+  netvm.pe @p {
+    netvm.handler init {
+      %c0 = arith.constant 0 : i32
+      // expected-error @+1 {{accesses packet memory in an init handler, which has no exchange buffer}}
+      netvm.check_bounds packet[%c0], 1
+      netvm.ret
+    }
+  }
+}
+
+// -----
+
+netvm.application @a {
+  netvm.pe @p attributes {datamem_size = 4 : i32} {
+    netvm.handler init {
+      %c0 = arith.constant 0 : i32
+      // expected-error @+1 {{takes a length operand or a constant extent, not both}}
+      "netvm.check_bounds"(%c0, %c0) <{extent = 2 : i64, space = #netvm<mem data>}> : (i32, i32) -> ()
+      netvm.ret
+    }
+  }
+}
+
+// -----
+
+netvm.application @a {
+  netvm.pe @p {
+    netvm.handler init {
+      %c0 = arith.constant 0 : i32
+      // expected-error @+1 {{unknown memory space 'flash'}}
+      netvm.check_bounds flash[%c0], 1
+      netvm.ret
+    }
+  }
+}
