@@ -1,193 +1,226 @@
 /*===- runtime.c - The native runtime of compiled NetVM applications -------===*
  *
  * Implements the netvm_rt_* functions generated code calls (abi.h) and the
- * instance API hosts use (runtime.h). One instance = one netvm_ctx plus the
- * memories, coprocessors, an exchange buffer for incoming packets, a pool of
- * buffers for fan-out clones, and counters. Plain C11.
+ * instance API hosts use (runtime.h). An instance owns the memories and
+ * coprocessors of one copy of the application and one or more workers (see
+ * internal.h); generated code receives a worker's netvm_ctx. Plain C11.
  *
  *===----------------------------------------------------------------------===*/
 
-#include "netvm/runtime.h"
+#include "internal.h"
 #include "netvm/semantics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Largest packet an exchange buffer may hold (exbuf.create). */
-#define NETVM_MAX_PACKET 65536u
-
-struct netvm_instance {
-  netvm_ctx ctx; /* first: generated code sees only this part */
-  const netvm_app_desc *app;
-  netvm_pe_state *pes;
-  uint8_t **data;
-  uint8_t *shared;
-  netvm_exbuf input;        /* the buffer packets are pushed in with */
-  netvm_exbuf **pool;       /* free clones */
-  uint32_t pool_size, pool_capacity;
-  uint64_t budget;
-  uint64_t sequence;
-  netvm_output_fn output;
-  void *output_user;
-  netvm_exception_fn on_exception;
-  void *exception_user;
-  netvm_source_fn source;
-  void *source_user;
-  netvm_counters counters;
-  uint64_t *pe_dropped, *pe_exceptions;
-  uint64_t *sink_packets, *sink_bytes;
-};
-
-static netvm_instance *instance_of(netvm_ctx *ctx) {
-  return (netvm_instance *)ctx; /* ctx is the first member */
-}
-
 /*===- Exchange buffers ----------------------------------------------------===*/
 
-static int exbuf_reserve(netvm_exbuf *xb, uint32_t length) {
-  if (length > xb->capacity) {
-    uint32_t capacity = xb->capacity ? xb->capacity : 64;
-    uint8_t *grown;
-    while (capacity < length)
-      capacity *= 2;
-    grown = realloc(xb->packet, capacity);
-    if (!grown)
-      return 0;
-    xb->packet = grown;
-    xb->capacity = capacity;
-  }
+/* Grow the allocation `*memory` of `*capacity` bytes to hold `length`. */
+static int grow(uint8_t **memory, uint32_t *capacity, uint32_t length) {
+  uint32_t size = *capacity ? *capacity : 64;
+  uint8_t *grown;
+  if (length <= *capacity)
+    return 1;
+  while (size < length)
+    size *= 2;
+  grown = realloc(*memory, size);
+  if (!grown)
+    return 0;
+  *memory = grown;
+  *capacity = size;
   return 1;
 }
 
-/* (Re)initialise `xb` with `length` bytes (copied from `bytes`, or zero). */
-static int exbuf_fill(netvm_instance *vm, netvm_exbuf *xb, const uint8_t *bytes,
-                      uint32_t length) {
-  if (!exbuf_reserve(xb, length ? length : 1))
+/* Make room for `length` bytes of packet in `xb`. Borrowed packets (the
+ * host's memory) are never reallocated: the worker's spare buffer takes
+ * their place, and the buffer keeps the BORROWED flag (its packet memory is
+ * still not its own). */
+static int exbuf_reserve(netvm_worker *w, netvm_exbuf *xb, uint32_t length) {
+  if (xb->flags & NETVM_XB_BORROWED) {
+    if (!grow(&w->spare, &w->spare_capacity, length))
+      return 0;
+    xb->packet = w->spare;
+    xb->capacity = w->spare_capacity;
+    return 1;
+  }
+  return grow(&xb->packet, &xb->capacity, length);
+}
+
+static int exbuf_info(netvm_worker *w, netvm_exbuf *xb) {
+  uint32_t size = w->vm->app->info_size;
+  if (!xb->info && size && !(xb->info = calloc(size, 1)))
+    return 0;
+  return 1;
+}
+
+int netvm_exbuf_fill(netvm_worker *w, netvm_exbuf *xb, const uint8_t *bytes,
+                     uint32_t length) {
+  if (!exbuf_reserve(w, xb, length ? length : 1) || !exbuf_info(w, xb))
     return 0;
   if (bytes)
-    memcpy(xb->packet, bytes, length);
+    memmove(xb->packet, bytes, length);
   else
     memset(xb->packet, 0, length);
   xb->length = length;
-  if (!xb->info && vm->app->info_size) {
-    xb->info = calloc(vm->app->info_size, 1);
-    if (!xb->info)
-      return 0;
-  } else if (xb->info) {
-    memset(xb->info, 0, vm->app->info_size);
-  }
-  xb->info_length = vm->app->info_size;
+  if (xb->info)
+    memset(xb->info, 0, w->vm->app->info_size);
+  xb->info_length = w->vm->app->info_size;
   xb->flags &= ~(uint32_t)NETVM_XB_NONE;
   return 1;
 }
 
-static void exbuf_free(netvm_exbuf *xb) {
-  free(xb->packet);
-  free(xb->info);
-  free(xb);
+int netvm_exbuf_copy(netvm_worker *w, netvm_exbuf *to,
+                     const netvm_exbuf *from) {
+  if (!exbuf_reserve(w, to, from->length ? from->length : 1) ||
+      !exbuf_info(w, to))
+    return 0;
+  memcpy(to->packet, from->packet, from->length);
+  to->length = from->length;
+  if (from->info_length)
+    memcpy(to->info, from->info, from->info_length);
+  to->info_length = from->info_length;
+  to->seconds = from->seconds;
+  to->microseconds = from->microseconds;
+  to->sequence = from->sequence;
+  to->flags = (to->flags & (NETVM_XB_CLONE | NETVM_XB_BORROWED)) |
+              (from->flags & NETVM_XB_NONE);
+  return 1;
 }
 
-static void release(netvm_instance *vm, netvm_exbuf *xb) {
+void netvm_exbuf_release_storage(netvm_exbuf *xb) {
+  if (!(xb->flags & NETVM_XB_BORROWED))
+    free(xb->packet);
+  free(xb->info);
+  xb->packet = NULL;
+  xb->info = NULL;
+  xb->capacity = 0;
+}
+
+void netvm_worker_release(netvm_worker *w, netvm_exbuf *xb) {
   if (!(xb->flags & NETVM_XB_CLONE))
-    return; /* the input buffer belongs to the instance */
-  if (vm->pool_size == vm->pool_capacity) {
-    uint32_t capacity = vm->pool_capacity ? 2 * vm->pool_capacity : 8;
-    netvm_exbuf **grown = realloc(vm->pool, capacity * sizeof(*grown));
+    return; /* the worker's own buffers stay where they are */
+  if (w->pool_size == w->pool_capacity) {
+    uint32_t capacity = w->pool_capacity ? 2 * w->pool_capacity : 8;
+    netvm_exbuf **grown = realloc(w->pool, capacity * sizeof(*grown));
     if (!grown) {
-      exbuf_free(xb);
+      netvm_exbuf_release_storage(xb);
+      free(xb);
       return;
     }
-    vm->pool = grown;
-    vm->pool_capacity = capacity;
+    w->pool = grown;
+    w->pool_capacity = capacity;
   }
-  vm->pool[vm->pool_size++] = xb;
+  w->pool[w->pool_size++] = xb;
 }
 
 /*===- Called by generated code --------------------------------------------===*/
 
 void netvm_rt_emit(netvm_ctx *ctx, uint32_t sink, netvm_exbuf *xb) {
-  netvm_instance *vm = instance_of(ctx);
-  vm->sink_packets[sink]++;
-  vm->sink_bytes[sink] += xb->length;
-  if (vm->output)
+  netvm_worker *w = netvm_worker_of(ctx);
+  netvm_instance *vm = w->vm;
+  w->sink_stats[2 * sink]++;
+  w->sink_stats[2 * sink + 1] += xb->length;
+  if (!((w->pipeline || w->recorder) && netvm_runner_on_emit(w, sink, xb)) &&
+      vm->output)
     vm->output(vm->output_user, sink, xb);
-  release(vm, xb);
+  netvm_worker_release(w, xb);
 }
 
 void netvm_rt_drop(netvm_ctx *ctx, uint32_t pe, netvm_exbuf *xb) {
-  netvm_instance *vm = instance_of(ctx);
-  vm->counters.dropped++;
-  if (pe < vm->app->num_pes)
-    vm->pe_dropped[pe]++;
-  release(vm, xb);
+  netvm_worker *w = netvm_worker_of(ctx);
+  if (pe < w->vm->app->num_pes)
+    w->pe_drops[pe]++;
+  w->drops_total++;
+  netvm_worker_release(w, xb);
 }
 
 void netvm_rt_discard(netvm_ctx *ctx, uint32_t pe, const netvm_exbuf *xb) {
-  netvm_instance *vm = instance_of(ctx);
+  netvm_worker *w = netvm_worker_of(ctx);
   if (xb->flags & NETVM_XB_NONE)
     return;
-  vm->counters.dropped++;
-  if (pe < vm->app->num_pes)
-    vm->pe_dropped[pe]++;
+  if (pe < w->vm->app->num_pes)
+    w->pe_drops[pe]++;
+  w->drops_total++;
 }
 
 void netvm_rt_unconnected(netvm_ctx *ctx, uint32_t pe, netvm_exbuf *xb) {
-  netvm_instance *vm = instance_of(ctx);
+  netvm_worker *w = netvm_worker_of(ctx);
   (void)pe;
-  vm->counters.unconnected++;
-  release(vm, xb);
+  w->unconnected++;
+  netvm_worker_release(w, xb);
 }
 
 void netvm_rt_exception(netvm_ctx *ctx, uint32_t kind, uint32_t site,
                         netvm_exbuf *xb) {
-  netvm_instance *vm = instance_of(ctx);
+  netvm_worker *w = netvm_worker_of(ctx);
+  netvm_instance *vm = w->vm;
   const netvm_site *where =
       site < vm->app->num_sites ? &vm->app->sites[site] : NULL;
   if (kind < NETVM_EXC_KINDS)
-    vm->counters.exceptions[kind]++;
+    w->exceptions[kind]++;
   if (where && where->pe < vm->app->num_pes)
-    vm->pe_exceptions[where->pe]++;
-  if (vm->on_exception)
+    w->pe_exceptions[where->pe]++;
+  if (!((w->pipeline || w->recorder) &&
+        netvm_runner_on_exception(w, kind, where)) &&
+      vm->on_exception)
     vm->on_exception(vm->exception_user, kind, where);
   if (xb)
-    release(vm, xb);
+    netvm_worker_release(w, xb);
+}
+
+void netvm_worker_count(netvm_worker *w, uint32_t verdict,
+                        const netvm_exbuf *xb) {
+  if (verdict == NETVM_VERDICT_NONE)
+    return;
+  if (verdict & NETVM_VERDICT_DROP) {
+    uint32_t pe = verdict & ~NETVM_VERDICT_DROP;
+    if (pe < w->vm->app->num_pes)
+      w->pe_drops[pe]++;
+    w->drops_total++;
+    return;
+  }
+  if (verdict - NETVM_VERDICT_SINK < w->vm->app->num_sinks) {
+    uint32_t sink = verdict - NETVM_VERDICT_SINK;
+    w->sink_stats[2 * sink]++;
+    w->sink_stats[2 * sink + 1] += xb->length;
+  }
+}
+
+void netvm_rt_forward(netvm_ctx *ctx, uint32_t to, uint32_t port,
+                      netvm_exbuf *xb) {
+  netvm_worker *w = netvm_worker_of(ctx);
+  if (w->pipeline) {
+    netvm_runner_forward(w, to, port, xb);
+    return;
+  }
+  netvm_worker_count(w, w->vm->app->pe_push[to](ctx, xb, port), xb);
 }
 
 netvm_exbuf *netvm_rt_clone(netvm_ctx *ctx, const netvm_exbuf *xb) {
-  netvm_instance *vm = instance_of(ctx);
+  netvm_worker *w = netvm_worker_of(ctx);
   netvm_exbuf *copy;
-  if (vm->pool_size)
-    copy = vm->pool[--vm->pool_size];
+  if (w->pool_size)
+    copy = w->pool[--w->pool_size];
   else if (!(copy = calloc(1, sizeof(*copy))))
     abort(); /* out of memory in the middle of a packet: nothing sane left */
-  copy->flags = NETVM_XB_CLONE | (xb->flags & NETVM_XB_NONE);
-  if (!exbuf_reserve(copy, xb->length ? xb->length : 1))
+  copy->flags = NETVM_XB_CLONE;
+  if (!netvm_exbuf_copy(w, copy, xb))
     abort();
-  memcpy(copy->packet, xb->packet, xb->length);
-  copy->length = xb->length;
-  if (!copy->info && vm->app->info_size &&
-      !(copy->info = calloc(vm->app->info_size, 1)))
-    abort();
-  if (xb->info_length)
-    memcpy(copy->info, xb->info, xb->info_length);
-  copy->info_length = xb->info_length;
-  copy->seconds = xb->seconds;
-  copy->microseconds = xb->microseconds;
-  copy->sequence = xb->sequence;
   return copy;
 }
 
 int netvm_rt_exbuf_create(netvm_ctx *ctx, netvm_exbuf *xb, uint32_t size) {
-  netvm_instance *vm = instance_of(ctx);
-  if (size > NETVM_MAX_PACKET || !exbuf_fill(vm, xb, NULL, size))
+  netvm_worker *w = netvm_worker_of(ctx);
+  if (size > NETVM_MAX_PACKET || !netvm_exbuf_fill(w, xb, NULL, size))
     return 0;
   xb->seconds = xb->microseconds = 0;
   return 1;
 }
 
 void netvm_rt_pull_source(netvm_ctx *ctx, uint32_t source, netvm_exbuf *xb) {
-  netvm_instance *vm = instance_of(ctx);
+  netvm_worker *w = netvm_worker_of(ctx);
+  netvm_instance *vm = w->vm;
   if (vm->source && vm->source(vm->source_user, source, xb))
     return;
   xb->flags |= NETVM_XB_NONE;
@@ -227,10 +260,84 @@ int32_t netvm_rt_memcmp(const uint8_t *a, const uint8_t *b, uint32_t length) {
   return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
+/*===- Workers -------------------------------------------------------------===*/
+
+static int worker_init(netvm_instance *vm, netvm_worker *w, uint32_t stage) {
+  const netvm_app_desc *app = vm->app;
+  w->vm = vm;
+  w->stage = stage;
+  w->sink_stats = calloc(2 * (size_t)app->num_sinks + 2, sizeof(uint64_t));
+  w->pe_drops = calloc(app->num_pes + 1, sizeof(uint64_t));
+  w->pe_exceptions = calloc(app->num_pes + 1, sizeof(uint64_t));
+  if (!w->sink_stats || !w->pe_drops || !w->pe_exceptions)
+    return 0;
+  if (app->info_size && !(w->scratch.info = calloc(app->info_size, 1)))
+    return 0;
+  w->ctx.pes = vm->pes;
+  w->ctx.shared = vm->shared;
+  w->ctx.runtime = w;
+  w->ctx.sink_stats = w->sink_stats;
+  w->ctx.pe_drops = w->pe_drops;
+  netvm_worker_update_hooks(w);
+  return 1;
+}
+
+static void worker_destroy(netvm_worker *w) {
+  uint32_t i;
+  for (i = 0; i < w->pool_size; ++i) {
+    netvm_exbuf_release_storage(w->pool[i]);
+    free(w->pool[i]);
+  }
+  free(w->pool);
+  free(w->input.packet);
+  free(w->input.info);
+  free(w->scratch.info);
+  free(w->spare);
+  free(w->sink_stats);
+  free(w->pe_drops);
+  free(w->pe_exceptions);
+}
+
+void netvm_worker_update_hooks(netvm_worker *w) {
+  w->ctx.hooks = (w->vm->output || w->recorder || w->events_wanted) ? 1u : 0u;
+}
+
+void netvm_worker_push_batch(netvm_worker *w, uint32_t source,
+                             netvm_packet *packets, size_t count) {
+  netvm_instance *vm = w->vm;
+  const netvm_app_desc *app = vm->app;
+  netvm_exbuf *xb = &w->scratch;
+  w->packets += count;
+  if (source >= app->num_sources) {
+    w->unconnected += count;
+    return;
+  }
+  if (count == 1) {
+    /* One packet: straight into the source's entry, no loop to set up. */
+    xb->packet = packets->data;
+    xb->length = xb->capacity = packets->length;
+    xb->seconds = packets->seconds;
+    xb->microseconds = packets->microseconds;
+    xb->flags = NETVM_XB_BORROWED | netvm_worker_listened(w);
+    xb->info_length = app->info_size;
+    if (vm->clear_info && app->info_size)
+      memset(xb->info, 0, app->info_size);
+    xb->sequence = vm->sequence++;
+    w->ctx.budget = (int64_t)vm->budget;
+    app->sources[source](&w->ctx, xb);
+    return;
+  }
+  xb->sequence = vm->sequence;
+  vm->sequence += count;
+  w->ctx.budget_reset = (int64_t)vm->budget;
+  app->batches[source](&w->ctx, xb, packets, count);
+}
+
 /*===- Instances -----------------------------------------------------------===*/
 
-netvm_instance *netvm_instance_create(const netvm_app_desc *app, char *error,
-                                      size_t error_size) {
+netvm_instance *netvm_instance_create_workers(const netvm_app_desc *app,
+                                              uint32_t workers, char *error,
+                                              size_t error_size) {
   netvm_instance *vm;
   uint32_t i, j;
   if (!app || app->abi_version != NETVM_ABI_VERSION) {
@@ -245,14 +352,13 @@ netvm_instance *netvm_instance_create(const netvm_app_desc *app, char *error,
     goto oom;
   vm->app = app;
   vm->budget = 1u << 20;
+  for (i = 0; i < app->num_pes; ++i)
+    if (app->pes[i].flags & NETVM_PE_WRITES_INFO)
+      vm->clear_info = 1;
   vm->pes = calloc(app->num_pes ? app->num_pes : 1, sizeof(netvm_pe_state));
-  vm->pe_dropped = calloc(app->num_pes + 1, sizeof(uint64_t));
-  vm->pe_exceptions = calloc(app->num_pes + 1, sizeof(uint64_t));
-  vm->sink_packets = calloc(app->num_sinks + 1, sizeof(uint64_t));
-  vm->sink_bytes = calloc(app->num_sinks + 1, sizeof(uint64_t));
   vm->shared = calloc(app->shared_size ? app->shared_size : 1, 1);
-  if (!vm->pes || !vm->pe_dropped || !vm->pe_exceptions || !vm->sink_packets ||
-      !vm->sink_bytes || !vm->shared)
+  vm->workers = calloc(workers ? workers : 1, sizeof(netvm_worker));
+  if (!vm->pes || !vm->shared || !vm->workers)
     goto oom_vm;
   for (i = 0; i < app->num_pes; ++i) {
     const netvm_pe_desc *pe = &app->pes[i];
@@ -275,15 +381,22 @@ netvm_instance *netvm_instance_create(const netvm_app_desc *app, char *error,
       }
     }
   }
-  vm->ctx.pes = vm->pes;
-  vm->ctx.shared = vm->shared;
-  vm->ctx.runtime = vm;
+  for (i = 0; i < (workers ? workers : 1); ++i) {
+    ++vm->num_workers;
+    if (!worker_init(vm, &vm->workers[i], i))
+      goto oom_vm;
+  }
   return vm;
 oom_vm:
   netvm_instance_destroy(vm);
 oom:
   snprintf(error, error_size, "out of memory instantiating the application");
   return NULL;
+}
+
+netvm_instance *netvm_instance_create(const netvm_app_desc *app, char *error,
+                                      size_t error_size) {
+  return netvm_instance_create_workers(app, 1, error, error_size);
 }
 
 void netvm_instance_destroy(netvm_instance *vm) {
@@ -297,17 +410,11 @@ void netvm_instance_destroy(netvm_instance *vm) {
     free(vm->pes[i].coprocessors);
     free(vm->pes[i].data);
   }
-  for (i = 0; i < vm->pool_size; ++i)
-    exbuf_free(vm->pool[i]);
-  free(vm->pool);
-  free(vm->input.packet);
-  free(vm->input.info);
+  for (i = 0; i < vm->num_workers; ++i)
+    worker_destroy(&vm->workers[i]);
+  free(vm->workers);
   free(vm->pes);
   free(vm->shared);
-  free(vm->pe_dropped);
-  free(vm->pe_exceptions);
-  free(vm->sink_packets);
-  free(vm->sink_bytes);
   free(vm);
 }
 
@@ -317,8 +424,11 @@ const netvm_app_desc *netvm_instance_app(const netvm_instance *vm) {
 
 void netvm_instance_set_output(netvm_instance *vm, netvm_output_fn fn,
                                void *user) {
+  uint32_t i;
   vm->output = fn;
   vm->output_user = user;
+  for (i = 0; i < vm->num_workers; ++i)
+    netvm_worker_update_hooks(&vm->workers[i]);
 }
 void netvm_instance_set_exception_hook(netvm_instance *vm,
                                        netvm_exception_fn fn, void *user) {
@@ -331,52 +441,62 @@ void netvm_instance_set_source(netvm_instance *vm, netvm_source_fn fn,
   vm->source_user = user;
 }
 void netvm_instance_set_watchdog(netvm_instance *vm, uint64_t budget) {
-  vm->budget = budget;
+  vm->budget = budget > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : budget;
 }
 
 void netvm_instance_init(netvm_instance *vm) {
-  vm->ctx.budget = (int64_t)vm->budget;
-  vm->app->init(&vm->ctx);
+  netvm_worker *w = &vm->workers[0];
+  w->ctx.budget = (int64_t)vm->budget;
+  vm->app->init(&w->ctx);
 }
 
 void netvm_instance_push(netvm_instance *vm, uint32_t source,
                          const uint8_t *packet, uint32_t length,
                          uint32_t seconds, uint32_t microseconds) {
-  netvm_exbuf *xb = &vm->input;
-  vm->counters.packets++;
-  if (source >= vm->app->num_sources || !exbuf_fill(vm, xb, packet, length)) {
-    vm->counters.unconnected++;
+  netvm_worker *w = &vm->workers[0];
+  netvm_exbuf *xb = &w->input;
+  w->packets++;
+  xb->flags = netvm_worker_listened(w);
+  if (source >= vm->app->num_sources ||
+      !netvm_exbuf_fill(w, xb, packet, length)) {
+    w->unconnected++;
     return;
   }
-  xb->flags = 0;
   xb->seconds = seconds;
   xb->microseconds = microseconds;
-  xb->sequence = vm->sequence++;
-  vm->ctx.budget = (int64_t)vm->budget;
-  vm->app->sources[source](&vm->ctx, xb);
+  xb->sequence = w->sequence = vm->sequence++;
+  w->ctx.budget = (int64_t)vm->budget;
+  vm->app->sources[source](&w->ctx, xb);
+}
+
+void netvm_instance_push_batch(netvm_instance *vm, uint32_t source,
+                               netvm_packet *packets, size_t count) {
+  netvm_worker_push_batch(&vm->workers[0], source, packets, count);
 }
 
 int netvm_instance_pull(netvm_instance *vm, uint32_t sink) {
-  netvm_exbuf *xb = &vm->input;
+  netvm_worker *w = &vm->workers[0];
+  netvm_exbuf *xb = &w->input;
   uint64_t before;
   if (sink >= vm->app->num_sinks || !vm->app->sink_pulls[sink])
     return 0;
-  before = vm->sink_packets[sink];
-  xb->flags = NETVM_XB_NONE;
-  xb->sequence = vm->sequence++;
-  vm->ctx.budget = (int64_t)vm->budget;
-  vm->app->sink_pulls[sink](&vm->ctx, xb);
-  return vm->sink_packets[sink] != before;
+  before = w->sink_stats[2 * sink];
+  xb->flags = NETVM_XB_NONE | netvm_worker_listened(w);
+  xb->sequence = w->sequence = vm->sequence++;
+  w->ctx.budget = (int64_t)vm->budget;
+  vm->app->sink_pulls[sink](&w->ctx, xb);
+  return w->sink_stats[2 * sink] != before;
 }
 
 int netvm_exbuf_assign(netvm_instance *vm, netvm_exbuf *xb,
                        const uint8_t *packet, uint32_t length,
                        uint32_t seconds, uint32_t microseconds) {
-  if (!exbuf_fill(vm, xb, packet, length))
+  netvm_worker *w = &vm->workers[0];
+  if (!netvm_exbuf_fill(w, xb, packet, length))
     return 0;
   xb->seconds = seconds;
   xb->microseconds = microseconds;
-  vm->counters.packets++;
+  w->packets++;
   return 1;
 }
 
@@ -395,24 +515,43 @@ uint8_t *netvm_instance_shared(netvm_instance *vm, uint32_t *size) {
 }
 
 void netvm_instance_counters(const netvm_instance *vm, netvm_counters *out) {
-  *out = vm->counters;
+  uint32_t i, k;
+  memset(out, 0, sizeof(*out));
+  for (i = 0; i < vm->num_workers; ++i) {
+    const netvm_worker *w = &vm->workers[i];
+    out->packets += w->packets;
+    out->unconnected += w->unconnected;
+    for (k = 0; k < vm->app->num_pes; ++k)
+      out->dropped += w->pe_drops[k];
+    for (k = 0; k < NETVM_EXC_KINDS; ++k)
+      out->exceptions[k] += w->exceptions[k];
+  }
 }
 
 void netvm_instance_pe_counters(const netvm_instance *vm, uint32_t pe,
                                 netvm_pe_counters *out) {
+  uint32_t i;
   memset(out, 0, sizeof(*out));
   if (pe >= vm->app->num_pes)
     return;
   out->runs = vm->pes[pe].runs;
   out->sent = vm->pes[pe].sent;
-  out->dropped = vm->pe_dropped[pe];
-  out->exceptions = vm->pe_exceptions[pe];
+  for (i = 0; i < vm->num_workers; ++i) {
+    out->dropped += vm->workers[i].pe_drops[pe];
+    out->exceptions += vm->workers[i].pe_exceptions[pe];
+  }
 }
 
 void netvm_instance_sink_counters(const netvm_instance *vm, uint32_t sink,
                                   uint64_t *packets, uint64_t *bytes) {
-  *packets = sink < vm->app->num_sinks ? vm->sink_packets[sink] : 0;
-  *bytes = sink < vm->app->num_sinks ? vm->sink_bytes[sink] : 0;
+  uint32_t i;
+  *packets = *bytes = 0;
+  if (sink >= vm->app->num_sinks)
+    return;
+  for (i = 0; i < vm->num_workers; ++i) {
+    *packets += vm->workers[i].sink_stats[2 * sink];
+    *bytes += vm->workers[i].sink_stats[2 * sink + 1];
+  }
 }
 
 const char *netvm_exception_name(uint32_t kind) {

@@ -41,6 +41,10 @@ struct NativeLoweringOptions {
   std::string descriptorSymbol;
   /// Info memory size when no NetPE declares more (as the interpreter's).
   uint32_t defaultInfoSize = 64;
+  /// Lower connections between NetPEs to netvm_rt_forward calls instead of
+  /// direct calls, and list the push handlers in the descriptor, so that
+  /// the runtime can run NetPEs on different threads (pipeline mode).
+  bool forwardLinks = false;
 };
 
 /// Per-application facts the conversion patterns need (routes, indices,

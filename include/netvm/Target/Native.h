@@ -37,6 +37,8 @@ struct CodegenOptions {
   bool countHandlerRuns = true;
   /// Name of the exported descriptor (default: netvm_app_<application>).
   std::string descriptorSymbol;
+  /// Connections between NetPEs through the runtime (pipeline mode).
+  bool forwardLinks = false;
   /// Info memory size when no NetPE declares more.
   uint32_t defaultInfoSize = 64;
 };
@@ -62,7 +64,8 @@ llvm::Error emitFile(llvm::Module &llvmModule, llvm::TargetMachine &tm,
                      FileKind kind, llvm::raw_pwrite_stream &os);
 
 /// Compile an application into this process. Returns its descriptor, valid
-/// for the lifetime of the process. Thread-safe.
+/// for the lifetime of the process. Thread-safe. Like generateLLVMIR, it
+/// lowers `module` in place (clone it first to keep the netvm IR).
 llvm::Expected<const netvm_app_desc *>
 jitCompile(mlir::ModuleOp module, const CodegenOptions &options);
 

@@ -79,8 +79,16 @@ struct netvm::NativeLoweringState {
   std::vector<std::optional<Upstream>> sinkUpstreams;
   /// Handler functions by NetPE and kind.
   std::vector<std::array<LLVM::LLVMFuncOp, 3>> handlers;
-  SmallVector<LLVM::LLVMFuncOp> sourceFuncs, sinkPullFuncs;
+  SmallVector<LLVM::LLVMFuncOp> sourceFuncs, sinkPullFuncs, batchFuncs;
   LLVM::LLVMFuncOp initFunc;
+  /// Inline-able emission and drop: count in the context, call the runtime
+  /// only when it listens or the buffer is a clone.
+  LLVM::LLVMFuncOp emitFunc, dropFunc, countFunc;
+  SmallVector<LLVM::LLVMFuncOp> routeFuncs;
+  /// What the batch loops must set up for every packet.
+  bool usesTimestamps = false, hasWatchdog = false;
+  /// NETVM_PE_* flags of each NetPE.
+  std::vector<uint32_t> peFlags;
   std::vector<Site> sites;
   /// Handler functions that may run without a current exchange buffer.
   DenseSet<Operation *> mayLackExbuf;
@@ -166,6 +174,9 @@ public:
   Location loc;
 };
 
+/// Branch weights: exceptions and runtime calls are the cold paths.
+constexpr std::pair<uint32_t, uint32_t> kLikely{2000, 1}, kUnlikely{1, 2000};
+
 /// The runtime functions generated code calls, declared on demand.
 LLVM::LLVMFuncOp runtimeFunc(ModuleOp module, StringRef name, Type result,
                              ArrayRef<Type> args) {
@@ -193,6 +204,7 @@ struct Runtime {
     };
     static const Sig sigs[] = {
         {"netvm_rt_emit", 0, "pip"},
+        {"netvm_rt_forward", 0, "piip"},
         {"netvm_rt_drop", 0, "pip"},
         {"netvm_rt_discard", 0, "pip"},
         {"netvm_rt_unconnected", 0, "pip"},
@@ -259,27 +271,43 @@ void bump(Emitter &e, Value base, int64_t offset) {
   e.store(e.add(v, e.c64(1)), base, offset);
 }
 
-/// Deliver `xb` to every destination: clones for all but the last.
-void emitDeliver(OpBuilder &b, Location loc, NativeLoweringState &state,
-                 Runtime &rt, Value ctx, Value xb, ArrayRef<Dest> dests,
-                 std::optional<unsigned> fromPE) {
+/// Deliver `xb` to every destination: clones for all but the last. Returns
+/// the verdict (abi.h) of the last delivery, the one of `xb` itself; the
+/// clones' fates are counted by the runtime.
+Value emitDeliver(OpBuilder &b, Location loc, NativeLoweringState &state,
+                  Runtime &rt, Value ctx, Value xb, ArrayRef<Dest> dests,
+                  std::optional<unsigned> fromPE) {
   Emitter e(b, loc);
   if (dests.empty()) {
     e.call(rt.get("netvm_rt_unconnected"),
            {ctx, e.c32(fromPE ? *fromPE : ~0u), xb});
-    return;
+    return e.c32(NETVM_VERDICT_NONE);
   }
+  Value verdict;
   for (size_t i = 0; i < dests.size(); ++i) {
     Value buffer = xb;
     if (i + 1 < dests.size())
       buffer = e.call(rt.get("netvm_rt_clone"), {ctx, xb});
     const Dest &d = dests[i];
-    if (d.kind == Dest::Sink)
-      e.call(rt.get("netvm_rt_emit"), {ctx, e.c32(d.index), buffer});
-    else
-      e.call(state.handlers[d.index][static_cast<unsigned>(HandlerKind::Push)],
-             {ctx, buffer, e.c32(d.port)});
+    if (d.kind == Dest::Sink) {
+      verdict = e.call(state.emitFunc, {ctx, e.c32(d.index), buffer});
+    } else if (state.options.forwardLinks) {
+      e.call(rt.get("netvm_rt_forward"),
+             {ctx, e.c32(d.index), e.c32(d.port), buffer});
+      verdict = e.c32(NETVM_VERDICT_NONE);
+    } else {
+      auto call = LLVM::CallOp::create(
+          b, loc,
+          state.handlers[d.index][static_cast<unsigned>(HandlerKind::Push)],
+          ValueRange{ctx, buffer, e.c32(d.port)});
+      // From a source entry: inline the first NetPE, so that the batch
+      // loop holds the application.
+      if (!fromPE)
+        call.setAlwaysInline(true);
+      verdict = call.getResult();
+    }
   }
+  return verdict;
 }
 
 /// Make `xb` "no current exchange buffer": the NONE flag, empty memories,
@@ -303,9 +331,319 @@ void emitPull(OpBuilder &b, Location loc, NativeLoweringState &state,
     return;
   }
   emitClearExbuf(e, xb);
-  if (upstream)
+  if (upstream) // a pull handler's verdict is always NONE
     e.call(state.handlers[upstream->index][static_cast<unsigned>(HandlerKind::Pull)],
            {ctx, xb, e.c32(upstream->port)});
+}
+
+/// Build `__netvm.<app>.emit` (drop = false) or `.drop`: (ctx, index, xb)
+/// -> verdict. When nobody listens (no NETVM_XB_LISTENED) and `xb` is not a
+/// clone, they only return the verdict (the packet left through sink
+/// `index`, NetPE `index` dropped it) for the caller to count; otherwise
+/// they call the runtime, which delivers and counts, and return NONE.
+LLVM::LLVMFuncOp buildExitHelper(OpBuilder &b, Location loc,
+                                 NativeLoweringState &state, Runtime &rt,
+                                 bool drop) {
+  MLIRContext *ctx = b.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = b.getI32Type();
+  auto type = LLVM::LLVMFunctionType::get(i32, {ptr, i32, ptr});
+  auto func = LLVM::LLVMFuncOp::create(
+      b, loc, state.prefix + (drop ? "drop" : "emit"), type,
+      LLVM::Linkage::Internal);
+  func.setAlwaysInline(true);
+  OpBuilder::InsertionGuard guard(b);
+  Block *entry = func.addEntryBlock(b);
+  Value c = entry->getArgument(0), index = entry->getArgument(1),
+        xb = entry->getArgument(2);
+  Block *slow = b.createBlock(&func.getBody(), func.getBody().end());
+  Block *fast = b.createBlock(&func.getBody(), func.getBody().end());
+  b.setInsertionPointToEnd(entry);
+  Emitter e(b, loc);
+  Value flags = e.load(e.i32(), xb, offsetof(netvm_exbuf, flags));
+  Value any = e.and_(flags, e.c32(NETVM_XB_CLONE | NETVM_XB_LISTENED));
+  LLVM::CondBrOp::create(b, loc, e.icmp(LLVM::ICmpPredicate::ne, any, e.c32(0)),
+                         slow, ValueRange(), fast, ValueRange(), kUnlikely);
+  b.setInsertionPointToEnd(slow);
+  e.call(rt.get(drop ? "netvm_rt_drop" : "netvm_rt_emit"), {c, index, xb});
+  LLVM::ReturnOp::create(b, loc, ValueRange{e.c32(NETVM_VERDICT_NONE)});
+  b.setInsertionPointToEnd(fast);
+  Value verdict = drop ? e.or_(index, e.c32(NETVM_VERDICT_DROP))
+                       : e.add(index, e.c32(NETVM_VERDICT_SINK));
+  LLVM::ReturnOp::create(b, loc, ValueRange{verdict});
+  return func;
+}
+
+/// Build `__netvm.<app>.count`: (ctx, verdict, xb), counting a verdict in
+/// the context's counters.
+LLVM::LLVMFuncOp buildCountHelper(OpBuilder &b, Location loc,
+                                  NativeLoweringState &state) {
+  MLIRContext *ctx = b.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = b.getI32Type();
+  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                          {ptr, i32, ptr});
+  auto func = LLVM::LLVMFuncOp::create(b, loc, state.prefix + "count", type,
+                                       LLVM::Linkage::Internal);
+  func.setAlwaysInline(true);
+  OpBuilder::InsertionGuard guard(b);
+  Block *entry = func.addEntryBlock(b);
+  Value c = entry->getArgument(0), v = entry->getArgument(1),
+        xb = entry->getArgument(2);
+  Region &body = func.getBody();
+  Block *notNone = b.createBlock(&body, body.end());
+  Block *dropped = b.createBlock(&body, body.end());
+  Block *sent = b.createBlock(&body, body.end());
+  Block *done = b.createBlock(&body, body.end());
+  Emitter e(b, loc);
+  b.setInsertionPointToEnd(entry);
+  LLVM::CondBrOp::create(
+      b, loc, e.icmp(LLVM::ICmpPredicate::eq, v, e.c32(NETVM_VERDICT_NONE)),
+      done, notNone);
+  b.setInsertionPointToEnd(notNone);
+  LLVM::CondBrOp::create(
+      b, loc,
+      e.icmp(LLVM::ICmpPredicate::ne, e.and_(v, e.c32(NETVM_VERDICT_DROP)),
+             e.c32(0)),
+      dropped, sent);
+  b.setInsertionPointToEnd(dropped);
+  {
+    Value pe = e.zext(e.and_(v, e.c32(~NETVM_VERDICT_DROP)), e.i64());
+    Value drops = e.load(e.ptr(), c, offsetof(netvm_ctx, pe_drops));
+    bump(e, e.gep(drops, LLVM::MulOp::create(b, loc, pe, e.c64(8))), 0);
+    LLVM::BrOp::create(b, loc, ValueRange(), done);
+  }
+  b.setInsertionPointToEnd(sent);
+  {
+    Value sink = e.zext(e.sub(v, e.c32(NETVM_VERDICT_SINK)), e.i64());
+    Value stats = e.load(e.ptr(), c, offsetof(netvm_ctx, sink_stats));
+    Value at = e.gep(stats, LLVM::MulOp::create(b, loc, sink, e.c64(16)));
+    bump(e, at, 0);
+    Value bytes = e.load(e.i64(), at, 8);
+    Value length = e.load(e.i32(), xb, offsetof(netvm_exbuf, length));
+    e.store(e.add(bytes, e.zext(length, e.i64())), at, 8);
+    LLVM::BrOp::create(b, loc, ValueRange(), done);
+  }
+  b.setInsertionPointToEnd(done);
+  LLVM::ReturnOp::create(b, loc, ValueRange());
+  return func;
+}
+
+/// Mark the pointer arguments of `func` noalias: the context, exchange
+/// buffers and packet arrays the runtime passes never overlap.
+void setNoAlias(LLVM::LLVMFuncOp func) {
+  ArrayRef<Type> params = func.getFunctionType().getParams();
+  for (unsigned i = 0; i < params.size(); ++i)
+    if (isa<LLVM::LLVMPointerType>(params[i]))
+      func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                      UnitAttr::get(func.getContext()));
+}
+
+/// Build the batch entry of source `source` (netvm_batch_fn): loops that
+/// point the scratch buffer at each packet in turn and run the source's
+/// route on it, with the application inlined. When nobody listens
+/// (ctx->hooks is 0) the fast loop keeps the counts in registers and sets
+/// only the fields the application can observe; otherwise every packet goes
+/// through the source entry, fully set up.
+LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
+                                 NativeLoweringState &state, unsigned source,
+                                 bool clearInfo, bool resetExbuf) {
+  MLIRContext *ctx = b.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
+  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                          {ptr, ptr, ptr, i64});
+  auto func = LLVM::LLVMFuncOp::create(
+      b, loc, state.prefix + "batch." + state.sourceNames[source], type,
+      LLVM::Linkage::Internal);
+  setNoAlias(func);
+  OpBuilder::InsertionGuard guard(b);
+  Block *entry = func.addEntryBlock(b);
+  Value c = entry->getArgument(0), xb = entry->getArgument(1),
+        packets = entry->getArgument(2), count = entry->getArgument(3);
+  Region &region = func.getBody();
+  Emitter e(b, loc);
+
+  // Counters kept in registers: packets and bytes per sink, drops per
+  // NetPE (or, past a handful, counted in memory as usual).
+  unsigned sinks = state.sinkNames.size(), pes = state.peNames.size();
+  bool inRegisters = 2 * sinks + pes <= 16;
+  unsigned numAcc = inRegisters ? 2 * sinks + pes : 0;
+  SmallVector<Type> headerTypes(1 + numAcc, i64);
+  SmallVector<Location> headerLocs(1 + numAcc, loc);
+
+  Block *fastPre = b.createBlock(&region, region.end());
+  Block *fastHeader = b.createBlock(&region, region.end(), headerTypes,
+                                    headerLocs);
+  Block *fastBody = b.createBlock(&region, region.end());
+  Block *fastExit = b.createBlock(&region, region.end());
+  Block *slowHeader = b.createBlock(&region, region.end(), {i64}, {loc});
+  Block *slowBody = b.createBlock(&region, region.end());
+  Block *exit = b.createBlock(&region, region.end());
+
+  b.setInsertionPointToEnd(entry);
+  // The fast loop works on a copy of the buffer on its own stack: its
+  // address costs no register.
+  Value local = LLVM::AllocaOp::create(
+      b, loc, ptr, LLVM::LLVMArrayType::get(e.i8(), sizeof(netvm_exbuf)),
+      e.c32(1), alignof(netvm_exbuf));
+  Value first = e.load(e.i64(), xb, offsetof(netvm_exbuf, sequence));
+  Value hooks = e.load(e.i32(), c, offsetof(netvm_ctx, hooks));
+  LLVM::CondBrOp::create(b, loc,
+                         e.icmp(LLVM::ICmpPredicate::ne, hooks, e.c32(0)),
+                         slowHeader, ValueRange{e.c64(0)}, fastPre,
+                         ValueRange(), kUnlikely);
+
+  auto packetAt = [&](Value i) {
+    return e.gep(packets,
+                 LLVM::MulOp::create(b, loc, i, e.c64(sizeof(netvm_packet))));
+  };
+  auto setup = [&](Value xb, Value p, Value i, bool full) {
+    e.store(e.load(e.ptr(), p, offsetof(netvm_packet, data)), xb,
+            offsetof(netvm_exbuf, packet));
+    Value length = e.load(e.i32(), p, offsetof(netvm_packet, length));
+    e.store(length, xb, offsetof(netvm_exbuf, length));
+    // The flags every packet: LLVM then sees them as constants where the
+    // packet leaves, and in the fast loop the emission and drop paths fold
+    // into a verdict.
+    e.store(e.c32(full ? NETVM_XB_BORROWED | NETVM_XB_LISTENED
+                       : NETVM_XB_BORROWED),
+            xb, offsetof(netvm_exbuf, flags));
+    if (full || resetExbuf)
+      e.store(e.c32(state.infoSize), xb, offsetof(netvm_exbuf, info_length));
+    if (full) {
+      e.store(length, xb, offsetof(netvm_exbuf, capacity));
+      e.store(e.add(first, i), xb, offsetof(netvm_exbuf, sequence));
+    }
+    if (full || state.usesTimestamps) {
+      e.store(e.load(e.i32(), p, offsetof(netvm_packet, seconds)), xb,
+              offsetof(netvm_exbuf, seconds));
+      e.store(e.load(e.i32(), p, offsetof(netvm_packet, microseconds)), xb,
+              offsetof(netvm_exbuf, microseconds));
+    }
+    if (clearInfo && state.infoSize)
+      LLVM::MemsetOp::create(b, loc,
+                             e.load(e.ptr(), xb, offsetof(netvm_exbuf, info)),
+                             e.cInt(e.i8(), 0), e.c64(state.infoSize),
+                             /*isVolatile=*/false);
+    if (full || state.hasWatchdog)
+      e.store(e.load(e.i64(), c, offsetof(netvm_ctx, budget_reset)), c,
+              offsetof(netvm_ctx, budget));
+  };
+
+  // Fast loop.
+  b.setInsertionPointToEnd(fastPre);
+  LLVM::MemcpyOp::create(b, loc, local, xb, e.c64(sizeof(netvm_exbuf)),
+                         /*isVolatile=*/false);
+  e.store(e.c32(NETVM_XB_BORROWED), local, offsetof(netvm_exbuf, flags));
+  e.store(e.c32(state.infoSize), local, offsetof(netvm_exbuf, info_length));
+  SmallVector<Value> init(1 + numAcc, e.c64(0));
+  LLVM::BrOp::create(b, loc, init, fastHeader);
+
+  b.setInsertionPointToEnd(fastHeader);
+  Value i = fastHeader->getArgument(0);
+  LLVM::CondBrOp::create(b, loc, e.icmp(LLVM::ICmpPredicate::ult, i, count),
+                         fastBody, fastExit);
+
+  b.setInsertionPointToEnd(fastBody);
+  setup(local, packetAt(i), i, /*full=*/false);
+  Value v = e.call(state.routeFuncs[source], {c, local});
+
+  SmallVector<Value> next{e.add(i, e.c64(1))};
+  if (inRegisters) {
+    Value length = sinks ? e.zext(e.load(e.i32(), local,
+                                         offsetof(netvm_exbuf, length)),
+                                  e.i64())
+                         : Value();
+    for (unsigned k = 0; k < sinks; ++k) {
+      Value hit = e.icmp(LLVM::ICmpPredicate::eq, v,
+                         e.c32(NETVM_VERDICT_SINK + k));
+      next.push_back(e.add(fastHeader->getArgument(1 + 2 * k),
+                           e.zext(hit, e.i64())));
+      next.push_back(e.add(fastHeader->getArgument(2 + 2 * k),
+                           e.select(hit, length, e.c64(0))));
+    }
+    for (unsigned k = 0; k < pes; ++k) {
+      Value hit = e.icmp(LLVM::ICmpPredicate::eq, v,
+                         e.c32(NETVM_VERDICT_DROP | k));
+      next.push_back(e.add(fastHeader->getArgument(1 + 2 * sinks + k),
+                           e.zext(hit, e.i64())));
+    }
+  } else {
+    e.call(state.countFunc, {c, v, local});
+  }
+  LLVM::BrOp::create(b, loc, next, fastHeader);
+
+  b.setInsertionPointToEnd(fastExit);
+  if (inRegisters) {
+    Value stats = e.load(e.ptr(), c, offsetof(netvm_ctx, sink_stats));
+    for (unsigned k = 0; k < 2 * sinks; ++k) {
+      Value old = e.load(e.i64(), stats, 8 * k);
+      e.store(e.add(old, fastHeader->getArgument(1 + k)), stats, 8 * k);
+    }
+    Value drops = e.load(e.ptr(), c, offsetof(netvm_ctx, pe_drops));
+    for (unsigned k = 0; k < pes; ++k) {
+      Value old = e.load(e.i64(), drops, 8 * k);
+      e.store(e.add(old, fastHeader->getArgument(1 + 2 * sinks + k)), drops,
+              8 * k);
+    }
+  }
+  LLVM::BrOp::create(b, loc, ValueRange(), exit);
+
+  // Slow loop: the source entry on a fully set-up buffer.
+  b.setInsertionPointToEnd(slowHeader);
+  Value j = slowHeader->getArgument(0);
+  LLVM::CondBrOp::create(b, loc, e.icmp(LLVM::ICmpPredicate::ult, j, count),
+                         slowBody, exit);
+  b.setInsertionPointToEnd(slowBody);
+  setup(xb, packetAt(j), j, /*full=*/true);
+  auto call = LLVM::CallOp::create(b, loc, state.sourceFuncs[source],
+                                   ValueRange{c, xb});
+  call.setNoInline(true);
+  LLVM::BrOp::create(b, loc, ValueRange{e.add(j, e.c64(1))}, slowHeader);
+
+  b.setInsertionPointToEnd(exit);
+  LLVM::ReturnOp::create(b, loc, ValueRange());
+  return func;
+}
+
+/// NETVM_PE_* flags of a NetPE: what its push and pull handlers touch.
+uint32_t computePEFlags(PEOp pe) {
+  uint32_t flags = 0;
+  for (PortOp port : pe.getPorts())
+    if (port.getKind() == PortKind::PullInput ||
+        port.getKind() == PortKind::PullOutput)
+      flags |= NETVM_PE_PULL;
+  auto writeTo = [&](MemSpace space) {
+    if (space == MemSpace::Data)
+      flags |= NETVM_PE_WRITES_DATA;
+    else if (space == MemSpace::Shared)
+      flags |= NETVM_PE_WRITES_SHARED;
+    else if (space == MemSpace::Info)
+      flags |= NETVM_PE_WRITES_INFO;
+  };
+  auto readFrom = [&](MemSpace space) {
+    if (space == MemSpace::Shared)
+      flags |= NETVM_PE_READS_SHARED;
+  };
+  for (HandlerOp handler : pe.getBodyBlock()->getOps<HandlerOp>()) {
+    if (handler.getKind() == HandlerKind::Init)
+      continue;
+    handler.walk([&](Operation *op) {
+      if (auto store = dyn_cast<StoreOp>(op))
+        writeTo(store.getSpace());
+      else if (auto load = dyn_cast<LoadOp>(op))
+        readFrom(load.getSpace());
+      else if (auto copy = dyn_cast<CopyOp>(op)) {
+        readFrom(copy.getSrcSpace());
+        writeTo(copy.getDstSpace());
+      } else if (isa<InfoClearOp>(op))
+        flags |= NETVM_PE_WRITES_INFO;
+      else if (isa<RandomOp>(op))
+        flags |= NETVM_PE_RANDOM;
+      else if (isa<CoproInitOp, CoproReadOp, CoproWriteOp, CoproInvokeOp,
+                   CoproExbufOp>(op))
+        flags |= NETVM_PE_COPROCESSORS;
+    });
+  }
+  return flags;
 }
 
 } // namespace
@@ -354,6 +692,7 @@ netvm::prepareNativeLowering(ModuleOp module,
       for (Attribute name : pe.getCoprocessors())
         copros.push_back(cast<StringAttr>(name).getValue().str());
       state->dataSizes.push_back(pe.getDatamemSize());
+      state->peFlags.push_back(computePEFlags(pe));
       state->infoSize = std::max<uint32_t>(state->infoSize, pe.getInfoSize());
       state->sharedSize =
           std::max<uint32_t>(state->sharedSize, pe.getSharedmemSize());
@@ -421,7 +760,8 @@ netvm::prepareNativeLowering(ModuleOp module,
   Location loc = app.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = b.getI32Type();
   auto voidTy = LLVM::LLVMVoidType::get(ctx);
-  auto handlerType = LLVM::LLVMFunctionType::get(voidTy, {ptr, ptr, i32});
+  auto handlerType = LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i32});
+  auto routeType = LLVM::LLVMFunctionType::get(i32, {ptr, ptr});
   auto entryType = LLVM::LLVMFunctionType::get(voidTy, {ptr, ptr});
   auto initType = LLVM::LLVMFunctionType::get(voidTy, {ptr});
   b.setInsertionPoint(app);
@@ -452,6 +792,7 @@ netvm::prepareNativeLowering(ModuleOp module,
       auto func = LLVM::LLVMFuncOp::create(b, handler.getLoc(), name,
                                            handlerType,
                                            LLVM::Linkage::Internal);
+      setNoAlias(func);
       func->setAttr("netvm.pe", b.getI32IntegerAttr(index));
       func->setAttr("netvm.handler",
                     b.getI32IntegerAttr(static_cast<int>(handler.getKind())));
@@ -465,6 +806,13 @@ netvm::prepareNativeLowering(ModuleOp module,
     }
   }
   Runtime rt(module);
+  state->emitFunc = buildExitHelper(b, loc, *state, rt, /*drop=*/false);
+  state->dropFunc = buildExitHelper(b, loc, *state, rt, /*drop=*/true);
+  state->countFunc = buildCountHelper(b, loc, *state);
+  app.walk([&](Operation *op) {
+    state->usesTimestamps |= isa<TimestampOp>(op);
+    state->hasWatchdog |= isa<WatchdogOp>(op);
+  });
   for (auto [index, pe] : llvm::enumerate(state->pes)) {
     for (HandlerOp handler :
          llvm::make_early_inc_range(pe.getBodyBlock()->getOps<HandlerOp>())) {
@@ -487,20 +835,43 @@ netvm::prepareNativeLowering(ModuleOp module,
     }
   }
 
-  // Entry functions of the sources.
+  // Sources: a route (deliver, return the verdict), inlined into the entry
+  // function (which counts the verdict) and into the batch loop.
   for (auto [index, name] : llvm::enumerate(state->sourceNames)) {
+    auto route = LLVM::LLVMFuncOp::create(
+        b, loc, state->prefix + "route." + name, routeType,
+        LLVM::Linkage::Internal);
+    route.setAlwaysInline(true);
+    setNoAlias(route);
+    {
+      Block *entry = route.addEntryBlock(b);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(entry);
+      Value verdict = emitDeliver(b, loc, *state, rt, entry->getArgument(0),
+                                  entry->getArgument(1),
+                                  state->sourceRoutes[index], std::nullopt);
+      LLVM::ReturnOp::create(b, loc, ValueRange{verdict});
+    }
+    state->routeFuncs.push_back(route);
     auto func = LLVM::LLVMFuncOp::create(
         b, loc, state->prefix + "source." + name, entryType,
         LLVM::Linkage::Internal);
+    setNoAlias(func);
     Block *entry = func.addEntryBlock(b);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(entry);
-    emitDeliver(b, loc, *state, rt, entry->getArgument(0),
-                entry->getArgument(1), state->sourceRoutes[index],
-                std::nullopt);
+    Emitter e(b, loc);
+    Value c = entry->getArgument(0), xb = entry->getArgument(1);
+    e.call(state->countFunc, {c, e.call(route, {c, xb}), xb});
     LLVM::ReturnOp::create(b, loc, ValueRange());
     state->sourceFuncs.push_back(func);
   }
+  bool clearInfo = llvm::any_of(
+      state->peFlags, [](uint32_t f) { return f & NETVM_PE_WRITES_INFO; });
+  bool resetExbuf = !state->mayLackExbuf.empty();
+  for (unsigned index = 0; index < state->sourceNames.size(); ++index)
+    state->batchFuncs.push_back(
+        buildBatchEntry(b, loc, *state, index, clearInfo, resetExbuf));
   // Pull functions of the sinks fed by pull connections.
   for (auto [index, name] : llvm::enumerate(state->sinkNames)) {
     if (!state->sinkUpstreams[index]) {
@@ -525,8 +896,8 @@ netvm::prepareNativeLowering(ModuleOp module,
     b.setInsertionPointToEnd(entry);
     LLVM::CondBrOp::create(b, loc, none, done, emit);
     b.setInsertionPointToStart(emit);
-    Emitter(b, loc).call(rt.get("netvm_rt_emit"),
-                         {ctxArg, Emitter(b, loc).c32(index), xb});
+    Value verdict = e.call(state->emitFunc, {ctxArg, e.c32(index), xb});
+    e.call(state->countFunc, {ctxArg, verdict, xb});
     LLVM::BrOp::create(b, loc, ValueRange(), done);
     b.setInsertionPointToStart(done);
     LLVM::ReturnOp::create(b, loc, ValueRange());
@@ -583,10 +954,11 @@ protected:
       Runtime rt(op->getParentOfType<ModuleOp>());
       e.call(rt.get("netvm_rt_exception"),
              {fi.ctx, e.c32(static_cast<uint32_t>(kind)), e.c32(site), fi.xb});
-      LLVM::ReturnOp::create(rw, loc, ValueRange());
+      LLVM::ReturnOp::create(rw, loc, ValueRange{e.c32(NETVM_VERDICT_NONE)});
     }
     rw.setInsertionPointToEnd(before);
-    LLVM::CondBrOp::create(rw, loc, ok, cont, fail);
+    LLVM::CondBrOp::create(rw, loc, ok, cont, ValueRange(), fail, ValueRange(),
+                           kLikely);
     rw.setInsertionPoint(op);
   }
 
@@ -680,10 +1052,10 @@ NETVM_LOWERING(SendOp) {
   unsigned port = state.ports[fi.pe].lookup(op.getPort());
   Runtime rt = runtime(op);
   auto it = state.pushRoutes.find({fi.pe, port});
-  emitDeliver(rw, op.getLoc(), state, rt, fi.ctx, fi.xb,
-              it == state.pushRoutes.end() ? ArrayRef<Dest>() : it->second,
-              fi.pe);
-  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange());
+  Value verdict = emitDeliver(
+      rw, op.getLoc(), state, rt, fi.ctx, fi.xb,
+      it == state.pushRoutes.end() ? ArrayRef<Dest>() : it->second, fi.pe);
+  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange{verdict});
   return success();
 }
 
@@ -707,13 +1079,15 @@ NETVM_LOWERING(SendDupOp) {
 NETVM_LOWERING(DropOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
-  e.call(runtime(op).get("netvm_rt_drop"), {fi.ctx, e.c32(fi.pe), fi.xb});
-  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange());
+  Value verdict = e.call(state.dropFunc, {fi.ctx, e.c32(fi.pe), fi.xb});
+  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange{verdict});
   return success();
 }
 
 NETVM_LOWERING(RetOp) {
-  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange());
+  Emitter e(rw, op.getLoc());
+  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op,
+                                        ValueRange{e.c32(NETVM_VERDICT_NONE)});
   return success();
 }
 
@@ -724,7 +1098,8 @@ NETVM_LOWERING(TrapOp) {
   e.call(runtime(op).get("netvm_rt_exception"),
          {fi.ctx, e.c32(static_cast<uint32_t>(op.getKind())), e.c32(site),
           fi.xb});
-  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange());
+  rw.replaceOpWithNewOp<LLVM::ReturnOp>(op,
+                                        ValueRange{e.c32(NETVM_VERDICT_NONE)});
   return success();
 }
 
@@ -1237,7 +1612,7 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
   };
 
   // netvm_pe_desc[]: {name, data_size, initdata_size, initdata,
-  //                   num_coprocessors, reserved, coprocessors}
+  //                   num_coprocessors, flags, coprocessors}
   auto peDescType = LLVM::LLVMStructType::getLiteral(
       ctx, {ptr, i32, i32, ptr, i32, i32, ptr});
   SmallVector<std::string> peNameSyms, coproArrays;
@@ -1261,7 +1636,7 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
           d = insert(ib, d, c32(ib, state.initdataSizes[i]), 2);
           d = insert(ib, d, addr(ib, state.initdataGlobals[i]), 3);
           d = insert(ib, d, c32(ib, state.coprocessors[i].size()), 4);
-          d = insert(ib, d, c32(ib, 0), 5);
+          d = insert(ib, d, c32(ib, state.peFlags[i]), 5);
           d = insert(ib, d, addr(ib, coproArrays[i]), 6);
           array = insert(ib, array, d, i);
         }
@@ -1286,6 +1661,57 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
   std::string sourcesArr = g.pointerArray(state.prefix + "sources", sourceFuncs);
   std::string sinkPullsArr =
       g.pointerArray(state.prefix + "sink_pulls", sinkFuncs);
+  SmallVector<std::string> batchFuncs, pushHandlers;
+  for (LLVM::LLVMFuncOp f : state.batchFuncs)
+    batchFuncs.push_back(f.getSymName().str());
+  std::string batchesArr = g.pointerArray(state.prefix + "batches", batchFuncs);
+  std::string pePushArr;
+  if (state.options.forwardLinks) {
+    for (auto &funcs : state.handlers) {
+      LLVM::LLVMFuncOp push = funcs[static_cast<unsigned>(HandlerKind::Push)];
+      pushHandlers.push_back(push ? push.getSymName().str() : std::string());
+    }
+    pePushArr = g.pointerArray(state.prefix + "pe_push", pushHandlers);
+  }
+  // A topological order of the NetPEs along push connections (Kahn's
+  // algorithm, declaration order among ready NetPEs): the runtime cuts it
+  // into pipeline stages.
+  std::string peOrderArr;
+  if (state.options.forwardLinks) {
+    size_t n = state.peNames.size();
+    std::vector<unsigned> indegree(n, 0), order;
+    for (auto &[from, dests] : state.pushRoutes)
+      for (const Dest &d : dests)
+        if (d.kind == Dest::PE)
+          ++indegree[d.index];
+    std::vector<bool> placed(n, false);
+    while (order.size() < n) {
+      size_t next = n;
+      for (size_t i = 0; i < n && next == n; ++i)
+        if (!placed[i] && indegree[i] == 0)
+          next = i;
+      if (next == n) // a cycle: the verifier rejects these; keep going
+        for (size_t i = 0; i < n && next == n; ++i)
+          if (!placed[i])
+            next = i;
+      placed[next] = true;
+      order.push_back(next);
+      for (auto &[from, dests] : state.pushRoutes)
+        if (from.first == next)
+          for (const Dest &d : dests)
+            if (d.kind == Dest::PE && indegree[d.index])
+              --indegree[d.index];
+    }
+    auto type = LLVM::LLVMArrayType::get(i32, std::max<size_t>(n, 1));
+    peOrderArr = g.global(state.prefix + "pe_order", type,
+                          [&](OpBuilder &ib) -> Value {
+                            Value array = LLVM::UndefOp::create(ib, loc, type);
+                            for (size_t i = 0; i < std::max<size_t>(n, 1); ++i)
+                              array = insert(ib, array,
+                                             c32(ib, i < n ? order[i] : 0), i);
+                            return array;
+                          });
+  }
 
   // Exception sites: {pe, handler, location}.
   auto siteType = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptr});
@@ -1309,10 +1735,11 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
 
   // netvm_app_desc: {abi_version, num_pes, name, pes, num_sources,
   //   num_sinks, source_names, sink_names, sources, sink_pulls, init,
-  //   info_size, shared_size, num_sites, reserved, sites}
+  //   info_size, shared_size, num_sites, flags, sites, batches, pe_push,
+  //   pe_order}
   auto descType = LLVM::LLVMStructType::getLiteral(
       ctx, {i32, i32, ptr, ptr, i32, i32, ptr, ptr, ptr, ptr, ptr, i32, i32,
-            i32, i32, ptr});
+            i32, i32, ptr, ptr, ptr, ptr});
   std::string appNameSym = g.string(state.appName);
   g.global(
       state.options.descriptorSymbol, descType,
@@ -1332,8 +1759,15 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
         d = insert(ib, d, c32(ib, state.infoSize), 11);
         d = insert(ib, d, c32(ib, state.sharedSize), 12);
         d = insert(ib, d, c32(ib, state.sites.size()), 13);
-        d = insert(ib, d, c32(ib, 0), 14);
+        d = insert(ib, d,
+                   c32(ib, state.options.forwardLinks
+                               ? NETVM_APP_FORWARDED_LINKS
+                               : 0u),
+                   14);
         d = insert(ib, d, addr(ib, sitesArr), 15);
+        d = insert(ib, d, addr(ib, batchesArr), 16);
+        d = insert(ib, d, addr(ib, pePushArr), 17);
+        d = insert(ib, d, addr(ib, peOrderArr), 18);
         return d;
       },
       LLVM::Linkage::External);

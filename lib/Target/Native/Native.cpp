@@ -176,6 +176,7 @@ netvm::native::generateLLVMIR(mlir::ModuleOp module,
   NativeLoweringOptions lowering;
   lowering.countHandlerRuns = options.countHandlerRuns;
   lowering.descriptorSymbol = options.descriptorSymbol;
+  lowering.forwardLinks = options.forwardLinks;
   lowering.defaultInfoSize = options.defaultInfoSize;
   if (mlir::failed(lowerToLLVMDialect(module, lowering)))
     return llvm::createStringError("lowering to the LLVM dialect failed");
@@ -242,10 +243,18 @@ public:
     options.descriptorSymbol =
         "netvm_jit_app_" + std::to_string(counter++);
     auto context = std::make_unique<llvm::LLVMContext>();
-    auto tm = createTargetMachine("", options.optLevel);
-    if (!tm)
-      return tm.takeError();
-    auto llvmModule = generateLLVMIR(module, *context, **tm, options);
+    auto start0 = std::chrono::steady_clock::now();
+    std::unique_ptr<llvm::TargetMachine> &tm =
+        targetMachines[std::min(options.optLevel, 3u)];
+    if (!tm) {
+      auto created = createTargetMachine("", options.optLevel);
+      if (!created)
+        return created.takeError();
+      tm = std::move(*created);
+    }
+    double tmTime = millisSince(start0);
+    auto llvmModule = generateLLVMIR(module, *context, *tm, options);
+    lastTimes.lowering += tmTime;
     if (!llvmModule)
       return llvmModule.takeError();
     (*llvmModule)->setDataLayout(jit->getDataLayout());
@@ -286,6 +295,7 @@ private:
     };
 #define NETVM_SYMBOL(name) define(#name, reinterpret_cast<const void *>(&name))
     NETVM_SYMBOL(netvm_rt_emit);
+    NETVM_SYMBOL(netvm_rt_forward);
     NETVM_SYMBOL(netvm_rt_drop);
     NETVM_SYMBOL(netvm_rt_discard);
     NETVM_SYMBOL(netvm_rt_unconnected);
@@ -319,6 +329,8 @@ private:
   }
 
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  /// For LLVM's optimizer, one per -O level, made on first use.
+  std::unique_ptr<llvm::TargetMachine> targetMachines[4];
   std::mutex mutex;
   unsigned counter = 0;
 };

@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define NETVM_ABI_VERSION 1u
+#define NETVM_ABI_VERSION 2u
 
 /* Exception kinds: the values of the dialect's ExceptionKind enumeration. */
 enum {
@@ -52,7 +52,44 @@ enum {
 /* netvm_exbuf.flags */
 enum {
   NETVM_XB_NONE = 1u,  /* no current exchange buffer (deleted, nothing pulled) */
-  NETVM_XB_CLONE = 2u  /* a fan-out copy, owned by the runtime's pool */
+  NETVM_XB_CLONE = 2u, /* a fan-out copy, owned by the runtime's pool */
+  NETVM_XB_BORROWED = 4u, /* `packet` belongs to the host (batch entries):
+                             the runtime never reallocates or frees it */
+  NETVM_XB_LISTENED = 8u  /* the runtime listens (ctx->hooks was set when the
+                             buffer came in): its emission or drop goes
+                             through netvm_rt_emit / netvm_rt_drop */
+};
+
+/* netvm_pe_desc.flags: what a NetPE's push and pull handlers do, as the
+ * compiler sees it (init handlers are not counted: they run once per
+ * instance). The runtime decides from them whether replicas of an
+ * application may process packets in parallel. */
+enum {
+  NETVM_PE_WRITES_DATA = 1u,    /* stores into / copies into data memory */
+  NETVM_PE_COPROCESSORS = 2u,   /* uses a coprocessor (state it may change) */
+  NETVM_PE_RANDOM = 4u,         /* draws random numbers (per-NetPE state) */
+  NETVM_PE_READS_SHARED = 8u,   /* reads shared memory */
+  NETVM_PE_WRITES_SHARED = 16u, /* writes shared memory */
+  NETVM_PE_WRITES_INFO = 32u,   /* writes or clears info memory */
+  NETVM_PE_PULL = 64u,          /* has pull ports */
+  /* State that makes replicas diverge from one instance. */
+  NETVM_PE_STATEFUL = NETVM_PE_WRITES_DATA | NETVM_PE_COPROCESSORS |
+                      NETVM_PE_RANDOM | NETVM_PE_WRITES_SHARED
+};
+
+/* Verdicts: the fate of an exchange buffer, which push handlers return so
+ * that their caller counts it (a batch loop keeps the counts in registers).
+ * NONE means the runtime has already counted whatever happened. */
+#define NETVM_VERDICT_NONE 0u
+#define NETVM_VERDICT_SINK 1u          /* SINK + s: left through sink s */
+#define NETVM_VERDICT_DROP 0x80000000u /* DROP | pe: dropped by NetPE pe */
+
+/* netvm_app_desc.flags */
+enum {
+  /* Connections between NetPEs go through netvm_rt_forward (and the
+   * descriptor lists every push handler), so that the runtime can put
+   * NetPEs on different threads (pipeline mode). */
+  NETVM_APP_FORWARDED_LINKS = 1u
 };
 
 /* An exchange buffer: the packet and its info memory. */
@@ -78,17 +115,47 @@ typedef struct netvm_pe_state {
   uint64_t sent;               /* pkt.send / pkt.senddup (if counted) */
 } netvm_pe_state;
 
-/* The context every generated function receives. The runtime owns it; the
- * fields after `budget` are private to the runtime. */
+/* The context every generated function receives; the runtime owns it. One
+ * context runs one packet at a time (each thread has its own). */
 typedef struct netvm_ctx {
-  netvm_pe_state *pes;  /* one per NetPE, in the descriptor's order */
-  uint8_t *shared;      /* shared memory */
-  int64_t budget;       /* loop iterations left for the current packet */
-  void *runtime;        /* the runtime's private state */
+  netvm_pe_state *pes;   /* one per NetPE, in the descriptor's order */
+  uint8_t *shared;       /* shared memory */
+  int64_t budget;        /* loop iterations left for the current packet */
+  void *runtime;         /* the runtime's private state */
+  uint64_t *sink_stats;  /* per sink: packets, bytes (2 words each) */
+  uint64_t *pe_drops;    /* per NetPE: exchange buffers dropped */
+  /* Non-zero: someone listens to emissions and drops. Buffers the runtime
+   * hands to generated code then carry NETVM_XB_LISTENED (and batch entries
+   * set it), so that those go through netvm_rt_emit / netvm_rt_drop. Zero:
+   * generated code returns verdicts, counted in sink_stats and pe_drops. */
+  uint32_t hooks;
+  uint32_t reserved;
+  int64_t budget_reset;  /* the budget every packet of a batch starts with */
 } netvm_ctx;
+
+/* A packet handed to a batch entry. `data` may be modified in place by the
+ * application (packet stores) and must stay valid during the call. */
+typedef struct netvm_packet {
+  uint8_t *data;
+  uint32_t length;
+  uint32_t seconds;
+  uint32_t microseconds;
+  uint32_t reserved;
+} netvm_packet;
 
 typedef void (*netvm_entry_fn)(netvm_ctx *ctx, netvm_exbuf *xb);
 typedef void (*netvm_init_fn)(netvm_ctx *ctx);
+/* A NetPE's push handler: the exchange buffer arrives on input `port`;
+ * returns a verdict (NETVM_VERDICT_*) for the caller to count. */
+typedef uint32_t (*netvm_handler_fn)(netvm_ctx *ctx, netvm_exbuf *xb,
+                                     uint32_t port);
+/* Push `count` packets through one source, one after the other, in a loop
+ * compiled together with the application. `xb` is a scratch exchange
+ * buffer whose `info` (zeroed, desc->info_size bytes) the caller provides;
+ * its `sequence` on entry numbers the first packet. The budget of every
+ * packet starts at ctx->budget_reset. */
+typedef void (*netvm_batch_fn)(netvm_ctx *ctx, netvm_exbuf *xb,
+                               const netvm_packet *packets, uint64_t count);
 
 typedef struct netvm_pe_desc {
   const char *name;
@@ -96,7 +163,7 @@ typedef struct netvm_pe_desc {
   uint32_t initdata_size;
   const uint8_t *initdata;
   uint32_t num_coprocessors;
-  uint32_t reserved;
+  uint32_t flags;                  /* NETVM_PE_* */
   const char *const *coprocessors; /* names */
 } netvm_pe_desc;
 
@@ -122,8 +189,15 @@ typedef struct netvm_app_desc {
   uint32_t info_size;               /* info memory of every exchange buffer */
   uint32_t shared_size;
   uint32_t num_sites;
-  uint32_t reserved;
+  uint32_t flags;                   /* NETVM_APP_* */
   const netvm_site *sites;
+  const netvm_batch_fn *batches;    /* per source: batch entry */
+  /* Per NetPE: its push handler (NULL if none); NULL unless
+   * NETVM_APP_FORWARDED_LINKS. */
+  const netvm_handler_fn *pe_push;
+  /* The NetPEs in a topological order of the push connections (NULL
+   * unless NETVM_APP_FORWARDED_LINKS). */
+  const uint32_t *pe_order;
 } netvm_app_desc;
 
 /* Layout the generated code relies on (byte offsets on LP64 targets). */
@@ -152,17 +226,41 @@ NETVM_STATIC_ASSERT(sizeof(netvm_pe_state) == 40, "pe state layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_ctx, pes) == 0, "ctx layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_ctx, shared) == 8, "ctx layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_ctx, budget) == 16, "ctx layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_ctx, sink_stats) == 32, "ctx layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_ctx, pe_drops) == 40, "ctx layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_ctx, hooks) == 48, "ctx layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_ctx, budget_reset) == 56, "ctx layout");
+NETVM_STATIC_ASSERT(sizeof(netvm_ctx) == 64, "ctx layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_packet, length) == 8, "packet layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_packet, seconds) == 12, "packet layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_packet, microseconds) == 16,
+                    "packet layout");
+NETVM_STATIC_ASSERT(sizeof(netvm_packet) == 24, "packet layout");
 NETVM_STATIC_ASSERT(sizeof(netvm_pe_desc) == 40, "descriptor layout");
 NETVM_STATIC_ASSERT(sizeof(netvm_site) == 16, "descriptor layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, sites) == 88,
                     "descriptor layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, batches) == 96,
+                    "descriptor layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, pe_push) == 104,
+                    "descriptor layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, pe_order) == 112,
+                    "descriptor layout");
+NETVM_STATIC_ASSERT(sizeof(netvm_app_desc) == 120, "descriptor layout");
 
 /*===- Called by generated code --------------------------------------------===*/
 
-/* The exchange buffer leaves the application through sink `sink`. */
+/* The exchange buffer leaves the application through sink `sink` (called
+ * for clones and NETVM_XB_LISTENED buffers; otherwise generated code returns
+ * a verdict that its caller counts). */
 void netvm_rt_emit(netvm_ctx *ctx, uint32_t sink, netvm_exbuf *xb);
-/* NetPE `pe` dropped the exchange buffer (netvm.drop). */
+/* NetPE `pe` dropped the exchange buffer (netvm.drop); the same rule. */
 void netvm_rt_drop(netvm_ctx *ctx, uint32_t pe, netvm_exbuf *xb);
+/* NetPE `pe` sends `xb` to input `port` of NetPE `to` (applications
+ * compiled with NETVM_APP_FORWARDED_LINKS): the runtime runs the handler
+ * now or queues the buffer for the thread that owns `to`. */
+void netvm_rt_forward(netvm_ctx *ctx, uint32_t to, uint32_t port,
+                      netvm_exbuf *xb);
 /* NetPE `pe` is about to discard its current exchange buffer (exbuf.delete,
  * or pkt.receive replacing it); counted as a drop if there is one. */
 void netvm_rt_discard(netvm_ctx *ctx, uint32_t pe, const netvm_exbuf *xb);

@@ -62,6 +62,12 @@ void netvm_instance_init(netvm_instance *vm);
 void netvm_instance_push(netvm_instance *vm, uint32_t source,
                          const uint8_t *packet, uint32_t length,
                          uint32_t seconds, uint32_t microseconds);
+/* Push `count` packets through source `source` with the application's
+ * batch entry: one call, no copies. The application may modify the packets'
+ * bytes in place. Outputs and exceptions are reported as with
+ * netvm_instance_push. */
+void netvm_instance_push_batch(netvm_instance *vm, uint32_t source,
+                               netvm_packet *packets, size_t count);
 /* Pull one exchange buffer out of sink `sink` (pull connections). Returns 1
  * if one came out. */
 int netvm_instance_pull(netvm_instance *vm, uint32_t sink);
@@ -96,6 +102,83 @@ void netvm_instance_pe_counters(const netvm_instance *vm, uint32_t pe,
 void netvm_instance_sink_counters(const netvm_instance *vm, uint32_t sink,
                                   uint64_t *packets, uint64_t *bytes);
 const char *netvm_exception_name(uint32_t kind);
+
+/*===- Runners: several threads ---------------------------------------------===*
+ *
+ * A runner processes arrays of packets on several threads and reports what
+ * happened in arrival order, as one instance would have:
+ *
+ *  - NETVM_RUN_TO_COMPLETION: every thread runs whole packets. Applications
+ *    whose push handlers keep no state (no data or shared memory writes, no
+ *    coprocessors, no random numbers: netvm_pe_desc.flags) get one replica
+ *    per thread; the others run on a single thread (the runner says why in
+ *    netvm_runner_note), because replicas of a stateful application would
+ *    each see only part of the traffic.
+ *  - NETVM_RUN_PIPELINE: one instance; its NetPEs are split into stages
+ *    (contiguous in topological order), one thread per stage, connected by
+ *    single-producer/single-consumer rings. Each NetPE's state is touched
+ *    by one thread only, so stateful applications run in parallel too. The
+ *    application must be compiled with NETVM_APP_FORWARDED_LINKS and use no
+ *    pull ports.
+ *
+ * Events (outputs, exceptions, the end of each packet) reach the callback
+ * one at a time, in packet order and, within a packet, in the order a
+ * single instance produces them; possibly on a runner thread. Without a
+ * callback nothing is recorded and only counters are kept.
+ */
+
+enum { NETVM_RUN_TO_COMPLETION = 0, NETVM_RUN_PIPELINE = 1 };
+/* The sequence number of events raised by init handlers. */
+#define NETVM_SEQUENCE_INIT UINT64_MAX
+enum { NETVM_EVENT_OUTPUT = 0, NETVM_EVENT_EXCEPTION = 1, NETVM_EVENT_DONE = 2 };
+
+typedef struct netvm_event {
+  uint32_t type;          /* NETVM_EVENT_* */
+  uint32_t index;         /* OUTPUT: the sink; EXCEPTION: the kind */
+  uint64_t sequence;      /* the packet, numbered from 0 over the runner */
+  const netvm_exbuf *xb;  /* OUTPUT: the packet that left */
+  const netvm_site *site; /* EXCEPTION: where (NULL if unknown) */
+  uint32_t drops;         /* DONE: buffers of this packet dropped */
+  uint32_t unconnected;   /* DONE: sent to ports with no connection */
+} netvm_event;
+typedef void (*netvm_event_fn)(void *user, const netvm_event *event);
+
+typedef struct netvm_runner_options {
+  uint32_t mode;      /* NETVM_RUN_* */
+  uint32_t threads;   /* threads to use, the caller's included (>= 1) */
+  uint32_t batch;     /* packets a thread takes at a time (0: 256) */
+  uint32_t reserved;
+  uint64_t watchdog;  /* loop iterations per packet (0: 1048576) */
+  /* Pipeline: stage of every NetPE (NULL: automatic). Stages must not
+   * decrease along connections. */
+  const uint32_t *stage_of_pe;
+} netvm_runner_options;
+
+typedef struct netvm_runner netvm_runner;
+
+netvm_runner *netvm_runner_create(const netvm_app_desc *app,
+                                  const netvm_runner_options *options,
+                                  char *error, size_t error_size);
+void netvm_runner_destroy(netvm_runner *r);
+void netvm_runner_set_events(netvm_runner *r, netvm_event_fn fn, void *user);
+/* Run the init handlers (of every replica). */
+void netvm_runner_init(netvm_runner *r);
+/* Process `count` packets through `source`; returns when all are done and
+ * their events delivered. Packets may be modified in place. */
+void netvm_runner_run(netvm_runner *r, uint32_t source, netvm_packet *packets,
+                      size_t count);
+/* Threads actually used, and why fewer than asked (or ""). */
+uint32_t netvm_runner_threads(const netvm_runner *r);
+const char *netvm_runner_note(const netvm_runner *r);
+/* Replica `i` (0 .. replicas-1) for the control plane; a pipeline has one.
+ * Counters below are summed over replicas. */
+uint32_t netvm_runner_replicas(const netvm_runner *r);
+netvm_instance *netvm_runner_instance(netvm_runner *r, uint32_t i);
+void netvm_runner_counters(const netvm_runner *r, netvm_counters *out);
+void netvm_runner_pe_counters(const netvm_runner *r, uint32_t pe,
+                              netvm_pe_counters *out);
+void netvm_runner_sink_counters(const netvm_runner *r, uint32_t sink,
+                                uint64_t *packets, uint64_t *bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */
