@@ -9,6 +9,9 @@ memory after the run (the `netvm-run --results` format):
   reference   netvm-run --interp -O0     (the oracle)
   interp-O2   netvm-run --interp -O2     (the optimizer, judged by the oracle)
   jit-O0/1/2/3  netvm-run at each level  (native code, in process)
+  jit-j2      netvm-run -j 2 in small chunks (replicas of stateless
+              applications, events put back in arrival order)
+  pipeline-j2 netvm-run --pipeline -j 2 (NetPEs on two threads)
   aarch64     netc --target=aarch64-linux-gnu -c, linked with the AArch64
               runtime, run under qemu-aarch64 (with --aarch64)
 
@@ -70,6 +73,10 @@ def main():
                 "jit-O1": lambda: run([netvm_run, *common, "-O1"]),
                 "jit-O2": lambda: run([netvm_run, *common, "-O2"]),
                 "jit-O3": lambda: run([netvm_run, *common, "-O3"]),
+                "jit-j2": lambda: run([netvm_run, *common, "-j", "2",
+                                       "--chunk", "100", "--runner-batch", "4"]),
+                "pipeline-j2": lambda: run([netvm_run, *common, "--pipeline",
+                                            "-j", "2", "--chunk", "100"]),
             }
             if binary:
                 def aarch64(h=hexfile):

@@ -13,11 +13,13 @@
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Runtime/PacketIO.h"
 #include "netvm/Target/Native.h"
+#include "netvm/runtime.h"
 
 #include "NetVM/NetVMOps.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -26,6 +28,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -114,6 +118,33 @@ static cl::opt<bool> compileTime(
     "compile-time",
     cl::desc("Report how long JIT compilation took, by phase"),
     cl::cat(runCategory));
+static cl::opt<unsigned> threads(
+    "j",
+    cl::desc("Native code: threads to run packets on (default 1). Stateless "
+             "applications get one replica per thread; stateful ones run on "
+             "one thread unless --pipeline. Outputs keep the arrival order"),
+    cl::value_desc("N"), cl::init(1), cl::Prefix, cl::cat(runCategory));
+static cl::opt<bool> pipeline(
+    "pipeline",
+    cl::desc("Native code: split the NetPEs into -j stages (one thread "
+             "each, in topological order) connected by rings; every NetPE's "
+             "state stays on one thread, so stateful applications run in "
+             "parallel too"),
+    cl::cat(runCategory));
+static cl::opt<bool> throughput(
+    "throughput",
+    cl::desc("Report on standard error how long reading and processing the "
+             "packets took, and packets per second"),
+    cl::cat(runCategory));
+static cl::opt<unsigned> chunkSize(
+    "chunk",
+    cl::desc("Native code: packets read before they are processed together "
+             "(default 65536)"),
+    cl::init(65536), cl::Hidden, cl::cat(runCategory));
+static cl::opt<unsigned> runnerBatch(
+    "runner-batch",
+    cl::desc("Native code: packets a thread takes at a time (default 256)"),
+    cl::init(0), cl::Hidden, cl::cat(runCategory));
 
 namespace {
 struct SinkStats {
@@ -153,6 +184,15 @@ int main(int argc, char **argv) {
                     "--hex FILE or --hex-packet FILE...\n";
     return 1;
   }
+  if (threads == 0) {
+    llvm::errs() << "netvm-run: -j needs at least one thread\n";
+    return 1;
+  }
+  if ((threads > 1 || pipeline) && (useInterpreter || pullCount > 0)) {
+    llvm::errs() << "netvm-run: -j and --pipeline run native code in push "
+                    "mode; the interpreter and --pull use one thread\n";
+    return 1;
+  }
   if (optLevel < '0' || optLevel > '3') {
     llvm::errs() << "netvm-run: unknown optimization level -O" << optLevel
                  << "\n";
@@ -179,7 +219,11 @@ int main(int argc, char **argv) {
   options.watchdogBudget = watchdog;
   options.defaultInfoSize = infoSize;
   std::string error;
+  // Native code in push mode runs through a runner (any number of threads);
+  // the interpreter and pull mode through an engine, one packet at a time.
+  bool runnerMode = !useInterpreter && pullCount == 0;
   std::unique_ptr<rt::Engine> vm;
+  const netvm_app_desc *desc = nullptr;
   if (useInterpreter) {
     vm = rt::Engine::interpreter(driver::getApplication(*module), options,
                                  error);
@@ -187,12 +231,14 @@ int main(int argc, char **argv) {
     native::CodegenOptions codegen;
     codegen.optLevel = level;
     codegen.defaultInfoSize = infoSize;
-    auto desc = native::jitCompile(*module, codegen);
-    if (!desc) {
-      llvm::errs() << "netvm-run: " << llvm::toString(desc.takeError())
+    codegen.forwardLinks = pipeline;
+    auto compiled = native::jitCompile(*module, codegen);
+    if (!compiled) {
+      llvm::errs() << "netvm-run: " << llvm::toString(compiled.takeError())
                    << "\n";
       return 1;
     }
+    desc = *compiled;
     if (compileTime) {
       native::CompileTimes t = native::lastCompileTimes();
       llvm::errs() << llvm::formatv(
@@ -200,12 +246,72 @@ int main(int argc, char **argv) {
           "LLVM optimization {3:f2}, code generation {4:f2})\n",
           t.total(), t.lowering, t.translation, t.optimization, t.codegen);
     }
-    vm = rt::Engine::native(*desc, options, error);
+    if (!runnerMode)
+      vm = rt::Engine::native(desc, options, error);
   }
-  if (!vm) {
+  netvm_runner *runner = nullptr;
+  auto destroyRunner = llvm::make_scope_exit([&] {
+    netvm_runner_destroy(runner);
+  });
+  if (runnerMode) {
+    netvm_runner_options ro{};
+    ro.mode = pipeline ? NETVM_RUN_PIPELINE : NETVM_RUN_TO_COMPLETION;
+    ro.threads = threads;
+    ro.batch = runnerBatch;
+    ro.watchdog = watchdog;
+    char message[512] = {0};
+    runner = netvm_runner_create(desc, &ro, message, sizeof message);
+    if (!runner) {
+      llvm::errs() << "netvm-run: " << message << "\n";
+      return 1;
+    }
+    if (*netvm_runner_note(runner))
+      llvm::errs() << "netvm-run: note: " << netvm_runner_note(runner)
+                   << "\n";
+  } else if (!vm) {
     llvm::errs() << "netvm-run: " << error << "\n";
     return 1;
   }
+
+  // Names, counters and memories, whichever way the application runs.
+  std::vector<std::string> sourceList, sinkList, peList;
+  if (runnerMode) {
+    for (uint32_t i = 0; i < desc->num_sources; ++i)
+      sourceList.push_back(desc->source_names[i]);
+    for (uint32_t i = 0; i < desc->num_sinks; ++i)
+      sinkList.push_back(desc->sink_names[i]);
+    for (uint32_t i = 0; i < desc->num_pes; ++i)
+      peList.push_back(desc->pes[i].name);
+  } else {
+    sourceList = vm->sourceNames().vec();
+    sinkList = vm->sinkNames().vec();
+    peList = vm->peNames().vec();
+  }
+  llvm::ArrayRef<std::string> sources = sourceList, sinks = sinkList,
+                              peNames = peList;
+  auto peCounters = [&](unsigned pe) -> rt::PECounters {
+    if (!runnerMode)
+      return vm->counters(pe);
+    netvm_pe_counters c;
+    netvm_runner_pe_counters(runner, pe, &c);
+    return {c.runs, c.sent, c.dropped, c.exceptions};
+  };
+  auto dataMemory = [&](unsigned pe) -> llvm::ArrayRef<uint8_t> {
+    if (!runnerMode)
+      return vm->dataMemory(pe);
+    uint32_t size = 0;
+    uint8_t *data =
+        netvm_instance_data(netvm_runner_instance(runner, 0), pe, &size);
+    return {data, size};
+  };
+  auto sharedMemory = [&]() -> llvm::ArrayRef<uint8_t> {
+    if (!runnerMode)
+      return vm->sharedMemory();
+    uint32_t size = 0;
+    uint8_t *data = netvm_instance_shared(netvm_runner_instance(runner, 0),
+                                          &size);
+    return {data, size};
+  };
 
   // Packet input.
   std::unique_ptr<rt::PacketReader> reader;
@@ -247,7 +353,6 @@ int main(int argc, char **argv) {
   int linkType = reader ? reader->linkType() : 1 /* DLT_EN10MB */;
 
   unsigned source = 0;
-  llvm::ArrayRef<std::string> sources = vm->sourceNames();
   if (!sourceName.empty()) {
     auto it = llvm::find(sources, sourceName);
     if (it == sources.end()) {
@@ -263,7 +368,6 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  llvm::ArrayRef<std::string> sinks = vm->sinkNames();
   std::vector<SinkStats> sinkStats(sinks.size());
   if (!writePattern.empty()) {
     bool perSink = llvm::StringRef(writePattern).contains("%s");
@@ -287,7 +391,6 @@ int main(int argc, char **argv) {
       }
     }
   }
-
   llvm::raw_ostream &os = llvm::outs();
   llvm::json::Array packetResults; // -v --json
   std::map<std::string, uint64_t> exceptionCounts;
@@ -364,9 +467,59 @@ int main(int argc, char **argv) {
       os << "  dropped " << result.drops << "\n";
   };
 
+  // Runner events: what happened to each packet, in arrival order.
+  bool wantEvents = verbose || resultsFormat || !writePattern.empty();
+  rt::PacketResult current, initResult;
+  std::vector<netvm_packet> chunk;
+  uint64_t chunkBase = 0;
+  std::function<void(const netvm_event &)> onEvent =
+      [&](const netvm_event &ev) {
+        rt::PacketResult &result =
+            ev.sequence == NETVM_SEQUENCE_INIT ? initResult : current;
+        if (ev.type == NETVM_EVENT_OUTPUT) {
+          rt::Output out;
+          out.sink = ev.index;
+          out.bytes.assign(ev.xb->packet, ev.xb->packet + ev.xb->length);
+          if (ev.xb->info)
+            out.info.assign(ev.xb->info, ev.xb->info + ev.xb->info_length);
+          out.seconds = ev.xb->seconds;
+          out.microseconds = ev.xb->microseconds;
+          result.outputs.push_back(std::move(out));
+        } else if (ev.type == NETVM_EVENT_EXCEPTION) {
+          rt::ExceptionReport report;
+          report.kind = netvm_exception_name(ev.index);
+          if (ev.site) {
+            static const char *const kinds[] = {"init", "push", "pull"};
+            report.pe = ev.site->pe < peNames.size() ? peNames[ev.site->pe]
+                                                     : std::string();
+            report.handler = ev.site->handler < 3 ? kinds[ev.site->handler]
+                                                  : "";
+            report.location = ev.site->location;
+          }
+          result.exceptions.push_back(std::move(report));
+        } else {
+          current.drops = ev.drops;
+          current.unconnected = ev.unconnected;
+          account(current, ev.sequence + 1,
+                  chunk[ev.sequence - chunkBase].length);
+          current = rt::PacketResult();
+        }
+      };
+  auto eventThunk = [](void *user, const netvm_event *ev) {
+    (*static_cast<std::function<void(const netvm_event &)> *>(user))(*ev);
+  };
+
   {
     rt::PacketResult init;
-    init.exceptions = vm->initialize();
+    if (runnerMode) {
+      netvm_runner_set_events(runner, eventThunk, &onEvent);
+      netvm_runner_init(runner);
+      init = std::move(initResult);
+      if (!wantEvents)
+        netvm_runner_set_events(runner, nullptr, nullptr);
+    } else {
+      init.exceptions = vm->initialize();
+    }
     if (resultsFormat)
       account(init, 0, 0);
     for (const rt::ExceptionReport &e : init.exceptions) {
@@ -378,6 +531,11 @@ int main(int argc, char **argv) {
     }
   }
 
+  using Clock = std::chrono::steady_clock;
+  auto secondsSince = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  double readSeconds = 0, processSeconds = 0;
   if (pullCount > 0) {
     bool exhausted = false;
     vm->setSourcePuller([&](unsigned) -> std::optional<rt::TracePacket> {
@@ -390,6 +548,7 @@ int main(int argc, char **argv) {
     });
     // Pull until the count is reached, nothing comes out, or the input is
     // used up (a pull after that could only spin on empty receives).
+    auto start = Clock::now();
     for (unsigned sink = 0; sink < sinks.size() && !exhausted; ++sink)
       for (uint64_t i = 0; i < pullCount && !exhausted; ++i) {
         rt::PacketResult result = vm->pull(sink);
@@ -399,22 +558,83 @@ int main(int argc, char **argv) {
         account(result, ++packetNo,
                 result.outputs.empty() ? 0 : result.outputs.front().bytes.size());
       }
+    processSeconds = secondsSince(start);
+  } else if (runnerMode) {
+    // Chunks of packets in one arena, each run by the runner's threads.
+    std::vector<uint8_t> arena;
+    std::vector<size_t> offsets;
+    rt::TracePacket packet;
+    bool more = true;
+    while (more) {
+      auto start = Clock::now();
+      arena.clear();
+      offsets.clear();
+      chunk.clear();
+      while (chunk.size() < std::max(1u, chunkSize.getValue()) &&
+             (more = readPacket(packet))) {
+        offsets.push_back(arena.size());
+        arena.insert(arena.end(), packet.bytes.begin(), packet.bytes.end());
+        netvm_packet p{};
+        p.length = packet.bytes.size();
+        p.seconds = packet.seconds;
+        p.microseconds = packet.microseconds;
+        chunk.push_back(p);
+      }
+      for (size_t i = 0; i < chunk.size(); ++i)
+        chunk[i].data = arena.data() + offsets[i];
+      readSeconds += secondsSince(start);
+      if (chunk.empty())
+        break;
+      start = Clock::now();
+      chunkBase = packetNo;
+      netvm_runner_run(runner, source, chunk.data(), chunk.size());
+      processSeconds += secondsSince(start);
+      packetNo += chunk.size();
+    }
+    // The runner's counters are the totals (events may be off).
+    for (unsigned i = 0; i < sinks.size(); ++i)
+      netvm_runner_sink_counters(runner, i, &sinkStats[i].packets,
+                                 &sinkStats[i].bytes);
+    netvm_counters totals;
+    netvm_runner_counters(runner, &totals);
+    drops = totals.dropped;
+    unconnected = totals.unconnected;
+    exceptionCounts.clear();
+    for (uint32_t k = 0; k < NETVM_EXC_KINDS; ++k)
+      if (totals.exceptions[k])
+        exceptionCounts[netvm_exception_name(k)] = totals.exceptions[k];
   } else {
     rt::TracePacket packet;
+    auto start = Clock::now();
     while (readPacket(packet)) {
       size_t length = packet.bytes.size();
       account(vm->push(source, packet), ++packetNo, length);
     }
+    processSeconds = secondsSince(start); // reading included
+  }
+  if (throughput) {
+    std::string how =
+        runnerMode ? llvm::formatv("{0} thread{1}, {2}",
+                                   netvm_runner_threads(runner),
+                                   netvm_runner_threads(runner) == 1 ? "" : "s",
+                                   pipeline ? "pipeline" : "run to completion")
+                         .str()
+                   : std::string(useInterpreter ? "interpreter" : "one thread");
+    llvm::errs() << llvm::formatv(
+        "netvm-run: {0} packets: reading {1:f1} ms, processing {2:f1} ms "
+        "({3:f2} Mpackets/s; {4})\n",
+        packetNo, readSeconds * 1e3, processSeconds * 1e3,
+        processSeconds > 0 ? packetNo / processSeconds / 1e6 : 0.0, how);
   }
   if (inputFailed)
     return 1;
 
   if (resultsFormat) {
-    for (auto [i, name] : llvm::enumerate(vm->peNames()))
-      os << "data " << name << " " << llvm::toHex(vm->dataMemory(i), true)
+    for (auto [i, name] : llvm::enumerate(peNames))
+      os << "data " << name << " " << llvm::toHex(dataMemory(i), true)
          << "\n";
-    if (!vm->sharedMemory().empty())
-      os << "shared " << llvm::toHex(vm->sharedMemory(), true) << "\n";
+    if (!sharedMemory().empty())
+      os << "shared " << llvm::toHex(sharedMemory(), true) << "\n";
     return 0;
   }
 
@@ -430,8 +650,8 @@ int main(int argc, char **argv) {
           {"bytes", static_cast<int64_t>(sinkStats[i].bytes)}};
     for (auto &[kind, count] : exceptionCounts)
       excObj[kind] = static_cast<int64_t>(count);
-    for (auto [i, name] : llvm::enumerate(vm->peNames())) {
-      rt::PECounters c = vm->counters(i);
+    for (auto [i, name] : llvm::enumerate(peNames)) {
+      rt::PECounters c = peCounters(i);
       peObj[name] = llvm::json::Object{
           {"invocations", static_cast<int64_t>(c.runs)},
           {"sent", static_cast<int64_t>(c.sent)},
@@ -471,22 +691,22 @@ int main(int argc, char **argv) {
       os << ")";
     }
     os << "\n";
-    for (auto [i, name] : llvm::enumerate(vm->peNames())) {
-      rt::PECounters c = vm->counters(i);
+    for (auto [i, name] : llvm::enumerate(peNames)) {
+      rt::PECounters c = peCounters(i);
       os << llvm::formatv("pe {0,-18} {1,10} runs {2,8} sent {3,8} dropped "
                           "{4,8} exceptions\n",
                           name, c.runs, c.sent, c.dropped, c.exceptions);
     }
   }
   if (dumpData) {
-    for (auto [i, name] : llvm::enumerate(vm->peNames())) {
-      os << "data memory of @" << name << " (" << vm->dataMemory(i).size()
+    for (auto [i, name] : llvm::enumerate(peNames)) {
+      os << "data memory of @" << name << " (" << dataMemory(i).size()
          << " bytes)\n";
-      printBytes(os, vm->dataMemory(i));
+      printBytes(os, dataMemory(i));
     }
-    if (!vm->sharedMemory().empty()) {
-      os << "shared memory (" << vm->sharedMemory().size() << " bytes)\n";
-      printBytes(os, vm->sharedMemory());
+    if (!sharedMemory().empty()) {
+      os << "shared memory (" << sharedMemory().size() << " bytes)\n";
+      printBytes(os, sharedMemory());
     }
   }
   return 0;
