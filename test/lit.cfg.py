@@ -18,6 +18,8 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%netvm_src", config.netvm_src_root))
 config.substitutions.append(("%netvm_obj", config.netvm_obj_root))
 config.substitutions.append(("%python", config.python_executable))
+# The C compiler of the build, for tests that build C hosts.
+config.substitutions.append(("%host_cc", config.host_cc))
 
 tool_dirs = [config.netvm_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(

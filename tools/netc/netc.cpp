@@ -85,6 +85,18 @@ static cl::opt<bool> noCounters(
              "generated code"),
     cl::cat(netcCategory));
 
+static cl::opt<bool> forwardLinks(
+    "forward-links",
+    cl::desc("Compile connections between NetPEs as calls into the runtime "
+             "(netvm_rt_forward) instead of direct calls, so that a runner "
+             "can put NetPEs on different threads (pipeline mode)"),
+    cl::cat(netcCategory));
+static cl::opt<uint32_t> infoSize(
+    "info-size",
+    cl::desc("Info memory size when no NetPE declares more (default 64, as "
+             "netvm-run's)"),
+    cl::init(64), cl::cat(netcCategory));
+
 static cl::opt<char> optLevel(
     "O", cl::desc("Optimization level: -O0 (none), -O1, -O2 (default), -O3"),
     cl::Prefix, cl::init('2'), cl::cat(netcCategory));
@@ -221,10 +233,14 @@ int main(int argc, char **argv) {
   codegen.optLevel = optLevel - '0';
   codegen.countHandlerRuns = !noCounters;
   codegen.descriptorSymbol = descriptorName;
+  codegen.forwardLinks = forwardLinks;
+  codegen.defaultInfoSize = infoSize;
   if (emit == Emit::LLVMDialect) {
     netvm::NativeLoweringOptions lowering;
     lowering.countHandlerRuns = codegen.countHandlerRuns;
     lowering.descriptorSymbol = descriptorName;
+    lowering.forwardLinks = forwardLinks;
+    lowering.defaultInfoSize = infoSize;
     if (failed(netvm::lowerToLLVMDialect(*module, lowering)))
       return 1;
     module->print(output->os());

@@ -336,6 +336,16 @@ void emitPull(OpBuilder &b, Location loc, NativeLoweringState &state,
            {ctx, xb, e.c32(upstream->port)});
 }
 
+/// Mark the pointer arguments of `func` noalias: the context, exchange
+/// buffers and packet arrays the runtime passes never overlap.
+void setNoAlias(LLVM::LLVMFuncOp func) {
+  ArrayRef<Type> params = func.getFunctionType().getParams();
+  for (unsigned i = 0; i < params.size(); ++i)
+    if (isa<LLVM::LLVMPointerType>(params[i]))
+      func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                      UnitAttr::get(func.getContext()));
+}
+
 /// Build `__netvm.<app>.emit` (drop = false) or `.drop`: (ctx, index, xb)
 /// -> verdict. When nobody listens (no NETVM_XB_LISTENED) and `xb` is not a
 /// clone, they only return the verdict (the packet left through sink
@@ -351,6 +361,7 @@ LLVM::LLVMFuncOp buildExitHelper(OpBuilder &b, Location loc,
       b, loc, state.prefix + (drop ? "drop" : "emit"), type,
       LLVM::Linkage::Internal);
   func.setAlwaysInline(true);
+  setNoAlias(func);
   OpBuilder::InsertionGuard guard(b);
   Block *entry = func.addEntryBlock(b);
   Value c = entry->getArgument(0), index = entry->getArgument(1),
@@ -384,6 +395,7 @@ LLVM::LLVMFuncOp buildCountHelper(OpBuilder &b, Location loc,
   auto func = LLVM::LLVMFuncOp::create(b, loc, state.prefix + "count", type,
                                        LLVM::Linkage::Internal);
   func.setAlwaysInline(true);
+  setNoAlias(func);
   OpBuilder::InsertionGuard guard(b);
   Block *entry = func.addEntryBlock(b);
   Value c = entry->getArgument(0), v = entry->getArgument(1),
@@ -425,16 +437,6 @@ LLVM::LLVMFuncOp buildCountHelper(OpBuilder &b, Location loc,
   b.setInsertionPointToEnd(done);
   LLVM::ReturnOp::create(b, loc, ValueRange());
   return func;
-}
-
-/// Mark the pointer arguments of `func` noalias: the context, exchange
-/// buffers and packet arrays the runtime passes never overlap.
-void setNoAlias(LLVM::LLVMFuncOp func) {
-  ArrayRef<Type> params = func.getFunctionType().getParams();
-  for (unsigned i = 0; i < params.size(); ++i)
-    if (isa<LLVM::LLVMPointerType>(params[i]))
-      func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
-                      UnitAttr::get(func.getContext()));
 }
 
 /// Build the batch entry of source `source` (netvm_batch_fn): loops that
@@ -1818,10 +1820,29 @@ struct NetVMToLLVMPass
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<LLVM::LLVMDialect>();
   }
+  NetVMToLLVMPass() = default;
+  NetVMToLLVMPass(const NetVMToLLVMPass &other) : PassWrapper(other) {}
   void runOnOperation() override {
-    if (failed(lowerToLLVMDialect(getOperation(), NativeLoweringOptions())))
+    NativeLoweringOptions options;
+    options.forwardLinks = forwardLinks;
+    options.countHandlerRuns = counters;
+    options.defaultInfoSize = infoSize;
+    if (failed(lowerToLLVMDialect(getOperation(), options)))
       signalPassFailure();
   }
+  Option<bool> forwardLinks{
+      *this, "forward-links",
+      llvm::cl::desc("Connections between NetPEs through netvm_rt_forward "
+                     "(pipeline mode)"),
+      llvm::cl::init(false)};
+  Option<bool> counters{
+      *this, "counters",
+      llvm::cl::desc("Maintain the per-NetPE run and send counters"),
+      llvm::cl::init(true)};
+  Option<unsigned> infoSize{
+      *this, "info-size",
+      llvm::cl::desc("Info memory size when no NetPE declares more"),
+      llvm::cl::init(64)};
 };
 } // namespace
 
