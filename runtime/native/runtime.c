@@ -10,6 +10,7 @@
 #include "internal.h"
 #include "netvm/semantics.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,8 +236,49 @@ uint32_t netvm_rt_hash(const uint32_t *words, uint32_t count) {
 uint32_t netvm_rt_checksum(const uint8_t *data, uint32_t length) {
   return netvm_checksum(data, length);
 }
+/* CRC-32 and CRC-32C, eight bytes at a time (Intel's slicing-by-8): the
+ * same values as semantics.h's bitwise reference, several times faster.
+ * crc_tables[kind][k][b] is the CRC register after byte b followed by k
+ * zero bytes. Filled once (pthread_once). */
+static uint32_t crc_tables[2][8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_fill(void) {
+  uint32_t kind, b, k;
+  for (kind = 0; kind < 2; ++kind) {
+    uint32_t poly = kind == NETVM_CRC32 ? 0xEDB88320u : 0x82F63B78u;
+    for (b = 0; b < 256; ++b) {
+      uint32_t crc = b;
+      int bit;
+      for (bit = 0; bit < 8; ++bit)
+        crc = (crc >> 1) ^ (poly & (0u - (crc & 1u)));
+      crc_tables[kind][0][b] = crc;
+    }
+    for (k = 1; k < 8; ++k)
+      for (b = 0; b < 256; ++b) {
+        uint32_t prev = crc_tables[kind][k - 1][b];
+        crc_tables[kind][k][b] = (prev >> 8) ^ crc_tables[kind][0][prev & 0xFF];
+      }
+  }
+}
+
 uint32_t netvm_rt_crc(uint32_t kind, const uint8_t *data, uint32_t length) {
-  return netvm_crc(kind, data, length);
+  const uint32_t(*t)[256];
+  uint32_t crc = 0xFFFFFFFFu;
+  if (kind > 1)
+    return netvm_crc(kind, data, length);
+  pthread_once(&crc_once, crc_fill);
+  t = crc_tables[kind];
+  for (; length >= 8; data += 8, length -= 8) {
+    uint32_t lo = crc ^ ((uint32_t)data[0] | (uint32_t)data[1] << 8 |
+                         (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24);
+    crc = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^
+          t[4][lo >> 24] ^ t[3][data[4]] ^ t[2][data[5]] ^ t[1][data[6]] ^
+          t[0][data[7]];
+  }
+  for (; length; ++data, --length)
+    crc = (crc >> 8) ^ t[0][(crc ^ *data) & 0xFF];
+  return crc ^ 0xFFFFFFFFu;
 }
 uint32_t netvm_rt_crc_word(uint32_t kind, uint32_t word) {
   return netvm_crc_word(kind, word);
