@@ -2,10 +2,12 @@
 #===- scripts/run-example.sh - The main job on the bundled example --------===#
 #
 # Installs what is missing, builds, then assembles the bundled two-NetPE
-# classifier (examples/apps/classify.nvapp) and runs it with the reference
-# interpreter over the bundled trace (examples/traces/mixed.pcap), printing
-# the per-sink (per output port) summary, the per-NetPE counters and the
-# protocol counters the application keeps in its data memory.
+# classifier (examples/apps/classify.nvapp), compiles it to native code with
+# the JIT and runs it over the bundled trace (examples/traces/mixed.pcap),
+# printing the per-sink (per output port) summary, the per-NetPE counters
+# and the protocol counters the application keeps in its data memory. Extra
+# arguments go to netvm-run (--interp for the reference interpreter, -v for
+# every packet).
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 

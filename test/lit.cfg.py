@@ -30,6 +30,10 @@ llvm_config.with_environment("PATH", config.netvm_tools_dir, append_path=True)
 # Optional tools: tests that need them say REQUIRES: <feature>.
 if shutil.which("tcpdump"):
     config.available_features.add("tcpdump")
+# Live capture on the loopback interface needs root (or CAP_NET_RAW).
+if hasattr(os, "geteuid") and os.geteuid() == 0 and os.path.exists(
+        "/sys/class/net/lo"):
+    config.available_features.add("live-capture")
 if shutil.which("qemu-aarch64"):
     config.available_features.add("qemu-aarch64")
 if shutil.which("aarch64-linux-gnu-gcc") and os.path.exists(

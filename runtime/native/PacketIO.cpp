@@ -30,6 +30,7 @@ public:
     struct pcap_pkthdr *header;
     const u_char *data;
     int rc = pcap_next_ex(handle, &header, &data);
+    timeout = rc == 0; // live capture: nothing within the read timeout
     if (rc == 1) {
       packet.bytes.assign(data, data + header->caplen);
       packet.wireLength = header->len;
@@ -42,9 +43,11 @@ public:
     return false;
   }
   int linkType() const override { return pcap_datalink(handle); }
+  bool timedOut() const override { return timeout; }
 
 private:
   pcap_t *handle;
+  bool timeout = false;
 };
 
 /// Parse whitespace-separated hex bytes; false (with `error`) on a bad
@@ -128,6 +131,32 @@ std::unique_ptr<PacketReader> PacketReader::open(const std::string &path,
     std::string message = errbuf;
     error = message.find(path) == std::string::npos ? path + ": " + message
                                                     : message;
+    return nullptr;
+  }
+  return std::make_unique<PcapReader>(handle);
+}
+
+std::unique_ptr<PacketReader> PacketReader::openLive(const std::string &device,
+                                                     bool promiscuous,
+                                                     std::string &error) {
+  char errbuf[PCAP_ERRBUF_SIZE] = {0};
+  pcap_t *handle = pcap_create(device.c_str(), errbuf);
+  if (!handle) {
+    error = device + ": " + errbuf;
+    return nullptr;
+  }
+  pcap_set_snaplen(handle, 262144);
+  pcap_set_promisc(handle, promiscuous ? 1 : 0);
+  // Short timeouts: a quiet link still lets the caller process what it has.
+  pcap_set_timeout(handle, 100);
+  int rc = pcap_activate(handle);
+  if (rc < 0) {
+    std::string why = rc == PCAP_ERROR ? pcap_geterr(handle)
+                                       : pcap_statustostr(rc);
+    if (rc == PCAP_ERROR_PERM_DENIED)
+      why += " (capturing needs root or CAP_NET_RAW)";
+    error = device + ": " + why;
+    pcap_close(handle);
     return nullptr;
   }
   return std::make_unique<PcapReader>(handle);

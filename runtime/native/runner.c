@@ -112,8 +112,13 @@ typedef struct message {
 
 typedef struct ring {
   message *slots;
+  /* The consumer's line: its index and what it last saw of the tail. */
   _Alignas(CACHE_LINE) atomic_size_t head; /* next slot to consume */
+  size_t tail_seen;
+  /* The producer's line: its index and what it last saw of the head, so
+   * that each side reads the other's line only when it must. */
   _Alignas(CACHE_LINE) atomic_size_t tail; /* next slot to fill */
+  size_t head_seen;
   _Alignas(CACHE_LINE) char pad;
 } ring;
 
@@ -121,9 +126,15 @@ typedef struct ring {
  * to do costs little. */
 static void backoff(unsigned *spins) {
   ++*spins;
-  if (*spins < 64)
+  if (*spins < 4096) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
     return;
-  if (*spins < 2048) {
+  }
+  if (*spins < 8192) {
     sched_yield();
     return;
   }
@@ -136,9 +147,12 @@ static void backoff(unsigned *spins) {
 static message *ring_reserve(ring *q) {
   size_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
   unsigned spins = 0;
-  while (tail - atomic_load_explicit(&q->head, memory_order_acquire) >=
-         RING_SLOTS)
+  while (tail - q->head_seen >= RING_SLOTS) {
+    q->head_seen = atomic_load_explicit(&q->head, memory_order_acquire);
+    if (tail - q->head_seen < RING_SLOTS)
+      break;
     backoff(&spins);
+  }
   return &q->slots[tail & (RING_SLOTS - 1)];
 }
 static void ring_commit(ring *q) {
@@ -149,8 +163,12 @@ static void ring_commit(ring *q) {
 static message *ring_front(ring *q) {
   size_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
   unsigned spins = 0;
-  while (atomic_load_explicit(&q->tail, memory_order_acquire) == head)
+  while (q->tail_seen == head) {
+    q->tail_seen = atomic_load_explicit(&q->tail, memory_order_acquire);
+    if (q->tail_seen != head)
+      break;
     backoff(&spins);
+  }
   return &q->slots[head & (RING_SLOTS - 1)];
 }
 static void ring_pop(ring *q) {

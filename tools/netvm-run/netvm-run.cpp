@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <map>
 
@@ -51,6 +52,15 @@ static cl::opt<std::string> hexInput(
              "whitespace-separated hexadecimal bytes (0x1f or 1f); blank "
              "lines and lines starting with # are skipped"),
     cl::value_desc("packets.txt"), cl::cat(runCategory));
+static cl::opt<std::string> liveDevice(
+    "i",
+    cl::desc("Capture packets live from this network interface through "
+             "libpcap (needs root or CAP_NET_RAW); stops after -c packets or "
+             "on Ctrl-C"),
+    cl::value_desc("interface"), cl::cat(runCategory));
+static cl::opt<bool> promiscuous(
+    "promiscuous", cl::desc("With -i: put the interface in promiscuous mode"),
+    cl::cat(runCategory));
 static cl::list<std::string> hexPackets(
     "hex-packet",
     cl::desc("Read one packet from a file of hexadecimal bytes spread over "
@@ -153,6 +163,10 @@ struct SinkStats {
 };
 } // namespace
 
+/// Set by SIGINT/SIGTERM during a live capture: stop reading, report.
+static volatile std::sig_atomic_t interrupted = 0;
+static void onInterrupt(int) { interrupted = 1; }
+
 static void printBytes(llvm::raw_ostream &os, llvm::ArrayRef<uint8_t> bytes) {
   for (size_t i = 0; i < bytes.size(); i += 16) {
     os << "    " << llvm::format_hex_no_prefix(i, 4) << " ";
@@ -176,12 +190,17 @@ int main(int argc, char **argv) {
       "  netvm-run filter.netil -r trace.pcap          per-sink summary\n"
       "  netvm-run filter.netil -r trace.pcap -v       every packet\n"
       "  netvm-run app.nvapp -r in.pcap -w 'out-%s.pcap'\n"
-      "  netvm-run test.netil --hex-packet test_1.txt -v\n");
+      "  netvm-run test.netil --hex-packet test_1.txt -v\n"
+      "  netvm-run filter.netil -r big.pcap -j 2 --throughput   two threads\n"
+      "  netvm-run app.nvapp -r big.pcap --pipeline -j 2        NetPEs on "
+      "two threads\n"
+      "  netvm-run filter.netil -i eth0 -c 1000      live capture (root)\n");
 
-  int inputKinds = !pcapInput.empty() + !hexInput.empty() + !hexPackets.empty();
+  int inputKinds = !pcapInput.empty() + !hexInput.empty() +
+                   !hexPackets.empty() + !liveDevice.empty();
   if (inputKinds != 1) {
     llvm::errs() << "netvm-run: give exactly one packet input: -r FILE, "
-                    "--hex FILE or --hex-packet FILE...\n";
+                    "--hex FILE, --hex-packet FILE... or -i INTERFACE\n";
     return 1;
   }
   if (threads == 0) {
@@ -315,7 +334,15 @@ int main(int argc, char **argv) {
 
   // Packet input.
   std::unique_ptr<rt::PacketReader> reader;
-  if (!pcapInput.empty() || !hexInput.empty()) {
+  if (!liveDevice.empty()) {
+    reader = rt::PacketReader::openLive(liveDevice, promiscuous, error);
+    if (!reader) {
+      llvm::errs() << "netvm-run: " << error << "\n";
+      return 1;
+    }
+    std::signal(SIGINT, onInterrupt);
+    std::signal(SIGTERM, onInterrupt);
+  } else if (!pcapInput.empty() || !hexInput.empty()) {
     bool hex = !hexInput.empty();
     reader = rt::PacketReader::open(hex ? hexInput : pcapInput, hex, error);
     if (!reader) {
@@ -326,11 +353,18 @@ int main(int argc, char **argv) {
   size_t nextHexPacket = 0;
   uint64_t packetsRead = 0;
   bool inputFailed = false;
+  // A live capture had nothing within its read timeout: not the end.
+  bool liveTimeout = false;
   auto readPacket = [&](rt::TracePacket &packet) -> bool {
-    if (maxPackets && packetsRead >= maxPackets)
+    liveTimeout = false;
+    if ((maxPackets && packetsRead >= maxPackets) || interrupted)
       return false;
     if (reader) {
       if (!reader->next(packet, error)) {
+        if (reader->timedOut()) {
+          liveTimeout = true;
+          return false;
+        }
         if (!error.empty()) {
           llvm::errs() << "netvm-run: " << error << "\n";
           inputFailed = true;
@@ -540,7 +574,9 @@ int main(int argc, char **argv) {
     bool exhausted = false;
     vm->setSourcePuller([&](unsigned) -> std::optional<rt::TracePacket> {
       rt::TracePacket packet;
-      if (!readPacket(packet)) {
+      while (!readPacket(packet)) {
+        if (liveTimeout)
+          continue;
         exhausted = true;
         return std::nullopt;
       }
@@ -570,8 +606,11 @@ int main(int argc, char **argv) {
       arena.clear();
       offsets.clear();
       chunk.clear();
-      while (chunk.size() < std::max(1u, chunkSize.getValue()) &&
-             (more = readPacket(packet))) {
+      while (chunk.size() < std::max(1u, chunkSize.getValue())) {
+        if (!readPacket(packet)) {
+          more = liveTimeout; // a quiet link: run what came so far
+          break;
+        }
         offsets.push_back(arena.size());
         arena.insert(arena.end(), packet.bytes.begin(), packet.bytes.end());
         netvm_packet p{};
@@ -584,7 +623,7 @@ int main(int argc, char **argv) {
         chunk[i].data = arena.data() + offsets[i];
       readSeconds += secondsSince(start);
       if (chunk.empty())
-        break;
+        continue;
       start = Clock::now();
       chunkBase = packetNo;
       netvm_runner_run(runner, source, chunk.data(), chunk.size());
@@ -606,7 +645,12 @@ int main(int argc, char **argv) {
   } else {
     rt::TracePacket packet;
     auto start = Clock::now();
-    while (readPacket(packet)) {
+    for (;;) {
+      if (!readPacket(packet)) {
+        if (liveTimeout)
+          continue;
+        break;
+      }
       size_t length = packet.bytes.size();
       account(vm->push(source, packet), ++packetNo, length);
     }

@@ -35,9 +35,19 @@ public:
   static bool readHexPacket(const std::string &path, TracePacket &packet,
                             std::string &error);
 
+  /// Capture from network interface `device` through libpcap (live, not
+  /// promiscuous unless asked). Null on error, with `error` naming the
+  /// device.
+  static std::unique_ptr<PacketReader> openLive(const std::string &device,
+                                                bool promiscuous,
+                                                std::string &error);
+
   /// The next packet; false at the end of the trace or on error (then
-  /// `error` is non-empty).
+  /// `error` is non-empty), or, for live captures, when no packet came
+  /// within the read timeout (then timedOut() is true).
   virtual bool next(TracePacket &packet, std::string &error) = 0;
+  /// Whether the last next() returned false for a read timeout.
+  virtual bool timedOut() const { return false; }
   /// The pcap link-layer type (DLT_EN10MB for hex files).
   virtual int linkType() const = 0;
 };

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+#===- bench/run.sh - The benchmark, in one command -------------------------===#
+#
+# Installs and builds what is missing, generates the traces (not committed:
+# 65536 packets that stay in cache and 1,000,000 packets, both made by
+# netvm-pcapgen with fixed seeds), then runs in one process netvm-bench:
+# the paper's five filters as JIT code (batch and per-packet entries)
+# against the same filters in C (clang -O2), libpcap's bpf_filter and the
+# interpreter, JIT compile latency, and the runner's threads; and finally
+# netvm-run -j 1 / -j 2 end to end. Prints Markdown; bench/README.md holds
+# the latest figures.
+#
+# Usage: bench/run.sh [extra netvm-bench options, e.g. --min-time 1]
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${NETVM_BUILD_DIR:-$root/build}
+"$root/scripts/setup.sh" >&2
+ninja -C "$build" netvm-bench netvm-run netvm-pcapgen >&2
+
+traces=$build/bench
+mkdir -p "$traces"
+[[ -s $traces/small.pcap ]] ||
+  "$build/bin/netvm-pcapgen" -n 65536 --seed 7 -o "$traces/small.pcap"
+[[ -s $traces/large.pcap ]] ||
+  "$build/bin/netvm-pcapgen" -n 1000000 --seed 8 -o "$traces/large.pcap"
+
+echo "## netvm-bench ($(date -u +%Y-%m-%d), $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
+echo
+"$build/bin/netvm-bench" --small "$traces/small.pcap" \
+  --large "$traces/large.pcap" --filters "$root/examples/filters" \
+  --pipeline-app "$root/examples/apps/watch.nvapp" "$@"
+
+echo
+echo "### netvm-run end to end ($traces/large.pcap, 1,000,000 packets)"
+echo
+echo "| application | options | reading (ms) | processing (ms) | Mpackets/s processing | Mpackets/s end to end |"
+echo "|---|---|---:|---:|---:|---:|"
+for app in filters/ip.netil netil/flow-hash.netil apps/classify.nvapp; do
+  for opts in "-j 1" "-j 2" "--pipeline -j 2"; do
+    [[ $app != apps/* && $opts == --pipeline* ]] && continue
+    line=$("$build/bin/netvm-run" "$root/examples/$app" -r "$traces/large.pcap" \
+      $opts --throughput 2>&1 >/dev/null | grep 'packets: reading')
+    read -r packets reading processing < <(echo "$line" |
+      sed -E 's/.*: ([0-9]+) packets: reading ([0-9.]+) ms, processing ([0-9.]+) ms.*/\1 \2 \3/')
+    awk -v a="$app" -v o="$opts" -v n="$packets" -v r="$reading" -v p="$processing" \
+      'BEGIN { printf "| %s | %s | %.1f | %.1f | %.2f | %.2f |\n", a, o, r, p, n / p / 1000, n / (r + p) / 1000 }'
+  done
+done
