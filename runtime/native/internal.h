@@ -46,6 +46,8 @@ typedef struct netvm_worker {
 
 struct netvm_instance {
   const netvm_app_desc *app;
+  const netvm_entry_fn *sources; /* app->sources, ... (one load less) */
+  uint32_t num_sources, info_size;
   netvm_pe_state *pes;
   uint8_t *shared;
   uint64_t budget;

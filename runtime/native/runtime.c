@@ -354,21 +354,6 @@ void netvm_worker_push_batch(netvm_worker *w, uint32_t source,
     w->unconnected += count;
     return;
   }
-  if (count == 1) {
-    /* One packet: straight into the source's entry, no loop to set up. */
-    xb->packet = packets->data;
-    xb->length = xb->capacity = packets->length;
-    xb->seconds = packets->seconds;
-    xb->microseconds = packets->microseconds;
-    xb->flags = NETVM_XB_BORROWED | netvm_worker_listened(w);
-    xb->info_length = app->info_size;
-    if (vm->clear_info && app->info_size)
-      memset(xb->info, 0, app->info_size);
-    xb->sequence = vm->sequence++;
-    w->ctx.budget = (int64_t)vm->budget;
-    app->sources[source](&w->ctx, xb);
-    return;
-  }
   xb->sequence = vm->sequence;
   vm->sequence += count;
   w->ctx.budget_reset = (int64_t)vm->budget;
@@ -394,8 +379,11 @@ netvm_instance *netvm_instance_create_workers(const netvm_app_desc *app,
     goto oom;
   vm->app = app;
   vm->budget = 1u << 20;
+  vm->sources = app->sources;
+  vm->num_sources = app->num_sources;
+  vm->info_size = app->info_size;
   for (i = 0; i < app->num_pes; ++i)
-    if (app->pes[i].flags & NETVM_PE_WRITES_INFO)
+    if ((app->pes[i].flags & NETVM_PE_WRITES_INFO) && app->info_size)
       vm->clear_info = 1;
   vm->pes = calloc(app->num_pes ? app->num_pes : 1, sizeof(netvm_pe_state));
   vm->shared = calloc(app->shared_size ? app->shared_size : 1, 1);
@@ -513,7 +501,27 @@ void netvm_instance_push(netvm_instance *vm, uint32_t source,
 
 void netvm_instance_push_batch(netvm_instance *vm, uint32_t source,
                                netvm_packet *packets, size_t count) {
-  netvm_worker_push_batch(&vm->workers[0], source, packets, count);
+  netvm_worker *w = vm->workers;
+  if (count == 1 && source < vm->num_sources) {
+    /* One packet: straight into the source's entry, no loop to set up.
+     * Everything comes from `vm` and `w` directly: a host calling this per
+     * packet pays for few dependent loads. */
+    netvm_exbuf *xb = &w->scratch;
+    w->packets++;
+    xb->packet = packets->data;
+    xb->length = xb->capacity = packets->length;
+    xb->seconds = packets->seconds;
+    xb->microseconds = packets->microseconds;
+    xb->flags = NETVM_XB_BORROWED | netvm_worker_listened(w);
+    xb->info_length = vm->info_size;
+    if (vm->clear_info)
+      memset(xb->info, 0, vm->info_size);
+    xb->sequence = vm->sequence++;
+    w->ctx.budget = (int64_t)vm->budget;
+    vm->sources[source](&w->ctx, xb);
+    return;
+  }
+  netvm_worker_push_batch(w, source, packets, count);
 }
 
 int netvm_instance_pull(netvm_instance *vm, uint32_t sink) {
