@@ -57,4 +57,41 @@ def NetVMInsertBoundsChecks
   ];
 }
 
+def NetVMVersionPacketChecks
+    : Pass<"netvm-version-packet-checks", "netvm::HandlerOp"> {
+  let summary = "one packet-length test for the common case";
+  let description = [{
+    Versions a push handler whose packet accesses at constant offsets need
+    several `netvm.check_bounds`: when the packet is at least as long as
+    the furthest of those accesses, a copy of the handler without them
+    runs; shorter packets run the original, checks and all, so every
+    packet gets the same result, exceptions included. The checks otherwise
+    stay between the tests of a filter (a short packet that fails an
+    earlier test must be rejected, not raise an exception) and keep LLVM
+    from turning the tests into branch-free code. Handlers that replace
+    their exchange buffer (`exbuf_create`, `exbuf_delete`, `receive`) are
+    left alone. Part of the -O2 and -O3 pipelines.
+
+    ```mlir
+    netvm.handler push(%port) {
+      %len = netvm.pkt_len
+      %ok = arith.cmpi uge, %len, %c24_i32 : i32
+      cf.cond_br %ok, ^fast(%port : i32), ^checked(%port : i32)
+      ...
+    ```
+  }];
+  let options = [
+    Option<"minChecks", "min-checks", "unsigned", /*default=*/"2",
+           "Version only handlers with at least this many constant-offset "
+           "packet checks">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::cf::ControlFlowDialect"];
+  let statistics = [
+    Statistic<"numVersioned", "versioned", "Number of handlers versioned">,
+    Statistic<"numRemoved", "removed",
+              "Number of checks the fast versions do without">
+  ];
+}
+
 #endif // NETVM_PASSES_TD

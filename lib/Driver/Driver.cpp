@@ -555,5 +555,9 @@ LogicalResult netvm::driver::optimize(
     handlers.addPass(createCSEPass());
     handlers.addPass(createCanonicalizerPass());
   }
+  if (optLevel > 1) {
+    handlers.addPass(createNetVMVersionPacketChecks());
+    handlers.addPass(createCanonicalizerPass());
+  }
   return pm.run(module);
 }

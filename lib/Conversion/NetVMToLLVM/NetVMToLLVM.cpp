@@ -174,6 +174,9 @@ public:
   Location loc;
 };
 
+/// Set by netvm-version-packet-checks on packet loads of the fast version.
+constexpr llvm::StringLiteral kMinPacketLengthAttr = "netvm.min_packet_length";
+
 /// Branch weights: exceptions and runtime calls are the cold paths.
 constexpr std::pair<uint32_t, uint32_t> kLikely{2000, 1}, kUnlikely{1, 2000};
 
@@ -1151,8 +1154,15 @@ Value toHostOrder(Emitter &e, Value v) {
 NETVM_LOWERING(LoadOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
-  Value addr =
-      e.gep(base(e, op.getSpace(), fi), e.zext(adaptor.getOffset(), e.i64()));
+  Value basePtr = base(e, op.getSpace(), fi);
+  // Where netvm-version-packet-checks promises a packet length, the packet
+  // pointer is dereferenceable that far: LLVM may then load packet fields
+  // speculatively and turn tests into selects.
+  if (auto known = op->getAttrOfType<IntegerAttr>(kMinPacketLengthAttr))
+    if (auto load = basePtr.getDefiningOp<LLVM::LoadOp>())
+      load.setDereferenceableAttr(LLVM::DereferenceableAttr::get(
+          rw.getContext(), known.getInt(), /*mayBeNull=*/false));
+  Value addr = e.gep(basePtr, e.zext(adaptor.getOffset(), e.i64()));
   Value v = LLVM::LoadOp::create(rw, op.getLoc(), op.getType(), addr, 1);
   rw.replaceOp(op, toHostOrder(e, v));
   return success();
