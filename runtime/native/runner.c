@@ -117,8 +117,9 @@ typedef struct ring {
   size_t tail_seen;
   /* The producer's line: its index and what it last saw of the head, so
    * that each side reads the other's line only when it must. */
-  _Alignas(CACHE_LINE) atomic_size_t tail; /* next slot to fill */
+  _Alignas(CACHE_LINE) atomic_size_t tail; /* next slot published */
   size_t head_seen;
+  size_t filled; /* next slot to fill: published in groups (ring_commit) */
   _Alignas(CACHE_LINE) char pad;
 } ring;
 
@@ -126,7 +127,7 @@ typedef struct ring {
  * to do costs little. */
 static void backoff(unsigned *spins) {
   ++*spins;
-  if (*spins < 4096) {
+  if (*spins < 128) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
@@ -134,7 +135,7 @@ static void backoff(unsigned *spins) {
 #endif
     return;
   }
-  if (*spins < 8192) {
+  if (*spins < 4096) { /* the other side may share this CPU: let it run */
     sched_yield();
     return;
   }
@@ -144,21 +145,33 @@ static void backoff(unsigned *spins) {
   }
 }
 
+/* Make everything filled so far visible to the consumer. */
+static void ring_flush(ring *q) {
+  atomic_store_explicit(&q->tail, q->filled, memory_order_release);
+}
+
 static message *ring_reserve(ring *q) {
-  size_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
+  size_t tail = q->filled;
   unsigned spins = 0;
   while (tail - q->head_seen >= RING_SLOTS) {
     q->head_seen = atomic_load_explicit(&q->head, memory_order_acquire);
     if (tail - q->head_seen < RING_SLOTS)
       break;
+    ring_flush(q); /* the consumer may be waiting for what we hold back */
     backoff(&spins);
   }
   return &q->slots[tail & (RING_SLOTS - 1)];
 }
+
+/* Messages are published a group at a time: the consumer's cache line of
+ * the tail then moves once per group, not once per message. Control
+ * messages (end of a run, quit) flush at once. */
+#define RING_GROUP 32u
 static void ring_commit(ring *q) {
-  atomic_store_explicit(
-      &q->tail, atomic_load_explicit(&q->tail, memory_order_relaxed) + 1,
-      memory_order_release);
+  ++q->filled;
+  if (q->filled - atomic_load_explicit(&q->tail, memory_order_relaxed) >=
+      RING_GROUP)
+    ring_flush(q);
 }
 static message *ring_front(ring *q) {
   size_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
@@ -526,6 +539,8 @@ static void pass_on(netvm_runner *r, uint32_t stage, message *m) {
   out->xb = m->xb;
   m->xb = spare;
   ring_commit(&r->rings[stage]);
+  if (m->type == MSG_END || m->type == MSG_QUIT)
+    ring_flush(&r->rings[stage]);
 }
 
 static void *stage_main(void *arg) {
@@ -603,6 +618,8 @@ static void send_control(netvm_runner *r, uint32_t type, uint64_t sequence,
   m->drops = drops;
   m->unconnected = unconnected;
   ring_commit(&r->rings[0]);
+  if (type == MSG_END || type == MSG_QUIT)
+    ring_flush(&r->rings[0]);
 }
 
 /* Wait until every stage has handled everything sent so far. */
