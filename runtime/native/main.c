@@ -3,10 +3,17 @@
  * Link an object made by `netc -c` with the native runtime and this file to
  * get a program that runs the application over packets:
  *
- *   netc app.netil --target=aarch64-linux-gnu -c -o app.o
- *   cc -DNETVM_APP_SYMBOL=netvm_app_app main.c runtime.c coprocessors.c app.o
+ *   netc app.netil -c -o app.o
+ *   cc -Iruntime/include -DNETVM_APP_SYMBOL=netvm_app_app \
+ *      runtime/native/main.c runtime/native/runtime.c runtime/native/runner.c \
+ *      runtime/coprocessors/coprocessors.c app.o -lpthread -o app
  *
- * (build/lib has the host runtime prebuilt: libnetvm-rt.a, netvm-main.o.)
+ * or, with the prebuilt runtime (build/lib for the host, build/aarch64 for
+ * AArch64) and an object exporting `netvm_app`:
+ *
+ *   netc app.netil --target=aarch64-linux-gnu -c -o app.o --descriptor=netvm_app
+ *   aarch64-linux-gnu-gcc -static app.o build/aarch64/netvm-main.o \
+ *      build/aarch64/libnetvm-rt.a -o app
  * It reads packets from standard input, one per line as whitespace-separated
  * hexadecimal bytes (blank lines and lines starting with '#' are skipped),
  * pushes each into source 0 (or the source named by NETVM_SOURCE), and

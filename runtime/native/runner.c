@@ -696,7 +696,7 @@ static const char *stateful_reason(const netvm_app_desc *app, char *buffer,
                                    size_t size) {
   uint32_t i;
   for (i = 0; i < app->num_pes; ++i) {
-    uint32_t f = app->pes[i].flags;
+    uint32_t f = app->pes[i].flags & NETVM_PE_STATEFUL;
     const char *what = f & NETVM_PE_WRITES_DATA     ? "writes its data memory"
                        : f & NETVM_PE_WRITES_SHARED ? "writes shared memory"
                        : f & NETVM_PE_COPROCESSORS  ? "uses coprocessors"
@@ -705,22 +705,29 @@ static const char *stateful_reason(const netvm_app_desc *app, char *buffer,
     if (what) {
       snprintf(buffer, size,
                "NetPE '%s' %s: replicas would diverge, so run-to-completion "
-               "uses one thread (the pipeline mode can use more)",
-               app->pes[i].name, what);
+               "uses one thread%s",
+               app->pes[i].name, what,
+               f & NETVM_PE_WRITES_SHARED
+                   ? ""
+                   : " (the pipeline mode can use more)");
       return buffer;
     }
   }
   return NULL;
 }
 
+static int touches_shared(const netvm_pe_desc *pe) {
+  return (pe->flags & (NETVM_PE_READS_SHARED | NETVM_PE_WRITES_SHARED)) != 0;
+}
+
 static int plan_stages(netvm_runner *r, const netvm_runner_options *options,
                        char *error, size_t error_size) {
   const netvm_app_desc *app = r->app;
-  uint32_t n = app->num_pes, i;
+  uint32_t n = app->num_pes, i, first = n, last = 0, writers = 0;
   if (!(app->flags & NETVM_APP_FORWARDED_LINKS) || !app->pe_order) {
     snprintf(error, error_size,
              "pipeline mode needs the application compiled with forwarded "
-             "links (netc/netvm-run --pipeline)");
+             "links (netc --forward-links, netvm-run --pipeline)");
     return 0;
   }
   for (i = 0; i < n; ++i)
@@ -730,12 +737,22 @@ static int plan_stages(netvm_runner *r, const netvm_runner_options *options,
                app->pes[i].name);
       return 0;
     }
+  /* Shared memory must stay on one thread: the NetPEs that use it, when
+   * one of them writes it, go to one stage, and so does every NetPE
+   * between them in the topological order (stages may not decrease). */
+  for (i = 0; i < n; ++i) {
+    const netvm_pe_desc *pe = &app->pes[app->pe_order[i]];
+    writers += (pe->flags & NETVM_PE_WRITES_SHARED) != 0;
+    if (touches_shared(pe)) {
+      first = first < i ? first : i;
+      last = i;
+    }
+  }
+  if (!writers)
+    first = n; /* reading alone is harmless */
   r->stage_of = calloc(n ? n : 1, sizeof(uint32_t));
   if (!r->stage_of)
     return 0;
-  r->stages = r->threads < n ? r->threads : n;
-  if (r->stages == 0)
-    r->stages = 1;
   if (options->stage_of_pe) {
     uint32_t max = 0, prev = 0;
     for (i = 0; i < n; ++i) {
@@ -743,8 +760,24 @@ static int plan_stages(netvm_runner *r, const netvm_runner_options *options,
       if (s < prev) {
         snprintf(error, error_size,
                  "stage %u of NetPE '%s' comes after stage %u of a NetPE "
-                 "before it: stages must not decrease along connections",
+                 "before it in topological order: stages must not decrease "
+                 "along that order",
                  s, app->pes[app->pe_order[i]].name, prev);
+        return 0;
+      }
+      if (s >= n) {
+        snprintf(error, error_size,
+                 "stage %u of NetPE '%s': there are only %u NetPEs", s,
+                 app->pes[app->pe_order[i]].name, n);
+        return 0;
+      }
+      if (first < n && i > first && i <= last &&
+          s != options->stage_of_pe[app->pe_order[first]]) {
+        snprintf(error, error_size,
+                 "NetPEs '%s' and '%s' share memory that one of them "
+                 "writes: they must be on the same stage",
+                 app->pes[app->pe_order[first]].name,
+                 app->pes[app->pe_order[i]].name);
         return 0;
       }
       prev = s;
@@ -753,11 +786,30 @@ static int plan_stages(netvm_runner *r, const netvm_runner_options *options,
     r->stages = max + 1;
     for (i = 0; i < n; ++i)
       r->stage_of[i] = options->stage_of_pe[i];
-  } else {
-    /* Contiguous runs of the topological order, as even as possible. */
-    for (i = 0; i < n; ++i)
+    return 1;
+  }
+  {
+    /* Contiguous runs of the topological order, as even as possible, the
+     * run [first, last] kept whole. Units: NetPEs, that run counting as
+     * one. */
+    uint32_t units = first < n ? n - (last - first) : n, unit = 0, stages;
+    stages = r->threads < units ? r->threads : units;
+    if (stages == 0)
+      stages = 1;
+    for (i = 0; i < n; ++i) {
       r->stage_of[app->pe_order[i]] =
-          (uint32_t)((uint64_t)i * r->stages / n);
+          (uint32_t)((uint64_t)unit * stages / units);
+      if (!(first < n && i >= first && i < last))
+        ++unit;
+    }
+    r->stages = stages;
+    if (first < n && last > first && stages < r->threads)
+      snprintf(r->note, sizeof(r->note),
+               "NetPEs '%s' to '%s' share memory and stay on one stage: %u "
+               "stage%s",
+               app->pes[app->pe_order[first]].name,
+               app->pes[app->pe_order[last]].name, stages,
+               stages == 1 ? "" : "s");
   }
   return 1;
 }

@@ -81,7 +81,6 @@ def main():
             if binary:
                 def aarch64(h=hexfile):
                     with open(h) as f:
-                        env = dict(os.environ)
                         p = subprocess.run(["qemu-aarch64", binary], stdin=f,
                                            capture_output=True, text=True)
                     if p.returncode != 0:

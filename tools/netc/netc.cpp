@@ -74,6 +74,12 @@ static cl::opt<std::string> targetTriple(
     cl::desc("Target triple for -emit=llvm/asm/obj: x86_64-linux-gnu, "
              "aarch64-linux-gnu, ... (default: this machine)"),
     cl::value_desc("triple"), cl::cat(netcCategory));
+static cl::opt<std::string> cpuName(
+    "cpu",
+    cl::desc("CPU to generate code for (default: this machine's CPU without "
+             "--target, the architecture's baseline with it; 'native' = this "
+             "machine's)"),
+    cl::value_desc("name"), cl::cat(netcCategory));
 static cl::opt<std::string> descriptorName(
     "descriptor",
     cl::desc("Symbol of the exported application descriptor (default: "
@@ -138,8 +144,9 @@ int main(int argc, char **argv) {
       "netc - the netvm compiler\n\n"
       "Assembles NetVM applications written in NetIL (NetBee's syntax),\n"
       "checks them statically (stack discipline, labels, ports, locals,\n"
-      "constant-offset memory accesses) and prints them in the netvm MLIR\n"
-      "dialect.\n\n"
+      "constant-offset memory accesses), optimizes them and prints them in\n"
+      "the netvm MLIR dialect, or compiles them to LLVM IR, assembly or an\n"
+      "object file for x86-64 or AArch64 (-emit, -S, -c, --target).\n\n"
       "Examples:\n"
       "  netc filter.netil                 the optimized netvm IR\n"
       "  netc -O0 filter.netil             the assembler's output (plus the\n"
@@ -247,7 +254,8 @@ int main(int argc, char **argv) {
     output->keep();
     return 0;
   }
-  auto tm = netvm::native::createTargetMachine(targetTriple, codegen.optLevel);
+  auto tm = netvm::native::createTargetMachine(targetTriple, codegen.optLevel,
+                                              cpuName);
   if (!tm) {
     llvm::errs() << "netc: " << llvm::toString(tm.takeError()) << "\n";
     return 1;

@@ -2,9 +2,10 @@
 //
 // One interface over the ways netvm runs an application: the reference
 // interpreter and native code (JIT-compiled or linked AOT objects, through
-// the C runtime of runtime/include/netvm/runtime.h). Tools, tests and the
-// Python module drive applications through it, and the differential tests
-// compare engines packet by packet through it.
+// the C runtime of runtime/include/netvm/runtime.h), one packet at a time.
+// netvm-run uses it for the interpreter and for pull mode (native code in
+// push mode goes through the runtime's runners, which can use threads);
+// tests and benchmarks use it to drive either engine the same way.
 //
 //===----------------------------------------------------------------------===//
 

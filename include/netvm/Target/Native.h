@@ -49,7 +49,8 @@ bool isSupportedTriple(llvm::StringRef triple, std::string &why);
 
 /// A target machine for `triple` (empty: the host) at `optLevel`.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(llvm::StringRef triple, unsigned optLevel);
+createTargetMachine(llvm::StringRef triple, unsigned optLevel,
+                    llvm::StringRef cpu = "");
 
 /// Lower `module` (consumed: it is rewritten to the LLVM dialect) and
 /// translate it to LLVM IR for `tm`, optimized at `options.optLevel`.

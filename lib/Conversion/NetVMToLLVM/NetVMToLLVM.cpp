@@ -513,6 +513,9 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
             xb, offsetof(netvm_exbuf, flags));
     if (full || resetExbuf)
       e.store(e.c32(state.infoSize), xb, offsetof(netvm_exbuf, info_length));
+    // Capacity and sequence number matter only to the runtime's listeners
+    // (events, clones delivered to them): the fast loop, which runs only
+    // when nobody listens, leaves them as they were.
     if (full) {
       e.store(length, xb, offsetof(netvm_exbuf, capacity));
       e.store(e.add(first, i), xb, offsetof(netvm_exbuf, sequence));

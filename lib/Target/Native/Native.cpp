@@ -19,6 +19,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
@@ -94,7 +95,7 @@ static llvm::CodeGenOptLevel codegenLevel(unsigned level) {
 
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 netvm::native::createTargetMachine(llvm::StringRef tripleName,
-                                   unsigned optLevel) {
+                                   unsigned optLevel, llvm::StringRef cpuName) {
   initializeTargets();
   std::string tripleStr = tripleName.empty() ? hostTriple() : tripleName.str();
   std::string why;
@@ -106,12 +107,29 @@ netvm::native::createTargetMachine(llvm::StringRef tripleName,
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return llvm::createStringError(error);
-  // Host code may use every feature of this CPU; cross code the baseline.
-  bool isHost = tripleName.empty() || triple.getArch() ==
-                                          llvm::Triple(hostTriple()).getArch();
-  std::string cpu = isHost ? llvm::sys::getHostCPUName().str() : "generic";
+  // Code for this machine (no triple: the JIT, netc without --target) may
+  // use every feature of its CPU, like -march=native; code for a named
+  // target the baseline of that architecture, unless a CPU is named
+  // ("native": this machine's, if the architecture matches).
+  bool sameArch =
+      triple.getArch() == llvm::Triple(hostTriple()).getArch();
+  bool native = cpuName.empty() ? tripleName.empty()
+                                : cpuName == "native" && sameArch;
+  if (cpuName == "native" && !sameArch)
+    return llvm::createStringError("--cpu=native needs a target of this "
+                                   "machine's architecture");
+  std::string cpu = native            ? llvm::sys::getHostCPUName().str()
+                    : cpuName.empty() ? std::string("generic")
+                                      : cpuName.str();
+  if (!native && !cpuName.empty()) {
+    std::unique_ptr<llvm::MCSubtargetInfo> info(
+        target->createMCSubtargetInfo(triple, "", ""));
+    if (!info || !info->isCPUStringValid(cpu))
+      return llvm::createStringError("unknown CPU '" + cpu + "' for " +
+                                     tripleStr);
+  }
   std::string features;
-  if (isHost) {
+  if (native) {
     llvm::SubtargetFeatures f;
     for (auto &feature : llvm::sys::getHostCPUFeatures())
       f.AddFeature(feature.first(), feature.second);

@@ -86,9 +86,10 @@ enum {
 
 /* netvm_app_desc.flags */
 enum {
-  /* Connections between NetPEs go through netvm_rt_forward (and the
-   * descriptor lists every push handler), so that the runtime can put
-   * NetPEs on different threads (pipeline mode). */
+  /* Every delivery to a NetPE (from a source or from another NetPE) goes
+   * through netvm_rt_forward, and the descriptor lists every push handler,
+   * so that the runtime can put NetPEs on different threads (pipeline
+   * mode). */
   NETVM_APP_FORWARDED_LINKS = 1u
 };
 

@@ -117,9 +117,10 @@ const char *netvm_exception_name(uint32_t kind);
  *  - NETVM_RUN_PIPELINE: one instance; its NetPEs are split into stages
  *    (contiguous in topological order), one thread per stage, connected by
  *    single-producer/single-consumer rings. Each NetPE's state is touched
- *    by one thread only, so stateful applications run in parallel too. The
- *    application must be compiled with NETVM_APP_FORWARDED_LINKS and use no
- *    pull ports.
+ *    by one thread only, so stateful applications run in parallel too
+ *    (NetPEs sharing memory that one of them writes are kept on one
+ *    stage). The application must be compiled with
+ *    NETVM_APP_FORWARDED_LINKS and use no pull ports.
  *
  * Events (outputs, exceptions, the end of each packet) reach the callback
  * one at a time, in packet order and, within a packet, in the order a
@@ -149,8 +150,9 @@ typedef struct netvm_runner_options {
   uint32_t batch;     /* packets a thread takes at a time (0: 256) */
   uint32_t reserved;
   uint64_t watchdog;  /* loop iterations per packet (0: 1048576) */
-  /* Pipeline: stage of every NetPE (NULL: automatic). Stages must not
-   * decrease along connections. */
+  /* Pipeline: stage of every NetPE, below the number of NetPEs (NULL:
+   * automatic). Stages must not decrease along desc->pe_order, and NetPEs
+   * sharing memory that one of them writes must be on one stage. */
   const uint32_t *stage_of_pe;
 } netvm_runner_options;
 
