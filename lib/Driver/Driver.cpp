@@ -280,9 +280,16 @@ std::vector<DescriptionParser::Token> DescriptionParser::lex(StringRef line) {
                        : c == '.' ? Token::Dot
                        : c == ',' ? Token::Comma
                                   : Token::Bad;
+    if (line.substr(i).starts_with("=>")) {
+      toks.push_back({Token::Bad, line.substr(i, 2), at});
+      error(at) << "connections are written with '->', not '=>'";
+      return toks;
+    }
     toks.push_back({kind, line.substr(i, 1), at});
-    if (kind == Token::Bad)
+    if (kind == Token::Bad) {
       error(at) << "unexpected character '" << c << "'";
+      return toks; // one error per line
+    }
     ++i;
   }
   toks.push_back({Token::End, line.substr(line.size()),
@@ -346,6 +353,9 @@ OwningOpRef<ModuleOp> DescriptionParser::parse(const LoadOptions &options) {
   for (StringRef line : lines) {
     std::vector<Token> toks = lex(line);
     if (toks.front().kind == Token::End)
+      continue;
+    // The lexer has reported what is wrong with the line.
+    if (toks.back().kind != Token::End)
       continue;
     const Token &first = toks.front();
     size_t i = 1;

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/SourceMgr.h"
 
 namespace netvm::netil {
@@ -32,7 +33,16 @@ public:
 
   mlir::InFlightDiagnostic error(llvm::SMLoc pos) {
     ++numErrors;
+    // The parser tripping over a token the lexer rejected adds nothing.
+    if (lexErrorPositions.contains(pos.getPointer()))
+      return mlir::InFlightDiagnostic();
     return mlir::emitError(loc(pos));
+  }
+  /// An error of the lexer: later errors at the same position are dropped.
+  mlir::InFlightDiagnostic lexError(llvm::SMLoc pos) {
+    mlir::InFlightDiagnostic diag = error(pos);
+    lexErrorPositions.insert(pos.getPointer());
+    return diag;
   }
   mlir::InFlightDiagnostic warning(llvm::SMLoc pos) {
     return mlir::emitWarning(loc(pos));
@@ -49,6 +59,7 @@ private:
   unsigned bufferId;
   mlir::MLIRContext *context;
   unsigned numErrors = 0;
+  llvm::DenseSet<const char *> lexErrorPositions;
 };
 
 } // namespace netvm::netil

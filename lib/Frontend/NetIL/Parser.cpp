@@ -111,7 +111,7 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
       if (groups >= 4 && (q >= end || !isIdentChar(*q))) {
         Token *t = make(Tok::Number, start, q);
         if (groups != 4) {
-          diags.error(t->loc())
+          diags.lexError(t->loc())
               << "colon notation '" << t->text << "' has " << groups
               << " groups; a NetIL value is 32 bits (4 groups, e.g. "
                  "00:11:22:33)";
@@ -145,7 +145,7 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
           unsigned byte = 0;
           part.getAsInteger(10, byte);
           if (byte > 255) {
-            diags.error(t->loc()) << "dotted quad '" << text
+            diags.lexError(t->loc()) << "dotted quad '" << text
                                   << "' has a component above 255";
             t->kind = Tok::Invalid;
           }
@@ -161,12 +161,12 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
       else
         bad = text.getAsInteger(10, v);
       if (bad) {
-        diags.error(t->loc()) << "invalid numeric literal '" << text
+        diags.lexError(t->loc()) << "invalid numeric literal '" << text
                               << "' (expected decimal, 0x hexadecimal, a "
                                  "dotted quad or a colon quad)";
         t->kind = Tok::Invalid;
       } else if (v > 0xFFFFFFFFull) {
-        diags.error(t->loc())
+        diags.lexError(t->loc())
             << "numeric literal '" << text << "' does not fit in 32 bits";
         t->kind = Tok::Invalid;
       }
@@ -207,7 +207,7 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
           case 'r': value.push_back('\r'); break;
           case '0': value.push_back('\0'); break;
           default:
-            diags.error(SMLoc::getFromPointer(q))
+            diags.lexError(SMLoc::getFromPointer(q))
                 << "unknown escape sequence '\\" << e
                 << "' (supported: \\xHH \\\\ \\\" \\n \\t \\r \\0)";
           }
@@ -218,7 +218,7 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
       }
       if (!closed) {
         Token *t = make(Tok::Invalid, p, q);
-        diags.error(t->loc()) << "string is not closed before the end of "
+        diags.lexError(t->loc()) << "string is not closed before the end of "
                                  "the line";
         p = q;
         continue;
@@ -244,11 +244,11 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
     Token *t = make(kind, p, p + 1);
     if (kind == Tok::Invalid) {
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)
-        diags.error(t->loc()) << "invalid character (byte 0x"
+        diags.lexError(t->loc()) << "invalid character (byte 0x"
                               << llvm::utohexstr(static_cast<unsigned char>(c))
                               << ") in NetIL source";
       else
-        diags.error(t->loc()) << "invalid character '" << c
+        diags.lexError(t->loc()) << "invalid character '" << c
                               << "' in NetIL source";
     }
     ++p;
