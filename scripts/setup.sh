@@ -17,6 +17,7 @@ build=${NETVM_BUILD_DIR:-$root/build}
 packages=(
   # toolchain: LLVM/MLIR 22 as shared libraries, clang, lld, lit/FileCheck
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
+  libclang-rt-22-dev
   cmake ninja-build ccache
   # packet I/O and the reference tool for tcpdump semantics
   libpcap-dev tcpdump

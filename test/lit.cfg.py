@@ -34,6 +34,9 @@ if shutil.which("tcpdump"):
 if hasattr(os, "geteuid") and os.geteuid() == 0 and os.path.exists(
         "/sys/class/net/lo"):
     config.available_features.add("live-capture")
+# The build's C compiler can build with ThreadSanitizer (clang's runtime).
+if "clang" in os.path.basename(config.host_cc):
+    config.available_features.add("host-sanitizers")
 if shutil.which("qemu-aarch64"):
     config.available_features.add("qemu-aarch64")
 if shutil.which("aarch64-linux-gnu-gcc") and os.path.exists(

@@ -106,8 +106,6 @@ typedef struct message {
 } message;
 
 #define RING_SLOTS 1024u
-/* next_chunk between runs: stragglers of the last run claim nothing. */
-#define NO_CHUNKS ((size_t)1 << (sizeof(size_t) * 8 - 2))
 #define CACHE_LINE 64
 
 typedef struct ring {
@@ -232,7 +230,10 @@ struct netvm_runner {
   netvm_packet *packets;
   size_t count, num_chunks;
   uint64_t first_sequence;
-  atomic_size_t next_chunk;
+  /* Claims: the run's generation (high 32 bits) and its next chunk (low
+   * 32 bits), so that a thread still looking for work in an earlier run
+   * cannot take a chunk of this one. */
+  atomic_uint_fast64_t claim;
   atomic_size_t chunks_done;
   chunk *chunks;
   size_t chunk_capacity;
@@ -450,13 +451,19 @@ static void flush_ready(netvm_runner *r, int wait) {
   pthread_mutex_unlock(&r->flush_lock);
 }
 
-static void rtc_work(netvm_runner *r, uint32_t replica) {
+/* Work on run `generation`, which has `chunks` chunks. */
+static void rtc_work(netvm_runner *r, uint32_t replica, uint64_t generation,
+                     size_t chunks) {
   netvm_worker *w = &r->replicas[replica]->workers[0];
   for (;;) {
-    size_t c = atomic_fetch_add(&r->next_chunk, 1);
-    size_t first, n;
-    if (c >= NO_CHUNKS || c >= r->num_chunks)
-      break;
+    uint_fast64_t v = atomic_load(&r->claim);
+    size_t c, first, n;
+    do {
+      if ((v >> 32) != (generation & 0xFFFFFFFFu) ||
+          (v & 0xFFFFFFFFu) >= chunks)
+        return;
+    } while (!atomic_compare_exchange_weak(&r->claim, &v, v + 1));
+    c = (size_t)(v & 0xFFFFFFFFu);
     first = c * r->batch;
     n = r->count - first < r->batch ? r->count - first : r->batch;
     if (r->events) {
@@ -474,13 +481,45 @@ static void rtc_work(netvm_runner *r, uint32_t replica) {
 
 static void run_to_completion(netvm_runner *r, uint32_t source,
                               netvm_packet *packets, size_t count) {
-  size_t i;
+  size_t i, chunks = (count + r->batch - 1) / r->batch;
+  uint64_t generation = 0;
+  int threads = r->num_replicas > 1 && chunks > 1;
+  if (chunks > 0xFFFFFFFFu) {
+    /* More chunks than a claim counts: run it in parts. */
+    size_t part = (size_t)0xFFFFFFFFu * r->batch;
+    run_to_completion(r, source, packets, part);
+    r->sequence += part;
+    run_to_completion(r, source, packets + part, count - part);
+    r->sequence -= part;
+    return;
+  }
+  if (threads && r->events && chunks > r->chunk_capacity) {
+    chunk *grown = realloc(r->chunks, chunks * sizeof(*grown));
+    if (!grown)
+      abort();
+    memset(grown + r->chunk_capacity, 0,
+           (chunks - r->chunk_capacity) * sizeof(*grown));
+    r->chunks = grown;
+    r->chunk_capacity = chunks;
+  }
+  for (i = 0; threads && r->events && i < chunks; ++i)
+    atomic_store(&r->chunks[i].done, 0);
+  /* The job, under the lock the other threads read it with. */
+  pthread_mutex_lock(&r->lock);
   r->source = source;
   r->packets = packets;
   r->count = count;
   r->first_sequence = r->sequence;
-  r->num_chunks = (count + r->batch - 1) / r->batch;
-  if (r->num_replicas == 1) {
+  r->num_chunks = chunks;
+  r->flush_next = 0;
+  atomic_store(&r->chunks_done, 0);
+  if (threads) {
+    generation = ++r->generation;
+    atomic_store(&r->claim, (uint_fast64_t)(generation & 0xFFFFFFFFu) << 32);
+    pthread_cond_broadcast(&r->wake);
+  }
+  pthread_mutex_unlock(&r->lock);
+  if (!threads) {
     /* One thread: no chunks, events go out as they happen. */
     struct netvm_recorder *rec = &r->recorders[0];
     rec->log = NULL;
@@ -488,31 +527,12 @@ static void run_to_completion(netvm_runner *r, uint32_t source,
                 r->events ? rec : NULL);
     return;
   }
-  if (r->events && r->num_chunks > r->chunk_capacity) {
-    chunk *grown = realloc(r->chunks, r->num_chunks * sizeof(*grown));
-    if (!grown)
-      abort();
-    memset(grown + r->chunk_capacity, 0,
-           (r->num_chunks - r->chunk_capacity) * sizeof(*grown));
-    r->chunks = grown;
-    r->chunk_capacity = r->num_chunks;
-  }
-  for (i = 0; r->events && i < r->num_chunks; ++i)
-    atomic_store(&r->chunks[i].done, 0);
-  r->flush_next = 0;
-  atomic_store(&r->next_chunk, 0);
-  atomic_store(&r->chunks_done, 0);
-  pthread_mutex_lock(&r->lock);
-  ++r->generation;
-  pthread_cond_broadcast(&r->wake);
-  pthread_mutex_unlock(&r->lock);
-  rtc_work(r, 0);
+  rtc_work(r, 0, generation, chunks);
   {
     unsigned spins = 0;
-    while (atomic_load(&r->chunks_done) < r->num_chunks)
+    while (atomic_load(&r->chunks_done) < chunks)
       backoff(&spins);
   }
-  atomic_store(&r->next_chunk, NO_CHUNKS);
   if (r->events)
     flush_ready(r, 1);
 }
@@ -677,16 +697,18 @@ static void *rtc_thread(void *arg) {
   uint64_t seen = 0;
   free(arg);
   for (;;) {
+    size_t chunks;
     pthread_mutex_lock(&r->lock);
     while (r->generation == seen && !r->quit)
       pthread_cond_wait(&r->wake, &r->lock);
     seen = r->generation;
+    chunks = r->num_chunks; /* of run `seen`: written before it started */
     if (r->quit) {
       pthread_mutex_unlock(&r->lock);
       break;
     }
     pthread_mutex_unlock(&r->lock);
-    rtc_work(r, replica);
+    rtc_work(r, replica, seen, chunks);
   }
   return NULL;
 }
@@ -830,7 +852,6 @@ netvm_runner *netvm_runner_create(const netvm_app_desc *app,
   pthread_mutex_init(&r->lock, NULL);
   pthread_cond_init(&r->wake, NULL);
   pthread_mutex_init(&r->flush_lock, NULL);
-  atomic_store(&r->next_chunk, NO_CHUNKS);
   r->pipeline.runner = r;
   if (app && app->abi_version == NETVM_ABI_VERSION) {
     if (r->mode == NETVM_RUN_PIPELINE) {
