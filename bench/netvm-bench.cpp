@@ -117,6 +117,7 @@ bool loadTrace(const std::string &path, Trace &trace, bool keepCopies) {
     p.length = packet.bytes.size();
     p.seconds = packet.seconds;
     p.microseconds = packet.microseconds;
+    p.wire_length = packet.wireLength;
     trace.packets.push_back(p);
     trace.wireLengths.push_back(packet.wireLength);
     if (keepCopies)

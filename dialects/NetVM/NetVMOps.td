@@ -346,6 +346,20 @@ def NetVM_PacketLengthOp : NetVM_Op<"pkt_len", [
   let assemblyFormat = "attr-dict";
 }
 
+def NetVM_WireLengthOp : NetVM_Op<"wire_len", [
+    MemoryEffects<[MemRead<NetVM_PacketMemory>]>]> {
+  let summary = "the length the packet had on the wire";
+  let description = [{
+    The packet's length on the wire: at least `netvm.pkt_len`, more when
+    the capture kept only the first bytes of the packet (its snapshot
+    length). A buffer made by `netvm.exbuf_create` has its own size; none
+    at all, 0. NetIL has no instruction for it; the tcpdump front end's
+    `len` reads it, as libpcap's does.
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict";
+}
+
 def NetVM_InfoLengthOp : NetVM_Op<"info_len", [
     MemoryEffects<[MemRead<NetVM_InfoMemory>]>]> {
   let summary = "the size of the info memory in bytes";

@@ -34,11 +34,12 @@ namespace {
 struct ExBuf {
   std::vector<uint8_t> packet, info;
   uint32_t seconds = 0, microseconds = 0;
+  uint32_t wireLength = 0; // length on the wire (>= packet.size())
   bool none = false;
   void clear() {
     packet.clear();
     info.clear();
-    seconds = microseconds = 0;
+    seconds = microseconds = wireLength = 0;
     none = true;
   }
 };
@@ -126,6 +127,8 @@ struct Interpreter::Impl {
   ExBufPtr makeExBuf(const Packet &packet) {
     auto xb = std::make_unique<ExBuf>();
     xb->packet = packet.bytes;
+    xb->wireLength = std::max<uint32_t>(packet.wireLength,
+                                        xb->packet.size());
     xb->info.assign(infoSize, 0);
     xb->seconds = packet.seconds;
     xb->microseconds = packet.microseconds;
@@ -140,7 +143,7 @@ Interpreter::~Interpreter() = default;
 static bool isSupported(Operation *op) {
   return isa<
       // netvm
-      SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp, PacketLengthOp,
+      SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp, PacketLengthOp, WireLengthOp,
       InfoLengthOp, InfoClearOp, TimestampOp, RandomOp, CheckOp, CheckBoundsOp, ByteSwapOp, FindBitOp,
       BitOp, HashOp, ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp,
       PacketCrcOp, FieldCmpOp, PacketScanOp, SendDupOp, ReceiveOp,
@@ -632,6 +635,7 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           std::memmove(dst, src, len);
         })
         .Case([&](PacketLengthOp o) { set(o, xb->packet.size()); })
+        .Case([&](WireLengthOp o) { set(o, xb->wireLength); })
         .Case([&](InfoLengthOp o) { set(o, xb->info.size()); })
         .Case([&](InfoClearOp o) {
           std::fill(xb->info.begin(), xb->info.end(), 0);
@@ -741,6 +745,7 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
                              std::to_string(kMaxPacketSize) +
                              "-byte limit of an exchange buffer");
           xb->packet.assign(size, 0);
+          xb->wireLength = static_cast<uint32_t>(size);
           xb->info.assign(infoSize, 0);
           xb->seconds = xb->microseconds = 0;
           xb->none = false;

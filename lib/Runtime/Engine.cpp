@@ -44,8 +44,10 @@ public:
     return convert(vm->initialize());
   }
   PacketResult push(unsigned source, const TracePacket &packet) override {
-    return convert(vm->push(source, interp::Packet{packet.bytes, packet.seconds,
-                                                   packet.microseconds}));
+    return convert(vm->push(source,
+                            interp::Packet{packet.bytes, packet.seconds,
+                                           packet.microseconds,
+                                           packet.wireLength}));
   }
   PacketResult pull(unsigned sink) override { return convert(vm->pull(sink)); }
   void setSourcePuller(
@@ -54,7 +56,8 @@ public:
       std::optional<TracePacket> p = fn(source);
       if (!p)
         return std::nullopt;
-      return interp::Packet{std::move(p->bytes), p->seconds, p->microseconds};
+      return interp::Packet{std::move(p->bytes), p->seconds, p->microseconds,
+                            p->wireLength};
     });
   }
   llvm::ArrayRef<std::string> sourceNames() const override {

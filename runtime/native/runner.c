@@ -293,7 +293,7 @@ static void flush_log(netvm_runner *r, event_log *log) {
       netvm_exbuf xb;
       memset(&xb, 0, sizeof(xb));
       xb.packet = log->data + rec->offset;
-      xb.length = xb.capacity = rec->length;
+      xb.length = xb.capacity = xb.wire_length = rec->length;
       xb.info = log->data + rec->offset + rec->length;
       xb.info_length = rec->info_length;
       xb.seconds = rec->seconds;

@@ -63,7 +63,7 @@ int netvm_exbuf_fill(netvm_worker *w, netvm_exbuf *xb, const uint8_t *bytes,
     memmove(xb->packet, bytes, length);
   else
     memset(xb->packet, 0, length);
-  xb->length = length;
+  xb->length = xb->wire_length = length;
   if (xb->info)
     memset(xb->info, 0, w->vm->app->info_size);
   xb->info_length = w->vm->app->info_size;
@@ -78,6 +78,7 @@ int netvm_exbuf_copy(netvm_worker *w, netvm_exbuf *to,
     return 0;
   memcpy(to->packet, from->packet, from->length);
   to->length = from->length;
+  to->wire_length = from->wire_length;
   if (from->info_length)
     memcpy(to->info, from->info, from->info_length);
   to->info_length = from->info_length;
@@ -510,6 +511,8 @@ void netvm_instance_push_batch(netvm_instance *vm, uint32_t source,
     w->packets++;
     xb->packet = packets->data;
     xb->length = xb->capacity = packets->length;
+    xb->wire_length =
+        packets->wire_length ? packets->wire_length : packets->length;
     xb->seconds = packets->seconds;
     xb->microseconds = packets->microseconds;
     xb->flags = NETVM_XB_BORROWED | netvm_worker_listened(w);

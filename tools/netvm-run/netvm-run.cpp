@@ -617,6 +617,7 @@ int main(int argc, char **argv) {
         p.length = packet.bytes.size();
         p.seconds = packet.seconds;
         p.microseconds = packet.microseconds;
+        p.wire_length = packet.wireLength;
         chunk.push_back(p);
       }
       for (size_t i = 0; i < chunk.size(); ++i)

@@ -41,6 +41,7 @@ struct Options {
 struct Packet {
   std::vector<uint8_t> bytes;
   uint32_t seconds = 0, microseconds = 0;
+  uint32_t wireLength = 0; // on the wire; 0: bytes.size()
 };
 
 /// An exchange buffer that left the application through a sink.

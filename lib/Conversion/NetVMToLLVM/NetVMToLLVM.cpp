@@ -86,7 +86,7 @@ struct netvm::NativeLoweringState {
   LLVM::LLVMFuncOp emitFunc, dropFunc, countFunc;
   SmallVector<LLVM::LLVMFuncOp> routeFuncs;
   /// What the batch loops must set up for every packet.
-  bool usesTimestamps = false, hasWatchdog = false;
+  bool usesTimestamps = false, hasWatchdog = false, usesWireLength = false;
   /// NETVM_PE_* flags of each NetPE.
   std::vector<uint32_t> peFlags;
   std::vector<Site> sites;
@@ -319,6 +319,7 @@ void emitClearExbuf(Emitter &e, Value xb) {
   Value flags = e.load(e.i32(), xb, offsetof(netvm_exbuf, flags));
   e.store(e.or_(flags, e.c32(NETVM_XB_NONE)), xb, offsetof(netvm_exbuf, flags));
   e.store(e.c32(0), xb, offsetof(netvm_exbuf, length));
+  e.store(e.c32(0), xb, offsetof(netvm_exbuf, wire_length));
   e.store(e.c32(0), xb, offsetof(netvm_exbuf, info_length));
   e.store(e.c32(0), xb, offsetof(netvm_exbuf, seconds));
   e.store(e.c32(0), xb, offsetof(netvm_exbuf, microseconds));
@@ -505,6 +506,12 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
             offsetof(netvm_exbuf, packet));
     Value length = e.load(e.i32(), p, offsetof(netvm_packet, length));
     e.store(length, xb, offsetof(netvm_exbuf, length));
+    if (full || state.usesWireLength) {
+      Value wire = e.load(e.i32(), p, offsetof(netvm_packet, wire_length));
+      Value given = e.icmp(LLVM::ICmpPredicate::ne, wire, e.c32(0));
+      e.store(e.select(given, wire, length), xb,
+              offsetof(netvm_exbuf, wire_length));
+    }
     // The flags every packet: LLVM then sees them as constants where the
     // packet leaves, and in the fast loop the emission and drop paths fold
     // into a verdict.
@@ -819,6 +826,7 @@ netvm::prepareNativeLowering(ModuleOp module,
   state->countFunc = buildCountHelper(b, loc, *state);
   app.walk([&](Operation *op) {
     state->usesTimestamps |= isa<TimestampOp>(op);
+    state->usesWireLength |= isa<WireLengthOp>(op);
     state->hasWatchdog |= isa<WatchdogOp>(op);
   });
   for (auto [index, pe] : llvm::enumerate(state->pes)) {
@@ -1202,6 +1210,14 @@ NETVM_LOWERING(PacketLengthOp) {
   return success();
 }
 
+NETVM_LOWERING(WireLengthOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  rw.replaceOp(op,
+               e.load(e.i32(), fi.xb, offsetof(netvm_exbuf, wire_length)));
+  return success();
+}
+
 NETVM_LOWERING(InfoLengthOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
@@ -1521,6 +1537,7 @@ void netvm::populateNetVMToLLVMConversionPatterns(
                RetOpLowering, TrapOpLowering, CheckOpLowering,
                CheckBoundsOpLowering, WatchdogOpLowering, LoadOpLowering,
                StoreOpLowering, CopyOpLowering, PacketLengthOpLowering,
+               WireLengthOpLowering,
                InfoLengthOpLowering, InfoClearOpLowering, TimestampOpLowering,
                RandomOpLowering, ByteSwapOpLowering, FindBitOpLowering,
                BitOpLowering, HashOpLowering, ChecksumOpLowering,

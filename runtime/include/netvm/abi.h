@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define NETVM_ABI_VERSION 2u
+#define NETVM_ABI_VERSION 3u
 
 /* Exception kinds: the values of the dialect's ExceptionKind enumeration. */
 enum {
@@ -104,6 +104,9 @@ typedef struct netvm_exbuf {
   uint32_t microseconds;
   uint32_t flags;       /* NETVM_XB_* */
   uint64_t sequence;    /* arrival number of the packet it came from */
+  uint32_t wire_length; /* length on the wire (>= length for a capture cut
+                           short by its snapshot length) */
+  uint32_t reserved;
 } netvm_exbuf;
 
 /* The run-time state of one NetPE instance. */
@@ -141,7 +144,7 @@ typedef struct netvm_packet {
   uint32_t length;
   uint32_t seconds;
   uint32_t microseconds;
-  uint32_t reserved;
+  uint32_t wire_length; /* length on the wire; 0: the same as `length` */
 } netvm_packet;
 
 typedef void (*netvm_entry_fn)(netvm_ctx *ctx, netvm_exbuf *xb);
@@ -216,7 +219,8 @@ NETVM_STATIC_ASSERT(offsetof(netvm_exbuf, seconds) == 28, "exbuf layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_exbuf, microseconds) == 32, "exbuf layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_exbuf, flags) == 36, "exbuf layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_exbuf, sequence) == 40, "exbuf layout");
-NETVM_STATIC_ASSERT(sizeof(netvm_exbuf) == 48, "exbuf layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_exbuf, wire_length) == 48, "exbuf layout");
+NETVM_STATIC_ASSERT(sizeof(netvm_exbuf) == 56, "exbuf layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_pe_state, data) == 0, "pe state layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_pe_state, coprocessors) == 8,
                     "pe state layout");
@@ -235,6 +239,8 @@ NETVM_STATIC_ASSERT(sizeof(netvm_ctx) == 64, "ctx layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_packet, length) == 8, "packet layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_packet, seconds) == 12, "packet layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_packet, microseconds) == 16,
+                    "packet layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_packet, wire_length) == 20,
                     "packet layout");
 NETVM_STATIC_ASSERT(sizeof(netvm_packet) == 24, "packet layout");
 NETVM_STATIC_ASSERT(sizeof(netvm_pe_desc) == 40, "descriptor layout");
