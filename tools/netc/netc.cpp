@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Driver/Driver.h"
+#include "netvm/Frontend/PcapFilter.h"
 #include "netvm/Frontend/NetIL.h"
 #include "netvm/Conversion/NetVMToLLVM.h"
 #include "netvm/Target/Native.h"
@@ -33,10 +34,16 @@ namespace cl = llvm::cl;
 static cl::OptionCategory netcCategory("netc options");
 
 static cl::list<std::string>
-    inputs(cl::Positional, cl::OneOrMore, cl::cat(netcCategory),
+    inputs(cl::Positional, cl::ZeroOrMore, cl::cat(netcCategory),
            cl::desc("<input: NetIL files (chained in order), one .nvapp "
                     "application description, or one .mlir file>"));
 
+static cl::opt<std::string> pcapFilter(
+    "pcap-filter",
+    cl::desc("Compile this tcpdump expression (man pcap-filter) instead of "
+             "input files: an application whose NetPE 'filter' sends the "
+             "packets it accepts to sink 'match'"),
+    cl::value_desc("expression"), cl::cat(netcCategory));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: "
                                                      "standard output)"),
                                        cl::value_desc("file"), cl::init("-"),
@@ -200,10 +207,32 @@ int main(int argc, char **argv) {
     printer = std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, &context);
   }
 
-  netvm::driver::LoadOptions options;
-  options.appName = appName;
-  OwningOpRef<ModuleOp> module = netvm::driver::loadApplication(
-      context, sourceMgr, inputs, options);
+  if (pcapFilter.getNumOccurrences() == 0 && inputs.empty()) {
+    llvm::errs() << "netc: no input: give NetIL files, an .nvapp or .mlir "
+                    "file, or --pcap-filter EXPRESSION\n";
+    return 1;
+  }
+  if (pcapFilter.getNumOccurrences() && !inputs.empty()) {
+    llvm::errs() << "netc: --pcap-filter compiles an expression: give no "
+                    "input files with it\n";
+    return 1;
+  }
+  OwningOpRef<ModuleOp> module;
+  if (pcapFilter.getNumOccurrences()) {
+    netvm::pcapfilter::CompileOptions filterOptions;
+    if (!appName.empty())
+      filterOptions.appName = appName;
+    std::string error;
+    module = netvm::pcapfilter::compile(context, pcapFilter, filterOptions,
+                                        error);
+    if (!module)
+      llvm::errs() << "netc: " << error << "\n";
+  } else {
+    netvm::driver::LoadOptions options;
+    options.appName = appName;
+    module = netvm::driver::loadApplication(context, sourceMgr, inputs,
+                                            options);
+  }
   bool ok = static_cast<bool>(module);
   if (ok)
     ok = succeeded(netvm::driver::optimize(

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Driver/Driver.h"
+#include "netvm/Frontend/PcapFilter.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Runtime/PacketIO.h"
 #include "netvm/Target/Native.h"
@@ -22,6 +23,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -40,9 +42,17 @@ namespace cl = llvm::cl;
 static cl::OptionCategory runCategory("netvm-run options");
 
 static cl::list<std::string>
-    inputs(cl::Positional, cl::OneOrMore, cl::cat(runCategory),
+    inputs(cl::Positional, cl::ZeroOrMore, cl::cat(runCategory),
            cl::desc("<application: NetIL files (chained in order), one "
-                    ".nvapp description, or one .mlir file>"));
+                    ".nvapp description, or one .mlir file; or, like "
+                    "tcpdump, the words of a filter expression>"));
+static cl::opt<std::string> pcapFilter(
+    "pcap-filter",
+    cl::desc("Run this tcpdump expression (man pcap-filter) instead of an "
+             "application: accepted packets leave through sink 'match'. "
+             "Words after the options that name no file are taken as one "
+             "too, as tcpdump does"),
+    cl::value_desc("expression"), cl::cat(runCategory));
 static cl::opt<std::string>
     pcapInput("r", cl::desc("Read packets from a pcap file"),
               cl::value_desc("trace.pcap"), cl::cat(runCategory));
@@ -224,8 +234,42 @@ int main(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module =
-      driver::loadApplication(context, sourceMgr, inputs);
+  // An application from files, or a tcpdump expression (--pcap-filter, or
+  // words that name no file, as in `netvm-run -r f.pcap tcp port 80`).
+  std::string expression = pcapFilter;
+  bool isExpression = pcapFilter.getNumOccurrences() > 0;
+  if (isExpression && !inputs.empty()) {
+    llvm::errs() << "netvm-run: --pcap-filter runs an expression: give no "
+                    "application files with it\n";
+    return 1;
+  }
+  if (!isExpression && inputs.empty()) {
+    llvm::errs() << "netvm-run: no application: give NetIL files, an .nvapp "
+                    "or .mlir file, or a filter expression\n";
+    return 1;
+  }
+  if (!isExpression && !llvm::sys::fs::exists(inputs.front())) {
+    llvm::StringRef first = inputs.front();
+    bool looksLikeFile = first.contains('/') || first.ends_with(".netil") ||
+                         first.ends_with(".nvapp") || first.ends_with(".mlir");
+    if (!looksLikeFile) {
+      isExpression = true;
+      expression = llvm::join(inputs, " ");
+    }
+  }
+  OwningOpRef<ModuleOp> module;
+  if (isExpression) {
+    pcapfilter::CompileOptions filterOptions;
+    std::string filterError;
+    module = pcapfilter::compile(context, expression, filterOptions,
+                                 filterError);
+    if (!module) {
+      llvm::errs() << "netvm-run: " << filterError << "\n";
+      return 1;
+    }
+  } else {
+    module = driver::loadApplication(context, sourceMgr, inputs);
+  }
   if (!module)
     return 1;
   unsigned level = optLevel - '0';
