@@ -104,9 +104,16 @@ def relation(r):
     return f"{lhs} {r.choice(RELS)} {r.choice(['0', '1', '4', '6', '17', '64', '0x45', '1024'])}"
 
 
+def encapsulation(r):
+    """vlan and mpls move the offsets of every primitive after them."""
+    tag = r.choice(["vlan", "vlan", "vlan 0", "vlan 100", "mpls", "mpls",
+                    "vlan and vlan", "mpls and mpls", "mpls 1000"])
+    return f"{tag} and {primitive(r) if r.random() < 0.8 else tag}"
+
+
 PRIMITIVES = [(host, 4), (net, 2), (host6, 2), (port, 4), (proto_number, 2),
               (length, 2), (ether, 2), (relation, 4),
-              (lambda r: r.choice(PROTOS), 4)]
+              (lambda r: r.choice(PROTOS), 4), (encapsulation, 2)]
 
 
 def primitive(r):

@@ -23,6 +23,8 @@
 
 #include <pcap/pcap.h>
 
+#include <set>
+
 using namespace mlir;
 using namespace netvm;
 namespace cl = llvm::cl;
@@ -43,6 +45,11 @@ static cl::opt<bool> requireAll(
     "require-all",
     cl::desc("Also fail when netvm refuses an expression libpcap accepts"),
     cl::cat(diffCategory));
+static cl::opt<std::string> knownFile(
+    "known-differences",
+    cl::desc("A file of expressions known to disagree on some packets (one "
+             "per line): reported, not counted as failures"),
+    cl::value_desc("file"), cl::cat(diffCategory));
 static cl::opt<bool> verbose("v", cl::desc("Print every expression's result"),
                              cl::cat(diffCategory));
 
@@ -62,21 +69,30 @@ int main(int argc, char **argv) {
       "by packet\n");
 
   std::vector<std::string> list(expressions.begin(), expressions.end());
-  for (const std::string &expressionFile : expressionFiles) {
-    auto buffer = llvm::MemoryBuffer::getFile(expressionFile);
+  auto readList = [](const std::string &path,
+                     std::vector<std::string> &out) -> bool {
+    auto buffer = llvm::MemoryBuffer::getFile(path);
     if (!buffer) {
-      llvm::errs() << "netvm-pcap-diff: " << expressionFile << ": "
+      llvm::errs() << "netvm-pcap-diff: " << path << ": "
                    << buffer.getError().message() << "\n";
-      return 1;
+      return false;
     }
     llvm::SmallVector<llvm::StringRef> lines;
     (*buffer)->getBuffer().split(lines, '\n');
     for (llvm::StringRef line : lines) {
       line = line.trim();
       if (!line.empty() && !line.starts_with("#"))
-        list.push_back(line.str());
+        out.push_back(line.str());
     }
-  }
+    return true;
+  };
+  for (const std::string &expressionFile : expressionFiles)
+    if (!readList(expressionFile, list))
+      return 1;
+  std::vector<std::string> knownList;
+  if (!knownFile.empty() && !readList(knownFile, knownList))
+    return 1;
+  std::set<std::string> known(knownList.begin(), knownList.end());
   if (list.empty()) {
     llvm::errs() << "netvm-pcap-diff: no expressions (give some, or -f)\n";
     return 1;
@@ -111,7 +127,7 @@ int main(int argc, char **argv) {
   pcap_t *dead = pcap_open_dead(DLT_EN10MB, 262144);
 
   unsigned agree = 0, disagree = 0, unsupported = 0, invalid = 0,
-           lenient = 0;
+           lenient = 0, knownCount = 0;
   for (const std::string &expr : list) {
     struct bpf_program bpf;
     // libpcap's optimizer refuses expressions it proves reject every
@@ -182,7 +198,7 @@ int main(int argc, char **argv) {
       accepted += theirs;
       if (ours == theirs)
         continue;
-      if (mismatches++ < 3)
+      if (mismatches++ < 3 && !known.count(expr))
         llvm::outs() << "DISAGREE: " << expr << ": packet " << i + 1 << " ("
                      << p.bytes.size() << " of " << p.wireLength
                      << " bytes): netvm " << (ours ? "accepts" : "rejects")
@@ -192,11 +208,18 @@ int main(int argc, char **argv) {
     netvm_instance_destroy(vm);
     if (!rejectsAll)
       pcap_freecode(&bpf);
-    if (mismatches) {
+    if (mismatches && known.count(expr)) {
+      ++knownCount;
+      llvm::outs() << "known difference: " << expr << ": " << mismatches
+                   << " of " << packets.size() << " packets\n";
+    } else if (mismatches) {
       ++disagree;
       llvm::outs() << "DISAGREE: " << expr << ": " << mismatches << " of "
                    << packets.size() << " packets\n";
     } else {
+      if (known.count(expr))
+        llvm::outs() << "now agrees (no longer a known difference): "
+                     << expr << "\n";
       ++agree;
       if (verbose)
         llvm::outs() << "agree: " << expr << " (" << accepted << " of "
@@ -205,9 +228,10 @@ int main(int argc, char **argv) {
   }
   pcap_close(dead);
   llvm::outs() << llvm::formatv(
-      "{0} expressions, {1} packets: {2} agree, {3} disagree, {4} refused by "
-      "netvm, {5} invalid for libpcap ({6} of them accepted by netvm)\n",
+      "{0} expressions, {1} packets: {2} agree, {3} disagree ({7} more "
+      "known to), {4} refused by netvm, {5} invalid for libpcap ({6} of them "
+      "accepted by netvm)\n",
       list.size(), packets.size(), agree, disagree, unsupported, invalid,
-      lenient);
+      lenient, knownCount);
   return disagree || lenient || (requireAll && unsupported) ? 1 : 0;
 }

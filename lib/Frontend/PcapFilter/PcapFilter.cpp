@@ -114,7 +114,8 @@ struct Val {
   enum Kind { Const, Load, WireLen, Binary, Neg } kind = Const;
   uint32_t k = 0;     // Const: the value; Load: constant part of the offset
   unsigned size = 0;  // Load: 1, 2 or 4 bytes
-  bool ipHeader = false; // Load: add the IPv4 header length, 4*(p[14]&15)
+  bool ipHeader = false; // Load: add the IPv4 header length,
+  uint32_t ipHeaderAt = 0; //   4*(p[ipHeaderAt] & 15)
   ValP index;         // Load: variable part of the offset (may be null)
   char op = 0;        // Binary: + - * / % & | ^ < (shl) > (shr)
   ValP a, b;
@@ -138,13 +139,14 @@ ValP constant(uint32_t k) {
   return v;
 }
 ValP load(uint32_t offset, unsigned size, ValP index = nullptr,
-          bool ipHeader = false) {
+          bool ipHeader = false, uint32_t ipHeaderAt = 0) {
   auto v = std::make_shared<Val>();
   v->kind = Val::Load;
   v->k = offset;
   v->size = size;
   v->index = std::move(index);
   v->ipHeader = ipHeader;
+  v->ipHeaderAt = ipHeaderAt;
   return v;
 }
 ValP binary(char op, ValP a, ValP b) {
@@ -190,8 +192,6 @@ PredP makeRelation(arith::CmpIPredicate rel, ValP lhs, ValP rhs) {
 // libpcap's code generation for Ethernet (gencode.c), as predicates
 //===----------------------------------------------------------------------===//
 
-constexpr uint32_t kLinkType = 12; // offset of the EtherType
-constexpr uint32_t kNet = 14;      // offset of the network-layer header
 enum : uint32_t {
   ETHERTYPE_IP = 0x0800,
   ETHERTYPE_ARP = 0x0806,
@@ -270,26 +270,74 @@ PredP cmp(uint32_t offset, unsigned size, uint32_t value,
     v = binary('&', v, constant(mask));
   return makeRelation(rel, v, constant(value));
 }
-/// The same at `offset` from the IPv4 payload (the transport header).
-PredP cmpTransport(uint32_t offset, unsigned size, uint32_t value,
-                   arith::CmpIPredicate rel = arith::CmpIPredicate::eq) {
-  return makeRelation(rel,
-                      load(kNet + offset, size, nullptr, /*ipHeader=*/true),
-                      constant(value));
-}
-
 class Generator {
 public:
+  /// Where the link-layer type and the network-layer header are: libpcap's
+  /// off_linktype and off_linkpl + off_nl, which `vlan` and `mpls` move
+  /// for every primitive after them.
+  uint32_t offLinkType = 12, offLinkPayload = 14, offNetwork = 0;
+  unsigned labelDepth = 0; // MPLS labels seen
+  uint32_t net() const { return offLinkPayload + offNetwork; }
+
+  /// The same as cmp, at `offset` from the IPv4 payload (the transport
+  /// header).
+  PredP cmpTransport(uint32_t offset, unsigned size, uint32_t value,
+                     arith::CmpIPredicate rel = arith::CmpIPredicate::eq) {
+    return makeRelation(
+        rel, load(net() + offset, size, nullptr, /*ipHeader=*/true, net()),
+        constant(value));
+  }
+
   PredP linktype(uint32_t type, antlr4::ParserRuleContext *at) {
+    if (labelDepth > 0) {
+      // Under MPLS labels: the bottom of the stack, then an IP version.
+      if (type != ETHERTYPE_IP && type != ETHERTYPE_IPV6)
+        fail(at, "unsupported protocol over mpls");
+      PredP bottom = cmp(net() - 4 + 2, 1, 0x01, 0x01);
+      return conj(bottom,
+                  cmp(net(), 1, type == ETHERTYPE_IP ? 0x40 : 0x60, 0xF0));
+    }
     if (type <= 1500)
       fail(at, "802.3 length/LLC protocol values (" + std::to_string(type) +
                    ") are not supported; only EtherTypes above 1500");
-    return cmp(kLinkType, 2, type);
+    return cmp(offLinkType, 2, type);
   }
-  PredP ipProto(uint32_t v) { return cmp(kNet + 9, 1, v); }
-  PredP ip6Proto(uint32_t v) { return cmp(kNet + 6, 1, v); }
+  PredP ipProto(uint32_t v) { return cmp(net() + 9, 1, v); }
+  PredP ip6Proto(uint32_t v) { return cmp(net() + 6, 1, v); }
   /// Not a fragment other than the first (libpcap's gen_ipfrag).
-  PredP ipFirstFragment() { return cmp(kNet + 6, 2, 0, 0x1FFF); }
+  PredP ipFirstFragment() { return cmp(net() + 6, 2, 0, 0x1FFF); }
+
+  /// `vlan [id]`: a VLAN TPID, optionally the VLAN ID; later primitives
+  /// look 4 bytes further.
+  PredP vlan(std::optional<uint32_t> id, antlr4::ParserRuleContext *at) {
+    PredP b = disj(disj(linktype(0x8100, at), linktype(0x88a8, at)),
+                   linktype(0x9100, at));
+    if (id) {
+      if (*id > 0x0FFF)
+        fail(at, "VLAN tag " + std::to_string(*id) +
+                     " greater than maximum 4095");
+      b = conj(b, cmp(net(), 2, *id, 0x0FFF));
+    }
+    offLinkPayload += 4;
+    offLinkType += 4;
+    return b;
+  }
+
+  /// `mpls [label]`: an MPLS label stack entry; later primitives look
+  /// past it.
+  PredP mpls(std::optional<uint32_t> label, antlr4::ParserRuleContext *at) {
+    PredP b = labelDepth > 0 ? negate(cmp(net() - 4 + 2, 1, 0x01, 0x01))
+                             : linktype(0x8847, at);
+    if (label) {
+      if (*label > 0xFFFFF)
+        fail(at, "MPLS label " + std::to_string(*label) +
+                     " greater than maximum 1048575");
+      b = conj(b, cmp(net(), 4, *label << 12, 0xFFFFF000u));
+    }
+    offNetwork += 4;
+    ++labelDepth;
+    return b;
+  }
 
   /// gen_proto: ip/ip6 protocol `v` (for `proto` and the abbreviations).
   PredP proto(uint32_t v, Proto p, antlr4::ParserRuleContext *at) {
@@ -306,7 +354,7 @@ public:
       if (v > 255)
         fail(at, "protocol number " + std::to_string(v) + " > 255");
       // The next header, or after a fragment header.
-      PredP fragment = conj(ip6Proto(44), cmp(kNet + 40, 1, v));
+      PredP fragment = conj(ip6Proto(44), cmp(net() + 40, 1, v));
       return conj(linktype(ETHERTYPE_IPV6, at),
                   disj(ip6Proto(v), fragment));
     }
@@ -353,9 +401,9 @@ public:
                uint32_t dstOff) {
     switch (dir) {
     case Dir::Src:
-      return cmp(kNet + srcOff, 4, addr, mask);
+      return cmp(net() + srcOff, 4, addr, mask);
     case Dir::Dst:
-      return cmp(kNet + dstOff, 4, addr, mask);
+      return cmp(net() + dstOff, 4, addr, mask);
     case Dir::And:
       return conj(hostop(addr, mask, Dir::Src, srcOff, dstOff),
                   hostop(addr, mask, Dir::Dst, srcOff, dstOff));
@@ -372,6 +420,8 @@ public:
              antlr4::ParserRuleContext *at) {
     switch (p) {
     case Proto::Default: {
+      if (labelDepth > 0) // only IPv4 under MPLS labels
+        return host(addr, mask, Proto::IP, dir, what, at);
       PredP b = disj(host(addr, mask, Proto::IP, dir, what, at),
                      host(addr, mask, Proto::ARP, dir, what, at));
       return disj(b, host(addr, mask, Proto::RARP, dir, what, at));
@@ -403,7 +453,7 @@ public:
         return conj(op(Dir::Src), op(Dir::Dst));
       if (d == Dir::Default || d == Dir::Or)
         return disj(op(Dir::Src), op(Dir::Dst));
-      uint32_t base = kNet + (d == Dir::Src ? 8 : 24);
+      uint32_t base = net() + (d == Dir::Src ? 8 : 24);
       PredP all;
       for (unsigned w = 0; w < 4; ++w) {
         uint32_t a = 0, m = 0;
@@ -436,7 +486,7 @@ public:
   /// gen_portatom / gen_portrangeatom on the IPv4 transport header.
   PredP portAtom(uint32_t off, uint32_t lo, uint32_t hi, bool ipv6) {
     auto at = [&](arith::CmpIPredicate rel, uint32_t v) {
-      return ipv6 ? cmp(kNet + 40 + off, 2, v, 0xFFFFFFFFu, rel)
+      return ipv6 ? cmp(net() + 40 + off, 2, v, 0xFFFFFFFFu, rel)
                   : cmpTransport(off, 2, v, rel);
     };
     if (lo == hi)
@@ -1013,8 +1063,8 @@ private:
     case Proto::ARP:
     case Proto::RARP:
     case Proto::IP6:
-      v = load(kNet, size, index.value);
       checks = gen.abbreviation(p, ctx);
+      v = load(gen.net(), size, index.value);
       break;
     case Proto::TCP:
     case Proto::UDP:
@@ -1025,13 +1075,13 @@ private:
     case Proto::PIM:
     case Proto::VRRP:
     case Proto::CARP:
-      v = load(kNet, size, index.value, /*ipHeader=*/true);
+      v = load(gen.net(), size, index.value, /*ipHeader=*/true, gen.net());
       checks = conj(conj(gen.linktype(ETHERTYPE_IP, ctx),
                          gen.ipProto(*ipProtocolOf(p))),
                     gen.ipFirstFragment());
       break;
     case Proto::ICMP6:
-      v = load(kNet + 40, size, index.value);
+      v = load(gen.net() + 40, size, index.value);
       checks = conj(gen.linktype(ETHERTYPE_IPV6, ctx), gen.ip6Proto(58));
       break;
     default:
@@ -1051,10 +1101,14 @@ private:
       return lenRel(arith::CmpIPredicate::ule, parseNumber(l->NUM()));
     if (auto *g = dynamic_cast<P::GreaterContext *>(ctx))
       return lenRel(arith::CmpIPredicate::uge, parseNumber(g->NUM()));
-    if (dynamic_cast<P::VlanContext *>(ctx))
-      fail(ctx, "'vlan' is not supported yet");
-    if (dynamic_cast<P::MplsContext *>(ctx))
-      fail(ctx, "'mpls' is not supported yet");
+    if (auto *v = dynamic_cast<P::VlanContext *>(ctx))
+      return gen.vlan(v->NUM() ? std::optional<uint32_t>(parseNumber(v->NUM()))
+                               : std::nullopt,
+                      ctx);
+    if (auto *m = dynamic_cast<P::MplsContext *>(ctx))
+      return gen.mpls(m->NUM() ? std::optional<uint32_t>(parseNumber(m->NUM()))
+                               : std::nullopt,
+                      ctx);
     fail(ctx, "'inbound' and 'outbound' need a live capture's direction, "
               "which packets from files do not have");
   }
@@ -1093,7 +1147,9 @@ std::string keyOf(const ValP &v) {
   case Val::Neg:
     return "-(" + keyOf(v->a) + ")";
   case Val::Load:
-    return "[" + std::string(v->ipHeader ? "x+" : "") +
+    return "[" +
+           (v->ipHeader ? "x" + std::to_string(v->ipHeaderAt) + "+"
+                        : std::string()) +
            (v->index ? keyOf(v->index) + "+" : "") + std::to_string(v->k) +
            ":" + std::to_string(v->size) + "]";
   case Val::Binary:
@@ -1575,7 +1631,7 @@ private:
         variable = val(v->index);
       if (v->ipHeader) {
         Value first = arith::ExtUIOp::create(
-            b, loc, i32, loadByte(kNet, b.getI8Type()));
+            b, loc, i32, loadByte(v->ipHeaderAt, b.getI8Type()));
         Value x = arith::ShLIOp::create(
             b, loc, arith::AndIOp::create(b, loc, first, c32(0x0F)), c32(2));
         variable = variable ? arith::AddIOp::create(b, loc, variable, x)
