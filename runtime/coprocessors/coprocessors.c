@@ -24,35 +24,28 @@
  *               of the first R1 key bytes; copy its value to R11.. and its
  *               length to R2 (on a miss R2 = 0 and R11.. are zero)
  *
+ * regexp and stringmatching are in strings.c.
+ *
  *===----------------------------------------------------------------------===*/
 
-#include "netvm/coprocessor.h"
+#include "internal.h"
 #include "netvm/semantics.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct copro_ops {
-  const char *name;
-  uint32_t num_registers;
-  int (*create)(netvm_copro *c);
-  void (*destroy)(netvm_copro *c);
-  int (*invoke)(netvm_copro *c, uint32_t operation);
-};
-
-struct netvm_copro {
-  const struct copro_ops *ops;
-  uint32_t registers[20];
-  const uint8_t *packet;
-  uint32_t packet_length;
-  void *state;
-  char error[96];
-};
+int netvm_copro_fail(netvm_copro *c, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  vsnprintf(c->error, sizeof(c->error), format, args);
+  va_end(args);
+  return 0;
+}
 
 static int fail(netvm_copro *c, const char *what, uint32_t value) {
-  snprintf(c->error, sizeof(c->error), "%s %u", what, value);
-  return 0;
+  return netvm_copro_fail(c, "%s %u", what, value);
 }
 
 /*===- lookup -------------------------------------------------------------===*/
@@ -318,13 +311,27 @@ static int assoc_invoke(netvm_copro *c, uint32_t operation) {
 
 /*===- Registry and generic operations ------------------------------------===*/
 
-static const struct copro_ops copro_table[] = {
-    {"associative", ASSOC_REGS, assoc_create, assoc_destroy, assoc_invoke},
-    {"lookup", 2, lookup_create, lookup_destroy, lookup_invoke},
+static const struct copro_ops assoc_ops = {
+    "associative", ASSOC_REGS, assoc_create, assoc_destroy, NULL, assoc_invoke};
+static const struct copro_ops lookup_ops = {
+    "lookup", 2, lookup_create, lookup_destroy, NULL, lookup_invoke};
+
+/* In the order of netvm_copro_names. */
+static const struct copro_ops *const copro_table[] = {
+    &assoc_ops,
+    &lookup_ops,
+#ifndef NETVM_NO_HYPERSCAN
+    &netvm_copro_regexp_ops,
+    &netvm_copro_stringmatching_ops,
+#endif
 };
 
 const char *const *netvm_copro_names(void) {
-  static const char *const names[] = {"associative", "lookup", NULL};
+  static const char *const names[] = {"associative", "lookup",
+#ifndef NETVM_NO_HYPERSCAN
+                                      "regexp",      "stringmatching",
+#endif
+                                      NULL};
   return names;
 }
 
@@ -332,12 +339,12 @@ netvm_copro *netvm_copro_create(const char *name) {
   size_t i;
   for (i = 0; i < sizeof(copro_table) / sizeof(copro_table[0]); ++i) {
     netvm_copro *c;
-    if (strcmp(copro_table[i].name, name) != 0)
+    if (strcmp(copro_table[i]->name, name) != 0)
       continue;
     c = calloc(1, sizeof(*c));
     if (!c)
       return NULL;
-    c->ops = &copro_table[i];
+    c->ops = copro_table[i];
     if (!c->ops->create(c)) {
       free(c);
       return NULL;
@@ -362,10 +369,10 @@ uint32_t netvm_copro_num_registers(const netvm_copro *c) {
 
 int netvm_copro_init(netvm_copro *c, const uint8_t *data, size_t size,
                      uint32_t *status) {
-  (void)data;
-  (void)size;
-  (void)c;
-  /* Neither coprocessor takes initialisation data; accept and report 0. */
+  c->error[0] = '\0';
+  if (c->ops->init)
+    return c->ops->init(c, data, size, status);
+  /* lookup and associative take no initialisation data: accept, report 0. */
   *status = 0;
   return 1;
 }
@@ -393,6 +400,7 @@ void netvm_copro_attach(netvm_copro *c, const uint8_t *packet,
                         uint32_t length) {
   c->packet = packet;
   c->packet_length = length;
+  c->has_packet = 1;
 }
 
 const char *netvm_copro_error(const netvm_copro *c) { return c->error; }

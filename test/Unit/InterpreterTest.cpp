@@ -330,17 +330,18 @@ ends
 TEST_F(InterpreterTest, UnknownCoprocessorIsReported) {
   std::string f = write("copro.netil", std::string(kPorts) + R"(
 segment .metadata
- .use_coprocessor regexp
+ .use_coprocessor lookup_ex
 ends
 segment .push
   pop
-  copro.invoke regexp, 0
+  copro.invoke lookup_ex, 0
   pkt.send out
 ends
 )");
   EXPECT_EQ(load({f}), nullptr);
-  EXPECT_NE(diagnostics.find("uses coprocessor 'regexp', which netvm does "
-                             "not provide"),
+  EXPECT_NE(diagnostics.find("uses coprocessor 'lookup_ex', which netvm does "
+                             "not provide (available: associative, lookup, "
+                             "regexp, stringmatching)"),
             std::string::npos)
       << diagnostics;
 }
