@@ -17,6 +17,8 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace netvm::pcapfilter {
@@ -27,6 +29,9 @@ struct CompileOptions {
   /// Where the expression came from, for locations ("<expression>" or a
   /// file name).
   std::string sourceName = "<expression>";
+  /// The netmask of the capture's network, for `ip broadcast` (libpcap's
+  /// pcap_compile argument); without one, `ip broadcast` is an error.
+  std::optional<uint32_t> netmask;
 };
 
 /// Compile `expression`. On error, returns null and sets `error` to a

@@ -32,6 +32,19 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/ether.h>
+#include <netinet/in.h>
+#include <cstdio>
+// net/ethernet.h's macros; the names below are libpcap's constants.
+#undef ETHERTYPE_IP
+#undef ETHERTYPE_ARP
+#undef ETHERTYPE_REVARP
+#undef ETHERTYPE_IPV6
+#undef ETHERTYPE_AARP
+#undef ETHERTYPE_IPX
+#undef ETHERTYPE_LOOPBACK
+#undef ETHERTYPE_AT
+#undef ETHERMTU
 
 #include <functional>
 #include <map>
@@ -111,8 +124,11 @@ struct Val;
 using ValP = std::shared_ptr<Val>;
 /// A 32-bit value.
 struct Val {
-  enum Kind { Const, Load, WireLen, Binary, Neg } kind = Const;
+  /// Chain: the header type libpcap's protochain loop ends at, from the
+  /// network header at offset k (IPv6 if `ipv6`, else IPv4).
+  enum Kind { Const, Load, WireLen, Binary, Neg, Chain } kind = Const;
   uint32_t k = 0;     // Const: the value; Load: constant part of the offset
+  bool ipv6 = false;  // Chain
   unsigned size = 0;  // Load: 1, 2 or 4 bytes
   bool ipHeader = false; // Load: add the IPv4 header length,
   uint32_t ipHeaderAt = 0; //   4*(p[ipHeaderAt] & 15)
@@ -197,17 +213,41 @@ enum : uint32_t {
   ETHERTYPE_ARP = 0x0806,
   ETHERTYPE_REVARP = 0x8035,
   ETHERTYPE_IPV6 = 0x86dd,
+  ETHERTYPE_MOPDL = 0x6001,
+  ETHERTYPE_MOPRC = 0x6002,
+  ETHERTYPE_DN = 0x6003,
+  ETHERTYPE_LAT = 0x6004,
+  ETHERTYPE_SCA = 0x6007,
+  ETHERTYPE_ATALK = 0x809b,
+  ETHERTYPE_AARP = 0x80f3,
+  ETHERTYPE_IPX = 0x8137,
+  ETHERTYPE_PPPOED = 0x8863,
+  ETHERTYPE_LOOPBACK = 0x9000,
+  ETHERMTU = 1500,
+  // 802.2 LLC service access points.
+  LLCSAP_IP = 0x06,
+  LLCSAP_8021D = 0x42,
+  LLCSAP_SNAP = 0xaa,
+  LLCSAP_IPX = 0xe0,
+  LLCSAP_NETBEUI = 0xf0,
+  LLCSAP_ISONS = 0xfe,
+  // OSI network layer protocol identifiers and IS-IS PDU types.
+  ISO8473_CLNP = 0x81,
+  ISO9542_ESIS = 0x82,
+  ISO10589_ISIS = 0x83,
 };
 
 /// Protocol qualifiers (libpcap's Q_*).
 enum class Proto {
   Default, Link, IP, IP6, ARP, RARP, TCP, UDP, ICMP, ICMP6, IGMP, SCTP, AH,
-  ESP, PIM, VRRP, IGRP, CARP
+  ESP, PIM, VRRP, IGRP, CARP, ATALK, AARP, DECNET, LAT, SCA, MOPRC, MOPDL,
+  ISO, ESIS, ISIS, ISIS_L1, ISIS_L2, ISIS_IIH, ISIS_LSP, ISIS_SNP, ISIS_CSNP,
+  ISIS_PSNP, CLNP, STP, IPX, NETBEUI, RADIO
 };
-enum class Dir { Default, Src, Dst, Or, And };
+/// Direction qualifiers; Addr1 to TA are 802.11's.
+enum class Dir { Default, Src, Dst, Or, And, Addr1, Addr2, Addr3, Addr4, RA, TA };
 enum class Addr {
-  Default, Host, Net, Port, PortRange, Proto, ProtoChain, Gateway, Broadcast,
-  Multicast
+  Default, Host, Net, Port, PortRange, Proto, ProtoChain, Gateway
 };
 /// The qualifiers a term leaves for a bare operand after it; `valid` is
 /// false after terms that leave none (libpcap's qerr).
@@ -218,29 +258,32 @@ struct Qual {
   bool valid = false;
 };
 
+/// The keyword of a protocol qualifier, as libpcap names it in messages.
 const char *protoName(Proto p) {
-  switch (p) {
-  case Proto::Default: return "default";
-  case Proto::Link: return "link";
-  case Proto::IP: return "ip";
-  case Proto::IP6: return "ip6";
-  case Proto::ARP: return "arp";
-  case Proto::RARP: return "rarp";
-  case Proto::TCP: return "tcp";
-  case Proto::UDP: return "udp";
-  case Proto::ICMP: return "icmp";
-  case Proto::ICMP6: return "icmp6";
-  case Proto::IGMP: return "igmp";
-  case Proto::SCTP: return "sctp";
-  case Proto::AH: return "ah";
-  case Proto::ESP: return "esp";
-  case Proto::PIM: return "pim";
-  case Proto::VRRP: return "vrrp";
-  case Proto::IGRP: return "igrp";
-  case Proto::CARP: return "carp";
-  }
-  return "?";
+  static const char *const names[] = {
+      "default", "link", "ip", "ip6", "arp", "rarp", "tcp", "udp", "icmp",
+      "icmp6", "igmp", "sctp", "ah", "esp", "pim", "vrrp", "igrp", "carp",
+      "atalk", "aarp", "decnet", "lat", "sca", "moprc", "mopdl", "iso",
+      "esis", "isis", "l1", "l2", "iih", "lsp", "snp", "csnp", "psnp",
+      "clnp", "stp", "ipx", "netbeui", "radio"};
+  return names[static_cast<int>(p)];
 }
+
+/// libpcap's message for an 802.11 direction qualifier used on another
+/// address (`onMac`: on an Ethernet address).
+std::string wlanDirError(Dir d, bool onMac) {
+  static const char *const names[] = {"addr1", "addr2", "addr3", "addr4",
+                                      "ra", "ta"};
+  int i = static_cast<int>(d) - static_cast<int>(Dir::Addr1);
+  std::string q = names[i];
+  std::string which = i < 4 ? "'" + q + "' and 'address" + q.substr(4) + "' are"
+                            : "'" + q + "' is";
+  if (onMac)
+    return which + " only supported on 802.11 with 802.11 headers";
+  return which + (i < 4 ? " not valid qualifiers" : " not a valid qualifier") +
+         " for addresses other than 802.11 MAC addresses";
+}
+bool isWlanDir(Dir d) { return d >= Dir::Addr1; }
 
 /// The IP protocol number of a transport qualifier.
 std::optional<uint32_t> ipProtocolOf(Proto p) {
@@ -270,13 +313,44 @@ PredP cmp(uint32_t offset, unsigned size, uint32_t value,
     v = binary('&', v, constant(mask));
   return makeRelation(rel, v, constant(value));
 }
+/// libpcap's gen_bcmp: `bytes` at `offset`, compared a word at a time
+/// from the end (then a half word, then a byte).
+PredP bytesEqual(uint32_t offset, const std::vector<uint8_t> &bytes) {
+  PredP all;
+  size_t size = bytes.size();
+  auto word = [&](size_t at, unsigned n) {
+    uint32_t v = 0;
+    for (unsigned i = 0; i < n; ++i)
+      v = v << 8 | bytes[at + i];
+    return v;
+  };
+  while (size >= 4) {
+    all = conj(all, cmp(offset + size - 4, 4, word(size - 4, 4)));
+    size -= 4;
+  }
+  while (size >= 2) {
+    all = conj(all, cmp(offset + size - 2, 2, word(size - 2, 2)));
+    size -= 2;
+  }
+  if (size > 0)
+    all = conj(all, cmp(offset, 1, bytes[0]));
+  return all;
+}
+
 class Generator {
 public:
   /// Where the link-layer type and the network-layer header are: libpcap's
-  /// off_linktype and off_linkpl + off_nl, which `vlan` and `mpls` move
-  /// for every primitive after them.
-  uint32_t offLinkType = 12, offLinkPayload = 14, offNetwork = 0;
+  /// off_linktype and off_linkpl + off_nl (off_nl_nosnap for 802.3 frames
+  /// with an 802.2 header), which `vlan` and `mpls` move for every
+  /// primitive after them.
+  uint32_t offLinkType = 12, offLinkPayload = 14, offNetwork = 0,
+           offNetworkNoSnap = 3;
   unsigned labelDepth = 0; // MPLS labels seen
+  /// The netmask `ip broadcast` needs (pcap_compile's netmask argument).
+  std::optional<uint32_t> netmask;
+  /// libpcap turns its optimizer off for expressions with `protochain`
+  /// (whose loop it cannot analyze); set when one is generated.
+  bool noOptimize = false;
   uint32_t net() const { return offLinkPayload + offNetwork; }
 
   /// The same as cmp, at `offset` from the IPv4 payload (the transport
@@ -288,6 +362,21 @@ public:
         constant(value));
   }
 
+  /// An 802.3 frame: the type/length field is a length (<= 1500).
+  PredP ieee8023() {
+    return negate(cmp(offLinkType, 2, ETHERMTU, 0xFFFFFFFFu,
+                      arith::CmpIPredicate::ugt));
+  }
+  /// An 802.2 SNAP header with `orgcode` and `type` (gen_snap).
+  PredP snap(uint32_t orgcode, uint32_t type) {
+    return bytesEqual(offLinkPayload,
+                      {LLCSAP_SNAP, LLCSAP_SNAP, 0x03, uint8_t(orgcode >> 16),
+                       uint8_t(orgcode >> 8), uint8_t(orgcode), uint8_t(type >> 8),
+                       uint8_t(type)});
+  }
+
+  /// gen_linktype for Ethernet (gen_ether_linktype): an EtherType above
+  /// 1500, or an 802.2 LLC service access point.
   PredP linktype(uint32_t type, antlr4::ParserRuleContext *at) {
     if (labelDepth > 0) {
       // Under MPLS labels: the bottom of the stack, then an IP version.
@@ -297,10 +386,33 @@ public:
       return conj(bottom,
                   cmp(net(), 1, type == ETHERTYPE_IP ? 0x40 : 0x60, 0xF0));
     }
-    if (type <= 1500)
-      fail(at, "802.3 length/LLC protocol values (" + std::to_string(type) +
-                   ") are not supported; only EtherTypes above 1500");
-    return cmp(offLinkType, 2, type);
+    switch (type) {
+    case LLCSAP_ISONS:
+    case LLCSAP_IP:
+    case LLCSAP_NETBEUI:
+      // DSAP and SSAP.
+      return conj(ieee8023(), cmp(offLinkPayload, 2, type << 8 | type));
+    case LLCSAP_IPX: {
+      // Ethernet_II, or 802.3 with the IPX SAP, raw 802.3 (0xFFFF) or
+      // SNAP.
+      PredP frames = disj(cmp(offLinkPayload, 1, LLCSAP_IPX),
+                          cmp(offLinkPayload, 2, 0xFFFF));
+      frames = disj(snap(0x000000, ETHERTYPE_IPX), frames);
+      return disj(cmp(offLinkType, 2, ETHERTYPE_IPX),
+                  conj(ieee8023(), frames));
+    }
+    case ETHERTYPE_ATALK:
+    case ETHERTYPE_AARP: {
+      PredP snapped = conj(ieee8023(), type == ETHERTYPE_ATALK
+                                           ? snap(0x080007, ETHERTYPE_ATALK)
+                                           : snap(0x000000, ETHERTYPE_AARP));
+      return disj(cmp(offLinkType, 2, type), snapped);
+    }
+    default:
+      if (type <= ETHERMTU) // the DSAP
+        return conj(ieee8023(), cmp(offLinkType + 2, 1, type));
+      return cmp(offLinkType, 2, type);
+    }
   }
   PredP ipProto(uint32_t v) { return cmp(net() + 9, 1, v); }
   PredP ip6Proto(uint32_t v) { return cmp(net() + 6, 1, v); }
@@ -310,6 +422,8 @@ public:
   /// `vlan [id]`: a VLAN TPID, optionally the VLAN ID; later primitives
   /// look 4 bytes further.
   PredP vlan(std::optional<uint32_t> id, antlr4::ParserRuleContext *at) {
+    if (labelDepth > 0)
+      fail(at, "no VLAN match after MPLS");
     PredP b = disj(disj(linktype(0x8100, at), linktype(0x88a8, at)),
                    linktype(0x9100, at));
     if (id) {
@@ -335,37 +449,69 @@ public:
       b = conj(b, cmp(net(), 4, *label << 12, 0xFFFFF000u));
     }
     offNetwork += 4;
+    offNetworkNoSnap += 4;
     ++labelDepth;
     return b;
   }
 
-  /// gen_proto: ip/ip6 protocol `v` (for `proto` and the abbreviations).
-  PredP proto(uint32_t v, Proto p, antlr4::ParserRuleContext *at) {
+  /// gen_proto: protocol `v` inside `p` (for `proto` and the
+  /// abbreviations).
+  PredP proto(uint32_t v, Proto p, Dir dir, antlr4::ParserRuleContext *at) {
+    if (dir != Dir::Default)
+      fail(at, "direction applied to 'proto'");
     switch (p) {
     case Proto::Default:
-      return disj(proto(v, Proto::IP, at), proto(v, Proto::IP6, at));
+      return disj(proto(v, Proto::IP, dir, at), proto(v, Proto::IP6, dir, at));
     case Proto::Link:
       return linktype(v, at);
     case Proto::IP:
-      if (v > 255)
-        fail(at, "protocol number " + std::to_string(v) + " > 255");
       return conj(linktype(ETHERTYPE_IP, at), ipProto(v));
     case Proto::IP6: {
-      if (v > 255)
-        fail(at, "protocol number " + std::to_string(v) + " > 255");
       // The next header, or after a fragment header.
       PredP fragment = conj(ip6Proto(44), cmp(net() + 40, 1, v));
       return conj(linktype(ETHERTYPE_IPV6, at),
                   disj(ip6Proto(v), fragment));
     }
+    case Proto::ISO:
+      // The NLPID after the 802.2 header.
+      return conj(linktype(LLCSAP_ISONS, at),
+                  cmp(offLinkPayload + offNetworkNoSnap, 1, v));
+    case Proto::ISIS:
+      // The PDU type in the IS-IS header.
+      return conj(proto(ISO10589_ISIS, Proto::ISO, Dir::Default, at),
+                  cmp(offLinkPayload + offNetworkNoSnap + 4, 1, v));
+    case Proto::ARP:
+    case Proto::RARP:
+      fail(at, std::string(protoName(p)) +
+                   " does not encapsulate another protocol");
+    case Proto::ATALK:
+      fail(at, "AppleTalk encapsulation is not specifiable");
+    case Proto::DECNET:
+      fail(at, "DECNET encapsulation is not specifiable");
+    case Proto::LAT:
+    case Proto::SCA:
+    case Proto::MOPRC:
+    case Proto::MOPDL:
+      fail(at, llvm::StringRef(protoName(p)).upper() +
+                   " does not encapsulate another protocol");
+    case Proto::CLNP:
+      fail(at, "'clnp proto' is not supported");
     default:
-      fail(at, std::string("'") + protoName(p) +
-                   " proto' is not supported");
+      fail(at, std::string("'") + protoName(p) + " proto' is bogus");
     }
   }
 
   /// A protocol name alone (gen_proto_abbrev).
   PredP abbreviation(Proto p, antlr4::ParserRuleContext *at) {
+    auto isis = [&](std::initializer_list<uint32_t> types) {
+      // libpcap ors each further type in front of the first two.
+      std::vector<uint32_t> t(types);
+      PredP b = disj(proto(t[0], Proto::ISIS, Dir::Default, at),
+                     proto(t[1], Proto::ISIS, Dir::Default, at));
+      for (size_t i = 2; i < t.size(); ++i)
+        b = disj(proto(t[i], Proto::ISIS, Dir::Default, at), b);
+      return b;
+    };
     switch (p) {
     case Proto::TCP:
     case Proto::UDP:
@@ -373,68 +519,147 @@ public:
     case Proto::AH:
     case Proto::ESP:
     case Proto::PIM:
-      return proto(*ipProtocolOf(p), Proto::Default, at);
+      return proto(*ipProtocolOf(p), Proto::Default, Dir::Default, at);
     case Proto::ICMP:
     case Proto::IGMP:
     case Proto::IGRP:
     case Proto::VRRP:
     case Proto::CARP:
-      return proto(*ipProtocolOf(p), Proto::IP, at);
+      return proto(*ipProtocolOf(p), Proto::IP, Dir::Default, at);
     case Proto::ICMP6:
-      return proto(58, Proto::IP6, at);
-    case Proto::IP:
-      return linktype(ETHERTYPE_IP, at);
-    case Proto::IP6:
-      return linktype(ETHERTYPE_IPV6, at);
-    case Proto::ARP:
-      return linktype(ETHERTYPE_ARP, at);
-    case Proto::RARP:
-      return linktype(ETHERTYPE_REVARP, at);
-    default:
-      fail(at, std::string("'") + protoName(p) +
-                   "' cannot be used as an abbreviation");
+      return proto(58, Proto::IP6, Dir::Default, at);
+    case Proto::IP: return linktype(ETHERTYPE_IP, at);
+    case Proto::IP6: return linktype(ETHERTYPE_IPV6, at);
+    case Proto::ARP: return linktype(ETHERTYPE_ARP, at);
+    case Proto::RARP: return linktype(ETHERTYPE_REVARP, at);
+    case Proto::ATALK: return linktype(ETHERTYPE_ATALK, at);
+    case Proto::AARP: return linktype(ETHERTYPE_AARP, at);
+    case Proto::DECNET: return linktype(ETHERTYPE_DN, at);
+    case Proto::SCA: return linktype(ETHERTYPE_SCA, at);
+    case Proto::LAT: return linktype(ETHERTYPE_LAT, at);
+    case Proto::MOPDL: return linktype(ETHERTYPE_MOPDL, at);
+    case Proto::MOPRC: return linktype(ETHERTYPE_MOPRC, at);
+    case Proto::ISO: return linktype(LLCSAP_ISONS, at);
+    case Proto::ESIS:
+      return proto(ISO9542_ESIS, Proto::ISO, Dir::Default, at);
+    case Proto::ISIS:
+      return proto(ISO10589_ISIS, Proto::ISO, Dir::Default, at);
+    case Proto::CLNP:
+      return proto(ISO8473_CLNP, Proto::ISO, Dir::Default, at);
+    // IS-IS PDU types: LAN hellos 15 (L1) and 16 (L2), point-to-point
+    // hello 17, LSPs 18 and 20, CSNPs 24 and 25, PSNPs 26 and 27.
+    case Proto::ISIS_L1: return isis({15, 17, 18, 24, 26});
+    case Proto::ISIS_L2: return isis({16, 17, 20, 25, 27});
+    case Proto::ISIS_IIH: return isis({15, 16, 17});
+    case Proto::ISIS_LSP: return isis({18, 20});
+    case Proto::ISIS_SNP: return isis({24, 25, 26, 27});
+    case Proto::ISIS_CSNP: return isis({24, 25});
+    case Proto::ISIS_PSNP: return isis({26, 27});
+    case Proto::STP: return linktype(LLCSAP_8021D, at);
+    case Proto::IPX: return linktype(LLCSAP_IPX, at);
+    case Proto::NETBEUI: return linktype(LLCSAP_NETBEUI, at);
+    case Proto::Link:
+      fail(at, "link layer applied in wrong context");
+    case Proto::RADIO:
+      fail(at, "'radio' is not a valid protocol type");
+    case Proto::Default:
+      break;
     }
+    llvm_unreachable("no protocol");
   }
 
   /// gen_hostop: the address at `srcOff`/`dstOff` (from the network header).
   PredP hostop(uint32_t addr, uint32_t mask, Dir dir, uint32_t srcOff,
-               uint32_t dstOff) {
+               uint32_t dstOff, antlr4::ParserRuleContext *at) {
     switch (dir) {
     case Dir::Src:
       return cmp(net() + srcOff, 4, addr, mask);
     case Dir::Dst:
       return cmp(net() + dstOff, 4, addr, mask);
     case Dir::And:
-      return conj(hostop(addr, mask, Dir::Src, srcOff, dstOff),
-                  hostop(addr, mask, Dir::Dst, srcOff, dstOff));
+      return conj(hostop(addr, mask, Dir::Src, srcOff, dstOff, at),
+                  hostop(addr, mask, Dir::Dst, srcOff, dstOff, at));
     case Dir::Default:
     case Dir::Or:
-      return disj(hostop(addr, mask, Dir::Src, srcOff, dstOff),
-                  hostop(addr, mask, Dir::Dst, srcOff, dstOff));
+      return disj(hostop(addr, mask, Dir::Src, srcOff, dstOff, at),
+                  hostop(addr, mask, Dir::Dst, srcOff, dstOff, at));
+    default:
+      fail(at, wlanDirError(dir, false));
     }
-    return boolean(false);
   }
 
-  /// gen_host for IPv4 addresses.
+  /// gen_dnhostop: a DECnet address in a long or short data header, with
+  /// or without a padding byte.
+  PredP dnhost(uint32_t addr, Dir dir, antlr4::ParserRuleContext *at) {
+    uint32_t shortOff, longOff;
+    switch (dir) {
+    case Dir::Dst:
+      shortOff = 1;
+      longOff = 7;
+      break;
+    case Dir::Src:
+      shortOff = 3;
+      longOff = 15;
+      break;
+    case Dir::And:
+      return conj(dnhost(addr, Dir::Src, at), dnhost(addr, Dir::Dst, at));
+    case Dir::Default:
+    case Dir::Or:
+      return disj(dnhost(addr, Dir::Src, at), dnhost(addr, Dir::Dst, at));
+    default:
+      fail(at, wlanDirError(dir, false));
+    }
+    // libpcap compares the address and the flag masks byte-swapped
+    // (ntohs), as it does on the machine it runs on.
+    uint32_t a = ntohs(static_cast<uint16_t>(addr));
+    uint32_t base = net() + 2;
+    PredP b = conj(cmp(base, 2, ntohs(0x0681), ntohs(0x07FF)),
+                   cmp(base + 1 + longOff, 2, a));
+    b = disj(conj(cmp(base, 1, 0x06, 0x07), cmp(base + longOff, 2, a)), b);
+    b = disj(conj(cmp(base, 2, ntohs(0x0281), ntohs(0x07FF)),
+                  cmp(base + 1 + shortOff, 2, a)),
+             b);
+    b = disj(conj(cmp(base, 1, 0x02, 0x07), cmp(base + shortOff, 2, a)), b);
+    return conj(linktype(ETHERTYPE_DN, at), b);
+  }
+
+  /// gen_host for IPv4 (and DECnet) addresses.
   PredP host(uint32_t addr, uint32_t mask, Proto p, Dir dir, const char *what,
              antlr4::ParserRuleContext *at) {
     switch (p) {
     case Proto::Default: {
+      PredP b = host(addr, mask, Proto::IP, dir, what, at);
       if (labelDepth > 0) // only IPv4 under MPLS labels
-        return host(addr, mask, Proto::IP, dir, what, at);
-      PredP b = disj(host(addr, mask, Proto::IP, dir, what, at),
-                     host(addr, mask, Proto::ARP, dir, what, at));
+        return b;
+      b = disj(b, host(addr, mask, Proto::ARP, dir, what, at));
       return disj(b, host(addr, mask, Proto::RARP, dir, what, at));
     }
     case Proto::IP:
       return conj(linktype(ETHERTYPE_IP, at),
-                  hostop(addr, mask, dir, 12, 16));
+                  hostop(addr, mask, dir, 12, 16, at));
     case Proto::ARP:
       return conj(linktype(ETHERTYPE_ARP, at),
-                  hostop(addr, mask, dir, 14, 24));
+                  hostop(addr, mask, dir, 14, 24, at));
     case Proto::RARP:
       return conj(linktype(ETHERTYPE_REVARP, at),
-                  hostop(addr, mask, dir, 14, 24));
+                  hostop(addr, mask, dir, 14, 24, at));
+    case Proto::DECNET:
+      return dnhost(addr, dir, at);
+    case Proto::Link:
+      fail(at, std::string("link-layer modifier applied to ") + what);
+    case Proto::IP6:
+      fail(at, "'ip6' modifier applied to ip host");
+    case Proto::ATALK:
+      fail(at, "AppleTalk host filtering not implemented");
+    case Proto::LAT:
+    case Proto::SCA:
+    case Proto::MOPRC:
+    case Proto::MOPDL:
+    case Proto::AARP:
+    case Proto::ISO:
+    case Proto::IPX:
+      fail(at, llvm::StringRef(protoName(p)).upper() +
+                   " host filtering not implemented");
     default:
       fail(at, std::string("'") + protoName(p) + "' modifier applied to " +
                    what);
@@ -444,15 +669,19 @@ public:
   /// gen_host6: 16 bytes at 8 (source) or 24 (destination) of the IPv6
   /// header, a word at a time.
   PredP host6(const uint8_t addr[16], const uint8_t mask[16], Proto p,
-              Dir dir, antlr4::ParserRuleContext *at) {
+              Dir dir, const char *what, antlr4::ParserRuleContext *at) {
+    if (p == Proto::Link)
+      fail(at, std::string("link-layer modifier applied to ip6 ") + what);
     if (p != Proto::Default && p != Proto::IP6)
-      fail(at, std::string("'") + protoName(p) +
-                   "' modifier applied to an IPv6 address");
+      fail(at, std::string("'") + protoName(p) + "' modifier applied to ip6 " +
+                   what);
     std::function<PredP(Dir)> op = [&](Dir d) -> PredP {
       if (d == Dir::And)
         return conj(op(Dir::Src), op(Dir::Dst));
       if (d == Dir::Default || d == Dir::Or)
         return disj(op(Dir::Src), op(Dir::Dst));
+      if (isWlanDir(d))
+        fail(at, wlanDirError(d, false));
       uint32_t base = net() + (d == Dir::Src ? 8 : 24);
       PredP all;
       for (unsigned w = 0; w < 4; ++w) {
@@ -471,16 +700,84 @@ public:
   /// gen_ehostop: an Ethernet address (source at 6, destination at 0),
   /// compared as libpcap's gen_bcmp does: the last four bytes, then the
   /// first two.
-  PredP ehost(const uint8_t mac[6], Dir dir) {
+  PredP ehost(const uint8_t mac[6], Dir dir, antlr4::ParserRuleContext *at) {
+    if (isWlanDir(dir))
+      fail(at, wlanDirError(dir, true));
     if (dir == Dir::And)
-      return conj(ehost(mac, Dir::Src), ehost(mac, Dir::Dst));
+      return conj(ehost(mac, Dir::Src, at), ehost(mac, Dir::Dst, at));
     if (dir == Dir::Default || dir == Dir::Or)
-      return disj(ehost(mac, Dir::Src), ehost(mac, Dir::Dst));
-    uint32_t off = dir == Dir::Src ? 6 : 0;
-    uint32_t tail = uint32_t(mac[2]) << 24 | uint32_t(mac[3]) << 16 |
-                    uint32_t(mac[4]) << 8 | mac[5];
-    uint32_t head = uint32_t(mac[0]) << 8 | mac[1];
-    return conj(cmp(off + 2, 4, tail), cmp(off, 2, head));
+      return disj(ehost(mac, Dir::Src, at), ehost(mac, Dir::Dst, at));
+    return bytesEqual(dir == Dir::Src ? 6 : 0,
+                      std::vector<uint8_t>(mac, mac + 6));
+  }
+
+  /// `[ether] broadcast`, `ip broadcast` (gen_broadcast).
+  PredP broadcast(Proto p, antlr4::ParserRuleContext *at) {
+    static const uint8_t all[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    switch (p) {
+    case Proto::Default:
+    case Proto::Link:
+      return ehost(all, Dir::Dst, at);
+    case Proto::IP: {
+      if (!netmask)
+        fail(at, "netmask not known, so 'ip broadcast' not supported");
+      uint32_t hostmask = ~*netmask;
+      PredP b = disj(cmp(net() + 16, 4, 0, hostmask),
+                     cmp(net() + 16, 4, hostmask, hostmask));
+      return conj(linktype(ETHERTYPE_IP, at), b);
+    }
+    default:
+      fail(at, "only link-layer/IP broadcast filters supported");
+    }
+  }
+
+  /// `[ether] multicast`, `ip multicast`, `ip6 multicast`
+  /// (gen_multicast).
+  PredP multicast(Proto p, antlr4::ParserRuleContext *at) {
+    switch (p) {
+    case Proto::Default:
+    case Proto::Link:
+      // ether[0] & 1 != 0
+      return makeRelation(arith::CmpIPredicate::ne,
+                          binary('&', load(0, 1), constant(1)), constant(0));
+    case Proto::IP:
+      return conj(linktype(ETHERTYPE_IP, at),
+                  cmp(net() + 16, 1, 224, 0xFFFFFFFFu,
+                      arith::CmpIPredicate::uge));
+    case Proto::IP6:
+      return conj(linktype(ETHERTYPE_IPV6, at), cmp(net() + 24, 1, 255));
+    default:
+      fail(at, "link-layer multicast filters supported only on "
+               "ethernet/FDDI/token ring/ARCNET/802.11/ATM LANE/Fibre "
+               "Channel");
+    }
+  }
+
+  /// `[ip|ip6] protochain v` (gen_protochain): a loop over the IPv6
+  /// extension headers and AH headers to a header of type `v`.
+  PredP protochain(uint32_t v, Proto p, antlr4::ParserRuleContext *at) {
+    if (p == Proto::Default)
+      return disj(protochain(v, Proto::IP, at), protochain(v, Proto::IP6, at));
+    if (p != Proto::IP && p != Proto::IP6)
+      fail(at, "bad protocol applied for 'protochain'");
+    noOptimize = true;
+    bool ipv6 = p == Proto::IP6;
+    PredP type = linktype(ipv6 ? ETHERTYPE_IPV6 : ETHERTYPE_IP, at);
+    auto chain = std::make_shared<Val>();
+    chain->kind = Val::Chain;
+    chain->k = net();
+    chain->ipv6 = ipv6;
+    return conj(type, makeRelation(arith::CmpIPredicate::eq, chain,
+                                   constant(v)));
+  }
+
+  /// `llc` and its frame types (gen_llc*): an 802.3 frame that is not
+  /// raw IPX, and the control byte.
+  PredP llc() {
+    return conj(ieee8023(), negate(cmp(offLinkPayload, 2, 0xFFFF)));
+  }
+  PredP llcControl(uint32_t value, uint32_t mask) {
+    return conj(llc(), cmp(offLinkPayload + 2, 1, value, mask));
   }
 
   /// gen_portatom / gen_portrangeatom on the IPv4 transport header.
@@ -494,7 +791,8 @@ public:
     return conj(at(arith::CmpIPredicate::uge, lo),
                 at(arith::CmpIPredicate::ule, hi));
   }
-  PredP portDir(uint32_t lo, uint32_t hi, Dir dir, bool ipv6) {
+  PredP portDir(uint32_t lo, uint32_t hi, Dir dir, bool ipv6,
+                antlr4::ParserRuleContext *at) {
     switch (dir) {
     case Dir::Src:
       return portAtom(0, lo, hi, ipv6);
@@ -502,17 +800,20 @@ public:
       return portAtom(2, lo, hi, ipv6);
     case Dir::And:
       return conj(portAtom(0, lo, hi, ipv6), portAtom(2, lo, hi, ipv6));
-    default:
+    case Dir::Default:
+    case Dir::Or:
       return disj(portAtom(0, lo, hi, ipv6), portAtom(2, lo, hi, ipv6));
+    default:
+      fail(at, wlanDirError(dir, false));
     }
   }
   /// gen_portop(6): one transport protocol.
   PredP portOp(uint32_t lo, uint32_t hi, uint32_t ipproto, Dir dir,
-               bool ipv6) {
+               bool ipv6, antlr4::ParserRuleContext *at) {
     if (ipv6)
-      return conj(ip6Proto(ipproto), portDir(lo, hi, dir, true));
+      return conj(ip6Proto(ipproto), portDir(lo, hi, dir, true, at));
     return conj(conj(ipProto(ipproto), ipFirstFragment()),
-                portDir(lo, hi, dir, false));
+                portDir(lo, hi, dir, false, at));
   }
   /// gen_port(6) for `proto` (TCP, UDP, SCTP or all three).
   PredP portFamily(uint32_t lo, uint32_t hi, Proto p, Dir dir, bool ipv6,
@@ -520,23 +821,18 @@ public:
     PredP b;
     if (p == Proto::Default) {
       // libpcap: (tcp or udp), then sctp or that.
-      PredP tcpUdp = disj(portOp(lo, hi, 6, dir, ipv6),
-                          portOp(lo, hi, 17, dir, ipv6));
-      b = disj(portOp(lo, hi, 132, dir, ipv6), tcpUdp);
+      PredP tcpUdp = disj(portOp(lo, hi, 6, dir, ipv6, at),
+                          portOp(lo, hi, 17, dir, ipv6, at));
+      b = disj(portOp(lo, hi, 132, dir, ipv6, at), tcpUdp);
     } else {
-      b = portOp(lo, hi, *ipProtocolOf(p), dir, ipv6);
+      b = portOp(lo, hi, *ipProtocolOf(p), dir, ipv6, at);
     }
     return conj(linktype(ipv6 ? ETHERTYPE_IPV6 : ETHERTYPE_IP, at), b);
   }
-  PredP port(uint32_t lo, uint32_t hi, Proto p, Dir dir, bool range,
+  /// `port`/`portrange` with a transport qualifier (Default for all
+  /// three); the numbers are checked by the caller.
+  PredP port(uint32_t lo, uint32_t hi, Proto p, Dir dir,
              antlr4::ParserRuleContext *at) {
-    if (p != Proto::Default && p != Proto::TCP && p != Proto::UDP &&
-        p != Proto::SCTP)
-      fail(at, std::string("illegal qualifier of '") +
-                   (range ? "portrange" : "port") + "'");
-    if (lo > 65535 || hi > 65535)
-      fail(at, "illegal port number " + std::to_string(std::max(lo, hi)) +
-                   " > 65535");
     if (lo > hi)
       std::swap(lo, hi);
     return disj(portFamily(lo, hi, p, dir, false, at),
@@ -561,6 +857,8 @@ std::optional<uint32_t> namedConstant(llvm::StringRef name) {
       .Case("icmp-ireqreply", 16).Case("icmp-maskreq", 17)
       .Case("icmp-maskreply", 18)
       .Case("icmp6type", 0).Case("icmp6code", 1)
+      .Case("icmp6-destinationunreach", 1).Case("icmp6-packettoobig", 2)
+      .Case("icmp6-timeexceeded", 3).Case("icmp6-parameterproblem", 4)
       .Case("icmp6-echo", 128).Case("icmp6-echoreply", 129)
       .Case("icmp6-multicastlistenerquery", 130)
       .Case("icmp6-multicastlistenerreportv1", 131)
@@ -623,13 +921,157 @@ std::pair<uint32_t, unsigned> parseDotted(antlr4::tree::TerminalNode *tok) {
   for (llvm::StringRef part : parts) {
     unsigned n;
     if (part.getAsInteger(10, n) || n > 255)
-      fail(tok, "'" + text + "' is not a valid IPv4 address");
+      fail(tok, "invalid IPv4 address '" + text + "'");
     v = v << 8 | n;
   }
   return {v, static_cast<unsigned>(8 * parts.size())};
 }
 
 ValP simplify(const ValP &v);
+
+/// An 802.11 frame type or subtype name of libpcap's grammar, for the
+/// error it gives on Ethernet.
+bool isWlanTypeName(llvm::StringRef name) {
+  return llvm::is_contained({"data", "mgt", "management", "ctl", "control"},
+                            name.lower());
+}
+/// The subtype names of each 802.11 type (management, control, data).
+const std::vector<std::vector<llvm::StringRef>> &wlanSubtypes() {
+  static const std::vector<std::vector<llvm::StringRef>> names = {
+      {"assocreq", "assoc-req", "assocresp", "assoc-resp", "reassocreq",
+       "reassoc-req", "reassocresp", "reassoc-resp", "probereq", "probe-req",
+       "proberesp", "probe-resp", "beacon", "atim", "disassoc",
+       "disassociation", "auth", "authentication", "deauth",
+       "deauthentication"},
+      {"ps-poll", "rts", "cts", "ack", "cf-end", "cf-end-ack"},
+      {"data", "data-cf-ack", "data-cf-poll", "data-cf-ack-poll", "null",
+       "cf-ack", "cf-poll", "cf-ack-poll", "qos-data", "qos-data-cf-ack",
+       "qos-data-cf-poll", "qos-data-cf-ack-poll", "qos", "qos-cf-poll",
+       "qos-cf-ack-poll"}};
+  return names;
+}
+
+/// A name as the resolver functions of libpcap (nametoaddr.c) see it.
+namespace names {
+
+/// pcap_nametoport: a service's TCP and UDP ports; the protocol is TCP,
+/// UDP, or -1 (both) when the name gives the same port for both.
+bool port(const std::string &name, int &port, int &proto) {
+  auto lookup = [&](int socktype, int protocol) {
+    struct addrinfo hints = {}, *res = nullptr;
+    hints.ai_family = PF_UNSPEC;
+    hints.ai_socktype = socktype;
+    hints.ai_protocol = protocol;
+    int found = -1;
+    if (getaddrinfo(nullptr, name.c_str(), &hints, &res) != 0)
+      return found;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+      if (!ai->ai_addr)
+        continue;
+      if (ai->ai_addr->sa_family == AF_INET) {
+        found = ntohs(reinterpret_cast<sockaddr_in *>(ai->ai_addr)->sin_port);
+        break;
+      }
+      if (ai->ai_addr->sa_family == AF_INET6) {
+        found =
+            ntohs(reinterpret_cast<sockaddr_in6 *>(ai->ai_addr)->sin6_port);
+        break;
+      }
+    }
+    freeaddrinfo(res);
+    return found;
+  };
+  int tcp = lookup(SOCK_STREAM, IPPROTO_TCP);
+  int udp = lookup(SOCK_DGRAM, IPPROTO_UDP);
+  if (tcp >= 0) {
+    port = tcp;
+    proto = udp == tcp ? -1 : IPPROTO_TCP;
+    return true;
+  }
+  if (udp >= 0) {
+    port = udp;
+    proto = IPPROTO_UDP;
+    return true;
+  }
+  return false;
+}
+
+/// pcap_nametoportrange: "N-M", or two service names around the first '-'.
+bool portRange(const std::string &name, int &lo, int &hi, int &proto) {
+  int a, b;
+  if (sscanf(name.c_str(), "%d-%d", &a, &b) == 2) {
+    lo = a;
+    hi = b;
+    proto = -1;
+    return true;
+  }
+  size_t dash = name.find('-');
+  if (dash == std::string::npos)
+    return false;
+  int firstProto;
+  if (!port(name.substr(0, dash), lo, firstProto) ||
+      !port(name.substr(dash + 1), hi, proto))
+    return false;
+  if (proto != firstProto)
+    proto = -1;
+  return true;
+}
+
+/// pcap_nametoproto: /etc/protocols (getprotobyname_r).
+std::optional<uint32_t> ipProtocol(const std::string &name) {
+  struct protoent entry, *found = nullptr;
+  char buffer[1024];
+  if (getprotobyname_r(name.c_str(), &entry, buffer, sizeof buffer,
+                       &found) != 0 ||
+      !found)
+    return std::nullopt;
+  return static_cast<uint32_t>(found->p_proto);
+}
+
+/// pcap_nametoeproto, then pcap_nametollc: libpcap's own tables.
+std::optional<uint32_t> etherProtocol(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<uint32_t>>(name)
+      .Case("aarp", ETHERTYPE_AARP).Case("arp", ETHERTYPE_ARP)
+      .Case("atalk", ETHERTYPE_ATALK).Case("decnet", ETHERTYPE_DN)
+      .Case("ip", ETHERTYPE_IP).Case("ip6", ETHERTYPE_IPV6)
+      .Case("lat", ETHERTYPE_LAT).Case("loopback", ETHERTYPE_LOOPBACK)
+      .Case("mopdl", ETHERTYPE_MOPDL).Case("moprc", ETHERTYPE_MOPRC)
+      .Case("rarp", ETHERTYPE_REVARP).Case("sca", ETHERTYPE_SCA)
+      .Case("iso", LLCSAP_ISONS).Case("stp", LLCSAP_8021D)
+      .Case("ipx", LLCSAP_IPX).Case("netbeui", LLCSAP_NETBEUI)
+      .Default(std::nullopt);
+}
+
+/// pcap_nametonetaddr: /etc/networks (getnetbyname_r); 0 if unknown.
+uint32_t network(const std::string &name) {
+  struct netent entry, *found = nullptr;
+  char buffer[1024];
+  int herr;
+  if (getnetbyname_r(name.c_str(), &entry, buffer, sizeof buffer, &found,
+                     &herr) != 0 ||
+      !found)
+    return 0;
+  return found->n_net;
+}
+
+/// pcap_nametoaddrinfo: the host's addresses (getaddrinfo, as libpcap
+/// asks for them).
+struct AddrInfo {
+  struct addrinfo *list = nullptr;
+  ~AddrInfo() {
+    if (list)
+      freeaddrinfo(list);
+  }
+};
+bool host(const std::string &name, AddrInfo &out) {
+  struct addrinfo hints = {};
+  hints.ai_family = PF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_protocol = IPPROTO_TCP;
+  return getaddrinfo(name.c_str(), nullptr, &hints, &out.list) == 0;
+}
+
+} // namespace names
 
 class Walker {
 public:
@@ -640,6 +1082,10 @@ public:
       return boolean(true); // the empty expression accepts everything
     return expr(ctx->expr(), Qual()).first;
   }
+
+  /// An error libpcap's optimizer would give (a division by a value that
+  /// folds to 0), raised only if the optimizer runs.
+  std::optional<FilterError> optimizerError;
 
 private:
   Generator &gen;
@@ -685,34 +1131,40 @@ private:
   }
 
   Proto pname(P::PnameContext *ctx) {
-    return llvm::StringSwitch<Proto>(ctx->getText())
-        .Cases("link", "ether", Proto::Link)
-        .Case("ip", Proto::IP).Case("ip6", Proto::IP6)
-        .Case("arp", Proto::ARP).Case("rarp", Proto::RARP)
-        .Case("tcp", Proto::TCP).Case("udp", Proto::UDP)
-        .Case("icmp", Proto::ICMP).Case("icmp6", Proto::ICMP6)
-        .Case("igmp", Proto::IGMP).Case("sctp", Proto::SCTP)
-        .Case("ah", Proto::AH).Case("esp", Proto::ESP)
-        .Case("pim", Proto::PIM).Case("vrrp", Proto::VRRP)
-        .Case("igrp", Proto::IGRP).Case("carp", Proto::CARP)
-        .Default(Proto::Default);
+    if (!ctx)
+      return Proto::Default;
+    static const std::map<std::string, Proto> byName = [] {
+      std::map<std::string, Proto> m;
+      for (int p = static_cast<int>(Proto::Link);
+           p <= static_cast<int>(Proto::RADIO); ++p)
+        m[protoName(static_cast<Proto>(p))] = static_cast<Proto>(p);
+      for (const char *link : {"ether", "ppp", "slip", "fddi", "tr", "wlan"})
+        m[link] = Proto::Link;
+      m["es-is"] = Proto::ESIS;
+      m["is-is"] = Proto::ISIS;
+      return m;
+    }();
+    return byName.at(ctx->getText());
   }
 
   Qual head(P::HeadContext *ctx) {
     Qual q;
     q.valid = true;
-    auto proto = [&](P::PnameContext *p) {
-      if (p)
-        q.proto = pname(p);
-    };
     auto dqual = [&](P::DqualContext *d) {
       if (!d)
         return;
       bool src = d->SRC() != nullptr, dst = d->DST() != nullptr;
       if (src && dst)
         q.dir = d->AND() ? Dir::And : Dir::Or;
-      else
+      else if (src || dst)
         q.dir = src ? Dir::Src : Dir::Dst;
+      else
+        q.dir = d->ADDR1()   ? Dir::Addr1
+                : d->ADDR2() ? Dir::Addr2
+                : d->ADDR3() ? Dir::Addr3
+                : d->ADDR4() ? Dir::Addr4
+                : d->RA()    ? Dir::RA
+                             : Dir::TA;
     };
     auto aqual = [&](P::AqualContext *a) {
       if (!a)
@@ -723,22 +1175,21 @@ private:
                                 : Addr::PortRange;
     };
     if (auto *h = dynamic_cast<P::HeadDirectionContext *>(ctx)) {
-      proto(h->pname());
+      q.proto = pname(h->pname());
       dqual(h->dqual());
       aqual(h->aqual());
     } else if (auto *h = dynamic_cast<P::HeadAddressContext *>(ctx)) {
-      proto(h->pname());
+      q.proto = pname(h->pname());
       aqual(h->aqual());
     } else if (auto *h = dynamic_cast<P::HeadProtoContext *>(ctx)) {
-      proto(h->pname());
+      q.proto = pname(h->pname());
       q.addr = Addr::Proto;
-    } else if (dynamic_cast<P::HeadProtochainContext *>(ctx)) {
-      fail(ctx, "'protochain' is not supported");
-    } else if (auto *h = dynamic_cast<P::HeadCastContext *>(ctx)) {
-      fail(ctx, "'broadcast' and 'multicast' are not supported");
-      (void)h;
+    } else if (auto *h = dynamic_cast<P::HeadProtochainContext *>(ctx)) {
+      q.proto = pname(h->pname());
+      q.addr = Addr::ProtoChain;
     } else {
-      fail(ctx, "'gateway' is not supported (it needs host name lookups)");
+      q.proto = pname(static_cast<P::HeadGatewayContext *>(ctx)->pname());
+      q.addr = Addr::Gateway;
     }
     return q;
   }
@@ -771,67 +1222,105 @@ private:
       return p;
     }
     if (auto *n = dynamic_cast<P::NumberContext *>(ctx))
-      return ncode(nullptr, parseNumber(n->NUM()), 32, q, ctx);
+      return ncode(nullptr, parseNumber(n->NUM()), q, ctx);
     if (auto *n = dynamic_cast<P::Ipv4Context *>(ctx)) {
-      rejectNonAddress(q, "IPv4 address", ctx);
-      auto [v, bits] = parseDotted(n->HID());
-      return ncode(n->HID(), v, bits, q, ctx);
+      rejectNonAddress(q, ctx);
+      return ncode(n->HID(), 0, q, ctx);
     }
     if (auto *n = dynamic_cast<P::Ipv4PrefixContext *>(ctx)) {
-      rejectNonAddress(q, "IPv4 address and prefix length", ctx);
       auto [v, bits] = parseDotted(n->HID());
       uint32_t len = parseNumber(n->NUM());
       if (len > 32)
         fail(n->NUM(), "mask length must be <= 32");
       uint32_t mask = len == 0 ? 0 : 0xFFFFFFFFu << (32 - len);
-      return mcode(v << (32 - bits), mask, q, n->getText(), ctx);
+      v <<= 32 - bits;
+      if (v & ~mask)
+        fail(ctx, "non-network bits set in \"" + n->HID()->getText() + "/" +
+                      std::to_string(len) + "\"");
+      return mcode(v, mask, q, ctx);
     }
     if (auto *n = dynamic_cast<P::Ipv4MaskContext *>(ctx)) {
-      rejectNonAddress(q, "IPv4 address and netmask", ctx);
       auto [v, bits] = parseDotted(n->HID(0));
       auto [m, mbits] = parseDotted(n->HID(1));
-      return mcode(v << (32 - bits), m << (32 - mbits), q, n->getText(), ctx);
+      v <<= 32 - bits;
+      m <<= 32 - mbits;
+      if (v & ~m)
+        fail(ctx, "non-network bits set in \"" + n->HID(0)->getText() +
+                      " mask " + n->HID(1)->getText() + "\"");
+      return mcode(v, m, q, ctx);
     }
-    if (auto *n = dynamic_cast<P::Ipv6Context *>(ctx)) {
-      rejectNonAddress(q, "IPv6 address", ctx);
+    if (auto *n = dynamic_cast<P::Ipv6Context *>(ctx))
       return mcode6(n->HID6()->getText(), 128, q, ctx);
-    }
-    if (auto *n = dynamic_cast<P::Ipv6PrefixContext *>(ctx)) {
-      rejectNonAddress(q, "IPv6 address and prefix length", ctx);
-      uint32_t len = parseNumber(n->NUM());
-      if (len > 128)
-        fail(n->NUM(), "mask length must be <= 128");
-      return mcode6(n->HID6()->getText(), len, q, ctx);
-    }
+    if (auto *n = dynamic_cast<P::Ipv6PrefixContext *>(ctx))
+      return mcode6(n->HID6()->getText(), parseNumber(n->NUM()), q, ctx);
     if (auto *n = dynamic_cast<P::MacContext *>(ctx))
       return ecode(n->EID()->getText(), q, ctx);
-    if (auto *n = dynamic_cast<P::NumRangeContext *>(ctx)) {
-      if (q.addr != Addr::PortRange)
-        fail(ctx, "'" + ctx->getText() +
-                      "' is a port range: use it with 'portrange'");
-      return gen.port(parseNumber(n->NUM(0)), parseNumber(n->NUM(1)),
-                      q.proto, q.dir, /*range=*/true, ctx);
-    }
+    if (dynamic_cast<P::ArcnetContext *>(ctx))
+      fail(ctx, "aid supported only on ARCnet");
     return scode(static_cast<P::NamedContext *>(ctx), q);
   }
 
-  void rejectNonAddress(const Qual &q, const std::string &what,
-                        antlr4::ParserRuleContext *at) {
-    const char *qual = q.addr == Addr::Port        ? "port"
-                       : q.addr == Addr::PortRange ? "portrange"
-                       : q.addr == Addr::Proto     ? "proto"
-                                                   : nullptr;
+  /// The grammar's checks on a dotted IPv4 address.
+  void rejectNonAddress(const Qual &q, antlr4::ParserRuleContext *at) {
+    const char *qual = q.addr == Addr::Port         ? "port"
+                       : q.addr == Addr::PortRange  ? "portrange"
+                       : q.addr == Addr::Proto      ? "proto"
+                       : q.addr == Addr::ProtoChain ? "protochain"
+                                                    : nullptr;
     if (qual)
-      fail(at, std::string("'") + qual + "' qualifier applied to " + what);
+      fail(at, std::string("'") + qual + "' modifier applied to ip host");
   }
 
-  /// gen_ncode: a number (or dotted address of `bits` bits).
-  PredP ncode(antlr4::tree::TerminalNode *dotted, uint32_t v, unsigned bits,
-              const Qual &q, antlr4::ParserRuleContext *at) {
+  /// gen_port / gen_portrange for a port qualifier: `ipproto` is the
+  /// transport the number or name stands for (-1: all).
+  PredP ports(int lo, int hi, int ipproto, const Qual &q,
+              antlr4::ParserRuleContext *at) {
+    for (int port : {lo, hi}) {
+      if (port < 0)
+        fail(at, "illegal port number " + std::to_string(port) + " < 0");
+      if (port > 65535)
+        fail(at, "illegal port number " + std::to_string(port) + " > 65535");
+    }
+    Proto p = ipproto == IPPROTO_TCP   ? Proto::TCP
+              : ipproto == IPPROTO_UDP ? Proto::UDP
+              : ipproto == IPPROTO_SCTP ? Proto::SCTP
+                                        : Proto::Default;
+    return gen.port(static_cast<uint32_t>(lo), static_cast<uint32_t>(hi), p,
+                    q.dir, at);
+  }
+  /// The transport a `port` or `portrange` qualifier names (-1: all).
+  int portProtocol(const Qual &q, antlr4::ParserRuleContext *at) {
+    switch (q.proto) {
+    case Proto::TCP: return IPPROTO_TCP;
+    case Proto::UDP: return IPPROTO_UDP;
+    case Proto::SCTP: return IPPROTO_SCTP;
+    case Proto::Default: return -1;
+    default:
+      fail(at, std::string("illegal qualifier of '") +
+                   (q.addr == Addr::Port ? "port" : "portrange") + "'");
+    }
+  }
+
+  /// gen_ncode: a number, or a dotted address (`dotted`).
+  PredP ncode(antlr4::tree::TerminalNode *dotted, uint32_t v, const Qual &q,
+              antlr4::ParserRuleContext *at) {
+    unsigned bits = 32;
+    if (dotted && q.proto == Proto::DECNET) {
+      // area.node
+      unsigned area, node;
+      if (sscanf(dotted->getText().c_str(), "%u.%u", &area, &node) != 2)
+        fail(at, "malformed decnet address '" + dotted->getText() + "'");
+      v = ((area << 10) & 0176000) | (node & 01777);
+    } else if (dotted) {
+      std::tie(v, bits) = parseDotted(dotted);
+    }
     switch (q.addr) {
     case Addr::Default:
     case Addr::Host:
     case Addr::Net: {
+      const char *what = q.addr == Addr::Net ? "net" : "host";
+      if (q.proto == Proto::DECNET)
+        return gen.host(v, 0, q.proto, q.dir, what, at);
       if (q.proto == Proto::Link)
         fail(at, "illegal link layer address");
       uint32_t mask = 0xFFFFFFFFu;
@@ -845,50 +1334,61 @@ private:
         v <<= 32 - bits;
         mask <<= 32 - bits;
       }
-      return gen.host(v, mask, q.proto, q.dir,
-                      q.addr == Addr::Net ? "net" : "host", at);
+      return gen.host(v, mask, q.proto, q.dir, what, at);
     }
     case Addr::Port:
-      return gen.port(v, v, q.proto, q.dir, false, at);
-    case Addr::PortRange:
-      return gen.port(v, v, q.proto, q.dir, true, at);
-    case Addr::Proto:
-      if (q.dir != Dir::Default)
-        fail(at, "'src'/'dst' do not apply to 'proto'");
-      return gen.proto(v, q.proto, at);
-    default:
-      fail(at, "unsupported qualifier for '" + at->getText() + "'");
+    case Addr::PortRange: {
+      int ipproto = portProtocol(q, at);
+      if (v > 65535)
+        fail(at, "illegal port number " + std::to_string(v) + " > 65535");
+      return ports(static_cast<int>(v), static_cast<int>(v), ipproto, q, at);
     }
+    case Addr::Gateway:
+      fail(at, "'gateway' requires a name");
+    case Addr::Proto:
+      return gen.proto(v, q.proto, q.dir, at);
+    case Addr::ProtoChain:
+      return gen.protochain(v, q.proto, at);
+    }
+    llvm_unreachable("unknown qualifier");
   }
 
   /// gen_mcode: a network with a mask.
   PredP mcode(uint32_t v, uint32_t mask, const Qual &q,
-              const std::string &text, antlr4::ParserRuleContext *at) {
-    if (v & ~mask)
-      fail(at, "non-network bits set in \"" + text + "\"");
-    if (q.addr != Addr::Net && q.addr != Addr::Default)
-      fail(at, "mask syntax for networks only");
+              antlr4::ParserRuleContext *at) {
+    if (q.addr != Addr::Net)
+      fail(at, "Mask syntax for networks only");
     return gen.host(v, mask, q.proto, q.dir, "net", at);
   }
 
+  /// gen_mcode6: an IPv6 address or network.
   PredP mcode6(const std::string &text, uint32_t len, const Qual &q,
                antlr4::ParserRuleContext *at) {
     uint8_t addr[16], mask[16] = {0};
     if (inet_pton(AF_INET6, text.c_str(), addr) != 1)
-      fail(at, "'" + text + "' is not a valid IPv6 address");
+      fail(at, "bogus IPv6 address " + text);
+    if (len > 128)
+      fail(at, "mask length must be <= 128");
     for (uint32_t i = 0; i < 16; ++i)
       mask[i] = len >= 8 * (i + 1) ? 0xFF
                 : len <= 8 * i     ? 0
                                    : uint8_t(0xFF << (8 - (len - 8 * i)));
     for (unsigned i = 0; i < 16; ++i)
       if (addr[i] & ~mask[i])
-        fail(at, "non-network bits set in \"" + at->getText() + "\"");
-    if (q.addr != Addr::Default && q.addr != Addr::Host &&
-        q.addr != Addr::Net)
-      fail(at, "an IPv6 address needs 'host' or 'net'");
-    if (len < 128 && q.addr == Addr::Host)
-      fail(at, "mask syntax for networks only");
-    return gen.host6(addr, mask, q.proto, q.dir, at);
+        fail(at, "non-network bits set in \"" + text + "/" +
+                     std::to_string(len) + "\"");
+    switch (q.addr) {
+    case Addr::Default:
+    case Addr::Host:
+      if (len != 128)
+        fail(at, "Mask syntax for networks only");
+      [[fallthrough]];
+    case Addr::Net:
+      return gen.host6(addr, mask, q.proto, q.dir,
+                       q.addr == Addr::Net ? "net" : "host", at);
+    default:
+      fail(at, "invalid qualifier against IPv6 address");
+    }
   }
 
   /// gen_ecode: an Ethernet address.
@@ -897,77 +1397,155 @@ private:
     if ((q.addr != Addr::Host && q.addr != Addr::Default) ||
         q.proto != Proto::Link)
       fail(at, "ethernet address used in non-ether expression");
-    uint8_t mac[6];
-    std::string hex;
-    for (char c : text)
-      if (llvm::isHexDigit(c))
-        hex += c;
-    llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(text).split(parts, text.find(':') != std::string::npos
-                                           ? ':'
-                                       : text.find('-') != std::string::npos
-                                           ? '-'
-                                           : '.');
-    if (parts.size() == 6) {
-      for (unsigned i = 0; i < 6; ++i)
-        mac[i] = static_cast<uint8_t>(llvm::hexFromNibbles(
-            parts[i].size() == 2 ? parts[i][0] : '0', parts[i].back()));
-    } else {
-      for (unsigned i = 0; i < 6; ++i)
-        mac[i] = static_cast<uint8_t>(
-            llvm::hexFromNibbles(hex[2 * i], hex[2 * i + 1]));
+    // pcap_ether_aton: one or two hexadecimal digits between separators.
+    uint8_t mac[6] = {0};
+    size_t i = 0, n = 0;
+    while (i < text.size() && n < 6) {
+      if (text[i] == ':' || text[i] == '.' || text[i] == '-')
+        ++i;
+      unsigned d = llvm::hexDigitValue(text[i++]);
+      if (i < text.size() && llvm::isHexDigit(text[i]))
+        d = d << 4 | llvm::hexDigitValue(text[i++]);
+      mac[n++] = static_cast<uint8_t>(d);
     }
-    return gen.ehost(mac, q.dir);
+    return gen.ehost(mac, q.dir, at);
   }
 
-  /// gen_scode: a name (a named constant, a port or protocol name).
+  /// gen_scode: a name (a host, network, port or protocol name).
   PredP scode(P::NamedContext *ctx, const Qual &q) {
     std::string name = ctx->name()->getText();
-    if (std::optional<uint32_t> k = namedConstant(name))
-      return ncode(nullptr, *k, 32, q, ctx);
-    if (q.addr == Addr::Port || q.addr == Addr::PortRange) {
-      const char *transport = q.proto == Proto::UDP ? "udp" : "tcp";
-      struct servent *s = getservbyname(name.c_str(), transport);
-      if (!s && q.proto == Proto::Default)
-        s = getservbyname(name.c_str(), "udp");
-      if (!s)
-        fail(ctx, "unknown port '" + name + "'");
-      uint32_t port = ntohs(static_cast<uint16_t>(s->s_port));
-      return gen.port(port, port, q.proto, q.dir,
-                      q.addr == Addr::PortRange, ctx);
-    }
-    if (q.addr == Addr::Proto) {
-      uint32_t v;
-      if (q.proto == Proto::Link) {
-        std::optional<uint32_t> type =
-            llvm::StringSwitch<std::optional<uint32_t>>(name)
-                .Case("ip", ETHERTYPE_IP).Case("ip6", ETHERTYPE_IPV6)
-                .Case("arp", ETHERTYPE_ARP).Case("rarp", ETHERTYPE_REVARP)
-                .Default(std::nullopt);
-        if (!type)
-          fail(ctx, "unknown ether proto '" + name + "'");
-        v = *type;
-      } else {
-        struct protoent *p = getprotobyname(name.c_str());
-        std::optional<uint32_t> known =
-            llvm::StringSwitch<std::optional<uint32_t>>(name)
-                .Case("icmp", 1).Case("igmp", 2).Case("tcp", 6)
-                .Case("udp", 17).Case("icmp6", 58).Case("sctp", 132)
-                .Case("ah", 51).Case("esp", 50).Case("pim", 103)
-                .Case("vrrp", 112).Case("igrp", 9)
-                .Default(std::nullopt);
-        if (known)
-          v = *known;
-        else if (p)
-          v = static_cast<uint32_t>(p->p_proto);
-        else
-          fail(ctx, "unknown ip proto '" + name + "'");
+    if (ctx->name()->ESCAPED())
+      name = name.substr(1);
+    else if (std::optional<uint32_t> k = namedConstant(name))
+      return ncode(nullptr, *k, q, ctx); // libpcap reads these as numbers
+    switch (q.addr) {
+    case Addr::Net: {
+      uint32_t addr = names::network(name);
+      if (addr == 0)
+        fail(ctx, "unknown network '" + name + "'");
+      uint32_t mask = 0xFFFFFFFFu;
+      while (addr && (addr & 0xFF000000u) == 0) {
+        addr <<= 8;
+        mask <<= 8;
       }
-      return gen.proto(v, q.proto, ctx);
+      return gen.host(addr, mask, q.proto, q.dir, "net", ctx);
     }
-    fail(ctx, "'" + name +
-                  "' looks like a host or network name; netvm does not look "
-                  "names up: write the address");
+    case Addr::Default:
+    case Addr::Host:
+      return hostName(name, q, ctx);
+    case Addr::Port: {
+      int wanted = portProtocol(q, ctx), port, proto;
+      if (!names::port(name, port, proto))
+        fail(ctx, "unknown port '" + name + "'");
+      return ports(port, port, transportOf(wanted, proto, "port", name, ctx),
+                   q, ctx);
+    }
+    case Addr::PortRange: {
+      int wanted = portProtocol(q, ctx), lo, hi, proto;
+      if (!names::portRange(name, lo, hi, proto))
+        fail(ctx, "unknown port in range '" + name + "'");
+      return ports(lo, hi,
+                   transportOf(wanted, proto, "port in range", name, ctx), q,
+                   ctx);
+    }
+    case Addr::Gateway:
+      // libpcap built with IPv6 support has no 'gateway'.
+      fail(ctx, "'gateway' not supported in this configuration");
+    case Addr::Proto:
+      return gen.proto(protocolNumber(name, q, ctx), q.proto, q.dir, ctx);
+    case Addr::ProtoChain:
+      return gen.protochain(protocolNumber(name, q, ctx), q.proto, ctx);
+    }
+    llvm_unreachable("unknown qualifier");
+  }
+
+  /// The transport a port name stands for under a `wanted` qualifier
+  /// (-1: none), as gen_scode checks it.
+  int transportOf(int wanted, int found, const char *what,
+                  const std::string &name, antlr4::ParserRuleContext *at) {
+    if (wanted < 0)
+      return found;
+    if (found >= 0 && found != wanted)
+      fail(at, std::string(what) + " '" + name + "' is " +
+                   (found == IPPROTO_TCP ? "tcp"
+                    : found == IPPROTO_UDP ? "udp"
+                                           : "sctp"));
+    return wanted;
+  }
+
+  /// lookup_proto: a protocol name for `proto` or `protochain`.
+  uint32_t protocolNumber(const std::string &name, const Qual &q,
+                          antlr4::ParserRuleContext *at) {
+    switch (q.proto) {
+    case Proto::Default:
+    case Proto::IP:
+    case Proto::IP6:
+      if (std::optional<uint32_t> v = names::ipProtocol(name))
+        return *v;
+      fail(at, "unknown ip proto '" + name + "'");
+    case Proto::Link:
+      if (std::optional<uint32_t> v = names::etherProtocol(name))
+        return *v;
+      fail(at, "unknown ether proto '" + name + "'");
+    case Proto::ISO:
+      if (name == "esis")
+        return ISO9542_ESIS;
+      if (name == "isis")
+        return ISO10589_ISIS;
+      if (name == "clnp")
+        return ISO8473_CLNP;
+      fail(at, "unknown osi proto '" + name + "'");
+    default:
+      fail(at, "unknown protocol: " + name);
+    }
+  }
+
+  /// A host name: an Ethernet host from /etc/ethers for `ether`, otherwise
+  /// its IPv4 and IPv6 addresses, or'ed in the resolver's order.
+  PredP hostName(const std::string &name, const Qual &q,
+                 antlr4::ParserRuleContext *at) {
+    if (q.proto == Proto::Link) {
+      struct ether_addr mac;
+      if (ether_hostton(name.c_str(), &mac) != 0)
+        fail(at, "unknown ether host '" + name + "'");
+      return gen.ehost(mac.ether_addr_octet, q.dir, at);
+    }
+    if (q.proto == Proto::DECNET)
+      fail(at, "decnet name support not included, '" + name +
+                   "' cannot be translated");
+    names::AddrInfo addresses;
+    if (!names::host(name, addresses))
+      fail(at, "unknown host '" + name + "'");
+    static const uint8_t all[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                    0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                    0xff, 0xff, 0xff, 0xff};
+    const char *what = q.addr == Addr::Net ? "net" : "host";
+    PredP b;
+    for (struct addrinfo *ai = addresses.list; ai; ai = ai->ai_next) {
+      PredP one;
+      if (ai->ai_family == AF_INET) {
+        if (q.proto == Proto::IP6)
+          continue;
+        auto *sin = reinterpret_cast<sockaddr_in *>(ai->ai_addr);
+        one = gen.host(ntohl(sin->sin_addr.s_addr), 0xFFFFFFFFu, q.proto,
+                       q.dir, what, at);
+      } else if (ai->ai_family == AF_INET6) {
+        if (q.proto == Proto::IP)
+          continue;
+        auto *sin6 = reinterpret_cast<sockaddr_in6 *>(ai->ai_addr);
+        one = gen.host6(sin6->sin6_addr.s6_addr, all, q.proto, q.dir, what,
+                        at);
+      } else {
+        continue;
+      }
+      b = b ? disj(b, one) : one;
+    }
+    if (!b)
+      fail(at, "unknown host '" + name + "'" +
+                   (q.proto == Proto::Default
+                        ? ""
+                        : " for specified address family"));
+    return b;
   }
 
   //--- Relations and arithmetic (gen_relation, gen_load, gen_arth) -------//
@@ -987,10 +1565,10 @@ private:
                                : op->LE()   ? arith::CmpIPredicate::ule
                                : op->NE()   ? arith::CmpIPredicate::ne
                                             : arith::CmpIPredicate::eq;
-    // libpcap: the checks of the right operand, then of the left one, then
+    // libpcap: the checks of the left operand, then of the right one, then
     // the comparison.
-    PredP b = conj(a0.checks, makeRelation(rel, a0.value, a1.value));
-    return conj(a1.checks, b);
+    return conj(conj(a0.checks, a1.checks),
+                makeRelation(rel, a0.value, a1.value));
   }
 
   Arith arith(P::ArithContext *ctx) {
@@ -1008,8 +1586,8 @@ private:
     if (auto *c = dynamic_cast<P::ConstantContext *>(ctx)) {
       std::optional<uint32_t> k = namedConstant(c->WORD()->getText());
       if (!k)
-        fail(ctx, "unknown name '" + c->WORD()->getText() +
-                      "' in an arithmetic expression");
+        fail(ctx, "syntax error: '" + c->WORD()->getText() +
+                      "' is not a number, nor a named one (such as tcp-syn)");
       return {constant(*k), nullptr};
     }
     if (dynamic_cast<P::LengthContext *>(ctx)) {
@@ -1023,13 +1601,18 @@ private:
     // the left operand's protocol checks.
     auto bin = [&](P::ArithContext *l, P::ArithContext *r, char op) {
       Arith a0 = arith(l), a1 = arith(r);
-      // libpcap refuses a divisor that folds to 0.
+      // libpcap's code generator refuses a literal divisor of 0, its
+      // optimizer one that folds to 0.
+      bool literal = a1.value->kind == Val::Const;
+      if ((op == '/' || op == '%') && literal && a1.value->k == 0)
+        fail(r, op == '/' ? "division by zero" : "modulus by zero");
       ValP divisor = simplify(a1.value);
       if ((op == '/' || op == '%') && divisor->kind == Val::Const &&
-          divisor->k == 0)
-        fail(r, op == '/' ? "division by zero" : "modulus by zero");
-      if ((op == '<' || op == '>') && a1.value->kind == Val::Const &&
-          a1.value->k > 31)
+          divisor->k == 0 && !optimizerError)
+        optimizerError = FilterError{
+            r->getStart()->getStartIndex(),
+            op == '/' ? "division by zero" : "modulus by zero"};
+      if ((op == '<' || op == '>') && literal && a1.value->k > 31)
         fail(r, "shift by more than 31 bits");
       return Arith{binary(op, a0.value, a1.value), a0.checks};
     };
@@ -1058,13 +1641,20 @@ private:
     switch (p) {
     case Proto::Link:
       v = load(0, size, index.value);
+      checks = index.checks;
       break;
     case Proto::IP:
     case Proto::ARP:
     case Proto::RARP:
+    case Proto::ATALK:
+    case Proto::DECNET:
+    case Proto::SCA:
+    case Proto::LAT:
+    case Proto::MOPRC:
+    case Proto::MOPDL:
     case Proto::IP6:
-      checks = gen.abbreviation(p, ctx);
       v = load(gen.net(), size, index.value);
+      checks = conj(index.checks, gen.abbreviation(p, ctx));
       break;
     case Proto::TCP:
     case Proto::UDP:
@@ -1075,20 +1665,24 @@ private:
     case Proto::PIM:
     case Proto::VRRP:
     case Proto::CARP:
+      // libpcap: IPv4, the index's checks, the protocol (over IPv4 or
+      // IPv6), then not a later fragment.
       v = load(gen.net(), size, index.value, /*ipHeader=*/true, gen.net());
-      checks = conj(conj(gen.linktype(ETHERTYPE_IP, ctx),
-                         gen.ipProto(*ipProtocolOf(p))),
-                    gen.ipFirstFragment());
+      checks = conj(gen.linktype(ETHERTYPE_IP, ctx),
+                    conj(index.checks, conj(gen.abbreviation(p, ctx),
+                                            gen.ipFirstFragment())));
       break;
     case Proto::ICMP6:
       v = load(gen.net() + 40, size, index.value);
-      checks = conj(gen.linktype(ETHERTYPE_IPV6, ctx), gen.ip6Proto(58));
+      checks = conj(conj(index.checks, gen.linktype(ETHERTYPE_IPV6, ctx)),
+                    gen.ip6Proto(58));
       break;
+    case Proto::RADIO:
+      fail(ctx->pname(), "radio information not present in capture");
     default:
-      fail(ctx->pname(), std::string("'") + protoName(p) +
-                             "' does not support the index operation");
+      fail(ctx->pname(), "unsupported index operation");
     }
-    return {v, conj(index.checks, checks)};
+    return {v, checks};
   }
 
   PredP other(P::OtherContext *ctx) {
@@ -1097,20 +1691,201 @@ private:
       v->kind = Val::WireLen;
       return makeRelation(rel, v, constant(n));
     };
+    auto optNum = [](antlr4::tree::TerminalNode *n) {
+      return n ? std::optional<uint32_t>(parseNumber(n)) : std::nullopt;
+    };
     if (auto *l = dynamic_cast<P::LessContext *>(ctx))
       return lenRel(arith::CmpIPredicate::ule, parseNumber(l->NUM()));
     if (auto *g = dynamic_cast<P::GreaterContext *>(ctx))
       return lenRel(arith::CmpIPredicate::uge, parseNumber(g->NUM()));
+    if (auto *c = dynamic_cast<P::CastContext *>(ctx))
+      return c->BROADCAST() ? gen.broadcast(pname(c->pname()), ctx)
+                            : gen.multicast(pname(c->pname()), ctx);
+    if (auto *b = dynamic_cast<P::ByteOpContext *>(ctx))
+      return byteOp(b);
     if (auto *v = dynamic_cast<P::VlanContext *>(ctx))
-      return gen.vlan(v->NUM() ? std::optional<uint32_t>(parseNumber(v->NUM()))
-                               : std::nullopt,
-                      ctx);
+      return gen.vlan(optNum(v->NUM()), ctx);
     if (auto *m = dynamic_cast<P::MplsContext *>(ctx))
-      return gen.mpls(m->NUM() ? std::optional<uint32_t>(parseNumber(m->NUM()))
-                               : std::nullopt,
-                      ctx);
-    fail(ctx, "'inbound' and 'outbound' need a live capture's direction, "
-              "which packets from files do not have");
+      return gen.mpls(optNum(m->NUM()), ctx);
+    if (dynamic_cast<P::PppoedContext *>(ctx))
+      return gen.linktype(ETHERTYPE_PPPOED, ctx);
+    if (auto *s = dynamic_cast<P::PppoesContext *>(ctx)) {
+      if (std::optional<uint32_t> n = optNum(s->NUM()); n && *n > 0xFFFF)
+        fail(ctx, "PPPoE session number " + std::to_string(*n) +
+                      " greater than maximum 65535");
+      fail(ctx, "'pppoes' is not supported by netvm yet (the PPP header "
+                "after it changes the link type)");
+    }
+    if (auto *g = dynamic_cast<P::GeneveContext *>(ctx)) {
+      if (std::optional<uint32_t> n = optNum(g->NUM()); n && *n > 0xFFFFFF)
+        fail(ctx, "Geneve VNI " + std::to_string(*n) +
+                      " greater than maximum 16777215");
+      fail(ctx, "'geneve' is not supported by netvm yet (it makes the "
+                "offsets of later primitives variable)");
+    }
+    if (dynamic_cast<P::InboundContext *>(ctx) ||
+        dynamic_cast<P::OutboundContext *>(ctx))
+      fail(ctx, "inbound/outbound not supported on Ethernet when reading "
+                "savefiles");
+    if (dynamic_cast<P::IfindexContext *>(ctx))
+      fail(ctx, "ifindex not supported on Ethernet when reading savefiles");
+    if (auto *l = dynamic_cast<P::LlcContext *>(ctx))
+      return llc(l);
+    if (dynamic_cast<P::PfIfnameContext *>(ctx))
+      fail(ctx, "ifname supported only on PF linktype");
+    if (dynamic_cast<P::PfRulesetContext *>(ctx))
+      fail(ctx, "ruleset supported only on PF linktype");
+    if (dynamic_cast<P::PfRulenumContext *>(ctx))
+      fail(ctx, "rnr supported only on PF linktype");
+    if (dynamic_cast<P::PfSubrulenumContext *>(ctx))
+      fail(ctx, "srnr supported only on PF linktype");
+    if (auto *r = dynamic_cast<P::PfReasonContext *>(ctx)) {
+      static const std::set<std::string> reasons = {
+          "match", "bad-offset", "fragment", "short", "normalize",
+          "memory", "bad-timestamp", "congestion", "ip-option",
+          "proto-cksum", "state-mismatch", "state-insert", "state-limit",
+          "src-limit", "synproxy"};
+      if (r->name() && !reasons.count(llvm::StringRef(r->name()->getText())
+                                          .lower()))
+        fail(ctx, "unknown PF reason \"" + r->name()->getText() + "\"");
+      fail(ctx, "reason supported only on PF linktype");
+    }
+    if (auto *a = dynamic_cast<P::PfActionContext *>(ctx)) {
+      static const std::set<std::string> actions = {
+          "pass", "accept", "drop", "block", "scrub", "noscrub", "nat",
+          "nonat", "binat", "nobinat", "rdr", "nordr", "synproxy-drop"};
+      if (!actions.count(llvm::StringRef(a->name()->getText()).lower()))
+        fail(ctx, "unknown PF action \"" + a->name()->getText() + "\"");
+      fail(ctx, "action supported only on PF linktype");
+    }
+    if (auto *t = dynamic_cast<P::WlanTypeContext *>(ctx))
+      return wlanType(t);
+    if (auto *s = dynamic_cast<P::WlanSubtypeContext *>(ctx)) {
+      for (const auto &subtypes : wlanSubtypes())
+        if (llvm::is_contained(subtypes, llvm::StringRef(s->WORD()->getText())
+                                             .lower()))
+          fail(ctx, "802.11 link-layer types supported only on 802.11");
+      fail(ctx, "unknown 802.11 type name");
+    }
+    if (auto *d = dynamic_cast<P::WlanDirContext *>(ctx)) {
+      if (d->WORD() && !llvm::is_contained({"nods", "tods", "fromds",
+                                            "dstods"},
+                                           llvm::StringRef(
+                                               d->WORD()->getText())
+                                               .lower()))
+        fail(ctx, "unknown 802.11 direction");
+      fail(ctx, "frame direction supported only with 802.11 headers");
+    }
+    if (dynamic_cast<P::AtmTypeContext *>(ctx)) {
+      std::string word = ctx->getText();
+      if (word == "oamf4ec" || word == "oamf4sc") // libpcap's spelling
+        word = "oam4" + word.substr(5);
+      fail(ctx, "'" + word + "' supported only on raw ATM");
+    }
+    if (auto *f = dynamic_cast<P::AtmFieldContext *>(ctx))
+      fail(ctx, std::string("'") + (f->VPI() ? "vpi" : "vci") +
+                    "' supported only on raw ATM");
+    if (dynamic_cast<P::Mtp2TypeContext *>(ctx)) {
+      std::string word = ctx->getText();
+      if (word == "lsu")
+        word = "lssu";
+      bool hsl = word[0] == 'h';
+      fail(ctx, "'" + word + "' supported only on MTP2" +
+                    (hsl ? "_HSL" : ""));
+    }
+    auto *m = static_cast<P::Mtp3FieldContext *>(ctx);
+    std::string word = m->getStart()->getText();
+    if (word.size() == 4) // the high-speed variants have the same message
+      word = word.substr(1);
+    fail(ctx, "'" + word + "' supported only on SS7");
+  }
+
+  /// `byte N op M` (gen_byteop): a byte of the link-layer header.
+  PredP byteOp(P::ByteOpContext *ctx) {
+    uint32_t index = parseNumber(ctx->NUM(0)), value = parseNumber(ctx->NUM(1));
+    P::ByteopContext *op = ctx->byteop();
+    if (op->EQ())
+      return cmp(index, 1, value);
+    if (op->LT())
+      return cmp(index, 1, value, 0xFFFFFFFFu, arith::CmpIPredicate::ult);
+    if (op->GT())
+      return cmp(index, 1, value, 0xFFFFFFFFu, arith::CmpIPredicate::ugt);
+    // libpcap's code for '&' and '|' does not load the byte: it tests
+    // whatever value the filter loaded last.
+    fail(ctx, std::string("'byte N ") + (op->AMP() ? "&" : "|") +
+                  " M' is not supported: libpcap's code for it tests the "
+                  "last value the filter loaded, not byte N");
+  }
+
+  /// `llc [type]` (gen_llc, gen_llc_i/s/u, gen_llc_s/u_subtype).
+  PredP llc(P::LlcContext *ctx) {
+    if (!ctx->WORD() && !ctx->RNR())
+      return gen.llc();
+    std::string word = ctx->RNR() ? "rnr" : ctx->WORD()->getText();
+    std::string lower = llvm::StringRef(word).lower();
+    if (lower == "i") // the low bit of the control byte clear
+      return conj(gen.llc(),
+                  makeRelation(arith::CmpIPredicate::eq,
+                               binary('&', load(gen.offLinkPayload + 2, 1),
+                                      constant(1)),
+                               constant(0)));
+    if (lower == "s")
+      return gen.llcControl(1, 0x03);
+    if (lower == "u")
+      return gen.llcControl(3, 0x03);
+    std::optional<uint32_t> s = llvm::StringSwitch<std::optional<uint32_t>>(
+                                    lower)
+                                    .Case("rr", 0x01).Case("rnr", 0x05)
+                                    .Case("rej", 0x09).Default(std::nullopt);
+    if (s)
+      return gen.llcControl(*s, 0x0F);
+    std::optional<uint32_t> u =
+        llvm::StringSwitch<std::optional<uint32_t>>(lower)
+            .Case("ui", 0x03).Case("ua", 0x63).Case("disc", 0x43)
+            .Case("dm", 0x0f).Case("sabme", 0x6f).Case("test", 0xe3)
+            .Case("xid", 0xaf).Case("frmr", 0x87).Default(std::nullopt);
+    if (!u)
+      fail(ctx, "unknown LLC type name \"" + word + "\"");
+    return gen.llcControl(*u, 0xEF);
+  }
+
+  /// `type T [subtype S]` of 802.11: libpcap checks the names, then
+  /// refuses them on Ethernet.
+  PredP wlanType(P::WlanTypeContext *ctx) {
+    size_t at = ctx->pname() ? 2 : 1;
+    auto *typeTok = static_cast<antlr4::tree::TerminalNode *>(ctx->children[at]);
+    int type; // 0 management, 1 control, 2 data, 3 none
+    if (typeTok->getSymbol()->getType() == P::NUM) {
+      uint32_t v = parseNumber(typeTok);
+      if (v & ~0x0Cu)
+        fail(ctx, "invalid 802.11 type value " + hexByte(v));
+      type = static_cast<int>(v >> 2);
+    } else {
+      std::string t = llvm::StringRef(typeTok->getText()).lower();
+      if (!isWlanTypeName(t))
+        fail(ctx, "unknown 802.11 type name \"" + typeTok->getText() + "\"");
+      type = t == "data" ? 2 : (t == "mgt" || t == "management") ? 0 : 1;
+    }
+    if (ctx->SUBTYPE()) {
+      auto *sub = static_cast<antlr4::tree::TerminalNode *>(ctx->children.back());
+      if (sub->getSymbol()->getType() == P::NUM) {
+        uint32_t v = parseNumber(sub);
+        if (v & ~0xF0u)
+          fail(ctx, "invalid 802.11 subtype value " + hexByte(v));
+      } else if (type > 2) {
+        fail(ctx, "unknown 802.11 type");
+      } else if (!llvm::is_contained(wlanSubtypes()[type],
+                                     llvm::StringRef(sub->getText()).lower())) {
+        fail(ctx, "unknown 802.11 subtype name \"" + sub->getText() + "\"");
+      }
+    }
+    fail(ctx, "802.11 link-layer types supported only on 802.11");
+  }
+
+  static std::string hexByte(uint32_t v) {
+    char buf[16];
+    snprintf(buf, sizeof buf, "0x%02x", v);
+    return buf;
   }
 };
 
@@ -1146,6 +1921,9 @@ std::string keyOf(const ValP &v) {
     return "len";
   case Val::Neg:
     return "-(" + keyOf(v->a) + ")";
+  case Val::Chain:
+    return std::string("chain") + (v->ipv6 ? "6@" : "4@") +
+           std::to_string(v->k);
   case Val::Load:
     return "[" +
            (v->ipHeader ? "x" + std::to_string(v->ipHeaderAt) + "+"
@@ -1205,9 +1983,9 @@ ValP simplify(const ValP &v) {
   return binary(v->op, a, b);
 }
 
-/// A BPF-style test: A (jeq|jgt|jge) B.
+/// A BPF-style test: A (jeq|jgt|jge|jset) B.
 struct Test {
-  enum Code { JEQ, JGT, JGE } code;
+  enum Code { JEQ, JGT, JGE, JSET } code;
   ValP lhs, rhs;
   std::string aKey, rKey;
   bool rConst;
@@ -1221,6 +1999,10 @@ public:
     nodes.push_back({-1, -1, -1}); // accept
     nodes.push_back({-1, -1, -1}); // reject
   }
+
+  /// False for libpcap's unoptimized code (expressions with protochain):
+  /// values are not folded and every test stays, with its loads.
+  bool optimizing = true;
 
   /// Nodes testing `p`, continuing at `t` or `f`.
   int compile(const PredP &p, int t, int f) {
@@ -1238,7 +2020,8 @@ public:
     case Pred::Rel:
       break;
     }
-    ValP a = simplify(p->lhs), b = simplify(p->rhs);
+    ValP a = optimizing ? simplify(p->lhs) : p->lhs;
+    ValP b = optimizing ? simplify(p->rhs) : p->rhs;
     Test::Code code;
     bool swap = false;
     switch (p->rel) {
@@ -1251,11 +2034,22 @@ public:
     }
     if (swap)
       std::swap(t, f);
+    // libpcap's peephole rule: "and #k; jeq #0" becomes "jset #k" with its
+    // branches swapped.
+    if (optimizing && code == Test::JEQ && b->kind == Val::Const &&
+        b->k == 0 && a->kind == Val::Binary && a->op == '&' &&
+        a->b->kind == Val::Const) {
+      code = Test::JSET;
+      b = a->b;
+      a = a->a;
+      std::swap(t, f);
+    }
     // A test of two constants is decided now.
     if (a->kind == Val::Const && b->kind == Val::Const) {
       bool r = code == Test::JEQ   ? a->k == b->k
                : code == Test::JGT ? a->k > b->k
-                                   : a->k >= b->k;
+               : code == Test::JGE ? a->k >= b->k
+                                   : (a->k & b->k) != 0;
       return r ? t : f;
     }
     Test test{code, a, b, keyOf(a), keyOf(b), b->kind == Val::Const};
@@ -1295,7 +2089,7 @@ private:
 
   /// A (shared) node; none when both successors are the same.
   int node(int test, int t, int f) {
-    if (t == f)
+    if (t == f && optimizing)
       return t;
     auto [it, inserted] = unique.try_emplace({test, t, f}, nodes.size());
     if (inserted)
@@ -1585,11 +2379,22 @@ private:
   void emitNode(int n) {
     const Dag::Node &node = dag.nodes[n];
     const Test &t = dag.tests[node.test];
-    Value lhs = val(t.lhs), rhs = val(t.rhs);
-    arith::CmpIPredicate rel = t.code == Test::JEQ   ? arith::CmpIPredicate::eq
-                               : t.code == Test::JGT ? arith::CmpIPredicate::ugt
-                                                     : arith::CmpIPredicate::uge;
-    Value c = arith::CmpIOp::create(b, loc, rel, lhs, rhs);
+    Value lhs = t.lhs->kind == Val::Chain
+                    ? chain(*t.lhs, t.rhs->k)
+                    : val(t.lhs);
+    Value rhs = val(t.rhs);
+    Value c;
+    if (t.code == Test::JSET) {
+      c = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                arith::AndIOp::create(b, loc, lhs, rhs),
+                                c32(0));
+    } else {
+      arith::CmpIPredicate rel = t.code == Test::JEQ ? arith::CmpIPredicate::eq
+                                 : t.code == Test::JGT
+                                     ? arith::CmpIPredicate::ugt
+                                     : arith::CmpIPredicate::uge;
+      c = arith::CmpIOp::create(b, loc, rel, lhs, rhs);
+    }
     Block *yes = blockOf(node.jt), *no = blockOf(node.jf);
     cf::CondBranchOp::create(b, loc, c, yes, no);
   }
@@ -1613,6 +2418,101 @@ private:
     return LoadOp::create(b, loc, type, MemSpace::Packet, c32(offset),
                           /*in_bounds=*/false);
   }
+  /// BPF's indirect load of `size` bytes at x + k: the sum must not
+  /// overflow, and the bytes must be in the packet. Zero-extended to i32.
+  Value loadIndexed(Value x, uint32_t k, unsigned size) {
+    Value offset = arith::AddIOp::create(b, loc, x, c32(k));
+    require(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, offset,
+                                  x));
+    Value loaded = LoadOp::create(b, loc, b.getIntegerType(8 * size),
+                                  MemSpace::Packet, offset,
+                                  /*in_bounds=*/false);
+    return size == 4 ? loaded
+                     : arith::ExtUIOp::create(b, loc, b.getI32Type(), loaded)
+                           .getResult();
+  }
+
+  /// libpcap's protochain loop (gen_protochain), block by block: A is the
+  /// header type, X the offset of the header from the network header.
+  /// IPv6 extension headers (hop-by-hop 0, destination options 60,
+  /// routing 43, fragment 44) advance X by (length + 1) * 8; an AH header
+  /// (51) sets X to (length + 2) * 4 (not added to X, as in libpcap). The
+  /// loop ends at type v, at no next header (59) or at any other type.
+  Value chain(const Val &v, uint32_t wanted) {
+    Type i32 = b.getI32Type();
+    uint32_t base = v.k;
+    Value a0, x0;
+    if (v.ipv6) {
+      a0 = arith::ExtUIOp::create(b, loc, i32, loadByte(base + 6, b.getI8Type()));
+      x0 = c32(40);
+    } else {
+      a0 = arith::ExtUIOp::create(b, loc, i32, loadByte(base + 9, b.getI8Type()));
+      Value first = arith::ExtUIOp::create(b, loc, i32,
+                                           loadByte(base, b.getI8Type()));
+      x0 = arith::ShLIOp::create(
+          b, loc, arith::AndIOp::create(b, loc, first, c32(0x0F)), c32(2));
+    }
+    auto blockWith = [&](unsigned args) {
+      Block *block = newBlock();
+      for (unsigned i = 0; i < args; ++i)
+        block->addArgument(i32, loc);
+      return block;
+    };
+    Block *again = blockWith(2), *end = blockWith(1), *ah = blockWith(2),
+          *ahBody = blockWith(1);
+    cf::BranchOp::create(b, loc, again, ValueRange{a0, x0});
+
+    // again: the types that end the loop, then the ones that go on.
+    b.setInsertionPointToEnd(again);
+    Value a = again->getArgument(0), x = again->getArgument(1);
+    auto is = [&](Value value, uint32_t k) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, value,
+                                   c32(k));
+    };
+    auto test = [&](uint32_t k, Block *yes, ValueRange yesArgs) {
+      Block *no = newBlock();
+      cf::CondBranchOp::create(b, loc, is(a, k), yes, yesArgs, no,
+                               ValueRange{});
+      b.setInsertionPointToEnd(no);
+    };
+    test(wanted, end, a);
+    test(59, end, a);
+    if (v.ipv6) {
+      Block *advance = blockWith(1);
+      for (uint32_t ext : {0u, 60u, 43u, 44u})
+        test(ext, advance, x);
+      cf::BranchOp::create(b, loc, ah, ValueRange{a, x});
+      // An extension header: its next header and length.
+      b.setInsertionPointToEnd(advance);
+      Value ax = advance->getArgument(0);
+      Value next = loadIndexed(ax, base, 1);
+      Value len = loadIndexed(ax, base + 1, 1);
+      Value nx = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc,
+                                arith::AddIOp::create(b, loc, len, c32(1)),
+                                c32(8)),
+          ax);
+      cf::BranchOp::create(b, loc, again, ValueRange{next, nx});
+    } else {
+      cf::BranchOp::create(b, loc, ah, ValueRange{a, x});
+    }
+    // ahcheck: an AH header goes on, anything else ends the loop.
+    b.setInsertionPointToEnd(ah);
+    cf::CondBranchOp::create(b, loc, is(ah->getArgument(0), 51), ahBody,
+                             ValueRange{ah->getArgument(1)}, end,
+                             ValueRange{ah->getArgument(0)});
+    b.setInsertionPointToEnd(ahBody);
+    Value hx = ahBody->getArgument(0);
+    Value next = loadIndexed(hx, base, 1);
+    Value len = loadIndexed(arith::AddIOp::create(b, loc, hx, c32(1)), base, 1);
+    Value nx = arith::MulIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, len, c32(2)), c32(4));
+    cf::BranchOp::create(b, loc, again, ValueRange{next, nx});
+
+    b.setInsertionPointToEnd(end);
+    return end->getArgument(0);
+  }
   Value val(const ValP &v) {
     Type i32 = b.getI32Type();
     switch (v->kind) {
@@ -1622,6 +2522,8 @@ private:
       return WireLengthOp::create(b, loc, i32);
     case Val::Neg:
       return arith::SubIOp::create(b, loc, c32(0), val(v->a));
+    case Val::Chain:
+      llvm_unreachable("protochain values are compared by emitNode");
     case Val::Load: {
       // BPF computes the variable part (index, plus the IPv4 header length
       // for transport fields) with wrapping arithmetic, then checks that
@@ -1737,10 +2639,15 @@ netvm::pcapfilter::compile(MLIRContext &context, llvm::StringRef expression,
   }
 
   PredP predicate;
+  bool optimizing = true;
   try {
     Generator gen;
+    gen.netmask = options.netmask;
     Walker walker(gen);
     predicate = walker.program(tree);
+    optimizing = !gen.noOptimize;
+    if (optimizing && walker.optimizerError)
+      throw *walker.optimizerError;
   } catch (const FilterError &e) {
     error = withCaret(expression, e);
     return nullptr;
@@ -1770,13 +2677,14 @@ netvm::pcapfilter::compile(MLIRContext &context, llvm::StringRef expression,
   DropOp::create(b, loc);
   b.setInsertionPointToEnd(entry);
   Dag dag;
+  dag.optimizing = optimizing;
   int first = dag.compile(predicate, Dag::kAccept, Dag::kReject);
-  int root = dag.optimize(first);
+  int root = optimizing ? dag.optimize(first) : first;
   CodeGen codegen(b, loc, body, dag, accept, reject);
   // libpcap's opt_root: when the first test's two branches end up at the
   // same place, the test goes but its loads stay in front of the next one
   // (unless the whole filter became a constant).
-  if (first >= 2 && root >= 2 &&
+  if (optimizing && first >= 2 && root >= 2 &&
       dag.nodes[root].test != dag.nodes[first].test)
     codegen.prologue(dag.nodes[first].test);
   codegen.emit(root);
