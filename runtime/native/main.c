@@ -6,7 +6,8 @@
  *   netc app.netil -c -o app.o
  *   cc -Iruntime/include -DNETVM_APP_SYMBOL=netvm_app_app \
  *      runtime/native/main.c runtime/native/runtime.c runtime/native/runner.c \
- *      runtime/coprocessors/coprocessors.c app.o -lpthread -o app
+ *      runtime/coprocessors/coprocessors.c runtime/coprocessors/strings.c \
+ *      app.o -lhs -lpthread -o app
  *
  * or, with the prebuilt runtime (build/lib for the host, build/aarch64 for
  * AArch64) and an object exporting `netvm_app`:

@@ -7,8 +7,12 @@
  * and AOT code, on every target) use these same implementations. Plain C11.
  *
  * Available coprocessors (register maps in docs/netil.md):
- *   lookup       exact-match table from keys of 1..16 words to a word;
- *   associative  longest-prefix-match table of byte strings (TCAM-like).
+ *   lookup          exact-match table from keys of 1..16 words to a word;
+ *   associative     longest-prefix-match table of byte strings (TCAM-like);
+ *   regexp          regular expressions over a byte range of the packet;
+ *   stringmatching  groups of literal strings over a byte range.
+ * The last two run on Hyperscan (x86-64 only: link with -lhs); a runtime
+ * built without it (the AArch64 one) does not offer them.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -42,7 +46,8 @@ int netvm_copro_init(netvm_copro *copro, const uint8_t *data, size_t size,
 int netvm_copro_read(netvm_copro *copro, uint32_t reg, uint32_t *value);
 int netvm_copro_write(netvm_copro *copro, uint32_t reg, uint32_t value);
 int netvm_copro_invoke(netvm_copro *copro, uint32_t operation);
-/* The exchange buffer the next operations may look at (copro.exbuf). */
+/* The exchange buffer the next operations may look at (copro.exbuf); the
+ * coprocessor keeps the pointer until the next call. */
 void netvm_copro_attach(netvm_copro *copro, const uint8_t *packet,
                         uint32_t length);
 const char *netvm_copro_error(const netvm_copro *copro);
