@@ -7,6 +7,9 @@
 
 #include "netvm/Driver/Driver.h"
 #include "netvm/Frontend/NetIL.h"
+#include "netvm/Frontend/NetPFL.h"
+#include "netvm/Frontend/PcapFilter.h"
+#include "netvm/ProtoDB/ProtoDB.h"
 
 #include "NetVM/NetVMDialect.h"
 #include "NetVM/NetVMOps.h"
@@ -35,6 +38,34 @@ using llvm::SMLoc;
 void netvm::driver::registerDialects(DialectRegistry &registry) {
   registry.insert<NetVMDialect, arith::ArithDialect, cf::ControlFlowDialect,
                   math::MathDialect>();
+}
+
+OwningOpRef<ModuleOp>
+netvm::driver::compileFilter(MLIRContext &context, llvm::StringRef filter,
+                             const FilterOptions &options,
+                             std::string &error) {
+  if (options.language == FilterLanguage::PcapFilter) {
+    pcapfilter::CompileOptions o;
+    o.appName = options.appName;
+    if (!options.fileName.empty())
+      o.sourceName = options.fileName;
+    auto module = pcapfilter::compile(context, filter, o, error);
+    if (!module && !options.fileName.empty())
+      error = options.fileName + ": error: " + error;
+    return module;
+  }
+  const protodb::Database *db = &protodb::Database::builtin();
+  std::unique_ptr<protodb::Database> loaded;
+  if (!options.protoDB.empty()) {
+    loaded = protodb::Database::load(options.protoDB, error);
+    if (!loaded)
+      return nullptr;
+    db = loaded.get();
+  }
+  netpfl::CompileOptions o;
+  o.appName = options.appName;
+  o.fileName = options.fileName;
+  return netpfl::compile(context, filter, *db, o, error);
 }
 
 void netvm::driver::configureHelp(llvm::cl::OptionCategory &toolCategory,

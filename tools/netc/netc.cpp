@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Driver/Driver.h"
-#include "netvm/Frontend/PcapFilter.h"
 #include "netvm/Frontend/NetIL.h"
 #include "netvm/Conversion/NetVMToLLVM.h"
 #include "netvm/Target/Native.h"
@@ -44,6 +43,33 @@ static cl::opt<std::string> pcapFilter(
              "input files: an application whose NetPE 'filter' sends the "
              "packets it accepts to sink 'match'"),
     cl::value_desc("expression"), cl::cat(netcCategory));
+static cl::opt<std::string> pflFilter(
+    "pfl",
+    cl::desc("Compile this NetPFL filter (docs/netpfl.md) instead of input "
+             "files, e.g. 'tcp.dport == 80 and ip.src == 10.1.1.1': an "
+             "application whose NetPE 'filter' sends matching packets to "
+             "sink 'match' (or 'portN' after 'returnpacket on port N')"),
+    cl::value_desc("filter"), cl::cat(netcCategory));
+static cl::opt<std::string> filterFile(
+    "filter-file",
+    cl::desc("Read the --pfl or --pcap-filter filter from this file "
+             "instead (errors then give file:line:col); use with "
+             "--filter-language"),
+    cl::value_desc("file"), cl::cat(netcCategory));
+namespace {
+enum class FilterLang { None, PcapFilter, NetPFL };
+} // namespace
+static cl::opt<FilterLang> filterLanguage(
+    "filter-language", cl::desc("The language of --filter-file:"),
+    cl::init(FilterLang::None), cl::cat(netcCategory),
+    cl::values(clEnumValN(FilterLang::PcapFilter, "pcap-filter",
+                          "tcpdump expressions"),
+               clEnumValN(FilterLang::NetPFL, "pfl", "NetPFL")));
+static cl::opt<std::string> protoDB(
+    "protodb",
+    cl::desc("The NetPDL protocol database NetPFL filters use (default: "
+             "netvm's own, see docs/protodb.md)"),
+    cl::value_desc("file.xml"), cl::cat(netcCategory));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: "
                                                      "standard output)"),
                                        cl::value_desc("file"), cl::init("-"),
@@ -207,24 +233,58 @@ int main(int argc, char **argv) {
     printer = std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, &context);
   }
 
-  if (pcapFilter.getNumOccurrences() == 0 && inputs.empty()) {
+  // A filter: on the command line (--pcap-filter, --pfl) or in a file.
+  int filterSources = (pcapFilter.getNumOccurrences() > 0) +
+                      (pflFilter.getNumOccurrences() > 0) +
+                      (filterFile.getNumOccurrences() > 0);
+  if (filterSources == 0 && inputs.empty()) {
     llvm::errs() << "netc: no input: give NetIL files, an .nvapp or .mlir "
-                    "file, or --pcap-filter EXPRESSION\n";
+                    "file, --pcap-filter EXPRESSION, --pfl FILTER or "
+                    "--filter-file FILE\n";
     return 1;
   }
-  if (pcapFilter.getNumOccurrences() && !inputs.empty()) {
-    llvm::errs() << "netc: --pcap-filter compiles an expression: give no "
-                    "input files with it\n";
+  if (filterSources > 1) {
+    llvm::errs() << "netc: give one filter: --pcap-filter, --pfl or "
+                    "--filter-file\n";
+    return 1;
+  }
+  if (filterSources && !inputs.empty()) {
+    llvm::errs() << "netc: a filter is the whole input: give no input "
+                    "files with it\n";
+    return 1;
+  }
+  if (filterFile.getNumOccurrences() &&
+      filterLanguage == FilterLang::None) {
+    llvm::errs() << "netc: --filter-file needs --filter-language=pfl or "
+                    "--filter-language=pcap-filter\n";
     return 1;
   }
   OwningOpRef<ModuleOp> module;
-  if (pcapFilter.getNumOccurrences()) {
-    netvm::pcapfilter::CompileOptions filterOptions;
+  if (filterSources) {
+    netvm::driver::FilterOptions filterOptions;
     if (!appName.empty())
       filterOptions.appName = appName;
+    filterOptions.protoDB = protoDB;
+    std::string text;
+    bool pfl;
+    if (filterFile.getNumOccurrences()) {
+      auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(filterFile, true);
+      if (std::error_code ec = buffer.getError()) {
+        llvm::errs() << "netc: cannot read '" << filterFile
+                     << "': " << ec.message() << "\n";
+        return 1;
+      }
+      text = (*buffer)->getBuffer().str();
+      filterOptions.fileName = filterFile;
+      pfl = filterLanguage == FilterLang::NetPFL;
+    } else {
+      pfl = pflFilter.getNumOccurrences() > 0;
+      text = pfl ? pflFilter : pcapFilter;
+    }
+    filterOptions.language = pfl ? netvm::driver::FilterLanguage::NetPFL
+                                 : netvm::driver::FilterLanguage::PcapFilter;
     std::string error;
-    module = netvm::pcapfilter::compile(context, pcapFilter, filterOptions,
-                                        error);
+    module = netvm::driver::compileFilter(context, text, filterOptions, error);
     if (!module)
       llvm::errs() << "netc: " << error << "\n";
   } else {

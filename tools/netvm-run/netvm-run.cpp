@@ -10,7 +10,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Driver/Driver.h"
-#include "netvm/Frontend/PcapFilter.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Runtime/PacketIO.h"
 #include "netvm/Target/Native.h"
@@ -53,6 +52,17 @@ static cl::opt<std::string> pcapFilter(
              "Words after the options that name no file are taken as one "
              "too, as tcpdump does"),
     cl::value_desc("expression"), cl::cat(runCategory));
+static cl::opt<std::string> pflFilter(
+    "pfl",
+    cl::desc("Run this NetPFL filter (docs/netpfl.md) instead of an "
+             "application: matching packets leave through sink 'match' (or "
+             "'portN' after 'returnpacket on port N')"),
+    cl::value_desc("filter"), cl::cat(runCategory));
+static cl::opt<std::string> protoDB(
+    "protodb",
+    cl::desc("The NetPDL protocol database of --pfl (default: netvm's "
+             "own, see docs/protodb.md)"),
+    cl::value_desc("file.xml"), cl::cat(runCategory));
 static cl::opt<std::string>
     pcapInput("r", cl::desc("Read packets from a pcap file"),
               cl::value_desc("trace.pcap"), cl::cat(runCategory));
@@ -236,11 +246,17 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   // An application from files, or a tcpdump expression (--pcap-filter, or
   // words that name no file, as in `netvm-run -r f.pcap tcp port 80`).
-  std::string expression = pcapFilter;
-  bool isExpression = pcapFilter.getNumOccurrences() > 0;
+  std::string expression = pflFilter.getNumOccurrences() ? pflFilter
+                                                         : pcapFilter;
+  bool isPFL = pflFilter.getNumOccurrences() > 0;
+  bool isExpression = isPFL || pcapFilter.getNumOccurrences() > 0;
+  if (isPFL && pcapFilter.getNumOccurrences()) {
+    llvm::errs() << "netvm-run: give one filter: --pfl or --pcap-filter\n";
+    return 1;
+  }
   if (isExpression && !inputs.empty()) {
-    llvm::errs() << "netvm-run: --pcap-filter runs an expression: give no "
-                    "application files with it\n";
+    llvm::errs() << "netvm-run: " << (isPFL ? "--pfl" : "--pcap-filter")
+                 << " runs a filter: give no application files with it\n";
     return 1;
   }
   if (!isExpression && inputs.empty()) {
@@ -259,10 +275,13 @@ int main(int argc, char **argv) {
   }
   OwningOpRef<ModuleOp> module;
   if (isExpression) {
-    pcapfilter::CompileOptions filterOptions;
+    driver::FilterOptions filterOptions;
+    filterOptions.language = isPFL ? driver::FilterLanguage::NetPFL
+                                   : driver::FilterLanguage::PcapFilter;
+    filterOptions.protoDB = protoDB;
     std::string filterError;
-    module = pcapfilter::compile(context, expression, filterOptions,
-                                 filterError);
+    module = driver::compileFilter(context, expression, filterOptions,
+                                   filterError);
     if (!module) {
       llvm::errs() << "netvm-run: " << filterError << "\n";
       return 1;

@@ -72,6 +72,30 @@ loadApplication(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
                 llvm::ArrayRef<std::string> inputs,
                 const LoadOptions &options = {});
 
+enum class FilterLanguage {
+  PcapFilter, // tcpdump expressions (docs/pcap-filter.md)
+  NetPFL,     // NetPFL over a NetPDL database (docs/netpfl.md)
+};
+
+struct FilterOptions {
+  FilterLanguage language = FilterLanguage::PcapFilter;
+  /// Name of the application.
+  std::string appName = "filter";
+  /// Where the filter came from: a file name, or empty for a filter given
+  /// on the command line. With a file, errors start with file:line:col.
+  std::string fileName;
+  /// NetPFL: the NetPDL protocol database to use; empty for netvm's own.
+  std::string protoDB;
+};
+
+/// Compile a filter into an application with one NetPE, `filter`, fed by
+/// source `in`, whose accepted packets go to sink `match` (NetPFL:
+/// `portN` after `returnpacket on port N`). On error returns null and sets
+/// `error` (the message, the filter line and a caret under the position).
+mlir::OwningOpRef<mlir::ModuleOp>
+compileFilter(mlir::MLIRContext &context, llvm::StringRef filter,
+              const FilterOptions &options, std::string &error);
+
 /// The single netvm.application of a module, or null.
 ApplicationOp getApplication(mlir::ModuleOp module);
 
