@@ -2,9 +2,12 @@
 """Generate tcpdump expressions for the netvm-vs-libpcap differential test.
 
 Primitives cover the language netvm's pcap-filter front end supports
-(protocols, hosts, networks, ports, port ranges, protocol numbers, lengths,
-Ethernet addresses, packet accessors and arithmetic), with the addresses
-and ports netvm-pcapgen puts in its traces, combined with and/or/not,
+(protocols, hosts, networks, ports, port ranges, protocol numbers and
+names, lengths, Ethernet addresses, broadcast and multicast, protochain,
+LLC, the link-level protocols, packet accessors and arithmetic), with the
+addresses and ports netvm-pcapgen and gen-packets.py put in their traces,
+and names every system has (localhost, /etc/services and /etc/protocols
+entries), combined with and/or/not,
 parentheses and bare operands that inherit qualifiers. The same seed gives
 the same list.
 
@@ -61,6 +64,68 @@ def proto_number(r):
                      "ip proto 47", "proto 132"])
 
 
+def proto_name(r):
+    return r.choice(["ip proto \\tcp", "proto \\udp", "ip proto \\icmp",
+                     "ip6 proto \\ipv6-icmp", "proto \\ipv6-frag",
+                     "ip proto \\gre", "ether proto \\ip",
+                     "ether proto \\ip6", "ether proto \\arp",
+                     "ether proto \\aarp", "ether proto \\atalk",
+                     "ether proto \\ipx", "ether proto \\iso",
+                     "ether proto \\stp", "ether proto \\netbeui",
+                     "ether proto \\decnet", "ether proto \\lat",
+                     "ether proto \\loopback", "ether proto 6",
+                     "ether proto 0x42", "ether proto 0xfe",
+                     "ether proto 0xe0", "ether proto 0xaa", "ether proto 4",
+                     "iso proto \\isis", "iso proto \\clnp",
+                     "iso proto 0x82", "isis proto 17", "isis proto 24"])
+
+
+def port_name(r):
+    q = r.choice(["", "tcp ", "udp "])
+    if r.random() < 0.3:
+        return f"{q}{r.choice(DIRS)}portrange {r.choice(['ftp-http', 'ssh-https', 'ftp-data-ssh', 'domain-ntp', 'http-ftp'])}"
+    return f"{q}{r.choice(DIRS)}port {r.choice(['http', 'https', 'ssh', 'domain', 'ntp', 'ftp', 'ftp-data', 'http-alt'])}"
+
+
+def host_name(r):
+    q = r.choice(["", "", "ip ", "arp "])
+    return f"{q}{r.choice(DIRS)}host localhost"
+
+
+def cast(r):
+    return r.choice(["broadcast", "ether broadcast", "multicast",
+                     "ether multicast", "ip multicast", "ip6 multicast",
+                     "link multicast"])
+
+
+def protochain(r):
+    q = r.choice(["", "ip ", "ip6 "])
+    n = r.choice(["6", "17", "58", "59", "44", "0", "51", "50", "60", "43",
+                  "\\tcp", "\\udp"])
+    return f"{q}protochain {n}"
+
+
+def llc(r):
+    return r.choice(["llc", "llc i", "llc s", "llc u", "llc rr", "llc rnr",
+                     "llc rej", "llc ui", "llc ua", "llc disc", "llc dm",
+                     "llc sabme", "llc test", "llc xid", "llc frmr"])
+
+
+def link_protocol(r):
+    """The protocols libpcap tests in the link layer (802.2 or EtherType)."""
+    if r.random() < 0.25:
+        area = r.choice(["1.2", "10.5", "1.1", "63.1023", "1025"])
+        return f"decnet {r.choice(DIRS)}host {area}"
+    if r.random() < 0.15:
+        return f"byte {r.choice(['0', '12', '13', '14', '16'])} {r.choice(['=', '<', '>'])} {r.choice(['0', '1', '6', '0x42', '0xfe', '128'])}"
+    if r.random() < 0.1:
+        return f"{r.choice(['decnet', 'atalk', 'lat'])}[{r.choice(['0', '2', '3'])}] {r.choice(RELS)} {r.choice(['0', '6', '0x81'])}"
+    return r.choice(["stp", "netbeui", "ipx", "iso", "esis", "isis", "clnp",
+                     "l1", "l2", "iih", "lsp", "snp", "csnp", "psnp",
+                     "decnet", "atalk", "aarp", "lat", "sca", "mopdl",
+                     "moprc", "pppoed"])
+
+
 def length(r):
     n = r.choice(["0", "14", "42", "60", "64", "100", "128", "1500"])
     return r.choice([f"len {r.choice(RELS)} {n}", f"less {n}",
@@ -113,7 +178,9 @@ def encapsulation(r):
 
 PRIMITIVES = [(host, 4), (net, 2), (host6, 2), (port, 4), (proto_number, 2),
               (length, 2), (ether, 2), (relation, 4),
-              (lambda r: r.choice(PROTOS), 4), (encapsulation, 2)]
+              (lambda r: r.choice(PROTOS), 4), (encapsulation, 2),
+              (proto_name, 2), (port_name, 2), (host_name, 1), (cast, 2),
+              (protochain, 2), (llc, 2), (link_protocol, 3)]
 
 
 def primitive(r):

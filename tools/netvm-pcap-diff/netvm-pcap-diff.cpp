@@ -21,6 +21,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <arpa/inet.h>
 #include <pcap/pcap.h>
 
 #include <set>
@@ -52,6 +53,16 @@ static cl::opt<std::string> knownFile(
     cl::value_desc("file"), cl::cat(diffCategory));
 static cl::opt<bool> verbose("v", cl::desc("Print every expression's result"),
                              cl::cat(diffCategory));
+static cl::opt<bool> sameMessages(
+    "same-messages",
+    cl::desc("Also fail when netvm refuses an expression with another "
+             "message than libpcap's (syntax errors count as the same)"),
+    cl::cat(diffCategory));
+static cl::opt<std::string> netmaskOption(
+    "netmask",
+    cl::desc("The netmask pcap_compile and netvm get (for 'ip broadcast'); "
+             "none by default (PCAP_NETMASK_UNKNOWN)"),
+    cl::value_desc("a.b.c.d"), cl::cat(diffCategory));
 
 namespace {
 struct Packet {
@@ -124,27 +135,57 @@ int main(int argc, char **argv) {
   driver::registerDialects(registry);
   MLIRContext context(registry);
   context.printOpOnDiagnostic(false);
-  pcap_t *dead = pcap_open_dead(DLT_EN10MB, 262144);
+  // libpcap compiles for the first trace, as tcpdump -r does: some
+  // primitives (inbound, ifindex) depend on reading a savefile.
+  char pcapError[PCAP_ERRBUF_SIZE];
+  pcap_t *dead = pcap_open_offline(traces.front().c_str(), pcapError);
+  if (!dead) {
+    llvm::errs() << "netvm-pcap-diff: " << pcapError << "\n";
+    return 1;
+  }
+  pcapfilter::CompileOptions options;
+  bpf_u_int32 netmask = PCAP_NETMASK_UNKNOWN;
+  if (!netmaskOption.empty()) {
+    struct in_addr mask;
+    if (inet_pton(AF_INET, netmaskOption.c_str(), &mask) != 1) {
+      llvm::errs() << "netvm-pcap-diff: bad netmask '" << netmaskOption
+                   << "'\n";
+      return 1;
+    }
+    netmask = ntohl(mask.s_addr);
+    options.netmask = netmask;
+  }
+  // The message of a compile error, without the expression and caret.
+  auto firstLine = [](const std::string &error) {
+    return llvm::StringRef(error).split('\n').first.trim().str();
+  };
 
   unsigned agree = 0, disagree = 0, unsupported = 0, invalid = 0,
-           lenient = 0, knownCount = 0;
+           lenient = 0, knownCount = 0, otherMessage = 0;
   for (const std::string &expr : list) {
     struct bpf_program bpf;
     // libpcap's optimizer refuses expressions it proves reject every
     // packet; those must reject every packet here too.
     bool rejectsAll = false;
-    if (pcap_compile(dead, &bpf, expr.c_str(), 1, PCAP_NETMASK_UNKNOWN) !=
-        0) {
-      std::string why = pcap_geterr(dead);
+    if (pcap_compile(dead, &bpf, expr.c_str(), 1, netmask) != 0) {
+      std::string why = llvm::StringRef(pcap_geterr(dead)).trim().str();
       if (why.find("rejects all packets") == std::string::npos) {
         ++invalid;
-        // netvm must refuse it too.
-        std::string ignored;
-        if (pcapfilter::compile(context, expr, pcapfilter::CompileOptions(),
-                                ignored)) {
+        // netvm must refuse it too, with the same message.
+        std::string error;
+        if (pcapfilter::compile(context, expr, options, error)) {
           ++lenient;
           llvm::outs() << "netvm accepts what libpcap rejects: " << expr
                        << " (libpcap: " << why << ")\n";
+          continue;
+        }
+        std::string ours = firstLine(error);
+        bool bothSyntax = why.find("syntax error") != std::string::npos &&
+                          ours.find("syntax error") != std::string::npos;
+        if (ours != why && !bothSyntax) {
+          ++otherMessage;
+          llvm::outs() << "another message: " << expr << "\n  netvm: " << ours
+                       << "\n  libpcap: " << why << "\n";
         } else if (verbose) {
           llvm::outs() << "both reject: " << expr << " (" << why << ")\n";
         }
@@ -157,7 +198,7 @@ int main(int argc, char **argv) {
     }
     std::string error;
     OwningOpRef<ModuleOp> module =
-        pcapfilter::compile(context, expr, pcapfilter::CompileOptions(), error);
+        pcapfilter::compile(context, expr, options, error);
     const netvm_app_desc *desc = nullptr;
     if (module && succeeded(driver::optimize(*module, 2))) {
       native::CodegenOptions codegen;
@@ -230,8 +271,11 @@ int main(int argc, char **argv) {
   llvm::outs() << llvm::formatv(
       "{0} expressions, {1} packets: {2} agree, {3} disagree ({7} more "
       "known to), {4} refused by netvm, {5} invalid for libpcap ({6} of them "
-      "accepted by netvm)\n",
+      "accepted by netvm, {8} refused with another message)\n",
       list.size(), packets.size(), agree, disagree, unsupported, invalid,
-      lenient, knownCount);
-  return disagree || lenient || (requireAll && unsupported) ? 1 : 0;
+      lenient, knownCount, otherMessage);
+  return disagree || lenient || (requireAll && unsupported) ||
+                 (sameMessages && otherMessage)
+             ? 1
+             : 0;
 }

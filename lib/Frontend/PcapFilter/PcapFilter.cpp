@@ -270,8 +270,10 @@ const char *protoName(Proto p) {
 }
 
 /// libpcap's message for an 802.11 direction qualifier used on another
-/// address (`onMac`: on an Ethernet address).
-std::string wlanDirError(Dir d, bool onMac) {
+/// address (`onMac`: on an Ethernet address), or on `what` (ports).
+std::string wlanDirError(Dir d, bool onMac,
+                         const char *what =
+                             "addresses other than 802.11 MAC addresses") {
   static const char *const names[] = {"addr1", "addr2", "addr3", "addr4",
                                       "ra", "ta"};
   int i = static_cast<int>(d) - static_cast<int>(Dir::Addr1);
@@ -281,7 +283,7 @@ std::string wlanDirError(Dir d, bool onMac) {
   if (onMac)
     return which + " only supported on 802.11 with 802.11 headers";
   return which + (i < 4 ? " not valid qualifiers" : " not a valid qualifier") +
-         " for addresses other than 802.11 MAC addresses";
+         " for " + what;
 }
 bool isWlanDir(Dir d) { return d >= Dir::Addr1; }
 
@@ -1281,6 +1283,9 @@ private:
       if (port > 65535)
         fail(at, "illegal port number " + std::to_string(port) + " > 65535");
     }
+    if (isWlanDir(q.dir))
+      fail(at, wlanDirError(q.dir, false,
+                            q.addr == Addr::Port ? "ports" : "port ranges"));
     Proto p = ipproto == IPPROTO_TCP   ? Proto::TCP
               : ipproto == IPPROTO_UDP ? Proto::UDP
               : ipproto == IPPROTO_SCTP ? Proto::SCTP
@@ -1601,19 +1606,26 @@ private:
     // the left operand's protocol checks.
     auto bin = [&](P::ArithContext *l, P::ArithContext *r, char op) {
       Arith a0 = arith(l), a1 = arith(r);
-      // libpcap's code generator refuses a literal divisor of 0, its
-      // optimizer one that folds to 0.
-      bool literal = a1.value->kind == Val::Const;
-      if ((op == '/' || op == '%') && literal && a1.value->k == 0)
-        fail(r, op == '/' ? "division by zero" : "modulus by zero");
-      ValP divisor = simplify(a1.value);
-      if ((op == '/' || op == '%') && divisor->kind == Val::Const &&
-          divisor->k == 0 && !optimizerError)
-        optimizerError = FilterError{
-            r->getStart()->getStartIndex(),
-            op == '/' ? "division by zero" : "modulus by zero"};
-      if ((op == '<' || op == '>') && literal && a1.value->k > 31)
+      bool division = op == '/' || op == '%', shift = op == '<' || op == '>';
+      const char *zero = op == '/' ? "division by zero" : "modulus by zero";
+      // libpcap's code generator looks at the first instruction of the
+      // right operand: a load of the constant 0 (as in "ip[0]", whose
+      // index comes first) or of one above 31.
+      std::optional<uint32_t> first = firstImmediate(a1.value);
+      if (division && first && *first == 0)
+        fail(r, zero);
+      if (shift && first && *first > 31)
         fail(r, "shift by more than 31 bits");
+      // Its optimizer refuses a divisor that folds to 0, and a shift of a
+      // variable by a constant above 31.
+      ValP folded = simplify(a1.value);
+      size_t at = r->getStart()->getStartIndex();
+      if (division && folded->kind == Val::Const && folded->k == 0 &&
+          !optimizerError)
+        optimizerError = FilterError{at, zero};
+      if (shift && folded->kind == Val::Const && folded->k > 31 &&
+          simplify(a0.value)->kind != Val::Const && !optimizerError)
+        optimizerError = FilterError{at, "shift by more than 31 bits"};
       return Arith{binary(op, a0.value, a1.value), a0.checks};
     };
     if (auto *b = dynamic_cast<P::MulDivContext *>(ctx))
@@ -1627,6 +1639,23 @@ private:
       return bin(b->arith(0), b->arith(1), '&');
     auto *b = static_cast<P::BitOrContext *>(ctx);
     return bin(b->arith(0), b->arith(1), b->PIPE() ? '|' : '^');
+  }
+
+  /// The constant the first instruction libpcap generates for `v` loads,
+  /// if it loads one: an index comes before the load it feeds, a left
+  /// operand before the right one.
+  static std::optional<uint32_t> firstImmediate(const ValP &v) {
+    switch (v->kind) {
+    case Val::Const:
+      return v->k;
+    case Val::Load:
+      return v->index ? firstImmediate(v->index) : std::nullopt;
+    case Val::Binary:
+    case Val::Neg:
+      return firstImmediate(v->a);
+    default:
+      return std::nullopt;
+    }
   }
 
   /// proto[index : size] (gen_load).
