@@ -46,3 +46,38 @@ function(add_netvm_tool name)
   set_target_properties(${name} PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endfunction()
+
+# add_netvm_antlr_parser(<library> GRAMMAR <name>.g4 PACKAGE <namespace>
+#                        SOURCES <sources...> [LINK_LIBS ...] [MLIR_LIBS ...])
+# A front-end library whose parser ANTLR generates from GRAMMAR (beside the
+# CMakeLists) into ${CMAKE_CURRENT_BINARY_DIR}/antlr: a lexer, a parser
+# and visitors (no listeners) in namespace PACKAGE. Debian's ANTLR tool
+# (4.7.2) writes code that builds against its 4.9 C++ runtime; ANTLR code
+# needs exceptions and RTTI, and its warnings are not ours to fix.
+function(add_netvm_antlr_parser name)
+  cmake_parse_arguments(ARG "" "GRAMMAR;PACKAGE" "SOURCES;LINK_LIBS;MLIR_LIBS"
+    ${ARGN})
+  find_package(antlr4-runtime REQUIRED CONFIG)
+  find_program(NETVM_ANTLR4 antlr4 REQUIRED)
+  get_filename_component(grammar ${ARG_GRAMMAR} NAME_WE)
+  set(gen ${CMAKE_CURRENT_BINARY_DIR}/antlr)
+  set(compiled ${gen}/${grammar}Lexer.cpp ${gen}/${grammar}Parser.cpp)
+  set(generated ${compiled}
+    ${gen}/${grammar}Lexer.h ${gen}/${grammar}Parser.h
+    ${gen}/${grammar}Visitor.cpp ${gen}/${grammar}Visitor.h
+    ${gen}/${grammar}BaseVisitor.cpp ${gen}/${grammar}BaseVisitor.h)
+  add_custom_command(
+    OUTPUT ${generated}
+    COMMAND ${NETVM_ANTLR4} -Dlanguage=Cpp -visitor -no-listener
+            -package ${ARG_PACKAGE} -Xexact-output-dir -o ${gen}
+            ${CMAKE_CURRENT_SOURCE_DIR}/${ARG_GRAMMAR}
+    DEPENDS ${ARG_GRAMMAR}
+    COMMENT "Generating the ${grammar} parser (ANTLR)")
+  set_source_files_properties(${generated} PROPERTIES GENERATED TRUE)
+  set_source_files_properties(${compiled} PROPERTIES COMPILE_OPTIONS "-w")
+  add_netvm_library(${name} EH
+    SOURCES ${ARG_SOURCES} ${compiled}
+    LINK_LIBS NetVMFilterSupport ${ARG_LINK_LIBS}
+    MLIR_LIBS ${ARG_MLIR_LIBS})
+  target_include_directories(${name} PRIVATE ${gen} ${ANTLR4_INCLUDE_DIR})
+endfunction()

@@ -49,10 +49,7 @@ netvm::driver::compileFilter(MLIRContext &context, llvm::StringRef filter,
     o.appName = options.appName;
     if (!options.fileName.empty())
       o.sourceName = options.fileName;
-    auto module = pcapfilter::compile(context, filter, o, error);
-    if (!module && !options.fileName.empty())
-      error = options.fileName + ": error: " + error;
-    return module;
+    return pcapfilter::compile(context, filter, o, error);
   }
   const protodb::Database *db = &protodb::Database::builtin();
   std::unique_ptr<protodb::Database> loaded;
@@ -66,6 +63,25 @@ netvm::driver::compileFilter(MLIRContext &context, llvm::StringRef filter,
   o.appName = options.appName;
   o.fileName = options.fileName;
   return netpfl::compile(context, filter, *db, o, error);
+}
+
+OwningOpRef<ModuleOp>
+netvm::driver::compileFilterFile(MLIRContext &context, llvm::StringRef path,
+                                 FilterOptions options, std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (std::error_code ec = buffer.getError()) {
+    error = "cannot read '" + path.str() + "': " + ec.message();
+    return nullptr;
+  }
+  std::string text = (*buffer)->getBuffer().str();
+  // tcpdump -F blanks comments out; offsets (and columns) stay as written.
+  if (options.language == FilterLanguage::PcapFilter)
+    for (size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '#')
+        for (; i < text.size() && text[i] != '\n'; ++i)
+          text[i] = ' ';
+  options.fileName = path == "-" ? "<stdin>" : path.str();
+  return compileFilter(context, text, options, error);
 }
 
 void netvm::driver::configureHelp(llvm::cl::OptionCategory &toolCategory,

@@ -8,7 +8,8 @@ built (truth file of make-trace.py). Truncated frames are skipped: what
 they hold depends on where the cut fell (the engines are compared with
 each other on them by differential tests).
 
-PYTHON sees H, the chain: a list of [name, fields], outermost first, and:
+PYTHON sees H, the chain: a list of [name, fields], outermost first, the
+module re, and:
   has(name, pred=None)   some header `name` (whose fields satisfy pred)
   nth(name, n)           the fields of the n-th header `name`, or None
   count(name)            how many headers `name`
@@ -87,7 +88,7 @@ def main():
                 return False
 
             want = bool(eval(oracle, {"has": has, "nth": nth, "count": count,
-                                      "seq": seq, "H": H}))
+                                      "seq": seq, "H": H, "re": re}))
             expected += want
             # netvm-run numbers packets from 1.
             if want != ((i + 1) in got):

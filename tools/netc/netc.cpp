@@ -265,26 +265,18 @@ int main(int argc, char **argv) {
     if (!appName.empty())
       filterOptions.appName = appName;
     filterOptions.protoDB = protoDB;
-    std::string text;
-    bool pfl;
-    if (filterFile.getNumOccurrences()) {
-      auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(filterFile, true);
-      if (std::error_code ec = buffer.getError()) {
-        llvm::errs() << "netc: cannot read '" << filterFile
-                     << "': " << ec.message() << "\n";
-        return 1;
-      }
-      text = (*buffer)->getBuffer().str();
-      filterOptions.fileName = filterFile;
-      pfl = filterLanguage == FilterLang::NetPFL;
-    } else {
-      pfl = pflFilter.getNumOccurrences() > 0;
-      text = pfl ? pflFilter : pcapFilter;
-    }
+    bool pfl = filterFile.getNumOccurrences()
+                   ? filterLanguage == FilterLang::NetPFL
+                   : pflFilter.getNumOccurrences() > 0;
     filterOptions.language = pfl ? netvm::driver::FilterLanguage::NetPFL
                                  : netvm::driver::FilterLanguage::PcapFilter;
     std::string error;
-    module = netvm::driver::compileFilter(context, text, filterOptions, error);
+    if (filterFile.getNumOccurrences())
+      module = netvm::driver::compileFilterFile(context, filterFile,
+                                                filterOptions, error);
+    else
+      module = netvm::driver::compileFilter(
+          context, pfl ? pflFilter : pcapFilter, filterOptions, error);
     if (!module)
       llvm::errs() << "netc: " << error << "\n";
   } else {

@@ -52,6 +52,11 @@ static cl::opt<std::string> pcapFilter(
              "Words after the options that name no file are taken as one "
              "too, as tcpdump does"),
     cl::value_desc("expression"), cl::cat(runCategory));
+static cl::opt<std::string> expressionFile(
+    "F",
+    cl::desc("Read the tcpdump expression from this file, as tcpdump -F "
+             "does ('#' starts a comment); errors give file:line:col"),
+    cl::value_desc("file"), cl::cat(runCategory));
 static cl::opt<std::string> pflFilter(
     "pfl",
     cl::desc("Run this NetPFL filter (docs/netpfl.md) instead of an "
@@ -249,14 +254,19 @@ int main(int argc, char **argv) {
   std::string expression = pflFilter.getNumOccurrences() ? pflFilter
                                                          : pcapFilter;
   bool isPFL = pflFilter.getNumOccurrences() > 0;
-  bool isExpression = isPFL || pcapFilter.getNumOccurrences() > 0;
-  if (isPFL && pcapFilter.getNumOccurrences()) {
-    llvm::errs() << "netvm-run: give one filter: --pfl or --pcap-filter\n";
+  bool fromFile = expressionFile.getNumOccurrences() > 0;
+  bool isExpression =
+      isPFL || fromFile || pcapFilter.getNumOccurrences() > 0;
+  if (isPFL + fromFile + (pcapFilter.getNumOccurrences() > 0) > 1) {
+    llvm::errs() << "netvm-run: give one filter: --pfl, --pcap-filter or "
+                    "-F\n";
     return 1;
   }
   if (isExpression && !inputs.empty()) {
-    llvm::errs() << "netvm-run: " << (isPFL ? "--pfl" : "--pcap-filter")
-                 << " runs a filter: give no application files with it\n";
+    llvm::errs() << "netvm-run: "
+                 << (isPFL ? "--pfl" : fromFile ? "-F" : "--pcap-filter")
+                 << " runs a filter: give no application files or "
+                    "expression words with it\n";
     return 1;
   }
   if (!isExpression && inputs.empty()) {
@@ -280,8 +290,10 @@ int main(int argc, char **argv) {
                                    : driver::FilterLanguage::PcapFilter;
     filterOptions.protoDB = protoDB;
     std::string filterError;
-    module = driver::compileFilter(context, expression, filterOptions,
-                                   filterError);
+    module = fromFile ? driver::compileFilterFile(context, expressionFile,
+                                                  filterOptions, filterError)
+                      : driver::compileFilter(context, expression,
+                                              filterOptions, filterError);
     if (!module) {
       llvm::errs() << "netvm-run: " << filterError << "\n";
       return 1;

@@ -96,6 +96,14 @@ mlir::OwningOpRef<mlir::ModuleOp>
 compileFilter(mlir::MLIRContext &context, llvm::StringRef filter,
               const FilterOptions &options, std::string &error);
 
+/// Compile the filter in file `path` ("-": standard input), as
+/// compileFilter with `options.fileName` set to it. A tcpdump expression
+/// file may hold comments from '#' to the end of the line, as with
+/// `tcpdump -F`.
+mlir::OwningOpRef<mlir::ModuleOp>
+compileFilterFile(mlir::MLIRContext &context, llvm::StringRef path,
+                  FilterOptions options, std::string &error);
+
 /// The single netvm.application of a module, or null.
 ApplicationOp getApplication(mlir::ModuleOp module);
 

@@ -34,6 +34,7 @@
 
 #include "NetPFLLexer.h"
 #include "NetPFLParser.h"
+#include "FilterSupport.h"
 #include "antlr4-runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -54,6 +55,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <arpa/inet.h>
+#include <hs/hs.h>
 
 #include <functional>
 #include <map>
@@ -68,83 +70,20 @@ using llvm::StringRef;
 
 namespace {
 
-//===----------------------------------------------------------------------===//
-// Errors
-//===----------------------------------------------------------------------===//
+using filter::fail;
+using filter::FilterError;
+using filter::posOf;
 
-struct FilterError {
-  size_t offset;
-  std::string message;
-};
-
-[[noreturn]] void fail(size_t offset, const std::string &msg) {
-  throw FilterError{offset, msg};
-}
-size_t posOf(antlr4::ParserRuleContext *ctx) {
-  return ctx ? ctx->getStart()->getStartIndex() : 0;
-}
-size_t posOf(antlr4::tree::TerminalNode *t) {
-  return t->getSymbol()->getStartIndex();
-}
-
-class ErrorListener : public antlr4::BaseErrorListener {
-public:
-  void syntaxError(antlr4::Recognizer *, antlr4::Token *offending, size_t,
-                   size_t column, const std::string &msg,
-                   std::exception_ptr) override {
-    if (error)
-      return;
-    std::string text = msg;
-    StringRef m(msg);
-    size_t at = m.find("expecting ");
-    bool atEnd = offending && offending->getType() == antlr4::Token::EOF;
-    std::string what = atEnd ? "the filter ends too early"
-                             : "unexpected '" +
-                                   (offending ? offending->getText() : "") +
-                                   "'";
-    if (at != StringRef::npos) {
-      StringRef expected = m.substr(at + 10).trim("{} ");
-      llvm::SmallVector<StringRef> items;
-      expected.split(items, ", ");
-      std::string list =
-          expected == "<EOF>" ? "the end of the filter"
-          : items.size() > 6
-              ? "a protocol, a field, a number, an address or '('"
-              : "one of " + expected.str();
-      text = what + ": expected " + list;
-    } else if (m.starts_with("no viable alternative") ||
-               m.starts_with("mismatched input") ||
-               m.starts_with("extraneous input")) {
-      text = what + ": this does not make a filter here (a protocol, a "
-                    "comparison such as 'tcp.dport == 80', 'not', '(', "
-                    "'in', 'and', 'or' or an action)";
-    }
-    error = FilterError{offending ? offending->getStartIndex() : column,
-                        "syntax error: " + text};
-  }
-  std::optional<FilterError> error;
-};
-
-/// The message, then the line of the filter with a caret under the
-/// error. A filter read from a file (`file` not empty) gets the usual
-/// "file:line:col: error: " in front.
-std::string withCaret(StringRef filter, const FilterError &e,
-                      StringRef file) {
-  size_t offset = std::min(e.offset, filter.size());
-  size_t lineStart = filter.substr(0, offset).rfind('\n');
-  lineStart = lineStart == StringRef::npos ? 0 : lineStart + 1;
-  size_t lineEnd = filter.find('\n', offset);
-  StringRef line = filter.slice(lineStart, lineEnd).rtrim("\r");
-  size_t col = std::min(offset - lineStart, line.size());
-  std::string out;
-  if (!file.empty()) {
-    size_t lineNo = filter.substr(0, lineStart).count('\n') + 1;
-    out = file.str() + ":" + std::to_string(lineNo) + ":" +
-          std::to_string(col + 1) + ": error: ";
-  }
-  return out + e.message + "\n  " + line.str() + "\n  " +
-         std::string(col, ' ') + "^";
-}
+/// NetPFL's words for ANTLR's syntax errors.
+const filter::SyntaxWords kSyntaxWords{
+    "filter", "a protocol, a field, a number, an address or '('",
+    "this does not make a filter here (a protocol, a comparison such as "
+    "'tcp.dport == 80', 'not', '(', 'in', 'and', 'or' or an action)",
+    [](llvm::ArrayRef<StringRef> items) -> std::optional<std::string> {
+      if (items.size() == 1 && items[0] == "STRING")
+        return std::string("a string in double quotes");
+      return std::nullopt;
+    }};
 
 //===----------------------------------------------------------------------===//
 // The filter, resolved
@@ -434,7 +373,10 @@ private:
     if (auto *s = dynamic_cast<P::StringTestContext *>(ctx)) {
       pred->kind = s->MATCHES() ? Pred::Matches : Pred::Contains;
       pred->field = fieldRef(s->field()->FIELD());
-      pred->pattern = unquote(s->STRING());
+      // A regular expression keeps its escapes for the regexp engine
+      // (\d, \., \x00, ...); only \" stands for a quote.
+      pred->pattern = unquote(s->STRING(), /*regexp=*/s->MATCHES());
+      pred->pos = posOf(s->STRING()); // errors in the pattern point at it
       pred->caseSensitive = s->CASESENSITIVE() != nullptr;
       if (pred->pattern.empty())
         fail(posOf(s->STRING()), "the string is empty");
@@ -535,7 +477,7 @@ private:
                       ((lw && rw) ? " (here " + describe(p.rhs) + ")" : ""));
   }
 
-  std::string unquote(antlr4::tree::TerminalNode *tok) {
+  std::string unquote(antlr4::tree::TerminalNode *tok, bool regexp = false) {
     std::string text = tok->getText();
     std::string out;
     for (size_t i = 1; i + 1 < text.size(); ++i) {
@@ -545,6 +487,12 @@ private:
         continue;
       }
       char e = text[++i];
+      if (regexp) {
+        if (e != '"')
+          out += '\\';
+        out += e;
+        continue;
+      }
       switch (e) {
       case 'n': out += '\n'; break;
       case 'r': out += '\r'; break;
@@ -660,6 +608,28 @@ private:
 //===----------------------------------------------------------------------===//
 
 constexpr uint32_t kAbsent = 0xFFFFFFFF;
+constexpr llvm::StringLiteral kRegexp = "regexp";
+
+/// The regexp coprocessor's initialisation data for `patterns`
+/// (docs/netil.md, 7.1): little-endian counts and lengths, flag "i"
+/// (case-insensitive) unless the filter says casesensitive.
+std::vector<int8_t> regexpInitData(llvm::ArrayRef<const Pred *> patterns) {
+  std::vector<int8_t> out;
+  auto u16 = [&](size_t v) {
+    out.push_back(int8_t(v & 0xff));
+    out.push_back(int8_t(v >> 8));
+  };
+  auto bytes = [&](StringRef s) { out.insert(out.end(), s.begin(), s.end()); };
+  u16(patterns.size());
+  for (const Pred *p : patterns) {
+    StringRef flags = p->caseSensitive ? "" : "i";
+    u16(flags.size());
+    bytes(flags);
+    u16(p->pattern.size());
+    bytes(p->pattern);
+  }
+  return out;
+}
 
 /// What the filter needs from one protocol.
 struct ProtoNeeds {
@@ -699,6 +669,8 @@ public:
       StoreOp::create(b, loc, c32(0), MemSpace::Info,
                       c32(i * netpfl::kExtractedFieldSize));
     set(var("off"), c32(0));
+    if (!regexps.empty())
+      CoproExbufOp::create(b, loc, kRegexp);
     cf::BranchOp::create(b, loc, headerBlock(&db.start()));
 
     while (!pending.empty()) {
@@ -713,6 +685,9 @@ public:
                                          b, loc, b.getI1Type(), 1));
     cf::CondBranchOp::create(b, loc, verdict, accept, reject);
   }
+
+  /// The `matches` patterns, in the order of the regexp coprocessor.
+  llvm::ArrayRef<const Pred *> regexpPatterns() const { return regexps; }
 
   /// Promote the generator's variables to SSA values.
   LogicalResult promote(Operation *scope) {
@@ -750,6 +725,7 @@ private:
   std::map<std::string, Value> vars;
   std::map<const Protocol *, ProtoNeeds> needs_;
   std::map<const Protocol *, Block *> headers;
+  std::vector<const Pred *> regexps; // pattern K of the regexp coprocessor
   std::vector<const Protocol *> pending;
   llvm::DenseMap<const Protocol *, unsigned> layerBit;
   bool tunnels = false;
@@ -792,6 +768,8 @@ private:
             noteArith(m.pred->rhs, noteArith);
           } else {
             needs_[m.proto].recorded.insert(m.pred->field.field->name);
+            if (m.pred->kind == Pred::Matches)
+              regexps.push_back(m.pred.get());
           }
         }
     for (const Extract &x : filter.extracts) {
@@ -1115,7 +1093,7 @@ private:
     }
     if (n.values.contains(x.name)) {
       if (!loadSize || loadSize > 4)
-        fail(0, "protocol database: '" + proto->name + "." + x.name +
+        fail(size_t(0), "protocol database: '" + proto->name + "." + x.name +
                     "' is read with buf2int but is not a field of 1 to 4 "
                     "bytes (" + x.loc.str() + ")");
       set(var(fieldVar("val", x.name)),
@@ -1592,15 +1570,23 @@ private:
   /// `field contains "text"`: a search over the captured part of the
   /// field, case-insensitive (ASCII) unless `casesensitive`.
   Value stringTest(const Pred &p, Block *absent) {
-    if (p.kind == Pred::Matches)
-      fail(p.pos, "'matches' needs the regexp coprocessor, which netvm does "
-                  "not provide yet; use 'contains' for a plain string");
     auto [off, len] = fieldPosition(p.field, absent);
     // Search the part of the field that was captured.
     Value avail = arith::SelectOp::create(
         b, loc, cmp(arith::CmpIPredicate::ule, off, pktLen),
         arith::SubIOp::create(b, loc, pktLen, off), c32(0));
     Value span = arith::MinUIOp::create(b, loc, len, avail);
+    if (p.kind == Pred::Matches) {
+      // The regexp coprocessor's range test (docs/netil.md, 7.1): pattern
+      // K in R0, the range in R1 and R2, operation 4, the answer in R0.
+      auto it = llvm::find(regexps, &p);
+      uint32_t k = it - regexps.begin();
+      CoproWriteOp::create(b, loc, kRegexp, 0, c32(k));
+      CoproWriteOp::create(b, loc, kRegexp, 1, off);
+      CoproWriteOp::create(b, loc, kRegexp, 2, span);
+      CoproInvokeOp::create(b, loc, kRegexp, 4);
+      return isTrue(CoproReadOp::create(b, loc, i32, kRegexp, 0));
+    }
     uint32_t n = p.pattern.size();
     require(cmp(arith::CmpIPredicate::uge, span, c32(n)), absent);
     // Candidate starts: off .. off + span - n.
@@ -1690,6 +1676,41 @@ private:
   }
 };
 
+/// `matches` runs on the regexp coprocessor: the NetPE declares it with
+/// the patterns as initialisation data and initialises it in its init
+/// handler. Each pattern is checked here with the engine that will run it,
+/// so that a bad one is an error at its position, not an exception on
+/// every packet.
+void addRegexpCoprocessor(OpBuilder &b, Location loc, filter::FilterApp &app,
+                          llvm::ArrayRef<const Pred *> patterns) {
+  for (const Pred *p : patterns) {
+    if (p->pattern.size() > 0xFFFF)
+      fail(p->pos, "the regular expression is longer than 65535 bytes");
+    if (StringRef(p->pattern).contains('\0'))
+      fail(p->pos, "a regular expression cannot hold a NUL byte; write "
+                   "\\x00 to match one");
+    hs_expr_info_t *info = nullptr;
+    hs_compile_error_t *compileError = nullptr;
+    unsigned flags = HS_FLAG_ALLOWEMPTY |
+                     (p->caseSensitive ? 0u : unsigned(HS_FLAG_CASELESS));
+    if (hs_expression_info(p->pattern.c_str(), flags, &info, &compileError) !=
+        HS_SUCCESS) {
+      std::string why = compileError ? compileError->message : "invalid";
+      hs_free_compile_error(compileError);
+      fail(p->pos, "bad regular expression: " + why);
+    }
+    free(info);
+  }
+  app.pe.setCoprocessorsAttr(b.getStrArrayAttr({kRegexp}));
+  app.pe.setInitdataAttr(b.getDenseI8ArrayAttr(regexpInitData(patterns)));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(app.handler);
+  auto init = HandlerOp::create(b, loc, HandlerKind::Init);
+  b.setInsertionPointToEnd(&init.getBody().front());
+  CoproInitOp::create(b, loc, b.getI32Type(), kRegexp, 0);
+  RetOp::create(b, loc);
+}
+
 } // namespace
 
 OwningOpRef<ModuleOp> netvm::netpfl::compile(MLIRContext &context,
@@ -1699,28 +1720,12 @@ OwningOpRef<ModuleOp> netvm::netpfl::compile(MLIRContext &context,
                                              std::string &error) {
   context.loadDialect<NetVMDialect, arith::ArithDialect,
                       cf::ControlFlowDialect, memref::MemRefDialect>();
-  std::string text = filterText.str();
-  antlr4::ANTLRInputStream input(text);
-  netvm_netpfl::NetPFLLexer lexer(&input);
-  ErrorListener listener;
-  lexer.removeErrorListeners();
-  lexer.addErrorListener(&listener);
-  antlr4::CommonTokenStream tokens(&lexer);
-  P parser(&tokens);
-  parser.removeErrorListeners();
-  parser.addErrorListener(&listener);
-  P::ProgramContext *tree = parser.program();
-  for (antlr4::Token *t : tokens.getTokens())
-    if (t->getType() == P::ERROR_CHAR) {
-      error = withCaret(filterText,
-                        FilterError{t->getStartIndex(),
-                                    "syntax error: unexpected character '" +
-                                        t->getText() + "'"},
-                        options.fileName);
-      return nullptr;
-    }
-  if (listener.error) {
-    error = withCaret(filterText, *listener.error, options.fileName);
+  filter::FilterParser<netvm_netpfl::NetPFLLexer, P> parser(filterText,
+                                                            kSyntaxWords);
+  std::optional<FilterError> syntaxError;
+  P::ProgramContext *tree = parser.parse(syntaxError);
+  if (!tree) {
+    error = filter::withCaret(filterText, *syntaxError, options.fileName);
     return nullptr;
   }
 
@@ -1728,58 +1733,28 @@ OwningOpRef<ModuleOp> netvm::netpfl::compile(MLIRContext &context,
   Location loc = FileLineColLoc::get(
       &context, options.fileName.empty() ? "<filter>" : options.fileName, 1,
       1);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   OpBuilder b(&context);
-  b.setInsertionPointToEnd(module->getBody());
-  auto app = ApplicationOp::create(b, loc, options.appName);
-  b.setInsertionPointToEnd(app.getBodyBlock());
-  std::string out =
-      filter.port ? "port" + std::to_string(*filter.port) : "match";
-  HandlerOp handler;
+  filter::FilterApp app;
   try {
     Walker(db, filter).program(tree);
-    out = filter.port ? "port" + std::to_string(*filter.port) : "match";
-    SourceOp::create(b, loc, "in");
-    SinkOp::create(b, loc, out);
-    auto pe = PEOp::create(b, loc, "filter");
+    std::string out =
+        filter.port ? "port" + std::to_string(*filter.port) : "match";
+    app = filter::buildFilterApp(b, loc, options.appName, out);
     if (!filter.extracts.empty())
-      pe.setInfoSize(filter.extracts.size() * kExtractedFieldSize);
-    b.setInsertionPointToEnd(pe.getBodyBlock());
-    PortOp::create(b, loc, "in", PortKind::PushInput);
-    PortOp::create(b, loc, out, PortKind::PushOutput);
-    handler = HandlerOp::create(b, loc, HandlerKind::Push);
-    Region &body = handler.getBody();
-    Block *accept = new Block(), *reject = new Block();
-    body.push_back(accept);
-    body.push_back(reject);
-    b.setInsertionPointToEnd(accept);
-    SendOp::create(b, loc, out);
-    b.setInsertionPointToEnd(reject);
-    DropOp::create(b, loc);
-    CodeGen gen(b, loc, body, db, filter, accept, reject);
+      app.pe.setInfoSize(filter.extracts.size() * kExtractedFieldSize);
+    CodeGen gen(b, loc, app.handler.getBody(), db, filter, app.accept,
+                app.reject);
     gen.run();
-    if (failed(gen.promote(handler))) {
+    if (!gen.regexpPatterns().empty())
+      addRegexpCoprocessor(b, loc, app, gen.regexpPatterns());
+    if (failed(gen.promote(app.handler))) {
       error = "internal error: the filter's variables did not become SSA "
               "values";
       return nullptr;
     }
   } catch (const FilterError &e) {
-    error = withCaret(filterText, e, options.fileName);
+    error = filter::withCaret(filterText, e, options.fileName);
     return nullptr;
   }
-
-  b.setInsertionPointToEnd(app.getBodyBlock());
-  auto ref = [&](StringRef peName, StringRef port) {
-    return SymbolRefAttr::get(&context, peName,
-                              {FlatSymbolRefAttr::get(&context, port)});
-  };
-  ConnectOp::create(b, loc, FlatSymbolRefAttr::get(&context, "in"),
-                    ref("filter", "in"));
-  ConnectOp::create(b, loc, ref("filter", out),
-                    FlatSymbolRefAttr::get(&context, out));
-  if (failed(verify(*module))) {
-    error = "internal error: the generated code does not verify";
-    return nullptr;
-  }
-  return module;
+  return filter::finishFilterApp(app, error);
 }

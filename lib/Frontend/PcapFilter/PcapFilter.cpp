@@ -21,6 +21,7 @@
 
 #include "PcapFilterLexer.h"
 #include "PcapFilterParser.h"
+#include "FilterSupport.h"
 #include "antlr4-runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -62,59 +63,23 @@ namespace {
 // Errors
 //===----------------------------------------------------------------------===//
 
-/// An error in the expression, at a character offset.
-struct FilterError {
-  size_t offset;
-  std::string message;
-};
+using filter::fail;
+using filter::FilterError;
 
-[[noreturn]] void fail(antlr4::ParserRuleContext *at, const std::string &msg) {
-  throw FilterError{at ? at->getStart()->getStartIndex() : 0, msg};
-}
-[[noreturn]] void fail(antlr4::tree::TerminalNode *at, const std::string &msg) {
-  throw FilterError{at->getSymbol()->getStartIndex(), msg};
+bool isComparison(llvm::StringRef token) {
+  return llvm::is_contained(
+      {"'>='", "'<='", "'!='", "'=='", "'>'", "'<'", "'='"}, token);
 }
 
-class ErrorListener : public antlr4::BaseErrorListener {
-public:
-  void syntaxError(antlr4::Recognizer *, antlr4::Token *offending, size_t,
-                   size_t column, const std::string &msg,
-                   std::exception_ptr) override {
-    if (error)
-      return;
-    std::string text = msg;
-    // ANTLR's wording, made plainer: "expecting {a, b, ...}" becomes a
-    // short list, or a description when it would be long.
-    llvm::StringRef m(msg);
-    size_t at = m.find("expecting ");
-    if (at != llvm::StringRef::npos) {
-      llvm::StringRef expected = m.substr(at + 10).trim("{} ");
-      llvm::SmallVector<llvm::StringRef> items;
-      expected.split(items, ", ");
-      bool comparisons = llvm::all_of(items, [](llvm::StringRef i) {
-        return llvm::is_contained({"'>='", "'<='", "'!='", "'=='", "'>'",
-                                   "'<'", "'='"},
-                                  i);
-      });
-      std::string what =
-          comparisons ? "a comparison (=, !=, <, <=, >, >=) after the value"
-          : expected == "<EOF>" ? "the end of the expression"
-          : items.size() > 6
-              ? "an operand: an address, a number, a name, a protocol or '('"
-              : "one of " + expected.str();
-      bool atEnd = offending && offending->getType() == antlr4::Token::EOF;
-      text = (atEnd ? "the expression ends too early: expected "
-                    : "unexpected '" + offending->getText() +
-                          "': expected ") +
-             what;
-    } else if (m.starts_with("no viable alternative at input")) {
-      text = "this does not make a term here";
-    }
-    error = FilterError{offending ? offending->getStartIndex() : column,
-                        "syntax error: " + text};
-  }
-  std::optional<FilterError> error;
-};
+/// tcpdump expressions' words for ANTLR's syntax errors.
+const filter::SyntaxWords kSyntaxWords{
+    "expression", "an operand: an address, a number, a name, a protocol or '('",
+    "this does not make a term here",
+    [](llvm::ArrayRef<llvm::StringRef> items) -> std::optional<std::string> {
+      if (llvm::all_of(items, isComparison))
+        return "a comparison (=, !=, <, <=, >, >=) after the value";
+      return std::nullopt;
+    }};
 
 //===----------------------------------------------------------------------===//
 // Predicates: libpcap's blocks, as a tree
@@ -2628,12 +2593,6 @@ private:
   std::vector<int> pending;
 };
 
-std::string withCaret(llvm::StringRef expression, const FilterError &e) {
-  std::string out = e.message + "\n  " + expression.str() + "\n  ";
-  out += std::string(std::min(e.offset, expression.size()), ' ');
-  out += "^";
-  return out;
-}
 
 } // namespace
 
@@ -2642,28 +2601,16 @@ netvm::pcapfilter::compile(MLIRContext &context, llvm::StringRef expression,
                            const CompileOptions &options, std::string &error) {
   context.loadDialect<NetVMDialect, arith::ArithDialect,
                       cf::ControlFlowDialect>();
-  std::string text = expression.str();
-  antlr4::ANTLRInputStream input(text);
-  netvm_pcapfilter::PcapFilterLexer lexer(&input);
-  ErrorListener listener;
-  lexer.removeErrorListeners();
-  lexer.addErrorListener(&listener);
-  antlr4::CommonTokenStream tokens(&lexer);
-  P parser(&tokens);
-  parser.removeErrorListeners();
-  parser.addErrorListener(&listener);
-  P::ProgramContext *tree = parser.program();
-  // Lexical errors first: they come first in the text.
-  for (antlr4::Token *t : tokens.getTokens())
-    if (t->getType() == P::ERROR_CHAR) {
-      error = withCaret(expression,
-                        FilterError{t->getStartIndex(),
-                                    "syntax error: unexpected character '" +
-                                        t->getText() + "'"});
-      return nullptr;
-    }
-  if (listener.error) {
-    error = withCaret(expression, *listener.error);
+  // A file gets file:line:col in front of its messages.
+  llvm::StringRef file = options.sourceName;
+  if (file == "<expression>")
+    file = "";
+  filter::FilterParser<netvm_pcapfilter::PcapFilterLexer, P> parser(
+      expression, kSyntaxWords);
+  std::optional<FilterError> syntaxError;
+  P::ProgramContext *tree = parser.parse(syntaxError);
+  if (!tree) {
+    error = filter::withCaret(expression, *syntaxError, file);
     return nullptr;
   }
 
@@ -2678,32 +2625,16 @@ netvm::pcapfilter::compile(MLIRContext &context, llvm::StringRef expression,
     if (optimizing && walker.optimizerError)
       throw *walker.optimizerError;
   } catch (const FilterError &e) {
-    error = withCaret(expression, e);
+    error = filter::withCaret(expression, e, file);
     return nullptr;
   }
 
   Location loc = FileLineColLoc::get(&context, options.sourceName, 1, 1);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   OpBuilder b(&context);
-  b.setInsertionPointToEnd(module->getBody());
-  auto app = ApplicationOp::create(b, loc, options.appName);
-  b.setInsertionPointToEnd(app.getBodyBlock());
-  SourceOp::create(b, loc, "in");
-  SinkOp::create(b, loc, "match");
-  auto pe = PEOp::create(b, loc, "filter");
-  b.setInsertionPointToEnd(pe.getBodyBlock());
-  PortOp::create(b, loc, "in", PortKind::PushInput);
-  PortOp::create(b, loc, "match", PortKind::PushOutput);
-  auto handler = HandlerOp::create(b, loc, HandlerKind::Push);
-  Region &body = handler.getBody();
-  Block *entry = &body.front();
-  Block *accept = new Block(), *reject = new Block();
-  body.push_back(accept);
-  body.push_back(reject);
-  b.setInsertionPointToEnd(accept);
-  SendOp::create(b, loc, "match");
-  b.setInsertionPointToEnd(reject);
-  DropOp::create(b, loc);
+  filter::FilterApp app =
+      filter::buildFilterApp(b, loc, options.appName, "match");
+  Region &body = app.handler.getBody();
+  Block *entry = &body.front(), *accept = app.accept, *reject = app.reject;
   b.setInsertionPointToEnd(entry);
   Dag dag;
   dag.optimizing = optimizing;
@@ -2718,18 +2649,5 @@ netvm::pcapfilter::compile(MLIRContext &context, llvm::StringRef expression,
     codegen.prologue(dag.nodes[first].test);
   codegen.emit(root);
 
-  b.setInsertionPointToEnd(app.getBodyBlock());
-  auto ref = [&](StringRef peName, StringRef port) {
-    return SymbolRefAttr::get(&context, peName,
-                              {FlatSymbolRefAttr::get(&context, port)});
-  };
-  ConnectOp::create(b, loc, FlatSymbolRefAttr::get(&context, "in"),
-                    ref("filter", "in"));
-  ConnectOp::create(b, loc, ref("filter", "match"),
-                    FlatSymbolRefAttr::get(&context, "match"));
-  if (failed(verify(*module))) {
-    error = "internal error: the generated code does not verify";
-    return nullptr;
-  }
-  return module;
+  return filter::finishFilterApp(app, error);
 }

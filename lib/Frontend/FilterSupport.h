@@ -1,0 +1,137 @@
+//===- FilterSupport.h - What the filter front ends share --------*- C++ -*-===//
+//
+// The NetPFL and pcap-filter front ends compile one filter expression into
+// the same shape of application and report errors the same way: a message,
+// the line of the filter and a caret under the position. This header holds
+// that shared part: errors, ANTLR's syntax errors in plain words, the
+// parse, and the application skeleton.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_LIB_FRONTEND_FILTERSUPPORT_H
+#define NETVM_LIB_FRONTEND_FILTERSUPPORT_H
+
+#include "NetVM/NetVMOps.h"
+
+#include "antlr4-runtime.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace netvm::filter {
+
+/// An error at a byte offset of the filter text.
+struct FilterError {
+  size_t offset;
+  std::string message;
+};
+
+/// Stop compiling with an error at `offset` (or at a parse-tree node).
+[[noreturn]] void fail(size_t offset, const std::string &message);
+[[noreturn]] void fail(antlr4::ParserRuleContext *at,
+                       const std::string &message);
+[[noreturn]] void fail(antlr4::tree::TerminalNode *at,
+                       const std::string &message);
+size_t posOf(antlr4::ParserRuleContext *ctx);
+size_t posOf(antlr4::tree::TerminalNode *t);
+
+/// The message, then the line of the filter holding the error with a caret
+/// under it. A filter read from a file (`file` not empty) gets
+/// "file:line:col: error: " in front.
+std::string withCaret(llvm::StringRef filter, const FilterError &e,
+                      llvm::StringRef file = {});
+
+/// How a front end words ANTLR's syntax errors.
+struct SyntaxWords {
+  /// What the input is called: "filter", "expression".
+  llvm::StringRef noun;
+  /// What a long list of expected tokens amounts to.
+  llvm::StringRef operand;
+  /// Said of a token that starts nothing valid where it stands.
+  llvm::StringRef notHere;
+  /// A description of some sets of expected tokens (the tokens as ANTLR
+  /// names them, e.g. "'=='"), if the front end has a better one.
+  std::function<std::optional<std::string>(llvm::ArrayRef<llvm::StringRef>)>
+      describe;
+};
+
+/// Keeps the first syntax error, in plain words.
+class SyntaxErrorListener : public antlr4::BaseErrorListener {
+public:
+  explicit SyntaxErrorListener(const SyntaxWords &words) : words(words) {}
+  void syntaxError(antlr4::Recognizer *, antlr4::Token *offending, size_t line,
+                   size_t column, const std::string &msg,
+                   std::exception_ptr) override;
+  std::optional<FilterError> error;
+
+private:
+  const SyntaxWords &words;
+};
+
+/// Lexes and parses a filter with ANTLR (the grammar's start rule is
+/// `program` and its lexer ends with an ERROR_CHAR rule for anything else).
+template <typename Lexer, typename Parser>
+class FilterParser {
+public:
+  FilterParser(llvm::StringRef text, const SyntaxWords &words)
+      : input(text.str()), lexer(&input), tokens(&lexer), parser(&tokens),
+        listener(words) {
+    lexer.removeErrorListeners();
+    lexer.addErrorListener(&listener);
+    parser.removeErrorListeners();
+    parser.addErrorListener(&listener);
+  }
+
+  /// The parse tree, or null with `error` set to the first error in the
+  /// text (lexical errors before syntax errors).
+  typename Parser::ProgramContext *parse(std::optional<FilterError> &error) {
+    typename Parser::ProgramContext *tree = parser.program();
+    for (antlr4::Token *t : tokens.getTokens())
+      if (t->getType() == Parser::ERROR_CHAR) {
+        error = FilterError{t->getStartIndex(),
+                            "syntax error: unexpected character '" +
+                                t->getText() + "'"};
+        return nullptr;
+      }
+    if (listener.error) {
+      error = listener.error;
+      return nullptr;
+    }
+    return tree;
+  }
+
+private:
+  antlr4::ANTLRInputStream input;
+  Lexer lexer;
+  antlr4::CommonTokenStream tokens;
+  Parser parser;
+  SyntaxErrorListener listener;
+};
+
+/// A filter application: source `in` → NetPE `filter` (input port `in`,
+/// output port `out`) → sink `out`. The NetPE's push handler ends with two
+/// blocks, `accept` (send to `out`) and `reject` (drop); the front end
+/// fills the entry block.
+struct FilterApp {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  PEOp pe;
+  HandlerOp handler;
+  mlir::Block *accept = nullptr, *reject = nullptr;
+};
+FilterApp buildFilterApp(mlir::OpBuilder &b, mlir::Location loc,
+                         llvm::StringRef appName, llvm::StringRef out);
+
+/// Verify the finished application; an internal error if it does not.
+mlir::OwningOpRef<mlir::ModuleOp> finishFilterApp(FilterApp &app,
+                                                  std::string &error);
+
+} // namespace netvm::filter
+
+#endif // NETVM_LIB_FRONTEND_FILTERSUPPORT_H
