@@ -282,14 +282,16 @@ def NetVM_LoadOp : NetVM_Op<"load", [
     entirely inside the memory raises the space's bounds exception. The
     `in_bounds` unit attribute records that a dominating check already
     proved the access in bounds; the load can then neither fail nor be kept
-    alive just for its check.
+    alive just for its check. `little_endian` reads the bytes least
+    significant first instead (set by `netvm-swap-constant-byte-order`
+    where only comparisons with constants use the value).
 
     ```mlir
     %ethertype = netvm.load packet[%c12] : i16
     ```
   }];
   let arguments = (ins NetVM_MemSpaceAttr:$space, I32:$offset,
-                       UnitAttr:$in_bounds);
+                       UnitAttr:$in_bounds, UnitAttr:$little_endian);
   let results = (outs NetVM_AccessType:$result);
   let assemblyFormat = "`` $space `[` $offset `]` attr-dict `:` type($result)";
   let hasVerifier = 1;

@@ -12,6 +12,9 @@
 
 #include "mlir/Pass/Pass.h"
 
+#include <string>
+#include <vector>
+
 namespace netvm {
 
 #define GEN_PASS_DECL
@@ -19,6 +22,19 @@ namespace netvm {
 
 #define GEN_PASS_REGISTRATION
 #include "NetVM/NetVMPasses.h.inc"
+
+/// One of netvm's pass statistics, summed over the handlers a pass ran on.
+struct PassStatistic {
+  std::string pass;  // the pass argument, e.g. "netvm-simplify"
+  std::string name;  // e.g. "masks"
+  uint64_t value = 0;
+};
+
+/// The statistics counted since the last call, in the order first counted
+/// (LLVM's own statistics are compiled out of Debian's release build).
+std::vector<PassStatistic> takePassStatistics();
+/// Print and reset them, in the style of --mlir-pass-statistics.
+void printPassStatistics(llvm::raw_ostream &os);
 
 } // namespace netvm
 

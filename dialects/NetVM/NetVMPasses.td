@@ -94,4 +94,210 @@ def NetVMVersionPacketChecks
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// The optimizer (docs/optimizer.md)
+//===----------------------------------------------------------------------===//
+
+def NetVMSimplify : Pass<"netvm-simplify", "netvm::HandlerOp"> {
+  let summary = "algebraic simplification and constant folding";
+  let description = [{
+    Folds constants through every operation with a folder (arith's and
+    netvm's) and applies the algebraic identities that arith's folders do
+    not: masks of masks (`(x & 0xff00) & 0x0ff0` is `x & 0x0f00`), masks
+    that keep every bit a zero-extension left (`zext(i8) & 0xff`), shifts
+    of shifts by constants, multiplications, unsigned divisions and
+    remainders by powers of two as shifts and masks, and comparisons that
+    the known-zero bits of an operand decide (`(x & 0xf) == 0x10`,
+    `zext(i8 x) > 300`). What folds to a constant and has no other effect
+    disappears (dead code elimination).
+
+    ```mlir
+    %m = arith.andi %x, %c65280 : i32      // 0xff00
+    %n = arith.andi %m, %c4080 : i32       // 0x0ff0
+    // becomes
+    %n = arith.andi %x, %c3840 : i32       // 0x0f00
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numMasks", "masks", "Masks merged or removed">,
+    Statistic<"numShifts", "shifts", "Shifts of shifts merged">,
+    Statistic<"numStrength", "strength-reduced",
+              "Multiplications, divisions and remainders by powers of two "
+              "made shifts and masks">,
+    Statistic<"numCompares", "compares", "Comparisons decided by known bits">,
+    Statistic<"numErased", "ops-removed",
+              "Operations removed (folded or dead)">
+  ];
+}
+
+def NetVMReassociate : Pass<"netvm-reassociate", "netvm::HandlerOp"> {
+  let summary = "reassociate offset chains so that constants fold";
+  let description = [{
+    Rewrites chains of associative and commutative operations (`+`, `|`,
+    `^`, `*` with constants, and `-` of a constant as `+`) so that their
+    constant parts meet and fold, and moves constants to the outside of a
+    chain so that offsets with the same variable part share it (paper
+    Fig. 5: `r0 = r0 + 14; r0 = r0 + 20` becomes `r0 + 34`;
+    `(h + 14) + 2` and `(h + 14) + 4` become `h + 16` and `h + 18`).
+
+    ```mlir
+    %a = arith.addi %r0, %c14 : i32
+    %b = arith.addi %a, %c20 : i32
+    // becomes
+    %b = arith.addi %r0, %c34 : i32
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numFolded", "constants-folded",
+              "Constants of a chain folded together">,
+    Statistic<"numHoisted", "constants-hoisted",
+              "Constants moved to the outside of a chain">
+  ];
+}
+
+def NetVMSimplifyBranches
+    : Pass<"netvm-simplify-branches", "netvm::HandlerOp"> {
+  let summary = "branch, jump and switch simplification";
+  let description = [{
+    Simplifies the control flow of a handler: conditional branches on a
+    constant, or on a condition a dominating branch already decided
+    (`cond_br %c` below the true edge of another `cond_br %c`), become
+    jumps; jumps to blocks that only jump again go straight to the final
+    target (jump-to-jump elimination); a `cf.switch` on a constant becomes
+    a jump, one whose cases all go where the default goes becomes a jump,
+    cases that go to the default target are dropped and a switch with a
+    single case becomes a conditional branch; blocks that no path reaches
+    are removed, and a block with one predecessor that jumps to it is
+    merged into it.
+
+    ```mlir
+    cf.cond_br %c, ^a, ^b
+  ^a:
+    cf.cond_br %c, ^x, ^y     // becomes cf.br ^x
+    ```
+  }];
+  let dependentDialects = ["mlir::cf::ControlFlowDialect",
+                           "mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numConstant", "constant-branches",
+              "Conditional branches and switches on known values made jumps">,
+    Statistic<"numThreaded", "jumps-threaded",
+              "Jumps to jumps sent to the final target">,
+    Statistic<"numSwitches", "switch-simplified",
+              "Switch cases dropped or switches made branches">,
+    Statistic<"numBlocks", "blocks-removed",
+              "Blocks removed (unreachable or merged)">
+  ];
+}
+
+def NetVMEliminateRedundantLoads
+    : Pass<"netvm-eliminate-redundant-loads", "netvm::HandlerOp"> {
+  let summary = "reuse values already loaded or stored";
+  let description = [{
+    A load of the same memory, offset and width as a dominating load, with
+    no possible write to that memory between them, reuses its value; a load
+    of what a store in the same block just wrote (same offset and width,
+    nothing in between that may write that memory) uses the stored value.
+    Packet and info memory are rewritten only by stores, copies and the
+    operations that replace the exchange buffer; data memory by this
+    NetPE only. Shared memory is left alone: another NetPE may write it at
+    any time.
+
+    ```mlir
+    %a = netvm.load packet[%c12] : i16
+    ...                                  // no packet writes
+    %b = netvm.load packet[%c12] : i16   // replaced by %a
+    ```
+  }];
+  let statistics = [
+    Statistic<"numLoads", "loads-reused", "Loads replaced by earlier loads">,
+    Statistic<"numForwarded", "stores-forwarded",
+              "Loads replaced by the value just stored">
+  ];
+}
+
+def NetVMCombineLoads : Pass<"netvm-combine-loads", "netvm::HandlerOp"> {
+  let summary = "combine adjacent loads into one wider load";
+  let description = [{
+    Two loads of adjacent bytes of the same memory (two bytes at `o` and
+    `o + 1`, two 16-bit halves at `o` and `o + 2`) in one block, with no
+    write to that memory between them, become one load of twice the width,
+    whose halves are taken with a shift and a truncation. The wide access
+    must already be proven in bounds (a check covering both, e.g. after
+    `netvm-eliminate-bounds-checks` merged theirs); otherwise the loads
+    stay.
+
+    ```mlir
+    netvm.check_bounds packet[%c12], 2
+    %hi = netvm.load packet[%c12] {in_bounds} : i8
+    %lo = netvm.load packet[%c13] {in_bounds} : i8
+    // becomes
+    %w = netvm.load packet[%c12] {in_bounds} : i16
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numCombined", "loads-combined", "Pairs of loads combined">
+  ];
+}
+
+def NetVMSwapConstantByteOrder
+    : Pass<"netvm-swap-constant-byte-order", "netvm::HandlerOp"> {
+  let summary = "compare raw little-endian loads with swapped constants";
+  let description = [{
+    NetVM loads are big-endian (network byte order), so on little-endian
+    hosts every 16- and 32-bit load costs a byte swap. When a loaded value
+    is only compared for equality with constants, possibly after masking
+    with constants, the swap can move to the constants at compile time
+    (paper Fig. 8): the load becomes `little_endian` (bytes in memory
+    order, least significant first) and the constants are swapped.
+
+    ```mlir
+    %t = netvm.load packet[%c12] : i16
+    %e = arith.extui %t : i16 to i32
+    %ip = arith.cmpi eq, %e, %c2048 : i32      // 0x0800
+    // becomes
+    %t = netvm.load packet[%c12] {little_endian} : i16
+    %e = arith.extui %t : i16 to i32
+    %ip = arith.cmpi eq, %e, %c8 : i32         // 0x0008
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numLoads", "loads", "Loads made little-endian">
+  ];
+}
+
+def NetVMEliminateBoundsChecks
+    : Pass<"netvm-eliminate-bounds-checks", "netvm::HandlerOp"> {
+  let summary = "remove bounds checks that other checks cover";
+  let description = [{
+    Removes a `netvm.check_bounds` dominated by a check of the same memory
+    that covers its range: same offset value and a larger extent, or
+    offsets `base + c1` and `base + c2` with the dominated range inside the
+    other. Within straight-line code where nothing observable happens
+    between two checks of the same base (only pure operations, loads and
+    checks), the first is widened to cover both and the second goes: a
+    packet too short for either then raises the same exception at a point
+    where nothing could tell the difference. Checks are never moved across
+    a branch: a packet that a test rejects before the second access must
+    still be rejected, not raise an exception. Handlers that replace their
+    exchange buffer keep their packet and info checks.
+
+    ```mlir
+    netvm.check_bounds packet[%a], 2     // %a = %h + 14
+    %x = netvm.load packet[%a] {in_bounds} : i16
+    netvm.check_bounds packet[%b], 2     // %b = %h + 16
+    // becomes one check of 4 bytes at %a
+    ```
+  }];
+  let statistics = [
+    Statistic<"numDominated", "dominated",
+              "Checks covered by a dominating check">,
+    Statistic<"numMerged", "merged", "Checks merged into an earlier one">
+  ];
+}
+
 #endif // NETVM_PASSES_TD

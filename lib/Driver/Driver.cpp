@@ -604,16 +604,41 @@ LogicalResult netvm::driver::optimize(
   // way (the native lowering relies on the explicit checks).
   handlers.addPass(createNetVMInsertWatchdog());
   handlers.addPass(createNetVMInsertBoundsChecks());
-  if (optLevel > 0) {
-    // Until netvm's own optimizer exists (SCCP, folding and DCE through our
-    // folders and MLIR's generic passes).
-    handlers.addPass(createCanonicalizerPass());
+  // The optimizer (docs/optimizer.md). -O1: folding, algebra, offset
+  // chains, control flow. -O2 adds the memory passes (redundant loads,
+  // covered bounds checks, combined loads, byte order) and versioning;
+  // -O3 runs the cleanup round twice and versions every handler with a
+  // constant-offset check.
+  auto scalar = [&] {
     handlers.addPass(createSCCPPass());
+    handlers.addPass(createNetVMSimplify());
+    handlers.addPass(createNetVMReassociate());
+    handlers.addPass(createNetVMSimplifyBranches());
     handlers.addPass(createCSEPass());
+    handlers.addPass(createNetVMSimplify());
+  };
+  auto memory = [&] {
+    handlers.addPass(createNetVMEliminateRedundantLoads());
+    handlers.addPass(createNetVMEliminateBoundsChecks());
+    handlers.addPass(createNetVMCombineLoads());
+    handlers.addPass(createCSEPass());
+    handlers.addPass(createNetVMSimplify());
+    handlers.addPass(createNetVMSimplifyBranches());
+  };
+  if (optLevel > 0) {
     handlers.addPass(createCanonicalizerPass());
+    scalar();
   }
   if (optLevel > 1) {
-    handlers.addPass(createNetVMVersionPacketChecks());
+    memory();
+    if (optLevel > 2) {
+      scalar();
+      memory();
+    }
+    handlers.addPass(createNetVMSwapConstantByteOrder());
+    NetVMVersionPacketChecksOptions versioning;
+    versioning.minChecks = optLevel > 2 ? 1 : 2;
+    handlers.addPass(createNetVMVersionPacketChecks(versioning));
     handlers.addPass(createCanonicalizerPass());
   }
   return pm.run(module);

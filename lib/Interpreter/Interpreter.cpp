@@ -611,8 +611,9 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           if (!p)
             return;
           uint64_t v = 0;
+          bool little = o.getLittleEndian();
           for (unsigned i = 0; i < bytes; ++i)
-            v = (v << 8) | p[i];
+            v = (v << 8) | p[little ? bytes - 1 - i : i];
           set(o, v);
         })
         .Case([&](StoreOp o) {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NetVM/NetVMPasses.h"
+#include "PassUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
@@ -87,7 +88,7 @@ void InsertBoundsChecksPass::check(Operation *op, const Range &range,
   else
     CheckBoundsOp::create(b, loc, MemSpaceAttr::get(b.getContext(), range.space), range.offset, Value(),
                           b.getI64IntegerAttr(range.width));
-  ++numChecks;
+  NETVM_BUMP(numChecks);
 }
 
 void InsertBoundsChecksPass::runOnOperation() {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NetVM/NetVMPasses.h"
+#include "PassUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -61,7 +62,7 @@ struct InsertWatchdogPass
       builder.setInsertionPointToStart(head);
       Location loc = head->empty() ? handler.getLoc() : head->front().getLoc();
       WatchdogOp::create(builder, loc);
-      ++numWatchdogs;
+      NETVM_BUMP(numWatchdogs);
     }
   }
 };

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NetVM/NetVMPasses.h"
+#include "PassUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -86,8 +87,8 @@ struct VersionPacketChecksPass
       if (load.getSpace() == MemSpace::Packet)
         load->setAttr("netvm.min_packet_length", known);
     });
-    numRemoved += covered.size();
-    ++numVersioned;
+    NETVM_BUMP(numRemoved, covered.size());
+    NETVM_BUMP(numVersioned);
     body.getBlocks().splice(body.end(), copy.getBlocks());
 
     // The new entry: the length test.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Driver/Driver.h"
+#include "NetVM/NetVMPasses.h"
 #include "netvm/Frontend/NetIL.h"
 #include "netvm/Conversion/NetVMToLLVM.h"
 #include "netvm/Target/Native.h"
@@ -293,6 +294,13 @@ int main(int argc, char **argv) {
           pm.enableTiming(timingScope);
           return applyPassManagerCLOptions(pm);
         }));
+
+  // MLIR's statistics report is empty with Debian's release LLVM (its
+  // counters are compiled out): netvm's passes keep their own.
+  if (auto *stats = llvm::cl::getRegisteredOptions().lookup(
+          "mlir-pass-statistics");
+      stats && stats->getNumOccurrences())
+    netvm::printPassStatistics(llvm::errs());
 
   if (verifyDiagnostics)
     return failed(verifier->verify()) ? 1 : 0;

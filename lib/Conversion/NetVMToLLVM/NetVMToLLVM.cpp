@@ -1175,7 +1175,9 @@ NETVM_LOWERING(LoadOp) {
           rw.getContext(), known.getInt(), /*mayBeNull=*/false));
   Value addr = e.gep(basePtr, e.zext(adaptor.getOffset(), e.i64()));
   Value v = LLVM::LoadOp::create(rw, op.getLoc(), op.getType(), addr, 1);
-  rw.replaceOp(op, toHostOrder(e, v));
+  // Hosts are little-endian (x86-64, AArch64): a little_endian load is the
+  // bytes as they are.
+  rw.replaceOp(op, op.getLittleEndian() ? v : toHostOrder(e, v));
   return success();
 }
 
