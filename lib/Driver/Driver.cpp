@@ -16,6 +16,7 @@
 #include "NetVM/NetVMPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
@@ -618,6 +619,7 @@ LogicalResult netvm::driver::optimize(
     handlers.addPass(createNetVMSimplify());
   };
   auto memory = [&] {
+    handlers.addPass(arith::createIntRangeOptimizationsPass());
     handlers.addPass(createNetVMEliminateRedundantLoads());
     handlers.addPass(createNetVMEliminateBoundsChecks());
     handlers.addPass(createNetVMCombineLoads());

@@ -185,8 +185,6 @@ struct DecideCompare : public OpRewritePattern<arith::CmpIOp> {
     if (!c || constantOf(x))
       return failure();
     uint64_t zero = knownZero(x);
-    if (zero == 0)
-      return failure();
     uint64_t max = ~zero & allOnes(widthOf(x)); // the largest x can be
     std::optional<bool> result;
     switch (pred) {
@@ -198,6 +196,8 @@ struct DecideCompare : public OpRewritePattern<arith::CmpIOp> {
     case P::ult:
       if (*c > max)
         result = true;
+      else if (*c == 0)
+        result = false;
       break;
     case P::ule:
       if (*c >= max)
@@ -210,6 +210,8 @@ struct DecideCompare : public OpRewritePattern<arith::CmpIOp> {
     case P::uge:
       if (*c > max)
         result = false;
+      else if (*c == 0)
+        result = true;
       break;
     default:
       break;

@@ -94,12 +94,14 @@ netvm.application @a {
       %q4 = arith.cmpi ugt, %x, %c30 : i32
       %q4x = arith.extui %q4 : i1 to i32
       netvm.store %q4x, data[%c0] : i32
-      // (x & 15) == 16 and x > 300 are false, x < 300 is true.
+      // (x & 15) == 16 and x > 300 are false, x < 300 and w >= 0 are true.
       // CHECK-NOT: arith.cmpi
       // CHECK: cf.cond_br %true
+      %q5 = arith.cmpi uge, %w, %c0 : i32
       %r1 = arith.ori %q1, %q2 : i1
       %r2 = arith.xori %r1, %q3 : i1
-      cf.cond_br %r2, ^yes, ^no
+      %r3 = arith.andi %r2, %q5 : i1
+      cf.cond_br %r3, ^yes, ^no
     ^yes:
       netvm.send @o
     ^no:
