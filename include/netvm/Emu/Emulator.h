@@ -1,0 +1,161 @@
+//===- Emulator.h - The IXP-like network processor emulator -----*- C++ -*-===//
+//
+// A cycle-approximate, deterministic emulator of an IXP2400-class network
+// processor: microengines with hardware contexts, local memory, CAM, CRC,
+// next-neighbour registers; scratch (with atomics and rings), SRAM and DRAM
+// reached by asynchronous commands that complete into transfer registers
+// and raise signals; a hash unit; and a media switch fabric that receives
+// packets into DRAM buffers and transmits them. Packets come from a
+// PacketInput and leave through a PacketOutput (the tools adapt pcap
+// files). The same image, configuration and input always give the same
+// statistics. docs/me-isa.md describes the machine and the timing model.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_EMU_EMULATOR_H
+#define NETVM_EMU_EMULATOR_H
+
+#include "netvm/Emu/Image.h"
+#include "netvm/Emu/Machine.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace netvm::me {
+
+/// A packet offered to the receive side.
+struct InputPacket {
+  std::vector<uint8_t> bytes;
+  uint32_t wireLength = 0; // >= bytes.size(); 0 means bytes.size()
+};
+
+class PacketInput {
+public:
+  virtual ~PacketInput();
+  /// The next packet, or false at the end of the input.
+  virtual bool next(InputPacket &packet) = 0;
+};
+
+class PacketOutput {
+public:
+  virtual ~PacketOutput();
+  /// A packet left transmit port `port` at ME cycle `cycle`.
+  virtual void transmit(const uint8_t *bytes, size_t length,
+                        uint32_t wireLength, unsigned port,
+                        uint64_t cycle) = 0;
+};
+
+/// Why an ME was idle (no context ready): what the context that ran next
+/// had waited for.
+enum StallReason : uint8_t {
+  StallScratch,
+  StallSram,
+  StallDram,
+  StallHash,
+  StallRx,
+  StallTx,
+  StallSignal, // signals from other contexts or MEs
+  StallDone,   // after its last instruction: finished or waiting forever
+  StallCount
+};
+const char *stallReasonName(StallReason reason);
+
+struct ThreadStats {
+  bool enabled = false;
+  uint64_t instructions = 0;
+  uint64_t execCycles = 0;  // running (issue costs and penalties)
+  uint64_t readyCycles = 0; // ready, while another context ran
+  uint64_t waitCycles = 0;  // waiting for signals
+  uint64_t swaps = 0;
+};
+
+struct MEStats {
+  bool loaded = false;
+  uint64_t instructions = 0;
+  uint64_t busyCycles = 0;          // a context was running
+  uint64_t branchPenaltyCycles = 0; // part of busy
+  uint64_t swapCycles = 0;          // part of busy
+  uint64_t idleCycles[StallCount] = {};
+  uint64_t contextSwaps = 0;
+  std::vector<ThreadStats> threads;
+};
+
+struct MemoryStats {
+  uint64_t reads = 0, writes = 0, atomics = 0;
+  uint64_t bytesRead = 0, bytesWritten = 0;
+};
+
+struct RingStats {
+  bool configured = false;
+  uint32_t sizeWords = 0;
+  uint64_t puts = 0, gets = 0, emptyGets = 0, overflows = 0;
+  uint32_t maxOccupancy = 0, finalOccupancy = 0;
+};
+
+struct Fault {
+  unsigned me = 0, ctx = 0;
+  uint32_t pc = 0;
+  uint64_t word = 0;
+  std::string instruction;
+  std::string reason;
+  uint64_t cycle = 0;
+};
+
+struct Stats {
+  uint64_t cycles = 0;
+  double clockMHz = 0;
+  std::string stopReason;
+  std::vector<MEStats> mes;
+  MemoryStats scratch, sram, dram;
+  uint64_t hashOps = 0;
+  RingStats rings[16];
+  uint64_t packetsOffered = 0;  // packets that reached the MSF
+  uint64_t packetsReceived = 0; // handed to the MEs
+  uint64_t packetsDropped = 0;  // no free RBUF element
+  uint64_t packetsTruncated = 0; // longer than maxPacketBytes
+  uint64_t packetsSent = 0;
+  uint64_t bytesReceived = 0, bytesSent = 0; // wire lengths
+  std::vector<Fault> faults;
+
+  double seconds() const { return cycles / (clockMHz * 1e6); }
+};
+
+class Emulator {
+public:
+  explicit Emulator(const MachineConfig &config);
+  ~Emulator();
+  Emulator(const Emulator &) = delete;
+  Emulator &operator=(const Emulator &) = delete;
+
+  /// Loads an image: checks it against the configuration (MEs, control
+  /// store, memory sizes), initialises memories and rings and resets the
+  /// enabled contexts to PC 0. Instructions that do not decode are kept
+  /// and fault when executed.
+  bool load(const Image &image, std::string &error);
+  void setInput(PacketInput *input);
+  void setOutput(PacketOutput *output);
+
+  /// Runs until the machine is quiescent (every context finished or
+  /// waiting for a signal nothing will raise), every ME stopped, or the
+  /// cycle limit. `progress`, if given, is called every `progressCycles`.
+  void run(void (*progress)(uint64_t cycle, void *user) = nullptr,
+           void *user = nullptr, uint64_t progressCycles = 0);
+
+  const Stats &stats() const;
+  /// The registers of every enabled context of every loaded ME, as text.
+  std::string dumpRegisters() const;
+  /// Reads emulated memory; false if the range is outside it.
+  bool readMemory(Memory memory, uint32_t address, uint32_t length,
+                  std::vector<uint8_t> &bytes) const;
+
+  class Impl;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace netvm::me
+
+#endif // NETVM_EMU_EMULATOR_H

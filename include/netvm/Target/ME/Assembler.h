@@ -1,0 +1,39 @@
+//===- Assembler.h - Microengine assembler ----------------------*- C++ -*-===//
+//
+// Text -> loadable image (netvm/Emu/Image.h). The syntax is the one of
+// docs/me-isa.md ("Assembly syntax"): IXP-style bracketed instructions,
+// labels, comments and directives for code blocks, memory initialisation,
+// rings, constants and register names. Every mistake is reported as
+// "file:line:col: error: message"; the assembler never stops at the first
+// one (up to a limit) and never crashes on bad input.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_TARGET_ME_ASSEMBLER_H
+#define NETVM_TARGET_ME_ASSEMBLER_H
+
+#include "netvm/Emu/Image.h"
+#include "netvm/Emu/Machine.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace netvm::me {
+
+struct AssemblerOptions {
+  /// Sizes the program is checked against (MEs, control store, memories).
+  MachineConfig machine;
+  /// Stop after this many errors.
+  unsigned maxErrors = 20;
+};
+
+/// Assembles `source`, named `fileName` in messages. On failure returns
+/// false with the messages in `errors`.
+bool assemble(std::string_view source, const std::string &fileName,
+              const AssemblerOptions &options, Image &image,
+              std::vector<std::string> &errors);
+
+} // namespace netvm::me
+
+#endif // NETVM_TARGET_ME_ASSEMBLER_H

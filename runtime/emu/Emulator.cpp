@@ -1,0 +1,918 @@
+//===- Emulator.cpp - Memories, events, packets and the main loop --------===//
+//
+// Loading and predecoding images, the event queue and what events do
+// (memory commands, rings, the hash unit, next-neighbour writes, the media
+// switch fabric), context wake-up on signals, faults, the quantum loop and
+// the statistics. The microengine interpreter is in Execute.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+using namespace netvm::me;
+
+PacketInput::~PacketInput() = default;
+PacketOutput::~PacketOutput() = default;
+
+const char *netvm::me::stallReasonName(StallReason reason) {
+  static const char *const names[] = {"scratch", "sram", "dram",  "hash",
+                                      "rx",      "tx",   "signal", "done"};
+  static_assert(sizeof(names) / sizeof(names[0]) == StallCount,
+                "one name per stall reason");
+  return reason < StallCount ? names[reason] : "?";
+}
+
+static uint32_t loadBE(const uint8_t *p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 |
+         p[3];
+}
+
+static void storeBE(uint8_t *p, uint32_t v) {
+  p[0] = uint8_t(v >> 24);
+  p[1] = uint8_t(v >> 16);
+  p[2] = uint8_t(v >> 8);
+  p[3] = uint8_t(v);
+}
+
+Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
+  config.numMEs = std::clamp(config.numMEs, 1u, maxMEs);
+  unsigned shortest = std::min({config.scratchLatency, config.sramLatency,
+                                config.dramLatency, config.hashLatency,
+                                config.rxLatency, config.txLatency});
+  config.quantum = std::max(1u, std::min(config.quantum, shortest));
+  if (config.clockMHz <= 0)
+    config.clockMHz = 600;
+  stats.clockMHz = config.clockMHz;
+  scratch.assign(config.scratchBytes, 0);
+  sram.reset(static_cast<uint8_t *>(std::calloc(config.sramBytes, 1)));
+  dram.reset(static_cast<uint8_t *>(std::calloc(config.dramBytes, 1)));
+  mes.resize(config.numMEs);
+  stats.mes.resize(config.numMEs);
+  for (unsigned i = 0; i < config.numMEs; ++i) {
+    mes[i].index = i;
+    mes[i].stats = &stats.mes[i];
+  }
+  // Reflected CRC tables, one byte a step.
+  const uint32_t polys[2] = {0xEDB88320u, 0x82F63B78u};
+  for (int k = 0; k < 2; ++k)
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t crc = i;
+      for (int bit = 0; bit < 8; ++bit)
+        crc = (crc >> 1) ^ (polys[k] & (0u - (crc & 1u)));
+      crcTable[k][i] = crc;
+    }
+}
+
+uint8_t *Emulator::Impl::memoryBase(Memory memory) {
+  switch (memory) {
+  case Memory::Scratch:
+    return scratch.data();
+  case Memory::Sram:
+    return sram.get();
+  case Memory::Dram:
+    return dram.get();
+  }
+  return nullptr;
+}
+
+bool Emulator::Impl::memoryRange(Memory memory, uint64_t address,
+                                 uint64_t length) const {
+  uint64_t size = memory == Memory::Scratch ? config.scratchBytes
+                  : memory == Memory::Sram  ? config.sramBytes
+                                            : config.dramBytes;
+  return address <= size && length <= size - address;
+}
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+/// Resolves a source (`dst` false) or destination operand of a context with
+/// `n` GPRs per bank.
+static uint16_t resolve(Operand op, unsigned n, bool dst, std::string &why) {
+  unsigned i = op.index();
+  auto reg = [&](unsigned base, const char *what) -> uint16_t {
+    if (i < n)
+      return uint16_t(base + i);
+    why = printOperand(op, 0) + " does not exist (" + std::to_string(n) + " " +
+          what + " a context in this context mode)";
+    return opNone;
+  };
+  switch (op.cls()) {
+  case OperandClass::GprA:
+    return reg(0, "A GPRs");
+  case OperandClass::GprB:
+    return reg(n, "B GPRs");
+  case OperandClass::XferS:
+    return reg(dst ? 4 * n : 2 * n, "$ registers");
+  case OperandClass::XferD:
+    return reg(dst ? 5 * n : 3 * n, "$$ registers");
+  case OperandClass::NN:
+    return uint16_t(opNN | i);
+  case OperandClass::LM:
+    return uint16_t(opLM | i);
+  case OperandClass::Special:
+    switch (SpecialOperand(i)) {
+    case SpecialOperand::None:
+      return opNone;
+    case SpecialOperand::Imm:
+      if (dst)
+        why = "an immediate is not a destination";
+      return opImm;
+    case SpecialOperand::NnRing:
+      return opNnRing;
+    case SpecialOperand::XferSIndex:
+      return opXferIdx;
+    case SpecialOperand::XferDIndex:
+      return opXferIdx | 1;
+    case SpecialOperand::XferSIndexInc:
+      return opXferIdx | 2;
+    case SpecialOperand::XferDIndexInc:
+      return opXferIdx | 3;
+    }
+  }
+  why = "bad operand";
+  return opNone;
+}
+
+/// Predecodes one instruction word of an ME; `why` says what is wrong.
+static DInst predecode(uint64_t word, unsigned n, unsigned contexts,
+                       const MachineConfig &config, std::string &why) {
+  DInst d;
+  Instr in;
+  if (!decode(word, in, why)) {
+    d.bad = true;
+    return d;
+  }
+  const InstrInfo &info = in.info();
+  d.op = in.op;
+  d.cycles = info.cycles;
+  d.imm = in.imm;
+  d.shift = in.shift;
+  d.shiftAmount = in.shiftAmount;
+  d.field = in.field;
+  d.value = in.value;
+  d.count = in.count;
+  d.sig = in.sig;
+  d.sigMode = in.sigMode;
+  d.defer = in.defer;
+  d.csr = in.csr;
+  d.sigMask = in.sigMask;
+  d.takenCost =
+      uint8_t(config.branchPenalty > in.defer ? config.branchPenalty - in.defer
+                                              : 0);
+  d.dst = resolve(in.dst, n, true, why);
+  if (why.empty())
+    d.a = resolve(in.a, n, false, why);
+  if (why.empty())
+    d.b = resolve(in.b, n, false, why);
+  if (why.empty() && info.format == Format::BrCtx && in.field >= contexts)
+    why = "context " + std::to_string(in.field) + " does not exist";
+  if (why.empty() &&
+      (info.format == Format::Mem || info.format == Format::Hash) &&
+      !in.dst.isNone()) {
+    d.xfer = uint16_t(in.dst.index());
+    if (d.xfer + transferWords(in.op, in.count) > n)
+      why = "the command's transfer registers go beyond the " +
+            std::to_string(n) + " a context has";
+  }
+  if (why.empty() &&
+      (info.format == Format::LdField || info.format == Format::ImmedHalf) &&
+      !in.dst.isGpr())
+    why = "the destination of " + std::string(info.mnemonic) +
+          " must be a GPR";
+  d.bad = !why.empty();
+  if (d.bad)
+    d.op = Op::Invalid;
+  return d;
+}
+
+bool Emulator::Impl::load(const Image &img, std::string &error) {
+  uint32_t seen = 0;
+  for (size_t b = 0; b < img.code.size(); ++b) {
+    const CodeBlock &block = img.code[b];
+    if (block.meMask >> config.numMEs) {
+      unsigned me = 0;
+      while (!((block.meMask >> me) & 1) || me < config.numMEs)
+        ++me;
+      error = "the image has code for ME " + std::to_string(me) +
+              " but the machine has " + std::to_string(config.numMEs) +
+              " MEs";
+      return false;
+    }
+    if (block.meMask & seen) {
+      error = "two code blocks of the image load the same ME";
+      return false;
+    }
+    seen |= block.meMask;
+    if (block.words.size() > config.controlStore) {
+      error = "the program of code block " + std::to_string(b) + " has " +
+              std::to_string(block.words.size()) +
+              " instructions; the control store holds " +
+              std::to_string(config.controlStore);
+      return false;
+    }
+  }
+  for (const DataInit &data : img.data)
+    if (!memoryRange(data.memory, data.address, data.bytes.size())) {
+      error = std::string("initial data at ") + memoryName(data.memory) +
+              " address " + printNumber(data.address) +
+              " does not fit in the memory";
+      return false;
+    }
+  for (const RingConfig &ring : img.rings)
+    if (!memoryRange(Memory::Scratch, ring.base, uint64_t(ring.sizeWords) * 4)) {
+      error = "ring " + std::to_string(ring.ring) +
+              " does not fit in scratch memory";
+      return false;
+    }
+
+  for (const DataInit &data : img.data)
+    std::memcpy(memoryBase(data.memory) + data.address, data.bytes.data(),
+                data.bytes.size());
+  for (const RingConfig &ring : img.rings) {
+    Ring &r = rings[ring.ring];
+    r.configured = true;
+    r.base = ring.base;
+    r.size = ring.sizeWords;
+    stats.rings[ring.ring].configured = true;
+    stats.rings[ring.ring].sizeWords = ring.sizeWords;
+  }
+  symbols = img.symbols;
+  for (size_t b = 0; b < img.code.size(); ++b) {
+    const CodeBlock &block = img.code[b];
+    for (unsigned m = 0; m < config.numMEs; ++m) {
+      if (!((block.meMask >> m) & 1))
+        continue;
+      MEState &me = mes[m];
+      me.loaded = true;
+      me.block = int(b);
+      me.stats->loaded = true;
+      me.numContexts = block.ctxMode;
+      me.perBank = block.ctxMode == 8 ? 16 : 32;
+      me.words = block.words;
+      me.code.clear();
+      me.badReason.assign(block.words.size(), std::string());
+      for (size_t pc = 0; pc < block.words.size(); ++pc)
+        me.code.push_back(predecode(block.words[pc], me.perBank,
+                                    me.numContexts, config, me.badReason[pc]));
+      // Checks that need the whole program: targets and defer slots.
+      for (size_t pc = 0; pc < me.code.size(); ++pc) {
+        DInst &d = me.code[pc];
+        if (d.bad)
+          continue;
+        const InstrInfo &info = *lookupOpcode(uint8_t(d.op));
+        bool hasTarget = info.format >= Format::Branch &&
+                         info.format <= Format::Jump;
+        if (hasTarget && d.imm >= me.code.size()) {
+          d.bad = true;
+          d.op = Op::Invalid;
+          me.badReason[pc] = "branch target " + std::to_string(d.imm) +
+                             " is beyond the program";
+        }
+        for (unsigned k = 1; !d.bad && k <= d.defer; ++k) {
+          const DInst *slot =
+              pc + k < me.code.size() ? &me.code[pc + k] : nullptr;
+          if (!slot || slot->bad ||
+              (lookupOpcode(uint8_t(slot->op))->flags & Control) ||
+              slot->sigMode == SigMode::CtxSwap) {
+            d.bad = true;
+            d.op = Op::Invalid;
+            me.badReason[pc] = "defer slot " + std::to_string(k) +
+                               " does not hold a plain instruction";
+          }
+        }
+      }
+      unsigned n = me.perBank;
+      me.regfile.assign(size_t(me.numContexts) * 6 * n, 0);
+      me.lm.assign(config.localMemoryWords, 0);
+      for (unsigned e = 0; e < camEntries; ++e)
+        me.camLru[e] = uint8_t(e);
+      me.stats->threads.resize(me.numContexts);
+      for (unsigned c = 0; c < me.numContexts; ++c) {
+        Context &ctx = me.ctx[c];
+        ctx.regs = &me.regfile[size_t(c) * 6 * n];
+        ctx.stats = &me.stats->threads[c];
+        if ((block.ctxEnable >> c) & 1) {
+          ctx.state = Context::Ready;
+          ctx.readyAt = 0;
+          me.readyMask |= 1u << c;
+          ctx.stats->enabled = true;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Events
+//===----------------------------------------------------------------------===//
+
+void Emulator::Impl::schedule(Event &&event) {
+  uint32_t slot;
+  if (!freeSlots.empty()) {
+    slot = freeSlots.back();
+    freeSlots.pop_back();
+    pool[slot] = event;
+  } else {
+    slot = uint32_t(pool.size());
+    pool.push_back(event);
+  }
+  heap.push(Key{event.time, sequence++, slot});
+}
+
+void Emulator::Impl::processEvents(uint64_t before) {
+  while (!heap.empty() && heap.top().time < before) {
+    uint32_t slot = heap.top().slot;
+    heap.pop();
+    Event &event = pool[slot];
+    lastActivity = std::max(lastActivity, event.time);
+    applyEvent(event);
+    freeSlots.push_back(slot);
+  }
+}
+
+void Emulator::Impl::tryWake(MEState &me, Context &c) {
+  uint16_t have = c.sigs & c.waitMask;
+  if (c.waitAny ? have == 0 : have != c.waitMask)
+    return;
+  uint64_t when = c.waitAny ? never : 0;
+  uint8_t reason = StallSignal;
+  for (unsigned bits = have; bits; bits &= bits - 1) {
+    unsigned s = unsigned(__builtin_ctz(bits));
+    if (c.waitAny ? c.sigTime[s] < when : c.sigTime[s] >= when) {
+      when = c.sigTime[s];
+      reason = c.sigReason[s];
+    }
+  }
+  c.sigs &= uint16_t(~have);
+  c.state = Context::Ready;
+  me.readyMask |= 1u << unsigned(&c - me.ctx);
+  c.readyAt = std::max(when, c.waitSince);
+  c.wakeReason = reason;
+  me.nextWake = std::min(me.nextWake, c.readyAt);
+}
+
+void Emulator::Impl::waitFor(MEState &me, Context &c, uint16_t mask, bool any,
+                             uint64_t now) {
+  c.state = Context::Waiting;
+  c.waitMask = mask;
+  c.waitAny = any;
+  c.waitSince = now;
+  tryWake(me, c);
+}
+
+void Emulator::Impl::deliverSignal(unsigned meIndex, unsigned ctxIndex,
+                                   unsigned sig, uint64_t time,
+                                   uint8_t reason) {
+  MEState &me = mes[meIndex];
+  if (me.stopped || sig == 0 || ctxIndex >= me.numContexts)
+    return;
+  Context &c = me.ctx[ctxIndex];
+  if (c.state == Context::Off || c.state == Context::Killed)
+    return;
+  c.sigs |= uint16_t(1u << sig);
+  c.sigTime[sig] = time;
+  c.sigReason[sig] = reason;
+  if (c.state == Context::Waiting)
+    tryWake(me, c);
+}
+
+void Emulator::Impl::fault(MEState &me, unsigned ctx, uint32_t pc,
+                           const std::string &why, uint64_t cycle) {
+  if (me.stopped)
+    return;
+  Fault f;
+  f.me = me.index;
+  f.ctx = ctx;
+  f.pc = pc;
+  f.reason = why;
+  f.cycle = cycle;
+  if (pc < me.words.size()) {
+    f.word = me.words[pc];
+    Instr in;
+    std::string ignored;
+    if (decode(f.word, in, ignored))
+      f.instruction = printInstr(in);
+    else {
+      char hex[32];
+      std::snprintf(hex, sizeof(hex), ".word64 0x%016llx",
+                    static_cast<unsigned long long>(f.word));
+      f.instruction = hex;
+    }
+  }
+  stats.faults.push_back(std::move(f));
+  if (me.active >= 0) {
+    Context &c = me.ctx[me.active];
+    c.stats->execCycles += cycle > c.startedAt ? cycle - c.startedAt : 0;
+    c.state = Context::Killed;
+  }
+  retireContexts(me, cycle);
+  lastActivity = std::max(lastActivity, cycle);
+}
+
+void Emulator::Impl::retireContexts(MEState &me, uint64_t now) {
+  me.stopped = true;
+  me.active = -1;
+  me.readyMask = 0;
+  for (unsigned k = 0; k < me.numContexts; ++k) {
+    Context &c = me.ctx[k];
+    if (c.state == Context::Waiting) {
+      c.stats->waitCycles += now > c.waitSince ? now - c.waitSince : 0;
+    } else if (c.state == Context::Ready && c.readyAt < now) {
+      c.stats->waitCycles += c.readyAt > c.waitSince ? c.readyAt - c.waitSince : 0;
+      c.stats->readyCycles += now - c.readyAt;
+    }
+    if (c.state != Context::Off)
+      c.state = Context::Killed;
+  }
+}
+
+static uint64_t hash64(uint64_t value, uint64_t multiplier) {
+  // Carry-less multiplication, reduced modulo x^64 + x^4 + x^3 + x + 1.
+  uint64_t lo = 0, hi = 0;
+  for (int bit = 0; bit < 64; ++bit)
+    if ((multiplier >> bit) & 1) {
+      lo ^= value << bit;
+      hi ^= bit ? value >> (64 - bit) : 0;
+    }
+  for (int bit = 63; bit >= 0; --bit)
+    if ((hi >> bit) & 1) {
+      // x^(64+bit) = x^bit * (x^4 + x^3 + x + 1)
+      uint64_t r = 0x1Bull;
+      lo ^= r << bit;
+      hi ^= bit > 59 ? r >> (64 - bit) : 0;
+      hi &= ~(uint64_t(1) << bit);
+    }
+  return lo;
+}
+
+void Emulator::Impl::memoryEvent(Event &e) {
+  MEState &me = mes[e.me];
+  uint32_t *regs = me.ctx[e.ctx].regs;
+  Op op = e.op;
+  Memory memory = op >= Op::DramRead  ? Memory::Dram
+                  : op >= Op::SramRead ? Memory::Sram
+                                       : Memory::Scratch;
+  MemoryStats &ms = memory == Memory::Scratch ? stats.scratch
+                    : memory == Memory::Sram  ? stats.sram
+                                              : stats.dram;
+  uint8_t *base = memoryBase(memory);
+  switch (op) {
+  case Op::ScratchRead:
+  case Op::SramRead:
+  case Op::DramRead: {
+    unsigned words = transferWords(op, e.count);
+    for (unsigned i = 0; i < words; ++i)
+      regs[e.xfer + i] = loadBE(base + e.addr + 4 * i);
+    ++ms.reads;
+    ms.bytesRead += 4 * words;
+    break;
+  }
+  case Op::ScratchWrite:
+  case Op::SramWrite:
+  case Op::DramWrite: {
+    unsigned words = transferWords(op, e.count);
+    for (unsigned i = 0; i < words; ++i)
+      storeBE(base + e.addr + 4 * i, e.data[i]);
+    ++ms.writes;
+    ms.bytesWritten += 4 * words;
+    break;
+  }
+  case Op::ScratchPut: {
+    Ring &ring = rings[e.addr];
+    RingStats &rs = stats.rings[e.addr];
+    if (ring.count + e.count > ring.size) {
+      ++rs.overflows;
+      if (config.ringOverflow == RingOverflow::Fault) {
+        fault(me, e.ctx, e.pc,
+              "scratch ring " + std::to_string(e.addr) + " overflow: put of " +
+                  std::to_string(e.count) + " words with " +
+                  std::to_string(ring.count) + " of " +
+                  std::to_string(ring.size) + " in use",
+              e.time);
+        return;
+      }
+      break;
+    }
+    for (unsigned i = 0; i < e.count; ++i)
+      storeBE(base + ring.base + 4 * ((ring.head + ring.count + i) % ring.size),
+              e.data[i]);
+    ring.count += e.count;
+    ++rs.puts;
+    rs.maxOccupancy = std::max(rs.maxOccupancy, ring.count);
+    break;
+  }
+  case Op::ScratchGet: {
+    Ring &ring = rings[e.addr];
+    RingStats &rs = stats.rings[e.addr];
+    if (ring.count < e.count) {
+      // An empty ring reads as zeros (descriptors are never zero).
+      for (unsigned i = 0; i < e.count; ++i)
+        regs[e.xfer + i] = 0;
+      ++rs.emptyGets;
+      break;
+    }
+    for (unsigned i = 0; i < e.count; ++i)
+      regs[e.xfer + i] =
+          loadBE(base + ring.base + 4 * ((ring.head + i) % ring.size));
+    ring.head = (ring.head + e.count) % ring.size;
+    ring.count -= e.count;
+    ++rs.gets;
+    break;
+  }
+  case Op::Hash64:
+    for (unsigned i = 0; i < e.count; ++i) {
+      uint64_t h = hash64(uint64_t(e.data[2 * i]) << 32 | e.data[2 * i + 1],
+                          config.hashMultiplier);
+      regs[e.xfer + 2 * i] = uint32_t(h >> 32);
+      regs[e.xfer + 2 * i + 1] = uint32_t(h);
+    }
+    ++stats.hashOps;
+    break;
+  default: {
+    // Atomics on one word.
+    uint8_t *p = base + e.addr;
+    uint32_t old = loadBE(p), operand = e.data[0], result = old;
+    bool returns = false;
+    switch (op) {
+    case Op::ScratchTestAdd:
+    case Op::SramTestAdd:
+      returns = true;
+      [[fallthrough]];
+    case Op::ScratchAdd:
+    case Op::SramAdd:
+      result = old + operand;
+      break;
+    case Op::ScratchTestSet:
+    case Op::SramTestSet:
+      returns = true;
+      [[fallthrough]];
+    case Op::ScratchSet:
+    case Op::SramSet:
+      result = old | operand;
+      break;
+    case Op::ScratchTestClr:
+    case Op::SramTestClr:
+      returns = true;
+      [[fallthrough]];
+    case Op::ScratchClr:
+    case Op::SramClr:
+      result = old & ~operand;
+      break;
+    case Op::ScratchSwap:
+    case Op::SramSwap:
+      returns = true;
+      result = operand;
+      break;
+    case Op::ScratchIncr:
+    case Op::SramIncr:
+      result = old + 1;
+      break;
+    case Op::ScratchDecr:
+    case Op::SramDecr:
+      result = old - 1;
+      break;
+    default:
+      break;
+    }
+    storeBE(p, result);
+    if (returns)
+      regs[e.xfer] = old;
+    ++ms.atomics;
+    break;
+  }
+  }
+  deliverSignal(e.me, e.ctx, e.sig, e.time, e.reason);
+}
+
+void Emulator::Impl::applyEvent(Event &e) {
+  switch (e.kind) {
+  case EventKind::Memory:
+    memoryEvent(e);
+    return;
+  case EventKind::RxRequest:
+    rxQueue.push_back(
+        RxRequest{e.time, e.me, e.ctx, e.sig, e.count, e.xfer, e.pc, e.addr});
+    serveRx(e.time);
+    return;
+  case EventKind::Arrival: {
+    arrivalPending = false;
+    uint32_t wire;
+    if (!pullPacket(e.time, &wire))
+      return;
+    // The next packet starts when this one has passed on the wire
+    // (with preamble, start delimiter and inter-frame gap: 20 bytes).
+    double bits = (double(wire) + 20) * 8;
+    uint64_t gap = uint64_t(
+        std::ceil(bits * config.clockMHz / (config.lineRateGbps * 1000.0)));
+    Event next;
+    next.kind = EventKind::Arrival;
+    next.time = e.time + std::max<uint64_t>(gap, 1);
+    arrivalPending = true;
+    schedule(std::move(next));
+    serveRx(e.time);
+    return;
+  }
+  case EventKind::RxDone: {
+    MEState &me = mes[e.me];
+    uint32_t desc[4] = {0, 0, 1, 0}; // status bit 0: end of input
+    if (e.aux != ~0u) {
+      BufferedPacket &bp = inFlight[e.aux];
+      const InputPacket &p = bp.packet;
+      uint32_t length = uint32_t(
+          std::min<size_t>(p.bytes.size(), config.maxPacketBytes));
+      std::memcpy(dram.get() + e.addr, p.bytes.data(), length);
+      uint32_t wire = std::max<uint32_t>(p.wireLength, uint32_t(p.bytes.size()));
+      bool truncated = length < p.bytes.size();
+      desc[0] = length;
+      desc[1] = wire;
+      desc[2] = truncated ? 2u : 0u;
+      desc[3] = uint32_t(bp.sequence);
+      ++stats.packetsReceived;
+      stats.bytesReceived += wire;
+      stats.packetsTruncated += truncated;
+      bp.packet = InputPacket();
+      inFlightFree.push_back(e.aux);
+    }
+    for (unsigned i = 0; i < e.count; ++i)
+      me.ctx[e.ctx].regs[e.xfer + i] = desc[i];
+    deliverSignal(e.me, e.ctx, e.sig, e.time, StallRx);
+    return;
+  }
+  case EventKind::TxDone: {
+    uint32_t length = e.data[0];
+    uint32_t wire = std::max(e.data[1], length);
+    if (output)
+      output->transmit(dram.get() + e.addr, length, wire, e.data[2], e.time);
+    ++stats.packetsSent;
+    stats.bytesSent += wire;
+    deliverSignal(e.me, e.ctx, e.sig, e.time, StallTx);
+    return;
+  }
+  case EventKind::NnWrite:
+    mes[e.me].nn[e.aux] = e.data[0];
+    return;
+  case EventKind::NnPut: {
+    MEState &to = mes[e.me];
+    to.nn[(to.nnHead + to.nnCount) % numNN] = e.data[0];
+    ++to.nnCount;
+    return;
+  }
+  case EventKind::Signal:
+    deliverSignal(e.me, e.ctx, e.sig, e.time, StallSignal);
+    return;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Media switch fabric
+//===----------------------------------------------------------------------===//
+
+bool Emulator::Impl::pullPacket(uint64_t arrival, uint32_t *wire) {
+  InputPacket packet;
+  if (inputDone || !input || !input->next(packet)) {
+    inputDone = true;
+    return false;
+  }
+  if (wire)
+    *wire = std::max<uint32_t>(packet.wireLength, uint32_t(packet.bytes.size()));
+  ++stats.packetsOffered;
+  uint64_t seq = packetsRead++;
+  if (rbuf.size() >= config.rbufElements) {
+    ++stats.packetsDropped;
+  } else {
+    rbuf.push_back(BufferedPacket{arrival, seq, std::move(packet)});
+  }
+  return true;
+}
+
+void Emulator::Impl::fillRbuf(uint64_t time) {
+  if (config.lineRateGbps > 0)
+    return;
+  while (!inputDone && rbuf.size() < config.rbufElements)
+    pullPacket(time);
+}
+
+void Emulator::Impl::serveRx(uint64_t time) {
+  while (!rxQueue.empty()) {
+    RxRequest r = rxQueue.front();
+    Event done;
+    done.kind = EventKind::RxDone;
+    done.me = r.me;
+    done.ctx = r.ctx;
+    done.sig = r.sig;
+    done.count = r.count;
+    done.xfer = r.xfer;
+    done.pc = r.pc;
+    done.addr = r.addr;
+    if (!rbuf.empty()) {
+      BufferedPacket p = std::move(rbuf.front());
+      rbuf.pop_front();
+      uint64_t start = std::max({r.time, p.arrival, time});
+      uint32_t slot;
+      if (!inFlightFree.empty()) {
+        slot = inFlightFree.back();
+        inFlightFree.pop_back();
+        inFlight[slot] = std::move(p);
+      } else {
+        slot = uint32_t(inFlight.size());
+        inFlight.push_back(std::move(p));
+      }
+      done.aux = slot;
+      done.time = start + config.rxLatency;
+      fillRbuf(start);
+    } else if (inputDone && !arrivalPending) {
+      done.aux = ~0u;
+      done.time = std::max(r.time, time) + config.rxLatency;
+    } else {
+      return;
+    }
+    rxQueue.pop_front();
+    schedule(std::move(done));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The main loop
+//===----------------------------------------------------------------------===//
+
+void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
+                         uint64_t progressCycles) {
+  const uint64_t q = config.quantum;
+  if (config.lineRateGbps > 0) {
+    // The first packet arrives at cycle 0; each arrival reads the next.
+    Event first;
+    first.kind = EventKind::Arrival;
+    arrivalPending = true;
+    schedule(std::move(first));
+  } else {
+    fillRbuf(0);
+  }
+  uint64_t t = 0, nextProgress = progressCycles;
+  bool limited = false;
+  for (;;) {
+    if (config.maxCycles && t >= config.maxCycles) {
+      limited = true;
+      break;
+    }
+    uint64_t end = t + q;
+    processEvents(end);
+    // The earliest cycle with work: an event, or a context of some ME.
+    uint64_t next = never;
+    for (MEState &me : mes) {
+      if (!me.loaded || me.stopped)
+        continue;
+      if (me.nextWake < end)
+        me.nextWake = runME(me, t, end);
+      if (!me.stopped)
+        next = std::min(next, me.nextWake);
+    }
+    t = end;
+    if (progress && progressCycles && t >= nextProgress) {
+      progress(t, user);
+      nextProgress = t + progressCycles;
+    }
+    if (!heap.empty())
+      next = std::min(next, heap.top().time);
+    if (next == never)
+      break;
+    if (next > t)
+      t = next - next % q;
+  }
+  uint64_t endCycle = limited ? config.maxCycles : lastActivity;
+  finish(endCycle);
+  unsigned waiting = 0, loaded = 0, stopped = 0;
+  for (const MEState &me : mes) {
+    if (!me.loaded)
+      continue;
+    ++loaded;
+    stopped += me.stopped;
+    if (!me.stopped)
+      for (unsigned c = 0; c < me.numContexts; ++c)
+        waiting += me.ctx[c].state == Context::Waiting;
+  }
+  if (limited)
+    stats.stopReason = "cycle limit";
+  else if (stopped == loaded)
+    stats.stopReason = "every ME stopped";
+  else if (waiting)
+    stats.stopReason = "quiescent: " + std::to_string(waiting) +
+                       " contexts waiting for signals nothing will raise";
+  else
+    stats.stopReason = "quiescent: every context finished";
+  if (!inputDone || !rbuf.empty())
+    stats.stopReason += "; input left unreceived";
+}
+
+void Emulator::Impl::finish(uint64_t end) {
+  stats.cycles = end;
+  for (MEState &me : mes) {
+    if (!me.loaded)
+      continue;
+    MEStats &s = *me.stats;
+    uint64_t attributed = 0;
+    for (unsigned r = 0; r < StallDone; ++r)
+      attributed += s.idleCycles[r];
+    uint64_t busy = std::min(s.busyCycles, end);
+    s.idleCycles[StallDone] = end > busy + attributed ? end - busy - attributed
+                                                      : 0;
+    for (unsigned c = 0; c < me.numContexts; ++c) {
+      Context &ctx = me.ctx[c];
+      ThreadStats &ts = *ctx.stats;
+      switch (ctx.state) {
+      case Context::Running:
+        ts.execCycles += end > ctx.startedAt ? end - ctx.startedAt : 0;
+        break;
+      case Context::Ready:
+        if (ctx.readyAt < end) {
+          ts.waitCycles +=
+              ctx.readyAt > ctx.waitSince ? ctx.readyAt - ctx.waitSince : 0;
+          ts.readyCycles += end - ctx.readyAt;
+        } else if (end > ctx.waitSince) {
+          ts.waitCycles += end - ctx.waitSince;
+        }
+        break;
+      case Context::Waiting:
+        ts.waitCycles += end > ctx.waitSince ? end - ctx.waitSince : 0;
+        break;
+      default:
+        break;
+      }
+    }
+  }
+  for (unsigned r = 0; r < numRings; ++r)
+    stats.rings[r].finalOccupancy = rings[r].count;
+}
+
+//===----------------------------------------------------------------------===//
+// Inspection and the public interface
+//===----------------------------------------------------------------------===//
+
+std::string Emulator::Impl::dumpRegisters() const {
+  std::string out;
+  char line[96];
+  static const char *const states[] = {"off", "running", "ready", "waiting",
+                                       "killed"};
+  for (const MEState &me : mes) {
+    if (!me.loaded)
+      continue;
+    for (unsigned c = 0; c < me.numContexts; ++c) {
+      const Context &ctx = me.ctx[c];
+      if (!ctx.stats->enabled)
+        continue;
+      unsigned n = me.perBank;
+      std::snprintf(line, sizeof(line),
+                    "me%u.ctx%u pc=%u %s cc=%c%c%c%c\n", me.index, c, ctx.pc,
+                    me.stopped ? "stopped" : states[ctx.state],
+                    ctx.z ? 'Z' : 'z', ctx.n ? 'N' : 'n', ctx.c ? 'C' : 'c',
+                    ctx.v ? 'V' : 'v');
+      out += line;
+      const char *banks[] = {"a", "b", "$", "$$"};
+      for (unsigned bank = 0; bank < 4; ++bank)
+        for (unsigned i = 0; i < n; ++i) {
+          uint32_t v = ctx.regs[bank * n + i];
+          if (bank >= 2 && v == 0)
+            continue; // transfer registers only when set
+          std::snprintf(line, sizeof(line), "me%u.ctx%u.%s%u = 0x%08x\n",
+                        me.index, c, banks[bank], i, v);
+          out += line;
+        }
+    }
+  }
+  return out;
+}
+
+Emulator::Emulator(const MachineConfig &config)
+    : impl(std::make_unique<Impl>(config)) {}
+Emulator::~Emulator() = default;
+
+bool Emulator::load(const Image &image, std::string &error) {
+  return impl->load(image, error);
+}
+void Emulator::setInput(PacketInput *input) { impl->input = input; }
+void Emulator::setOutput(PacketOutput *output) { impl->output = output; }
+void Emulator::run(void (*progress)(uint64_t, void *), void *user,
+                   uint64_t progressCycles) {
+  impl->run(progress, user, progressCycles);
+}
+const Stats &Emulator::stats() const { return impl->stats; }
+std::string Emulator::dumpRegisters() const { return impl->dumpRegisters(); }
+
+bool Emulator::readMemory(Memory memory, uint32_t address, uint32_t length,
+                          std::vector<uint8_t> &bytes) const {
+  if (!impl->memoryRange(memory, address, length))
+    return false;
+  const uint8_t *base = memory == Memory::Scratch ? impl->scratch.data()
+                        : memory == Memory::Sram  ? impl->sram.get()
+                                                  : impl->dram.get();
+  bytes.assign(base + address, base + address + length);
+  return true;
+}

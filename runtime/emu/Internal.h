@@ -1,0 +1,243 @@
+//===- Internal.h - State of the emulated network processor -----*- C++ -*-===//
+//
+// The emulator's machine state, shared by Emulator.cpp (loading, the event
+// queue, memories, rings, the media switch fabric, the main loop and the
+// statistics) and Execute.cpp (the microengine interpreter).
+//
+// Timing model in one paragraph: every ME keeps its own clock and runs its
+// contexts for a quantum of cycles; every effect that crosses an ME (memory
+// commands, rings, next-neighbour writes, packets) is an event in one queue
+// ordered by (cycle, issue order) and is applied between quanta. The
+// quantum is at most the shortest memory latency, so a command issued in
+// one quantum always completes in a later one and memory sees commands in
+// cycle order, whatever the order in which MEs were simulated.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_RUNTIME_EMU_INTERNAL_H
+#define NETVM_RUNTIME_EMU_INTERNAL_H
+
+#include "netvm/Emu/Emulator.h"
+#include "netvm/Emu/Isa.h"
+
+#include <deque>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+namespace netvm::me {
+
+constexpr uint64_t never = ~uint64_t(0);
+
+/// Resolved operands of a predecoded instruction: below `special`, an
+/// index into the context's register array; else a special access.
+enum : uint16_t {
+  special = 0x8000,
+  opNone = special | 0x000,
+  opImm = special | 0x100,
+  opLM = special | 0x200,     // | LM index bits of the specifier
+  opNN = special | 0x300,     // | register number
+  opNnRing = special | 0x400,
+  opXferIdx = special | 0x500, // | 1: $$ (DRAM) side, | 2: post-increment
+};
+
+/// A predecoded instruction.
+struct DInst {
+  Op op = Op::Invalid;
+  uint8_t cycles = 1;
+  uint8_t takenCost = 0; // branch penalty after its defer slots
+  bool bad = false;
+  uint16_t dst = opNone, a = opNone, b = opNone;
+  uint32_t imm = 0;
+  Shift shift = Shift::None;
+  uint8_t shiftAmount = 0;
+  uint8_t field = 0, value = 0, count = 0, sig = 0, defer = 0;
+  SigMode sigMode = SigMode::None;
+  uint16_t csr = 0, sigMask = 0;
+  uint16_t xfer = 0; // memory commands: register index of the first word
+};
+
+struct Context {
+  enum State : uint8_t { Off, Running, Ready, Waiting, Killed };
+  State state = Off;
+  uint32_t *regs = nullptr;
+  uint32_t pc = 0;
+  uint16_t sigs = 0; // asserted signals
+  uint16_t waitMask = 0;
+  bool waitAny = false;
+  uint8_t deferLeft = 0;
+  uint32_t deferTarget = 0;
+  bool z = false, n = false, c = false, v = false;
+  uint32_t lmAddr[2] = {0, 0};
+  uint32_t byteIndex = 0, tIndex = 0, crcRemainder = 0;
+  uint64_t sigTime[numSignals] = {};
+  uint8_t sigReason[numSignals] = {};
+  uint64_t readyAt = 0;   // Ready: from this cycle
+  uint8_t wakeReason = StallDone;
+  uint64_t waitSince = 0; // Waiting (or Ready): since this cycle
+  uint64_t startedAt = 0; // Running: since this cycle
+  ThreadStats *stats = nullptr;
+};
+
+struct MEState {
+  unsigned index = 0;
+  bool loaded = false;
+  bool stopped = false;
+  unsigned numContexts = 8;
+  unsigned perBank = 16; // GPRs per bank (and transfer registers) a context
+  int block = -1;        // code block of the image
+  std::vector<DInst> code;
+  std::vector<uint64_t> words;
+  std::vector<std::string> badReason; // per instruction, if bad
+  std::vector<uint32_t> regfile;
+  Context ctx[8];
+  std::vector<uint32_t> lm;
+  uint32_t nn[numNN] = {};
+  unsigned nnHead = 0, nnCount = 0, nnReserved = 0;
+  uint32_t camTag[camEntries] = {};
+  uint8_t camState[camEntries] = {};
+  uint8_t camLru[camEntries] = {}; // camLru[0] is the least recently used
+  uint64_t now = 0;
+  /// No context can run before this cycle unless an event wakes one.
+  uint64_t nextWake = 0;
+  int active = -1;
+  uint32_t readyMask = 0; // contexts in state Ready
+  unsigned lastCtx = 7; // round robin starts after it
+  uint64_t idleSince = 0;
+  bool idle = true;
+  // Set by an instruction that faulted; checked after it.
+  bool faultPending = false;
+  std::string faultReason;
+  MEStats *stats = nullptr;
+};
+
+enum class EventKind : uint8_t {
+  Memory,    // a scratch/SRAM/DRAM/hash command completes
+  RxRequest, // an rx command reaches the MSF
+  RxDone,    // a packet (or the end of input) lands in DRAM + descriptor
+  TxDone,    // a packet leaves
+  Arrival,   // a packet reaches the RBUF (line-rate mode)
+  NnWrite,   // a next-neighbour register write lands
+  NnPut,     // a next-neighbour ring put lands
+  Signal,    // a signal from another ME
+};
+
+struct Event {
+  uint64_t time = 0;
+  EventKind kind = EventKind::Memory;
+  Op op = Op::Invalid;
+  uint8_t me = 0, ctx = 0, sig = 0, count = 0;
+  uint8_t reason = StallDone;
+  uint16_t xfer = 0; // register index where read data goes
+  uint32_t pc = 0;
+  uint32_t addr = 0;
+  uint32_t aux = 0;
+  uint32_t data[maxCount] = {};
+};
+
+struct RxRequest {
+  uint64_t time;
+  uint8_t me, ctx, sig, count;
+  uint16_t xfer;
+  uint32_t pc, addr;
+};
+
+struct BufferedPacket {
+  uint64_t arrival;
+  uint64_t sequence;
+  InputPacket packet;
+};
+
+struct Ring {
+  bool configured = false;
+  uint32_t base = 0, size = 0; // words
+  uint32_t head = 0, count = 0;
+};
+
+class Emulator::Impl {
+public:
+  explicit Impl(const MachineConfig &config);
+
+  bool load(const Image &image, std::string &error);
+  void run(void (*progress)(uint64_t, void *), void *user,
+           uint64_t progressCycles);
+  std::string dumpRegisters() const;
+
+  // Execute.cpp
+  /// Runs `me` over [from, until); returns the cycle it next has work
+  /// (never if only a signal can wake it).
+  uint64_t runME(MEState &me, uint64_t from, uint64_t until);
+  void execute(MEState &me, Context &ctx, uint64_t until);
+  uint32_t readSlow(MEState &me, Context &ctx, uint16_t op, uint32_t imm);
+  void writeSlow(MEState &me, Context &ctx, uint16_t op, uint32_t value);
+  uint32_t readCsr(MEState &me, Context &ctx, Csr csr);
+  void writeCsr(MEState &me, Context &ctx, Csr csr, uint32_t value);
+  void issue(MEState &me, Context &ctx, const DInst &in, uint32_t address);
+  bool inputState(MEState &me, unsigned state);
+  uint32_t camLookup(MEState &me, uint32_t tag);
+  void camTouch(MEState &me, unsigned entry);
+
+  // Emulator.cpp
+  void schedule(Event &&event);
+  void processEvents(uint64_t before);
+  void applyEvent(Event &event);
+  void memoryEvent(Event &event);
+  void deliverSignal(unsigned me, unsigned ctx, unsigned sig, uint64_t time,
+                     uint8_t reason);
+  void tryWake(MEState &me, Context &ctx);
+  void waitFor(MEState &me, Context &ctx, uint16_t mask, bool any,
+               uint64_t now);
+  void fault(MEState &me, unsigned ctx, uint32_t pc, const std::string &why,
+             uint64_t cycle);
+  /// Stops an ME: its contexts end (with their statistics) at `now`.
+  void retireContexts(MEState &me, uint64_t now);
+  void serveRx(uint64_t time);
+  bool pullPacket(uint64_t arrival, uint32_t *wire = nullptr);
+  void fillRbuf(uint64_t time);
+  void finish(uint64_t end);
+  bool memoryRange(Memory memory, uint64_t address, uint64_t length) const;
+  uint8_t *memoryBase(Memory memory);
+
+  MachineConfig config;
+  Stats stats;
+  std::vector<MEState> mes;
+  std::vector<uint8_t> scratch;
+  std::unique_ptr<uint8_t[]> sram, dram; // zeroed lazily by calloc
+  Ring rings[numRings];
+  const Image *image = nullptr;
+  std::vector<Symbol> symbols;
+
+  // Event queue: a heap of (time, sequence) over a pool of events.
+  struct Key {
+    uint64_t time, seq;
+    uint32_t slot;
+    bool operator<(const Key &o) const {
+      return time != o.time ? time > o.time : seq > o.seq;
+    }
+  };
+  std::priority_queue<Key> heap;
+  std::deque<Event> pool; // stable: applying an event may schedule more
+  std::vector<uint32_t> freeSlots;
+  uint64_t sequence = 0;
+  uint64_t lastActivity = 0;
+
+  // Media switch fabric.
+  PacketInput *input = nullptr;
+  PacketOutput *output = nullptr;
+  std::deque<BufferedPacket> rbuf;
+  std::deque<RxRequest> rxQueue;
+  std::vector<BufferedPacket> inFlight; // packets between RBUF and DRAM
+  std::vector<uint32_t> inFlightFree;
+  bool inputDone = false;
+  bool arrivalPending = false;
+  uint64_t packetsRead = 0;
+  uint64_t nextArrival = 0;
+  std::vector<uint8_t> txBuffer;
+
+  uint32_t crcTable[2][256];
+};
+
+} // namespace netvm::me
+
+#endif // NETVM_RUNTIME_EMU_INTERNAL_H

@@ -1,0 +1,522 @@
+//===- netvm-emu.cpp - Run microengine programs on the emulator ----------===//
+//
+// Loads a microengine image (or assembles a .s file on the fly), feeds the
+// media switch fabric from a pcap file, writes what the MEs transmit to
+// another, and reports the statistics as a readable summary and as JSON.
+// Faults stop the faulting ME with a report and make the exit status 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/Emu/Emulator.h"
+#include "netvm/Runtime/PacketIO.h"
+#include "netvm/Target/ME/Assembler.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+
+namespace cl = llvm::cl;
+using namespace netvm::me;
+
+static cl::OptionCategory emuCategory("netvm-emu options");
+static cl::opt<std::string> programFile(cl::Positional, cl::Required,
+                                        cl::desc("<image or program.s>"),
+                                        cl::cat(emuCategory));
+static cl::opt<std::string> readFile("r", cl::desc("Receive packets from this pcap file"),
+                                     cl::value_desc("in.pcap"),
+                                     cl::cat(emuCategory));
+static cl::opt<std::string> writeFile("w",
+                                      cl::desc("Write transmitted packets to this pcap file"),
+                                      cl::value_desc("out.pcap"),
+                                      cl::cat(emuCategory));
+// Registered as "emu-stats-json" and renamed in main(): LLVM's statistics
+// own "stats-json" until then.
+static cl::opt<std::string> statsJson(
+    "emu-stats-json",
+    cl::desc("Write the statistics as JSON to this file ('-': standard "
+             "output, instead of the summary)"),
+    cl::value_desc("file"), cl::cat(emuCategory));
+static cl::opt<bool> quiet("q", cl::desc("No summary"), cl::cat(emuCategory));
+static cl::opt<bool> dumpRegs("dump-regs",
+                              cl::desc("Print every enabled context's "
+                                       "registers after the run"),
+                              cl::cat(emuCategory));
+static cl::list<std::string>
+    dumpMem("dump-mem",
+            cl::desc("Print memory after the run: MEMORY:ADDRESS:LENGTH "
+                     "(scratch, sram or dram; repeatable)"),
+            cl::value_desc("mem:addr:len"), cl::cat(emuCategory));
+static cl::opt<bool> hostTime("time",
+                              cl::desc("Report host time and simulation speed "
+                                       "on standard error"),
+                              cl::cat(emuCategory));
+static cl::opt<bool> progress("progress",
+                              cl::desc("Show progress on standard error "
+                                       "every 100M cycles"),
+                              cl::cat(emuCategory));
+
+// The machine.
+static cl::opt<unsigned> numMEs("mes", cl::desc("Microengines (default 8)"),
+                                cl::init(8), cl::cat(emuCategory));
+static cl::opt<unsigned> controlStore(
+    "control-store",
+    cl::desc("Control-store capacity in instructions (default 4096)"),
+    cl::init(4096), cl::cat(emuCategory));
+static cl::opt<double> clockMHz("clock-mhz",
+                                cl::desc("ME clock in MHz (default 600)"),
+                                cl::init(600), cl::cat(emuCategory));
+static cl::opt<double> lineRate(
+    "line-rate",
+    cl::desc("Offer packets at this rate in Gbit/s, dropping those that "
+             "find no free receive buffer (default 0: lossless, packets wait)"),
+    cl::init(0), cl::cat(emuCategory));
+static cl::opt<unsigned> rbufs("rbufs",
+                               cl::desc("Receive buffer elements (default 16)"),
+                               cl::init(16), cl::cat(emuCategory));
+static cl::opt<uint64_t> maxCycles("max-cycles",
+                                   cl::desc("Stop after this many cycles"),
+                                   cl::init(0), cl::cat(emuCategory));
+static cl::opt<unsigned> quantum(
+    "quantum",
+    cl::desc("Cycles each ME runs between exchanges of shared effects "
+             "(default 16; at most the shortest memory latency)"),
+    cl::init(16), cl::cat(emuCategory));
+static cl::opt<std::string> ringOverflow(
+    "ring-overflow",
+    cl::desc("A put on a full scratch ring: fault (stop the ME, default) or "
+             "drop (count it)"),
+    cl::init("fault"), cl::cat(emuCategory));
+static cl::list<std::string> latencies(
+    "latency",
+    cl::desc("Set a latency in cycles: UNIT=N with UNIT one of scratch, sram, "
+             "dram, hash, rx, tx, nn, branch, swap (repeatable)"),
+    cl::value_desc("unit=cycles"), cl::CommaSeparated, cl::cat(emuCategory));
+
+namespace {
+class PcapInput final : public PacketInput {
+public:
+  explicit PcapInput(std::unique_ptr<netvm::rt::PacketReader> reader)
+      : reader(std::move(reader)) {}
+  bool next(InputPacket &packet) override {
+    netvm::rt::TracePacket trace;
+    if (!reader->next(trace, error))
+      return false;
+    packet.bytes = std::move(trace.bytes);
+    packet.wireLength = trace.wireLength;
+    return true;
+  }
+  std::unique_ptr<netvm::rt::PacketReader> reader;
+  std::string error;
+};
+
+class PcapOutput final : public PacketOutput {
+public:
+  PcapOutput(std::unique_ptr<netvm::rt::PcapWriter> writer, double clockMHz)
+      : writer(std::move(writer)), clockMHz(clockMHz) {}
+  void transmit(const uint8_t *bytes, size_t length, uint32_t wireLength,
+                unsigned, uint64_t cycle) override {
+    netvm::rt::TracePacket packet;
+    packet.bytes.assign(bytes, bytes + length);
+    packet.wireLength = wireLength;
+    // The time the packet left, in emulated time.
+    uint64_t us = uint64_t(double(cycle) / clockMHz);
+    packet.seconds = uint32_t(us / 1000000);
+    packet.microseconds = uint32_t(us % 1000000);
+    writer->write(packet);
+  }
+  std::unique_ptr<netvm::rt::PcapWriter> writer;
+  double clockMHz;
+};
+} // namespace
+
+static bool configure(MachineConfig &config) {
+  config.numMEs = numMEs;
+  config.controlStore = controlStore;
+  config.clockMHz = clockMHz;
+  config.lineRateGbps = lineRate;
+  config.rbufElements = std::max(1u, unsigned(rbufs));
+  config.maxCycles = maxCycles;
+  config.quantum = quantum;
+  if (numMEs < 1 || numMEs > maxMEs) {
+    llvm::errs() << "netvm-emu: --mes must be 1-" << maxMEs << "\n";
+    return false;
+  }
+  if (clockMHz <= 0 || lineRate < 0) {
+    llvm::errs() << "netvm-emu: the clock and line rate must be positive\n";
+    return false;
+  }
+  if (ringOverflow == "fault")
+    config.ringOverflow = RingOverflow::Fault;
+  else if (ringOverflow == "drop")
+    config.ringOverflow = RingOverflow::Drop;
+  else {
+    llvm::errs() << "netvm-emu: --ring-overflow is fault or drop\n";
+    return false;
+  }
+  for (const std::string &setting : latencies) {
+    size_t eq = setting.find('=');
+    std::string unit = setting.substr(0, eq);
+    unsigned long long value = 0;
+    bool ok = eq != std::string::npos && eq + 1 < setting.size() &&
+              !llvm::StringRef(setting).substr(eq + 1).getAsInteger(10, value) &&
+              value < 100000;
+    unsigned *field = unit == "scratch" ? &config.scratchLatency
+                      : unit == "sram"  ? &config.sramLatency
+                      : unit == "dram"  ? &config.dramLatency
+                      : unit == "hash"  ? &config.hashLatency
+                      : unit == "rx"    ? &config.rxLatency
+                      : unit == "tx"    ? &config.txLatency
+                      : unit == "nn"    ? &config.nnLatency
+                      : unit == "branch" ? &config.branchPenalty
+                      : unit == "swap"  ? &config.swapPenalty
+                                        : nullptr;
+    if (!ok || !field ||
+        (value == 0 && unit != "branch" && unit != "swap" && unit != "nn")) {
+      llvm::errs() << "netvm-emu: bad --latency '" << setting
+                   << "' (UNIT=CYCLES, UNIT one of scratch, sram, dram, hash, "
+                      "rx, tx, nn, branch, swap; memory latencies >= 1)\n";
+      return false;
+    }
+    *field = unsigned(value);
+  }
+  return true;
+}
+
+static double ratio(uint64_t part, uint64_t whole) {
+  return whole ? double(part) / double(whole) : 0.0;
+}
+
+static llvm::json::Value memoryJson(const MemoryStats &m) {
+  return llvm::json::Object{{"reads", int64_t(m.reads)},
+                            {"writes", int64_t(m.writes)},
+                            {"atomics", int64_t(m.atomics)},
+                            {"bytes_read", int64_t(m.bytesRead)},
+                            {"bytes_written", int64_t(m.bytesWritten)}};
+}
+
+static llvm::json::Value statsToJson(const Stats &s) {
+  using llvm::json::Array;
+  using llvm::json::Object;
+  double seconds = s.seconds();
+  Array mes;
+  for (size_t i = 0; i < s.mes.size(); ++i) {
+    const MEStats &m = s.mes[i];
+    if (!m.loaded)
+      continue;
+    Object idle;
+    for (unsigned r = 0; r < StallCount; ++r)
+      idle[stallReasonName(StallReason(r))] = int64_t(m.idleCycles[r]);
+    Array threads;
+    for (size_t c = 0; c < m.threads.size(); ++c) {
+      const ThreadStats &t = m.threads[c];
+      if (!t.enabled)
+        continue;
+      threads.push_back(Object{{"ctx", int64_t(c)},
+                               {"instructions", int64_t(t.instructions)},
+                               {"exec_cycles", int64_t(t.execCycles)},
+                               {"ready_cycles", int64_t(t.readyCycles)},
+                               {"wait_cycles", int64_t(t.waitCycles)},
+                               {"swaps", int64_t(t.swaps)},
+                               {"utilisation", ratio(t.execCycles, s.cycles)}});
+    }
+    mes.push_back(Object{{"me", int64_t(i)},
+                         {"instructions", int64_t(m.instructions)},
+                         {"busy_cycles", int64_t(m.busyCycles)},
+                         {"utilisation", ratio(m.busyCycles, s.cycles)},
+                         {"branch_penalty_cycles", int64_t(m.branchPenaltyCycles)},
+                         {"swap_cycles", int64_t(m.swapCycles)},
+                         {"context_swaps", int64_t(m.contextSwaps)},
+                         {"idle_cycles", std::move(idle)},
+                         {"threads", std::move(threads)}});
+  }
+  Array rings;
+  for (unsigned r = 0; r < 16; ++r) {
+    const RingStats &ring = s.rings[r];
+    if (!ring.configured)
+      continue;
+    rings.push_back(Object{{"ring", int64_t(r)},
+                           {"size_words", int64_t(ring.sizeWords)},
+                           {"puts", int64_t(ring.puts)},
+                           {"gets", int64_t(ring.gets)},
+                           {"empty_gets", int64_t(ring.emptyGets)},
+                           {"overflows", int64_t(ring.overflows)},
+                           {"max_occupancy", int64_t(ring.maxOccupancy)},
+                           {"final_occupancy", int64_t(ring.finalOccupancy)}});
+  }
+  Array faults;
+  for (const Fault &f : s.faults)
+    faults.push_back(Object{{"me", int64_t(f.me)},
+                            {"ctx", int64_t(f.ctx)},
+                            {"pc", int64_t(f.pc)},
+                            {"instruction", f.instruction},
+                            {"reason", f.reason},
+                            {"cycle", int64_t(f.cycle)}});
+  return Object{
+      {"cycles", int64_t(s.cycles)},
+      {"clock_mhz", s.clockMHz},
+      {"seconds", seconds},
+      {"stop_reason", s.stopReason},
+      {"packets",
+       Object{{"offered", int64_t(s.packetsOffered)},
+              {"received", int64_t(s.packetsReceived)},
+              {"dropped", int64_t(s.packetsDropped)},
+              {"truncated", int64_t(s.packetsTruncated)},
+              {"sent", int64_t(s.packetsSent)},
+              {"bytes_received", int64_t(s.bytesReceived)},
+              {"bytes_sent", int64_t(s.bytesSent)},
+              {"sent_per_second", seconds > 0 ? s.packetsSent / seconds : 0.0},
+              {"sent_gbps",
+               seconds > 0 ? s.bytesSent * 8.0 / seconds / 1e9 : 0.0}}},
+      {"mes", std::move(mes)},
+      {"memory", Object{{"scratch", memoryJson(s.scratch)},
+                        {"sram", memoryJson(s.sram)},
+                        {"dram", memoryJson(s.dram)},
+                        {"hash_ops", int64_t(s.hashOps)}}},
+      {"rings", std::move(rings)},
+      {"faults", std::move(faults)}};
+}
+
+static void printSummary(llvm::raw_ostream &os, const Stats &s) {
+  double seconds = s.seconds();
+  os << "cycles: " << s.cycles << " ("
+     << llvm::format("%.2f", seconds * 1e6) << " us at "
+     << llvm::format("%g", s.clockMHz) << " MHz); " << s.stopReason << "\n";
+  os << "packets: " << s.packetsOffered << " offered, " << s.packetsReceived
+     << " received, " << s.packetsDropped << " dropped, " << s.packetsSent
+     << " sent";
+  if (seconds > 0)
+    os << " (" << llvm::format("%.3f", s.packetsSent / seconds / 1e6)
+       << " Mpps, " << llvm::format("%.3f", s.bytesSent * 8.0 / seconds / 1e9)
+       << " Gbit/s)";
+  os << "\n";
+  for (size_t i = 0; i < s.mes.size(); ++i) {
+    const MEStats &m = s.mes[i];
+    if (!m.loaded)
+      continue;
+    os << "me" << i << ": " << m.instructions << " instructions, busy "
+       << llvm::format("%.1f%%", 100 * ratio(m.busyCycles, s.cycles))
+       << " (branch penalties " << m.branchPenaltyCycles << ", swaps "
+       << m.swapCycles << "); idle";
+    bool any = false;
+    for (unsigned r = 0; r < StallCount; ++r)
+      if (m.idleCycles[r]) {
+        os << (any ? ", " : ": ") << stallReasonName(StallReason(r)) << " "
+           << llvm::format("%.1f%%", 100 * ratio(m.idleCycles[r], s.cycles));
+        any = true;
+      }
+    if (!any)
+      os << " 0%";
+    os << "\n";
+    for (size_t c = 0; c < m.threads.size(); ++c) {
+      const ThreadStats &t = m.threads[c];
+      if (!t.enabled)
+        continue;
+      os << "  ctx" << c << ": " << t.instructions << " instructions, running "
+         << llvm::format("%.1f%%", 100 * ratio(t.execCycles, s.cycles))
+         << ", ready "
+         << llvm::format("%.1f%%", 100 * ratio(t.readyCycles, s.cycles))
+         << ", waiting "
+         << llvm::format("%.1f%%", 100 * ratio(t.waitCycles, s.cycles))
+         << "\n";
+    }
+  }
+  auto memory = [&](const char *name, const MemoryStats &m) {
+    if (m.reads || m.writes || m.atomics)
+      os << name << ": " << m.reads << " reads, " << m.writes << " writes, "
+         << m.atomics << " atomics\n";
+  };
+  memory("scratch", s.scratch);
+  memory("sram", s.sram);
+  memory("dram", s.dram);
+  if (s.hashOps)
+    os << "hash: " << s.hashOps << " commands\n";
+  for (unsigned r = 0; r < 16; ++r) {
+    const RingStats &ring = s.rings[r];
+    if (ring.configured)
+      os << "ring " << r << ": " << ring.puts << " puts, " << ring.gets
+         << " gets, " << ring.emptyGets << " empty gets, " << ring.overflows
+         << " overflows, occupancy max " << ring.maxOccupancy << " of "
+         << ring.sizeWords << "\n";
+  }
+}
+
+static void printFault(const Fault &f) {
+  llvm::errs() << "netvm-emu: fault: ME " << f.me << " context " << f.ctx
+               << " pc " << f.pc << " cycle " << f.cycle << ": " << f.reason
+               << "\n    " << f.instruction << "\n";
+}
+
+static bool parseDumpSpec(const std::string &spec, Memory &memory,
+                          uint32_t &address, uint32_t &length) {
+  llvm::SmallVector<llvm::StringRef, 3> parts;
+  llvm::StringRef(spec).split(parts, ':');
+  if (parts.size() != 3)
+    return false;
+  if (parts[0] == "scratch")
+    memory = Memory::Scratch;
+  else if (parts[0] == "sram")
+    memory = Memory::Sram;
+  else if (parts[0] == "dram")
+    memory = Memory::Dram;
+  else
+    return false;
+  return !parts[1].getAsInteger(0, address) &&
+         !parts[2].getAsInteger(0, length) && length <= (1u << 20);
+}
+
+static void progressLine(uint64_t cycle, void *) {
+  llvm::errs() << "netvm-emu: " << cycle / 1000000 << "M cycles\n";
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(emuCategory);
+  if (cl::Option *llvmStats = cl::getRegisteredOptions().lookup("stats-json"))
+    llvmStats->setArgStr("llvm-stats-json");
+  statsJson.setArgStr("stats-json");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "netvm-emu - run microengine programs on the IXP-like emulator\n\n"
+      "Examples:\n"
+      "  netvm-emu examples/me/forward.s -r in.pcap -w out.pcap\n"
+      "  netvm-emu prog.img -r in.pcap --stats-json=stats.json\n"
+      "  netvm-emu test.s --dump-regs --dump-mem=scratch:0:64\n");
+  MachineConfig config;
+  if (!configure(config))
+    return 1;
+
+  // The program: an image, or assembly.
+  std::vector<uint8_t> bytes;
+  std::string error;
+  if (!readFileBytes(programFile, bytes, error)) {
+    llvm::errs() << "netvm-emu: " << error << "\n";
+    return 1;
+  }
+  Image image;
+  if (looksLikeImage(bytes.data(), bytes.size())) {
+    if (!readImage(bytes.data(), bytes.size(), image, error)) {
+      llvm::errs() << "netvm-emu: " << programFile << ": " << error << "\n";
+      return 1;
+    }
+  } else {
+    AssemblerOptions options;
+    options.machine = config;
+    std::vector<std::string> errors;
+    if (!assemble(std::string_view(reinterpret_cast<const char *>(bytes.data()),
+                                   bytes.size()),
+                  programFile, options, image, errors)) {
+      for (const std::string &message : errors)
+        llvm::errs() << message << "\n";
+      return 1;
+    }
+  }
+  std::vector<std::tuple<Memory, uint32_t, uint32_t>> dumps;
+  for (const std::string &spec : dumpMem) {
+    Memory memory;
+    uint32_t address, length;
+    if (!parseDumpSpec(spec, memory, address, length)) {
+      llvm::errs() << "netvm-emu: bad --dump-mem '" << spec
+                   << "' (MEMORY:ADDRESS:LENGTH, e.g. scratch:0x100:64)\n";
+      return 1;
+    }
+    dumps.emplace_back(memory, address, length);
+  }
+
+  Emulator emulator(config);
+  if (!emulator.load(image, error)) {
+    llvm::errs() << "netvm-emu: " << programFile << ": " << error << "\n";
+    return 1;
+  }
+  std::optional<PcapInput> input;
+  int linkType = 1; // DLT_EN10MB
+  if (!readFile.empty()) {
+    auto reader = netvm::rt::PacketReader::open(readFile, false, error);
+    if (!reader) {
+      llvm::errs() << "netvm-emu: " << error << "\n";
+      return 1;
+    }
+    linkType = reader->linkType();
+    input.emplace(std::move(reader));
+    emulator.setInput(&*input);
+  }
+  std::optional<PcapOutput> output;
+  if (!writeFile.empty()) {
+    auto writer = netvm::rt::PcapWriter::create(writeFile, linkType, error);
+    if (!writer) {
+      llvm::errs() << "netvm-emu: " << error << "\n";
+      return 1;
+    }
+    output.emplace(std::move(writer), config.clockMHz);
+    emulator.setOutput(&*output);
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  emulator.run(progress ? progressLine : nullptr, nullptr,
+               progress ? 100000000 : 0);
+  double host = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+  const Stats &stats = emulator.stats();
+  if (input && !input->error.empty()) {
+    llvm::errs() << "netvm-emu: " << readFile << ": " << input->error << "\n";
+    return 1;
+  }
+
+  if (statsJson == "-") {
+    llvm::outs() << llvm::formatv("{0:2}", statsToJson(stats)) << "\n";
+  } else {
+    if (!statsJson.empty()) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(statsJson, ec);
+      if (ec) {
+        llvm::errs() << "netvm-emu: cannot write '" << statsJson
+                     << "': " << ec.message() << "\n";
+        return 1;
+      }
+      os << llvm::formatv("{0:2}", statsToJson(stats)) << "\n";
+    }
+    if (!quiet)
+      printSummary(llvm::outs(), stats);
+  }
+  if (dumpRegs)
+    llvm::outs() << emulator.dumpRegisters();
+  for (auto [memory, address, length] : dumps) {
+    std::vector<uint8_t> data;
+    if (!emulator.readMemory(memory, address, length, data)) {
+      llvm::errs() << "netvm-emu: --dump-mem range outside "
+                   << memoryName(memory) << "\n";
+      return 1;
+    }
+    for (uint32_t i = 0; i < length; i += 16) {
+      llvm::outs() << memoryName(memory) << " "
+                   << llvm::format("0x%06x:", address + i);
+      for (uint32_t k = i; k < length && k < i + 16; ++k)
+        llvm::outs() << llvm::format(" %02x", data[k]);
+      llvm::outs() << "\n";
+    }
+  }
+  if (hostTime) {
+    uint64_t instructions = 0, meCycles = 0;
+    for (const MEStats &m : stats.mes)
+      if (m.loaded) {
+        instructions += m.instructions;
+        meCycles += stats.cycles;
+      }
+    llvm::errs() << "host: " << llvm::format("%.3f", host) << " s, "
+                 << llvm::format("%.1f", stats.cycles / host / 1e6)
+                 << " M chip cycles/s, "
+                 << llvm::format("%.1f", meCycles / host / 1e6)
+                 << " M ME-cycles/s (loaded MEs), "
+                 << llvm::format("%.1f", instructions / host / 1e6)
+                 << " M instructions/s\n";
+  }
+  for (const Fault &f : stats.faults)
+    printFault(f);
+  return stats.faults.empty() ? 0 : 1;
+}

@@ -1,0 +1,65 @@
+//===- netvm-me-as.cpp - Microengine assembler ---------------------------===//
+//
+// Assembles microengine assembly (docs/me-isa.md) into a loadable image for
+// netvm-emu. Errors are printed as file:line:col: error: message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/Target/ME/Assembler.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+using namespace netvm::me;
+
+static cl::OptionCategory asCategory("netvm-me-as options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<program.s>"),
+                                      cl::cat(asCategory));
+static cl::opt<std::string> outputFile("o", cl::Required,
+                                       cl::desc("Output image"),
+                                       cl::value_desc("image"),
+                                       cl::cat(asCategory));
+static cl::opt<unsigned> numMEs("mes",
+                                cl::desc("Microengines of the target machine "
+                                         "(default 8)"),
+                                cl::init(8), cl::cat(asCategory));
+static cl::opt<unsigned>
+    controlStore("control-store",
+                 cl::desc("Control-store capacity in instructions per ME "
+                          "(default 4096)"),
+                 cl::init(4096), cl::cat(asCategory));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(asCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "netvm-me-as - assemble microengine code into an image\n\n"
+      "  netvm-me-as forward.s -o forward.img\n");
+  std::vector<uint8_t> source;
+  std::string error;
+  if (!readFileBytes(inputFile, source, error)) {
+    llvm::errs() << "netvm-me-as: " << error << "\n";
+    return 1;
+  }
+  AssemblerOptions options;
+  options.machine.numMEs = numMEs;
+  options.machine.controlStore = controlStore;
+  Image image;
+  std::vector<std::string> errors;
+  if (!assemble(std::string_view(reinterpret_cast<const char *>(source.data()),
+                                 source.size()),
+                inputFile, options, image, errors)) {
+    for (const std::string &message : errors)
+      llvm::errs() << message << "\n";
+    return 1;
+  }
+  if (!writeImageFile(outputFile, image, error)) {
+    llvm::errs() << "netvm-me-as: " << error << "\n";
+    return 1;
+  }
+  return 0;
+}
