@@ -300,4 +300,42 @@ def NetVMEliminateBoundsChecks
   ];
 }
 
+def NetVMMergeTests : Pass<"netvm-merge-tests", "netvm::HandlerOp"> {
+  let summary = "one branch for a chain of tests that exit to one place";
+  let description = [{
+    A filter is a chain of tests that each leave for the same block (reject)
+    or go on to the next. When the next test's block has no other
+    predecessor and only cheap operations that cannot fail or be observed
+    (pure operations and loads already proven in bounds: typically the fast
+    version made by `netvm-version-packet-checks`), its operations move up
+    and the two tests become one branch on their combined condition. The
+    CPU then predicts one branch per packet instead of one per test. Blocks
+    with a bounds check, a store or more than `max-ops` operations are left
+    alone. Part of the -O2 and -O3 pipelines, after versioning.
+
+    ```mlir
+      cf.cond_br %notip, ^reject, ^next
+    ^next:
+      %p = netvm.load packet[%c23] {in_bounds} : i8
+      %nottcp = ...
+      cf.cond_br %nottcp, ^reject, ^accept
+    // becomes
+      %p = netvm.load packet[%c23] {in_bounds} : i8
+      %nottcp = ...
+      %either = arith.ori %notip, %nottcp : i1
+      cf.cond_br %either, ^reject, ^accept
+    ```
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "unsigned", /*default=*/"12",
+           "Merge only blocks with at most this many operations besides "
+           "the branch">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::cf::ControlFlowDialect"];
+  let statistics = [
+    Statistic<"numMerged", "merged", "Tests merged into the one before">
+  ];
+}
+
 #endif // NETVM_PASSES_TD

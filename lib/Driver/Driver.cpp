@@ -641,6 +641,7 @@ LogicalResult netvm::driver::optimize(
     NetVMVersionPacketChecksOptions versioning;
     versioning.minChecks = optLevel > 2 ? 1 : 2;
     handlers.addPass(createNetVMVersionPacketChecks(versioning));
+    handlers.addPass(createNetVMMergeTests());
     handlers.addPass(createCanonicalizerPass());
   }
   return pm.run(module);
