@@ -255,6 +255,7 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
       me.block = int(b);
       me.stats->loaded = true;
       me.numContexts = block.ctxMode;
+      me.lastCtx = me.numContexts - 1; // context 0 goes first
       me.perBank = block.ctxMode == 8 ? 16 : 32;
       me.words = block.words;
       me.code.clear();
@@ -407,6 +408,8 @@ void Emulator::Impl::fault(MEState &me, unsigned ctx, uint32_t pc,
                     static_cast<unsigned long long>(f.word));
       f.instruction = hex;
     }
+  } else {
+    f.instruction = "(none: the pc is beyond the program)";
   }
   stats.faults.push_back(std::move(f));
   if (me.active >= 0) {
@@ -606,8 +609,10 @@ void Emulator::Impl::applyEvent(Event &e) {
   case EventKind::Arrival: {
     arrivalPending = false;
     uint32_t wire;
-    if (!pullPacket(e.time, &wire))
+    if (!pullPacket(e.time, &wire)) {
+      serveRx(e.time); // waiting receives learn the input has ended
       return;
+    }
     // The next packet starts when this one has passed on the wire
     // (with preamble, start delimiter and inter-frame gap: 20 bytes).
     double bits = (double(wire) + 20) * 8;

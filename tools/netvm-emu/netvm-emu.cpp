@@ -516,6 +516,7 @@ int main(int argc, char **argv) {
                  << llvm::format("%.1f", instructions / host / 1e6)
                  << " M instructions/s\n";
   }
+  llvm::outs().flush(); // reports follow the summary
   for (const Fault &f : stats.faults)
     printFault(f);
   return stats.faults.empty() ? 0 : 1;

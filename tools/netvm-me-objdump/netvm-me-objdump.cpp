@@ -34,8 +34,11 @@ int main(int argc, char **argv) {
   std::vector<uint8_t> bytes;
   std::string error;
   Image image;
-  if (!readFileBytes(inputFile, bytes, error) ||
-      !readImage(bytes.data(), bytes.size(), image, error)) {
+  if (!readFileBytes(inputFile, bytes, error)) {
+    llvm::errs() << "netvm-me-objdump: " << error << "\n";
+    return 1;
+  }
+  if (!readImage(bytes.data(), bytes.size(), image, error)) {
     llvm::errs() << "netvm-me-objdump: " << inputFile << ": " << error << "\n";
     return 1;
   }
