@@ -50,6 +50,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get "${apt_opts[@]}" install "${missing[@]}"
 fi
 
+# The Python bindings build with nanobind and are tested with pytest and
+# NumPy: all three go into a virtual environment in the build tree (Debian's
+# Python refuses pip installs outside one), whose interpreter CMake uses.
+venv=$build/python-env
+python_packages=("nanobind>=2.2,<4" numpy pytest)
+if ! "$venv/bin/python" -c "import nanobind, numpy, pytest" 2>/dev/null; then
+  echo "setup: creating $venv with ${python_packages[*]}"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    "${python_packages[@]}"
+fi
+
 # Configure once; later runs reuse the build tree (ninja decides what to redo).
 if [[ ! -f $build/build.ninja ]]; then
   launcher=()
@@ -62,5 +74,10 @@ if [[ ! -f $build/build.ninja ]]; then
     -DLLVM_USE_LINKER=lld \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DPython_EXECUTABLE="$venv/bin/python" \
     "${launcher[@]}"
+elif ! grep -q "^Python_EXECUTABLE:[A-Z]*=$venv/bin/python\$" \
+    "$build/CMakeCache.txt"; then
+  # A build tree configured before the Python bindings existed.
+  cmake -S "$root" -B "$build" -DPython_EXECUTABLE="$venv/bin/python"
 fi

@@ -1,0 +1,305 @@
+"""Compile, inspect and run NetVM applications from Python.
+
+netvm compiles packet-processing applications -- NetIL programs, multi-NetPE
+application descriptions (.nvapp), NetPFL filters and tcpdump expressions --
+into the ``netvm`` MLIR dialect, optimizes them, and runs them as native code
+(JIT) or writes objects for x86-64 and AArch64. This package drives the same
+pipeline as the ``netc`` and ``netvm-run`` tools::
+
+    import netvm
+
+    app = netvm.compile("tcp port 80", lang="pcap-filter")
+    print(app.mlir("optimized"))            # the IR after the -O2 pipeline
+    inst = app.jit()                         # native code, private memory
+    result = inst.run(packet_bytes)          # one packet -> Result
+    if result:                               # it left through a sink
+        print(result.sink)
+    print(inst.run_pcap("trace.pcap"))       # {'match': 123}
+
+Errors in the source raise :class:`CompileError`, whose ``diagnostics`` are
+:class:`Diagnostic` records (severity, message, file, line, column).
+See docs/python.md for the whole tour.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Iterable, Mapping, NamedTuple, Optional, Sequence, Union
+
+from . import _netvm
+from ._netvm import (
+    EXCEPTION_KINDS,
+    BatchResult,
+    Diagnostic,
+    Instance,
+    Output,
+    PacketException,
+    Result,
+)
+
+__all__ = [
+    "compile",
+    "Application",
+    "CompileError",
+    "Diagnostic",
+    "Instance",
+    "Result",
+    "Output",
+    "PacketException",
+    "BatchResult",
+    "PassStatistic",
+    "EXCEPTION_KINDS",
+    "LANGUAGES",
+    "STAGES",
+    "read_pcap",
+    "pack",
+]
+
+#: The source languages :func:`compile` accepts.
+LANGUAGES = ("netil", "nvapp", "mlir", "netpfl", "pcap-filter")
+#: The stages :meth:`Application.mlir` prints.
+STAGES = ("input", "instrumented", "optimized", "llvm-dialect")
+
+_FILTERS = ("netpfl", "pcap-filter")
+_Source = Union[str, bytes, "os.PathLike[str]"]
+
+
+class CompileError(Exception):
+    """The source did not compile. ``diagnostics`` holds every message (a
+    list of :class:`Diagnostic`); ``str(error)`` shows the errors as netc
+    prints them."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]):
+        self.diagnostics = list(diagnostics)
+        text = "\n".join(d.rendered for d in self.errors)
+        super().__init__(text or "compilation failed")
+
+    @property
+    def errors(self) -> list:
+        """The diagnostics of severity 'error'."""
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+
+class PassStatistic(NamedTuple):
+    """A counter of one of netvm's passes (``netc --mlir-pass-statistics``)."""
+
+    pass_name: str  #: the pass argument, e.g. 'netvm-simplify'
+    statistic: str  #: e.g. 'masks'
+    value: int
+
+
+class Application:
+    """A compiled application: its IR at every stage, code for any target,
+    and instances to run. Made by :func:`compile`."""
+
+    def __init__(self, impl: _netvm.Application, diagnostics: list):
+        self._impl = impl
+        #: Warnings (and remarks) of a successful compile.
+        self.diagnostics: list = diagnostics
+
+    @property
+    def name(self) -> str:
+        """The application's name."""
+        return self._impl.name
+
+    @property
+    def sources(self) -> list:
+        """Names of the sources (input ports), in port order."""
+        return self._impl.sources
+
+    @property
+    def sinks(self) -> list:
+        """Names of the sinks (output ports), in port order."""
+        return self._impl.sinks
+
+    @property
+    def pes(self) -> list:
+        """Names of the NetPEs."""
+        return self._impl.pes
+
+    @property
+    def opt_level(self) -> int:
+        """The -O level it was optimized at."""
+        return self._impl.opt_level
+
+    @property
+    def pass_statistics(self) -> list:
+        """What netvm's passes did while optimizing (list of
+        :class:`PassStatistic`, in the order first counted)."""
+        return [PassStatistic(*s) for s in self._impl.pass_statistics]
+
+    def mlir(self, stage: str = "optimized") -> str:
+        """The IR as text at ``stage``:
+
+        - ``"input"``: what the front end made;
+        - ``"instrumented"``: after the safety passes only (``netc -O0``);
+        - ``"optimized"``: after the pipeline of the -O level (``netc``);
+        - ``"llvm-dialect"``: lowered to MLIR's LLVM dialect.
+        """
+        return self._impl.mlir(stage)
+
+    def llvm_ir(self, target: Optional[str] = None,
+                cpu: Optional[str] = None) -> str:
+        """LLVM IR, optimized at the -O level, for ``target`` (a triple such
+        as ``"aarch64-linux-gnu"``; default: this machine)."""
+        return self._impl.llvm_ir(target or "", cpu or "")
+
+    def asm(self, target: Optional[str] = None,
+            cpu: Optional[str] = None) -> str:
+        """Assembly for ``target`` (default: this machine), as ``netc -S``."""
+        return self._impl.asm(target or "", cpu or "")
+
+    def compile_object(self, target: Optional[str] = None,
+                       path: Optional[Union[str, "os.PathLike[str]"]] = None,
+                       *, cpu: Optional[str] = None,
+                       descriptor: Optional[str] = None) -> bytes:
+        """An object file for ``target`` (default: this machine), as
+        ``netc -c``: link it with the runtime (libnetvm-rt.a, see
+        docs/native.md). Written to ``path`` if given; returned as bytes.
+        ``descriptor`` names the exported descriptor (default
+        ``netvm_app_<name>``)."""
+        code = self._impl.object_code(target or "", cpu or "",
+                                      descriptor or "")
+        if path is not None:
+            with open(path, "wb") as f:
+                f.write(code)
+        return code
+
+    def jit(self, *, watchdog: int = 1 << 20) -> Instance:
+        """Compile to native code in this process (once per application) and
+        return a new :class:`Instance`: private data memory, init handlers
+        already run. ``watchdog``: loop iterations a packet may run."""
+        if watchdog < 0:
+            raise ValueError("watchdog must not be negative")
+        return self._impl.jit(watchdog)
+
+    def __repr__(self) -> str:
+        return (f"Application({self.name!r}, pes={self.pes}, "
+                f"sources={self.sources}, sinks={self.sinks}, "
+                f"opt_level={self.opt_level})")
+
+
+def _language_of(path: str) -> str:
+    if path.endswith(".nvapp"):
+        return "nvapp"
+    if path.endswith(".mlir"):
+        return "mlir"
+    return "netil"
+
+
+def _text(source) -> str:
+    if isinstance(source, bytes):
+        return source.decode("utf-8")
+    return source
+
+
+def compile(source: Union[_Source, Sequence[_Source]],
+            lang: Optional[str] = None, *, opt_level: int = 2,
+            protodb: Optional[Union[str, "os.PathLike[str]"]] = None,
+            name: Optional[str] = None,
+            files: Optional[Mapping[str, str]] = None) -> Application:
+    """Compile an application and optimize it at ``opt_level`` (0-3).
+
+    ``source`` is the text of the program (``str`` or ``bytes``), a file
+    (``pathlib.Path`` or any ``os.PathLike``), or a list of NetIL programs
+    (texts or files) chained into one application as ``netc a.netil
+    b.netil`` does. ``lang`` is one of :data:`LANGUAGES`; by default
+    ``"netil"`` for text, and for files what the extension says (``.nvapp``,
+    ``.mlir``, otherwise NetIL). Filters (``"netpfl"``, ``"pcap-filter"``)
+    need ``lang``.
+
+    ``name`` names the application (and a NetIL text's NetPE). ``protodb``
+    is a NetPDL database file for NetPFL (default: netvm's own). ``files``
+    maps file names to texts, for the NetIL files an ``.nvapp`` given as text
+    names (a multi-NetPE application without files on disk).
+
+    Raises :class:`CompileError` with structured diagnostics on errors,
+    ``ValueError``/``TypeError`` for bad arguments.
+    """
+    if not isinstance(opt_level, int) or isinstance(opt_level, bool) or \
+            not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be 0, 1, 2 or 3, not {opt_level!r}")
+    many = isinstance(source, (list, tuple))
+    items = list(source) if many else [source]
+    if not items:
+        raise ValueError("compile() needs at least one source")
+    inputs = []
+    for item in items:
+        if isinstance(item, (str, bytes)):
+            inputs.append((None, _text(item)))
+        elif isinstance(item, os.PathLike):
+            inputs.append((os.fspath(item), None))
+        else:
+            raise TypeError("source must be text (str or bytes), a path "
+                            "(os.PathLike) or a list of them, not "
+                            f"{type(item).__name__}")
+    if lang is None:
+        first = inputs[0][0]
+        lang = _language_of(first) if first is not None else "netil"
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}: use one of "
+                         f"{', '.join(LANGUAGES)}")
+    if len(inputs) > 1 and lang != "netil":
+        raise ValueError("only NetIL programs can be chained; describe "
+                         "other applications in an .nvapp")
+    extension = {"netil": ".netil", "nvapp": ".nvapp", "mlir": ".mlir"}
+    named = []
+    for i, (path, text) in enumerate(inputs):
+        if path is None:
+            if lang in _FILTERS:
+                path = f"<{lang}>"
+            elif len(inputs) > 1:
+                path = f"pe{i}{extension[lang]}"
+            else:
+                path = f"{name or 'app'}{extension[lang]}"
+        named.append((path, text))
+    file_texts = {}
+    for file_name, text in (files or {}).items():
+        if not isinstance(text, (str, bytes)):
+            raise TypeError(f"files[{file_name!r}] must be the file's text")
+        file_texts[os.fspath(file_name)] = _text(text)
+    impl, diagnostics = _netvm.compile(
+        lang, named, file_texts, opt_level,
+        os.fspath(protodb) if protodb is not None else "", name or "")
+    if impl is None:
+        raise CompileError(diagnostics)
+    return Application(impl, diagnostics)
+
+
+def read_pcap(path: Union[str, "os.PathLike[str]"]) -> list:
+    """The packets of a pcap file (microsecond or nanosecond timestamps,
+    either byte order) as a list of ``bytes``: the captured bytes only."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        raise ValueError(f"{os.fspath(path)}: not a pcap file (too short)")
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        order = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        order = ">"
+    else:
+        raise ValueError(f"{os.fspath(path)}: not a pcap file "
+                         f"(magic {magic.hex()})")
+    record = struct.Struct(order + "IIII")
+    packets = []
+    at = 24
+    while at + 16 <= len(data):
+        _, _, caplen, _ = record.unpack_from(data, at)
+        at += 16
+        packets.append(data[at:at + caplen])
+        at += caplen
+    return packets
+
+
+def pack(packets: Iterable[bytes]):
+    """Concatenate packets into one uint8 NumPy buffer and the offsets
+    :meth:`Instance.run_batch` takes (``run_batch(buffer, offsets)``)."""
+    import numpy as np
+
+    packets = [bytes(p) for p in packets]
+    offsets = np.zeros(len(packets) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in packets], out=offsets[1:])
+    buffer = np.frombuffer(b"".join(packets), dtype=np.uint8)
+    return buffer, offsets

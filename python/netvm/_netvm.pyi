@@ -1,0 +1,273 @@
+# Type stubs of the extension module (nanobind.stubgen, then tightened by
+# hand: bytes-like packets, ports and NetPEs by index or name, NumPy arrays).
+"""The native part of the netvm package (see netvm.__doc__)."""
+
+from collections.abc import Mapping, Sequence
+import os
+from typing import Union
+
+import numpy
+
+BytesLike = Union[bytes, bytearray, memoryview, numpy.ndarray]
+Port = Union[int, str]
+PE = Union[int, str]
+
+
+class Diagnostic:
+    """A compiler message and where it points."""
+
+    @property
+    def severity(self) -> str:
+        """'error', 'warning', 'note' or 'remark'."""
+
+    @property
+    def message(self) -> str:
+        """The message alone."""
+
+    @property
+    def file(self) -> str:
+        """The file it points into ('' if none)."""
+
+    @property
+    def line(self) -> int:
+        """1-based line (0 if none)."""
+
+    @property
+    def column(self) -> int:
+        """1-based column (0 if none)."""
+
+    @property
+    def rendered(self) -> str:
+        """The message as netc prints it, with the source line and a caret."""
+
+    @property
+    def notes(self) -> list[Diagnostic]:
+        """Notes attached to it."""
+
+    def __str__(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+class Application:
+    """A compiled application (see netvm.Application)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def sources(self) -> list[str]: ...
+
+    @property
+    def sinks(self) -> list[str]: ...
+
+    @property
+    def pes(self) -> list[str]: ...
+
+    @property
+    def opt_level(self) -> int: ...
+
+    @property
+    def pass_statistics(self) -> list[tuple[str, str, int]]: ...
+
+    def mlir(self, stage: str) -> str: ...
+
+    def llvm_ir(self, target: str, cpu: str) -> str: ...
+
+    def asm(self, target: str, cpu: str) -> str: ...
+
+    def object_code(self, target: str, cpu: str, descriptor: str) -> bytes: ...
+
+    def jit(self, watchdog: int) -> Instance: ...
+
+class Output:
+    """
+    A packet that left the application through a sink (an output port of the application).
+    """
+
+    @property
+    def sink(self) -> str:
+        """The sink's name."""
+
+    @property
+    def sink_index(self) -> int:
+        """The sink's index in Instance.sinks."""
+
+    @property
+    def data(self) -> bytes:
+        """The packet's bytes as it left."""
+
+    @property
+    def info(self) -> bytes:
+        """Its info memory."""
+
+    @property
+    def timestamp(self) -> tuple[int, int]:
+        """(seconds, microseconds) of the packet it came from."""
+
+    def __repr__(self) -> str: ...
+
+class PacketException:
+    """
+    A NetVM exception raised while processing a packet (a record, not a Python exception).
+    """
+
+    @property
+    def kind(self) -> str:
+        """e.g. 'packet_bounds' (see netvm.EXCEPTION_KINDS)."""
+
+    @property
+    def kind_index(self) -> int:
+        """Index of kind in netvm.EXCEPTION_KINDS."""
+
+    @property
+    def pe(self) -> str:
+        """The NetPE that raised it."""
+
+    @property
+    def handler(self) -> str:
+        """'init', 'push' or 'pull'."""
+
+    @property
+    def location(self) -> str:
+        """file:line:col of the NetIL instruction."""
+
+    def __repr__(self) -> str: ...
+
+class Result:
+    """What happened to one packet."""
+
+    @property
+    def outputs(self) -> list[Output]:
+        """The packets that left, in order (list of Output)."""
+
+    @property
+    def exceptions(self) -> list[PacketException]:
+        """The exceptions raised (list of PacketException)."""
+
+    @property
+    def dropped(self) -> int:
+        """Exchange buffers dropped."""
+
+    @property
+    def unconnected(self) -> int:
+        """Packets sent to output ports with no connection."""
+
+    @property
+    def verdict(self) -> str:
+        """
+        'output', 'exception', 'drop', 'unconnected' or 'none' (an exception wins over outputs).
+        """
+
+    @property
+    def sink(self) -> str | None:
+        """The sink of the first output, or None."""
+
+    @property
+    def sink_index(self) -> int:
+        """Index of the first output's sink, or -1."""
+
+    def __bool__(self) -> bool: ...
+
+    def __repr__(self) -> str: ...
+
+class BatchResult:
+    """Per-packet results of Instance.run_batch, as NumPy arrays."""
+
+    @property
+    def sink(self) -> numpy.ndarray:
+        """int32: index of the first sink each packet left through, or -1."""
+
+    @property
+    def outputs(self) -> numpy.ndarray:
+        """uint32: how many packets left for each (fan-out makes several)."""
+
+    @property
+    def exception(self) -> numpy.ndarray:
+        """
+        int32: kind of the first exception (index in netvm.EXCEPTION_KINDS), or -1.
+        """
+
+    @property
+    def sinks(self) -> list[str]:
+        """The sink names the indices refer to."""
+
+    def counts(self) -> dict[str, int]:
+        """Packets per sink (by their first output), as a dict."""
+
+    def __len__(self) -> int: ...
+
+    def __repr__(self) -> str: ...
+
+class Instance:
+    """
+    A running instance of a JIT-compiled application, with its own data memory and counters. Make one with Application.jit(); use it from one thread at a time (one instance per thread).
+    """
+
+    @property
+    def name(self) -> str:
+        """The application's name."""
+
+    @property
+    def sources(self) -> list[str]:
+        """Source (input port) names; `port` arguments index them."""
+
+    @property
+    def sinks(self) -> list[str]:
+        """Sink (output port) names."""
+
+    @property
+    def pes(self) -> list[str]:
+        """NetPE names; `pe` arguments index them."""
+
+    @property
+    def init_exceptions(self) -> list[PacketException]:
+        """Exceptions the init handlers raised."""
+
+    def run(self, packet: BytesLike, port: Port = 0, *, wire_length: int | None = None, seconds: int = 0, microseconds: int = 0) -> Result:
+        """
+        Push one packet through source `port` (an index or a name) and return what happened to it (a Result). The packet is copied: the application never changes the caller's bytes.
+        """
+
+    def run_batch(self, packets: Union[Sequence[BytesLike], BytesLike], offsets: Sequence[int] | numpy.ndarray | None = None, port: Port = 0) -> BatchResult:
+        """
+        Push many packets, in order, and return per-packet results as NumPy arrays (a BatchResult). `packets` is a sequence of bytes-like objects, or one buffer (e.g. a uint8 array) cut by `offsets`: n+1 increasing positions, packet i being buffer[offsets[i]:offsets[i+1]]. Releases the GIL while the packets run.
+        """
+
+    def run_pcap(self, path: str | os.PathLike, port: Port = 0, limit: int | None = None) -> dict[str, int]:
+        """
+        Push every packet of a pcap file (at most `limit`) and return how many left through each sink, as a dict. Runs the application's batch entry without listening to outputs (the fastest way); releases the GIL. Other counters: counters().
+        """
+
+    def data(self, pe: PE = 0) -> numpy.ndarray:
+        """
+        Data memory of NetPE `pe` as a writable uint8 NumPy array (a view: writes change the instance).
+        """
+
+    def shared(self) -> numpy.ndarray:
+        """Shared memory as a writable uint8 NumPy array (a view)."""
+
+    def read_data(self, offset: int = 0, size: int | None = None, *, pe: PE = 0) -> bytes:
+        """
+        Copy `size` bytes (default: to the end) of NetPE `pe`'s data memory from `offset`.
+        """
+
+    def write_data(self, offset: int, data: BytesLike, *, pe: PE = 0) -> None:
+        """Write bytes into NetPE `pe`'s data memory at `offset`."""
+
+    def read_shared(self, offset: int = 0, size: int | None = None) -> bytes:
+        """Copy bytes of shared memory."""
+
+    def write_shared(self, offset: int, data: BytesLike) -> None:
+        """Write bytes into shared memory."""
+
+    def counters(self) -> dict[str, object]:
+        """
+        Counters since the instance was made, as a dict: packets, dropped, unconnected, exceptions {kind: n}, sinks {name: {packets, bytes}}, pes {name: {runs, sent, dropped, exceptions}}.
+        """
+
+    def __repr__(self) -> str: ...
+
+EXCEPTION_KINDS: tuple[str, ...] = ...
+
+def compile(lang: str, inputs: Sequence[tuple[str, str | None]], files: Mapping[str, str], opt_level: int, protodb: str, name: str) -> tuple[Application | None, list[Diagnostic]]:
+    """Compile; returns (Application or None, diagnostics)."""

@@ -1,0 +1,388 @@
+//===- Application.cpp - Compiled applications for the Python package ----===//
+//
+// Every application owns its MLIRContext (single-threaded: the machine's
+// cores belong to the packets), the source manager its diagnostics point
+// into, the module as the front end made it and the optimized one. Later
+// stages (instrumented IR, LLVM dialect, LLVM IR, code) are made from
+// clones on request, so that asking for one never changes another.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Application.h"
+
+#include "netvm/Conversion/NetVMToLLVM.h"
+#include "netvm/Driver/Driver.h"
+#include "netvm/Target/Native.h"
+
+#include "NetVM/NetVMOps.h"
+#include "NetVM/NetVMPasses.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <stdexcept>
+
+using namespace netvm;
+using namespace netvm::python;
+
+struct Application::State {
+  // The context first: the modules are destroyed before it.
+  std::unique_ptr<mlir::MLIRContext> context;
+  llvm::SourceMgr sourceMgr;
+  mlir::OwningOpRef<mlir::ModuleOp> input, optimized;
+};
+
+Application::Application(std::unique_ptr<State> state)
+    : state(std::move(state)) {}
+Application::~Application() = default;
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+static const char *severityName(mlir::DiagnosticSeverity severity) {
+  switch (severity) {
+  case mlir::DiagnosticSeverity::Error:
+    return "error";
+  case mlir::DiagnosticSeverity::Warning:
+    return "warning";
+  case mlir::DiagnosticSeverity::Note:
+    return "note";
+  case mlir::DiagnosticSeverity::Remark:
+    return "remark";
+  }
+  return "error";
+}
+
+static void setLocation(Diagnostic &d, mlir::Location loc) {
+  if (auto file = loc->findInstanceOf<mlir::FileLineColLoc>()) {
+    d.file = file.getFilename().str();
+    d.line = file.getLine();
+    d.column = file.getColumn();
+  }
+}
+
+namespace {
+/// SourceMgrDiagnosticHandler's rendering, into a string.
+class Renderer : public mlir::SourceMgrDiagnosticHandler {
+public:
+  using SourceMgrDiagnosticHandler::emitDiagnostic;
+  using SourceMgrDiagnosticHandler::SourceMgrDiagnosticHandler;
+};
+
+/// Collects the context's diagnostics as records while it is alive, each
+/// also rendered as netc would print it (source line and caret).
+class DiagnosticCollector {
+public:
+  DiagnosticCollector(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                      std::vector<Diagnostic> &out)
+      : renderer(sourceMgr, &context, renderStream),
+        handler(&context, [this](mlir::Diagnostic &diag) {
+          collect(diag);
+          return mlir::success();
+        }),
+        out(out) {}
+
+  bool hasErrors() const { return errors; }
+
+private:
+  void collect(mlir::Diagnostic &diag) {
+    Diagnostic d;
+    d.severity = severityName(diag.getSeverity());
+    d.message = diag.str();
+    setLocation(d, diag.getLocation());
+    rendered.clear();
+    renderer.emitDiagnostic(diag);
+    d.rendered = rendered;
+    while (!d.rendered.empty() && d.rendered.back() == '\n')
+      d.rendered.pop_back();
+    for (mlir::Diagnostic &note : diag.getNotes()) {
+      Diagnostic n;
+      n.severity = "note";
+      n.message = note.str();
+      setLocation(n, note.getLocation());
+      d.notes.push_back(std::move(n));
+    }
+    if (diag.getSeverity() == mlir::DiagnosticSeverity::Error)
+      errors = true;
+    out.push_back(std::move(d));
+  }
+
+  std::string rendered;
+  llvm::raw_string_ostream renderStream{rendered};
+  Renderer renderer;
+  mlir::ScopedDiagnosticHandler handler;
+  std::vector<Diagnostic> &out;
+  bool errors = false;
+};
+} // namespace
+
+/// A filter front end's error: "FILE:LINE:COL: error: MESSAGE", then the
+/// filter line and a caret (see FilterSupport.h), or a plain message.
+static Diagnostic parseFilterError(const std::string &text) {
+  Diagnostic d;
+  d.severity = "error";
+  d.rendered = text;
+  llvm::StringRef first = llvm::StringRef(text).split('\n').first;
+  llvm::SmallVector<llvm::StringRef> m;
+  if (llvm::Regex("^(.*):([0-9]+):([0-9]+): error: (.*)$").match(first, &m)) {
+    d.file = m[1].str();
+    m[2].getAsInteger(10, d.line);
+    m[3].getAsInteger(10, d.column);
+    d.message = m[4].str();
+  } else {
+    d.message = first.str();
+  }
+  return d;
+}
+
+static std::string renderErrors(const std::vector<Diagnostic> &diagnostics) {
+  std::string text;
+  for (const Diagnostic &d : diagnostics)
+    if (d.severity == "error")
+      text += (text.empty() ? "" : "\n") + d.rendered;
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Compiling
+//===----------------------------------------------------------------------===//
+
+static void addBuffer(llvm::SourceMgr &sourceMgr, const std::string &name,
+                      const std::string &text) {
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, name),
+                               llvm::SMLoc());
+}
+
+std::unique_ptr<Application>
+Application::compile(const CompileRequest &request,
+                     std::vector<Diagnostic> &diagnostics) {
+  if (request.optLevel > 3)
+    throw std::invalid_argument("opt_level must be 0, 1, 2 or 3, not " +
+                                std::to_string(request.optLevel));
+  if (request.inputs.empty())
+    throw std::invalid_argument("nothing to compile");
+  auto state = std::make_unique<State>();
+  mlir::DialectRegistry registry;
+  driver::registerDialects(registry);
+  state->context = std::make_unique<mlir::MLIRContext>(
+      registry, mlir::MLIRContext::Threading::DISABLED);
+  mlir::MLIRContext &context = *state->context;
+  context.printOpOnDiagnostic(false);
+  DiagnosticCollector collector(context, state->sourceMgr, diagnostics);
+
+  // Statistics counted before this compile belong to someone else.
+  (void)takePassStatistics();
+  bool isFilter = request.language == Language::NetPFL ||
+                  request.language == Language::PcapFilter;
+  if (isFilter) {
+    driver::FilterOptions options;
+    options.language = request.language == Language::NetPFL
+                           ? driver::FilterLanguage::NetPFL
+                           : driver::FilterLanguage::PcapFilter;
+    if (!request.name.empty())
+      options.appName = request.name;
+    options.protoDB = request.protoDB;
+    const auto &[fileName, text] = request.inputs.front();
+    std::string error;
+    if (text) {
+      // A file name puts "file:line:col" in front of the error, which is
+      // what the structured diagnostic is made from.
+      options.fileName = fileName;
+      state->input =
+          driver::compileFilter(context, *text, options, error);
+    } else {
+      state->input =
+          driver::compileFilterFile(context, fileName, options, error);
+    }
+    if (!state->input && !error.empty())
+      diagnostics.push_back(parseFilterError(error));
+  } else {
+    std::vector<std::string> paths;
+    for (const auto &[fileName, text] : request.inputs) {
+      if (text)
+        addBuffer(state->sourceMgr, fileName, *text);
+      paths.push_back(fileName);
+    }
+    for (const auto &[fileName, text] : request.files)
+      addBuffer(state->sourceMgr, fileName, text);
+    driver::LoadOptions options;
+    options.appName = request.name;
+    state->input =
+        driver::loadApplication(context, state->sourceMgr, paths, options);
+  }
+  // Every failure leaves at least one error behind.
+  auto fail = [&]() -> std::unique_ptr<Application> {
+    if (llvm::none_of(diagnostics, [](const Diagnostic &d) {
+          return d.severity == "error";
+        }))
+      diagnostics.push_back({"error", "compilation failed", "", 0, 0,
+                             "error: compilation failed", {}});
+    return nullptr;
+  };
+  if (!state->input || collector.hasErrors())
+    return fail();
+
+  state->optimized = state->input->clone();
+  if (mlir::failed(driver::optimize(*state->optimized, request.optLevel)))
+    return fail();
+  std::vector<netvm::PassStatistic> counted = takePassStatistics();
+
+  ApplicationOp app = driver::getApplication(*state->optimized);
+  auto result = std::unique_ptr<Application>(new Application(std::move(state)));
+  result->appName = app.getSymName().str();
+  result->level = request.optLevel;
+  for (mlir::Operation &op : app.getBodyBlock()->getOperations()) {
+    if (auto pe = llvm::dyn_cast<PEOp>(op))
+      result->peNames.push_back(pe.getSymName().str());
+    else if (auto source = llvm::dyn_cast<SourceOp>(op))
+      result->sourceNames.push_back(source.getSymName().str());
+    else if (auto sink = llvm::dyn_cast<SinkOp>(op))
+      result->sinkNames.push_back(sink.getSymName().str());
+  }
+  for (netvm::PassStatistic &s : counted)
+    result->stats.push_back({s.pass, s.name, s.value});
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Stages
+//===----------------------------------------------------------------------===//
+
+static std::string print(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return text;
+}
+
+/// Run `fn` with the context's diagnostics collected; a failure throws
+/// std::runtime_error with `what` and the diagnostics.
+template <typename Fn>
+static auto collecting(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                       const std::string &what, Fn fn) {
+  std::vector<Diagnostic> diagnostics;
+  DiagnosticCollector collector(context, sourceMgr, diagnostics);
+  std::string error;
+  auto result = fn(error);
+  if (!error.empty()) {
+    std::string details = renderErrors(diagnostics);
+    throw std::runtime_error(what + ": " + error +
+                             (details.empty() ? "" : "\n" + details));
+  }
+  return result;
+}
+
+std::string Application::mlir(const std::string &stage) {
+  if (stage == "input")
+    return print(*state->input);
+  if (stage == "optimized")
+    return print(*state->optimized);
+  if (stage == "instrumented") {
+    mlir::OwningOpRef<mlir::ModuleOp> clone = state->input->clone();
+    (void)takePassStatistics();
+    return collecting(*state->context, state->sourceMgr, "instrumenting",
+                      [&](std::string &error) {
+                        if (mlir::failed(driver::optimize(*clone, 0)))
+                          error = "the -O0 pipeline failed";
+                        (void)takePassStatistics();
+                        return print(*clone);
+                      });
+  }
+  if (stage == "llvm-dialect") {
+    mlir::OwningOpRef<mlir::ModuleOp> clone = state->optimized->clone();
+    return collecting(*state->context, state->sourceMgr, "lowering",
+                      [&](std::string &error) {
+                        NativeLoweringOptions options;
+                        if (mlir::failed(lowerToLLVMDialect(*clone, options)))
+                          error = "netvm-to-llvm failed";
+                        return print(*clone);
+                      });
+  }
+  throw std::invalid_argument("unknown stage '" + stage +
+                              "': use 'input', 'instrumented', 'optimized' "
+                              "or 'llvm-dialect'");
+}
+
+enum { EmitIR, EmitAssembly, EmitObject };
+
+std::string Application::codegen(const std::string &triple,
+                                 const std::string &cpu,
+                                 const std::string &descriptor, int kind) {
+  std::string why;
+  if (!triple.empty() && !native::isSupportedTriple(triple, why))
+    throw std::invalid_argument(why);
+  auto tm = native::createTargetMachine(triple, level, cpu);
+  if (!tm)
+    throw std::invalid_argument(llvm::toString(tm.takeError()));
+  mlir::OwningOpRef<mlir::ModuleOp> clone = state->optimized->clone();
+  native::CodegenOptions options;
+  options.optLevel = level;
+  options.descriptorSymbol = descriptor;
+  return collecting(
+      *state->context, state->sourceMgr, "code generation",
+      [&](std::string &error) -> std::string {
+        llvm::LLVMContext llvmContext;
+        auto module =
+            native::generateLLVMIR(*clone, llvmContext, **tm, options);
+        if (!module) {
+          error = llvm::toString(module.takeError());
+          return {};
+        }
+        llvm::SmallString<0> out;
+        llvm::raw_svector_ostream os(out);
+        if (kind == EmitIR) {
+          (*module)->print(os, nullptr);
+        } else if (llvm::Error err = native::emitFile(
+                       **module, **tm,
+                       kind == EmitObject ? native::FileKind::Object
+                                          : native::FileKind::Assembly,
+                       os)) {
+          error = llvm::toString(std::move(err));
+          return {};
+        }
+        return std::string(out.str());
+      });
+}
+
+std::string Application::llvmIR(const std::string &triple,
+                                const std::string &cpu) {
+  return codegen(triple, cpu, "", EmitIR);
+}
+
+std::string Application::assembly(const std::string &triple,
+                                  const std::string &cpu) {
+  return codegen(triple, cpu, "", EmitAssembly);
+}
+
+std::string Application::object(const std::string &triple,
+                                const std::string &cpu,
+                                const std::string &descriptor) {
+  return codegen(triple, cpu, descriptor, EmitObject);
+}
+
+const netvm_app_desc *Application::jit() {
+  if (jitted)
+    return jitted;
+  mlir::OwningOpRef<mlir::ModuleOp> clone = state->optimized->clone();
+  native::CodegenOptions options;
+  options.optLevel = level;
+  jitted = collecting(*state->context, state->sourceMgr, "JIT compilation",
+                      [&](std::string &error) -> const netvm_app_desc * {
+                        auto desc = native::jitCompile(*clone, options);
+                        if (!desc) {
+                          error = llvm::toString(desc.takeError());
+                          return nullptr;
+                        }
+                        return *desc;
+                      });
+  return jitted;
+}

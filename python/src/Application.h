@@ -1,0 +1,104 @@
+//===- Application.h - Compiled applications for the Python package -*- C++ -*-===//
+//
+// What `netvm.compile` makes: an application loaded through lib/Driver
+// (NetIL, .nvapp, MLIR, NetPFL or tcpdump expressions, from files or from
+// text), optimized at an -O level, with its diagnostics as records, its IR
+// at every stage, LLVM IR, assembly and objects for a target, and a JIT
+// descriptor for instances. Plain C++ (errors are C++ exceptions that
+// nanobind turns into Python ones); Module.cpp binds it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_PYTHON_APPLICATION_H
+#define NETVM_PYTHON_APPLICATION_H
+
+#include "netvm/abi.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netvm::python {
+
+/// One compiler message, with where it points (file empty, line and column
+/// 0 when it points nowhere in particular).
+struct Diagnostic {
+  std::string severity; // "error", "warning", "note", "remark"
+  std::string message;
+  std::string file;
+  unsigned line = 0, column = 0;
+  /// The message as netc prints it (location, source line, caret).
+  std::string rendered;
+  std::vector<Diagnostic> notes;
+};
+
+enum class Language { NetIL, AppDescription, MLIR, NetPFL, PcapFilter };
+
+struct CompileRequest {
+  Language language = Language::NetIL;
+  /// NetIL, .nvapp, MLIR: the inputs in order, as (file name, text); no
+  /// text means: read the file. Filters: exactly one input.
+  std::vector<std::pair<std::string, std::optional<std::string>>> inputs;
+  /// Files an application description names, given as text.
+  std::map<std::string, std::string> files;
+  unsigned optLevel = 2;
+  /// NetPFL: a NetPDL protocol database file (empty: netvm's own).
+  std::string protoDB;
+  /// The application's name (empty: the driver's default).
+  std::string name;
+};
+
+struct PassStatistic {
+  std::string pass, name;
+  uint64_t value = 0;
+};
+
+class Application {
+public:
+  ~Application();
+
+  /// Compile `request`; null on error. `diagnostics` receives every
+  /// message (warnings also on success).
+  static std::unique_ptr<Application>
+  compile(const CompileRequest &request, std::vector<Diagnostic> &diagnostics);
+
+  const std::string &name() const { return appName; }
+  const std::vector<std::string> &sources() const { return sourceNames; }
+  const std::vector<std::string> &sinks() const { return sinkNames; }
+  const std::vector<std::string> &pes() const { return peNames; }
+  unsigned optLevel() const { return level; }
+  const std::vector<PassStatistic> &passStatistics() const { return stats; }
+
+  /// The IR at `stage`: "input", "instrumented", "optimized" or
+  /// "llvm-dialect". Throws std::invalid_argument for another stage.
+  std::string mlir(const std::string &stage);
+  /// LLVM IR for `triple` (empty: this machine), optimized at the -O level.
+  std::string llvmIR(const std::string &triple, const std::string &cpu);
+  /// Assembly or an object file for `triple` (empty: this machine).
+  std::string assembly(const std::string &triple, const std::string &cpu);
+  std::string object(const std::string &triple, const std::string &cpu,
+                     const std::string &descriptor);
+  /// The application compiled into this process (once; later calls return
+  /// the same descriptor, valid until the process ends).
+  const netvm_app_desc *jit();
+
+private:
+  struct State;
+  explicit Application(std::unique_ptr<State> state);
+  std::string codegen(const std::string &triple, const std::string &cpu,
+                      const std::string &descriptor, int kind);
+
+  std::unique_ptr<State> state;
+  std::string appName;
+  std::vector<std::string> sourceNames, sinkNames, peNames;
+  unsigned level = 2;
+  std::vector<PassStatistic> stats;
+  const netvm_app_desc *jitted = nullptr;
+};
+
+} // namespace netvm::python
+
+#endif // NETVM_PYTHON_APPLICATION_H

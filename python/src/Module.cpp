@@ -1,0 +1,820 @@
+//===- Module.cpp - The _netvm extension module (nanobind) ---------------===//
+//
+// Binds Application (compile, inspect, generate code) and Instance (run
+// packets, control plane) for the pure-Python layer in netvm/__init__.py.
+// Compiling holds the GIL (MLIR contexts and netvm's pass statistics are
+// not shared across threads here); running batches and traces releases it.
+// Every argument is checked here, so that a wrong type or index raises a
+// Python exception instead of reaching the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Application.h"
+#include "Instance.h"
+
+#include "netvm/Runtime/PacketIO.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace netvm::python;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// A contiguous byte view of a Python object (bytes, bytearray, memoryview,
+/// NumPy array, ...) for as long as it lives.
+class ByteView {
+public:
+  ByteView(nb::handle obj, const char *what) {
+    if (PyUnicode_Check(obj.ptr()) ||
+        PyObject_GetBuffer(obj.ptr(), &view, PyBUF_SIMPLE) != 0) {
+      PyErr_Clear();
+      throw nb::type_error(
+          (std::string(what) +
+           " must be bytes, bytearray, memoryview or a contiguous uint8 "
+           "array, not " +
+           nb::type_name(obj.type()).c_str())
+              .c_str());
+    }
+    held = true;
+  }
+  ~ByteView() {
+    if (held)
+      PyBuffer_Release(&view);
+  }
+  ByteView(const ByteView &) = delete;
+  ByteView(ByteView &&other) noexcept : view(other.view), held(other.held) {
+    other.held = false;
+  }
+  const uint8_t *data() const { return static_cast<const uint8_t *>(view.buf); }
+  size_t size() const { return static_cast<size_t>(view.len); }
+
+private:
+  Py_buffer view{};
+  bool held = false;
+};
+
+static uint32_t checkedLength(size_t size, const char *what) {
+  if (size > std::numeric_limits<uint32_t>::max())
+    throw nb::value_error(
+        (std::string(what) + " is longer than 4294967295 bytes").c_str());
+  return static_cast<uint32_t>(size);
+}
+
+static std::string joinNames(const std::vector<std::string> &names) {
+  std::string out;
+  for (const std::string &n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+/// Index of `which` (an int, or a name in `names`).
+static uint32_t lookupIndex(nb::handle which,
+                            const std::vector<std::string> &names,
+                            const char *arg, const char *what,
+                            const char *plural) {
+  if (nb::isinstance<nb::str>(which)) {
+    std::string name = nb::cast<std::string>(which);
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name)
+        return static_cast<uint32_t>(i);
+    throw nb::value_error((std::string("the application has no ") + what +
+                           " '" + name + "' (" + plural + ": " +
+                           joinNames(names) + ")")
+                              .c_str());
+  }
+  if (!PyIndex_Check(which.ptr()) || nb::isinstance<nb::bool_>(which))
+    throw nb::type_error((std::string(arg) + " must be an int or a name, "
+                                              "not " +
+                          nb::type_name(which.type()).c_str())
+                             .c_str());
+  long long index = PyLong_AsLongLong(which.ptr());
+  if (index == -1 && PyErr_Occurred())
+    throw nb::python_error();
+  if (index < 0 || static_cast<unsigned long long>(index) >= names.size())
+    throw nb::index_error((std::string(arg) + " " + std::to_string(index) +
+                           " is out of range: the application has " +
+                           std::to_string(names.size()) + " " +
+                           (names.size() == 1 ? what : plural) + " (" +
+                           joinNames(names) + ")")
+                              .c_str());
+  return static_cast<uint32_t>(index);
+}
+
+template <typename T> static nb::object numpyArray(size_t n, T *&data) {
+  data = new T[n ? n : 1];
+  nb::capsule owner(data, [](void *p) noexcept { delete[] static_cast<T *>(p); });
+  return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<1>>(data, {n}, owner));
+}
+
+static nb::bytes toBytes(const std::vector<uint8_t> &v) {
+  return nb::bytes(reinterpret_cast<const char *>(v.data()), v.size());
+}
+
+//===----------------------------------------------------------------------===//
+// Results
+//===----------------------------------------------------------------------===//
+
+/// Names of an application's sources, sinks and NetPEs.
+struct Names {
+  std::string app;
+  std::vector<std::string> sources, sinks, pes;
+  explicit Names(const netvm_app_desc *d) : app(d->name ? d->name : "") {
+    for (uint32_t i = 0; i < d->num_sources; ++i)
+      sources.push_back(d->source_names[i]);
+    for (uint32_t i = 0; i < d->num_sinks; ++i)
+      sinks.push_back(d->sink_names[i]);
+    for (uint32_t i = 0; i < d->num_pes; ++i)
+      pes.push_back(d->pes[i].name);
+  }
+};
+using NamesRef = std::shared_ptr<const Names>;
+
+struct PyOutput {
+  NamesRef names;
+  OutputRecord record;
+  std::string sink() const {
+    return record.sink < names->sinks.size() ? names->sinks[record.sink] : "";
+  }
+};
+
+struct PyPacketException {
+  std::string kind, pe, handler, location;
+  uint32_t kindIndex = 0;
+  PyPacketException(const Names &names, const ExceptionRecord &e)
+      : kind(netvm_exception_name(e.kind)), kindIndex(e.kind) {
+    if (e.site) {
+      static const char *const handlers[] = {"init", "push", "pull"};
+      pe = e.site->pe < names.pes.size() ? names.pes[e.site->pe] : "";
+      handler = e.site->handler < 3 ? handlers[e.site->handler] : "";
+      location = e.site->location ? e.site->location : "";
+    }
+  }
+  std::string repr() const {
+    std::string s = "PacketException(" + kind;
+    if (!pe.empty())
+      s += " in @" + pe + " (" + handler + ")";
+    if (!location.empty())
+      s += " at " + location;
+    return s + ")";
+  }
+};
+
+static nb::list exceptionList(const Names &names,
+                              const std::vector<ExceptionRecord> &records) {
+  nb::list out;
+  for (const ExceptionRecord &e : records)
+    out.append(nb::cast(PyPacketException(names, e)));
+  return out;
+}
+
+struct PyResult {
+  NamesRef names;
+  PacketRecord record;
+
+  const char *verdict() const {
+    if (!record.exceptions.empty())
+      return "exception";
+    if (!record.outputs.empty())
+      return "output";
+    if (record.dropped)
+      return "drop";
+    if (record.unconnected)
+      return "unconnected";
+    return "none";
+  }
+  std::string repr() const {
+    std::string s = std::string("Result(") + verdict();
+    for (const OutputRecord &o : record.outputs)
+      s += ", -> " + names->sinks[o.sink] + " (" +
+           std::to_string(o.bytes.size()) + " bytes)";
+    for (const ExceptionRecord &e : record.exceptions)
+      s += std::string(", ") + netvm_exception_name(e.kind);
+    return s + ")";
+  }
+};
+
+struct PyBatchResult {
+  NamesRef names;
+  nb::object sink, outputs, exception;
+  const int32_t *sinkData = nullptr;
+  size_t count = 0;
+
+  nb::dict counts() const {
+    std::vector<uint64_t> n(names->sinks.size());
+    for (size_t i = 0; i < count; ++i)
+      if (sinkData[i] >= 0)
+        ++n[sinkData[i]];
+    nb::dict d;
+    for (size_t s = 0; s < n.size(); ++s)
+      d[nb::str(names->sinks[s].c_str())] = n[s];
+    return d;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Instances
+//===----------------------------------------------------------------------===//
+
+struct PyInstance {
+  std::unique_ptr<Instance> instance;
+  NamesRef names;
+
+  PyInstance(const netvm_app_desc *desc, uint64_t watchdog)
+      : instance(std::make_unique<Instance>(desc, watchdog)),
+        names(std::make_shared<Names>(desc)) {}
+
+  uint32_t source(nb::handle port) const {
+    if (names->sources.empty())
+      throw nb::value_error("the application has no source to push packets "
+                            "into");
+    return lookupIndex(port, names->sources, "port", "source", "sources");
+  }
+  uint32_t pe(nb::handle which) const {
+    return lookupIndex(which, names->pes, "pe", "NetPE", "NetPEs");
+  }
+
+  PyResult run(nb::handle packet, nb::handle port,
+               std::optional<uint64_t> wireLength, uint32_t seconds,
+               uint32_t microseconds) {
+    uint32_t src = source(port);
+    ByteView bytes(packet, "packet");
+    uint32_t length = checkedLength(bytes.size(), "packet");
+    uint32_t wire = 0;
+    if (wireLength) {
+      if (*wireLength < length || *wireLength > 0xffffffffu)
+        throw nb::value_error("wire_length must be at least the packet's "
+                              "length and below 2**32");
+      wire = static_cast<uint32_t>(*wireLength);
+    }
+    Instance::Busy busy(*instance);
+    return {names, instance->run(src, bytes.data(), length, wire, seconds,
+                                 microseconds)};
+  }
+
+  PyBatchResult runBatch(nb::handle packets, nb::handle offsets,
+                         nb::handle port) {
+    uint32_t src = source(port);
+    std::vector<uint8_t> arena;
+    std::vector<netvm_packet> batch;
+    std::vector<size_t> starts;
+    if (offsets.is_none()) {
+      if (PyUnicode_Check(packets.ptr()) || PyBytes_Check(packets.ptr()) ||
+          PyByteArray_Check(packets.ptr()) ||
+          PyMemoryView_Check(packets.ptr()) ||
+          !PySequence_Check(packets.ptr()))
+        throw nb::type_error(
+            ("run_batch takes a sequence of packets, or a buffer and "
+             "offsets=, not " +
+             std::string(nb::type_name(packets.type()).c_str()))
+                .c_str());
+      nb::object seq = nb::steal(
+          PySequence_Fast(packets.ptr(), "run_batch takes a sequence"));
+      if (!seq.is_valid())
+        throw nb::python_error();
+      Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+      PyObject **items = PySequence_Fast_ITEMS(seq.ptr());
+      batch.resize(n);
+      starts.resize(n);
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        ByteView b(items[i], "every packet");
+        batch[i].length = checkedLength(b.size(), "a packet");
+        starts[i] = arena.size();
+        arena.insert(arena.end(), b.data(), b.data() + b.size());
+      }
+    } else {
+      ByteView buffer(packets, "the packet buffer");
+      nb::object array = nb::module_::import_("numpy").attr(
+          "ascontiguousarray")(offsets, "dtype"_a = "int64");
+      auto offs = nb::cast<
+          nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig,
+                      nb::device::cpu>>(array);
+      if (offs.shape(0) < 1)
+        throw nb::value_error("offsets needs one entry more than there are "
+                              "packets (the end of the last one)");
+      size_t n = offs.shape(0) - 1;
+      const int64_t *o = offs.data();
+      if (o[0] < 0 || static_cast<uint64_t>(o[n]) > buffer.size())
+        throw nb::value_error("offsets must lie within the packet buffer");
+      for (size_t i = 0; i < n; ++i)
+        if (o[i + 1] < o[i])
+          throw nb::value_error(("offsets must not decrease (offsets[" +
+                                 std::to_string(i + 1) + "] < offsets[" +
+                                 std::to_string(i) + "])")
+                                    .c_str());
+      batch.resize(n);
+      starts.resize(n);
+      {
+        nb::gil_scoped_release release;
+        arena.assign(buffer.data() + o[0], buffer.data() + o[n]);
+        for (size_t i = 0; i < n; ++i) {
+          starts[i] = static_cast<size_t>(o[i] - o[0]);
+          batch[i].length = static_cast<uint32_t>(o[i + 1] - o[i]);
+        }
+      }
+      for (size_t i = 0; i < n; ++i)
+        checkedLength(batch[i].length, "a packet");
+    }
+    size_t n = batch.size();
+    PyBatchResult result;
+    result.names = names;
+    result.count = n;
+    int32_t *sink, *exception;
+    uint32_t *outputs;
+    result.sink = numpyArray(n, sink);
+    result.outputs = numpyArray(n, outputs);
+    result.exception = numpyArray(n, exception);
+    result.sinkData = sink;
+    Instance::Busy busy(*instance);
+    {
+      nb::gil_scoped_release release;
+      for (size_t i = 0; i < n; ++i)
+        batch[i].data = arena.data() + starts[i];
+      instance->runBatch(src, batch.data(), n, {sink, outputs, exception});
+    }
+    return result;
+  }
+
+  nb::dict runPcap(const std::filesystem::path &path, nb::handle port,
+                   std::optional<uint64_t> limit) {
+    uint32_t src = source(port);
+    std::string error;
+    if (!std::filesystem::exists(path)) {
+      PyErr_SetString(PyExc_FileNotFoundError,
+                      ("no such file: '" + path.string() + "'").c_str());
+      throw nb::python_error();
+    }
+    std::unique_ptr<netvm::rt::PacketReader> reader =
+        netvm::rt::PacketReader::open(path.string(), /*hex=*/false, error);
+    if (!reader) {
+      PyErr_SetString(PyExc_OSError, error.c_str());
+      throw nb::python_error();
+    }
+    std::vector<uint64_t> before(names->sinks.size()), after(before.size());
+    uint64_t bytes;
+    for (uint32_t s = 0; s < before.size(); ++s)
+      instance->sinkCounters(s, before[s], bytes);
+    Instance::Busy busy(*instance);
+    {
+      nb::gil_scoped_release release;
+      std::vector<uint8_t> arena;
+      std::vector<size_t> starts;
+      std::vector<netvm_packet> chunk;
+      netvm::rt::TracePacket packet;
+      uint64_t read = 0;
+      bool more = true;
+      while (more) {
+        arena.clear();
+        starts.clear();
+        chunk.clear();
+        while (chunk.size() < 65536) {
+          if ((limit && read >= *limit) || !reader->next(packet, error)) {
+            more = false;
+            break;
+          }
+          ++read;
+          starts.push_back(arena.size());
+          arena.insert(arena.end(), packet.bytes.begin(), packet.bytes.end());
+          netvm_packet p{};
+          p.length = packet.bytes.size();
+          p.seconds = packet.seconds;
+          p.microseconds = packet.microseconds;
+          p.wire_length = packet.wireLength;
+          chunk.push_back(p);
+        }
+        for (size_t i = 0; i < chunk.size(); ++i)
+          chunk[i].data = arena.data() + starts[i];
+        if (!chunk.empty())
+          instance->runCounted(src, chunk.data(), chunk.size());
+      }
+    }
+    if (!error.empty()) {
+      PyErr_SetString(PyExc_OSError, error.c_str());
+      throw nb::python_error();
+    }
+    nb::dict counts;
+    for (uint32_t s = 0; s < after.size(); ++s) {
+      instance->sinkCounters(s, after[s], bytes);
+      counts[nb::str(names->sinks[s].c_str())] = after[s] - before[s];
+    }
+    return counts;
+  }
+
+  /// Data memory of NetPE `which` (or shared memory) as a writable NumPy
+  /// view that keeps the instance alive.
+  nb::object memoryView(nb::handle self, uint8_t *data, uint32_t size) {
+    return nb::cast(
+        nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(data, {size}, self));
+  }
+  std::pair<uint8_t *, uint32_t> memory(nb::handle which) {
+    uint32_t size = 0;
+    if (which.is_none()) {
+      uint8_t *data = instance->shared(size);
+      return {data, size};
+    }
+    uint8_t *data = instance->data(pe(which), size);
+    return {data, size};
+  }
+  static void checkRange(uint64_t offset, uint64_t size, uint32_t memSize,
+                         const char *what) {
+    if (offset > memSize || size > memSize - offset)
+      throw nb::index_error((std::string(what) + " bytes " +
+                             std::to_string(offset) + ".." +
+                             std::to_string(offset + size) +
+                             " are outside its " + std::to_string(memSize) +
+                             " bytes")
+                                .c_str());
+  }
+  nb::bytes read(nb::handle which, uint64_t offset,
+                 std::optional<uint64_t> size, const char *what) {
+    auto [data, memSize] = memory(which);
+    uint64_t n = size ? *size : (offset <= memSize ? memSize - offset : 0);
+    checkRange(offset, n, memSize, what);
+    return nb::bytes(reinterpret_cast<const char *>(data) + offset, n);
+  }
+  void write(nb::handle which, uint64_t offset, nb::handle bytes,
+             const char *what) {
+    auto [data, memSize] = memory(which);
+    ByteView b(bytes, "data");
+    checkRange(offset, b.size(), memSize, what);
+    Instance::Busy busy(*instance);
+    if (b.size())
+      std::memcpy(data + offset, b.data(), b.size());
+  }
+
+  nb::dict counters() const {
+    netvm_counters c = instance->counters();
+    nb::dict exceptions, sinks, pes;
+    for (uint32_t k = 0; k < NETVM_EXC_KINDS; ++k)
+      if (c.exceptions[k])
+        exceptions[netvm_exception_name(k)] = c.exceptions[k];
+    for (uint32_t s = 0; s < names->sinks.size(); ++s) {
+      uint64_t packets, bytes;
+      instance->sinkCounters(s, packets, bytes);
+      nb::dict d;
+      d["packets"] = packets;
+      d["bytes"] = bytes;
+      sinks[nb::str(names->sinks[s].c_str())] = d;
+    }
+    for (uint32_t p = 0; p < names->pes.size(); ++p) {
+      netvm_pe_counters pc = instance->peCounters(p);
+      nb::dict d;
+      d["runs"] = pc.runs;
+      d["sent"] = pc.sent;
+      d["dropped"] = pc.dropped;
+      d["exceptions"] = pc.exceptions;
+      pes[nb::str(names->pes[p].c_str())] = d;
+    }
+    nb::dict out;
+    out["packets"] = c.packets;
+    out["dropped"] = c.dropped;
+    out["unconnected"] = c.unconnected;
+    out["exceptions"] = exceptions;
+    out["sinks"] = sinks;
+    out["pes"] = pes;
+    return out;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Applications
+//===----------------------------------------------------------------------===//
+
+static Language parseLanguage(const std::string &lang) {
+  if (lang == "netil")
+    return Language::NetIL;
+  if (lang == "nvapp")
+    return Language::AppDescription;
+  if (lang == "mlir")
+    return Language::MLIR;
+  if (lang == "netpfl")
+    return Language::NetPFL;
+  if (lang == "pcap-filter")
+    return Language::PcapFilter;
+  throw nb::value_error(("unknown language '" + lang +
+                         "': use 'netil', 'nvapp', 'mlir', 'netpfl' or "
+                         "'pcap-filter'")
+                            .c_str());
+}
+
+static nb::tuple compile(const std::string &lang,
+                         std::vector<std::pair<std::string,
+                                               std::optional<std::string>>>
+                             inputs,
+                         std::map<std::string, std::string> files,
+                         unsigned optLevel, const std::string &protoDB,
+                         const std::string &name) {
+  CompileRequest request;
+  request.language = parseLanguage(lang);
+  request.inputs = std::move(inputs);
+  request.files = std::move(files);
+  request.optLevel = optLevel;
+  request.protoDB = protoDB;
+  request.name = name;
+  std::vector<Diagnostic> diagnostics;
+  std::unique_ptr<Application> app = Application::compile(request, diagnostics);
+  nb::object result = app ? nb::cast(std::move(app)) : nb::none();
+  return nb::make_tuple(result, diagnostics);
+}
+
+static std::string diagnosticRepr(const Diagnostic &d) {
+  std::string s = "Diagnostic(" + d.severity + ", ";
+  if (!d.file.empty())
+    s += d.file + ":" + std::to_string(d.line) + ":" +
+         std::to_string(d.column) + ", ";
+  return s + "'" + d.message + "')";
+}
+
+} // namespace
+
+NB_MODULE(_netvm, m) {
+  m.doc() = "The native part of the netvm package (see netvm.__doc__).";
+
+  nb::class_<Diagnostic>(m, "Diagnostic",
+                         "A compiler message and where it points.")
+      .def_ro("severity", &Diagnostic::severity,
+              "'error', 'warning', 'note' or 'remark'.")
+      .def_ro("message", &Diagnostic::message, "The message alone.")
+      .def_ro("file", &Diagnostic::file,
+              "The file it points into ('' if none).")
+      .def_ro("line", &Diagnostic::line, "1-based line (0 if none).")
+      .def_ro("column", &Diagnostic::column, "1-based column (0 if none).")
+      .def_ro("rendered", &Diagnostic::rendered,
+              "The message as netc prints it, with the source line and a "
+              "caret.")
+      .def_ro("notes", &Diagnostic::notes, "Notes attached to it.")
+      .def("__str__", [](const Diagnostic &d) { return d.rendered; })
+      .def("__repr__", &diagnosticRepr);
+
+  nb::class_<Application>(m, "Application",
+                          "A compiled application (see netvm.Application).")
+      .def_prop_ro("name", &Application::name)
+      .def_prop_ro("sources", &Application::sources)
+      .def_prop_ro("sinks", &Application::sinks)
+      .def_prop_ro("pes", &Application::pes)
+      .def_prop_ro("opt_level", &Application::optLevel)
+      .def_prop_ro("pass_statistics",
+                   [](const Application &a) {
+                     std::vector<std::tuple<std::string, std::string,
+                                            uint64_t>>
+                         out;
+                     for (const PassStatistic &s : a.passStatistics())
+                       out.emplace_back(s.pass, s.name, s.value);
+                     return out;
+                   })
+      .def("mlir", &Application::mlir, "stage"_a)
+      .def("llvm_ir", &Application::llvmIR, "target"_a, "cpu"_a)
+      .def("asm", &Application::assembly, "target"_a, "cpu"_a)
+      .def(
+          "object_code",
+          [](Application &a, const std::string &target, const std::string &cpu,
+             const std::string &descriptor) {
+            std::string code = a.object(target, cpu, descriptor);
+            return nb::bytes(code.data(), code.size());
+          },
+          "target"_a, "cpu"_a, "descriptor"_a)
+      .def(
+          "jit",
+          [](Application &a, uint64_t watchdog) {
+            return new PyInstance(a.jit(), watchdog);
+          },
+          "watchdog"_a, nb::rv_policy::take_ownership);
+
+  nb::class_<PyOutput>(m, "Output",
+                       "A packet that left the application through a sink "
+                       "(an output port of the application).")
+      .def_prop_ro("sink", &PyOutput::sink, "The sink's name.")
+      .def_prop_ro(
+          "sink_index", [](const PyOutput &o) { return o.record.sink; },
+          "The sink's index in Instance.sinks.")
+      .def_prop_ro(
+          "data", [](const PyOutput &o) { return toBytes(o.record.bytes); },
+          "The packet's bytes as it left.")
+      .def_prop_ro(
+          "info", [](const PyOutput &o) { return toBytes(o.record.info); },
+          "Its info memory.")
+      .def_prop_ro(
+          "timestamp",
+          [](const PyOutput &o) {
+            return std::make_pair(o.record.seconds, o.record.microseconds);
+          },
+          "(seconds, microseconds) of the packet it came from.")
+      .def("__repr__", [](const PyOutput &o) {
+        return "Output(" + o.sink() + ", " +
+               std::to_string(o.record.bytes.size()) + " bytes)";
+      });
+
+  nb::class_<PyPacketException>(
+      m, "PacketException",
+      "A NetVM exception raised while processing a packet (a record, not a "
+      "Python exception).")
+      .def_ro("kind", &PyPacketException::kind,
+              "e.g. 'packet_bounds' (see netvm.EXCEPTION_KINDS).")
+      .def_ro("kind_index", &PyPacketException::kindIndex,
+              "Index of kind in netvm.EXCEPTION_KINDS.")
+      .def_ro("pe", &PyPacketException::pe, "The NetPE that raised it.")
+      .def_ro("handler", &PyPacketException::handler,
+              "'init', 'push' or 'pull'.")
+      .def_ro("location", &PyPacketException::location,
+              "file:line:col of the NetIL instruction.")
+      .def("__repr__", &PyPacketException::repr);
+
+  nb::class_<PyResult>(m, "Result", "What happened to one packet.")
+      .def_prop_ro(
+          "outputs",
+          [](const PyResult &r) {
+            nb::list out;
+            for (const OutputRecord &o : r.record.outputs)
+              out.append(nb::cast(PyOutput{r.names, o}));
+            return out;
+          },
+          "The packets that left, in order (list of Output).")
+      .def_prop_ro(
+          "exceptions",
+          [](const PyResult &r) {
+            return exceptionList(*r.names, r.record.exceptions);
+          },
+          "The exceptions raised (list of PacketException).")
+      .def_prop_ro(
+          "dropped", [](const PyResult &r) { return r.record.dropped; },
+          "Exchange buffers dropped.")
+      .def_prop_ro(
+          "unconnected", [](const PyResult &r) { return r.record.unconnected; },
+          "Packets sent to output ports with no connection.")
+      .def_prop_ro("verdict", &PyResult::verdict,
+                   "'output', 'exception', 'drop', 'unconnected' or 'none' "
+                   "(an exception wins over outputs).")
+      .def_prop_ro(
+          "sink",
+          [](const PyResult &r) -> std::optional<std::string> {
+            if (r.record.outputs.empty())
+              return std::nullopt;
+            return r.names->sinks[r.record.outputs.front().sink];
+          },
+          "The sink of the first output, or None.")
+      .def_prop_ro(
+          "sink_index",
+          [](const PyResult &r) -> int {
+            return r.record.outputs.empty()
+                       ? -1
+                       : static_cast<int>(r.record.outputs.front().sink);
+          },
+          "Index of the first output's sink, or -1.")
+      .def("__bool__",
+           [](const PyResult &r) { return !r.record.outputs.empty(); })
+      .def("__repr__", &PyResult::repr);
+
+  nb::class_<PyBatchResult>(
+      m, "BatchResult",
+      "Per-packet results of Instance.run_batch, as NumPy arrays.")
+      .def_ro("sink", &PyBatchResult::sink,
+              "int32: index of the first sink each packet left through, "
+              "or -1.")
+      .def_ro("outputs", &PyBatchResult::outputs,
+              "uint32: how many packets left for each (fan-out makes "
+              "several).")
+      .def_ro("exception", &PyBatchResult::exception,
+              "int32: kind of the first exception (index in "
+              "netvm.EXCEPTION_KINDS), or -1.")
+      .def_prop_ro(
+          "sinks", [](const PyBatchResult &r) { return r.names->sinks; },
+          "The sink names the indices refer to.")
+      .def("counts", &PyBatchResult::counts,
+           "Packets per sink (by their first output), as a dict.")
+      .def("__len__", [](const PyBatchResult &r) { return r.count; })
+      .def("__repr__", [](const PyBatchResult &r) {
+        return "BatchResult(" + std::to_string(r.count) + " packets)";
+      });
+
+  nb::class_<PyInstance>(
+      m, "Instance",
+      "A running instance of a JIT-compiled application, with its own data "
+      "memory and counters. Make one with Application.jit(); use it from "
+      "one thread at a time (one instance per thread).")
+      .def_prop_ro(
+          "name", [](const PyInstance &i) { return i.names->app; },
+          "The application's name.")
+      .def_prop_ro(
+          "sources", [](const PyInstance &i) { return i.names->sources; },
+          "Source (input port) names; `port` arguments index them.")
+      .def_prop_ro(
+          "sinks", [](const PyInstance &i) { return i.names->sinks; },
+          "Sink (output port) names.")
+      .def_prop_ro(
+          "pes", [](const PyInstance &i) { return i.names->pes; },
+          "NetPE names; `pe` arguments index them.")
+      .def_prop_ro(
+          "init_exceptions",
+          [](const PyInstance &i) {
+            return exceptionList(*i.names,
+                                 i.instance->initRecord().exceptions);
+          },
+          "Exceptions the init handlers raised.")
+      .def("run", &PyInstance::run, "packet"_a.none(), "port"_a.none() = 0,
+           nb::kw_only(),
+           "wire_length"_a = nb::none(), "seconds"_a = 0,
+           "microseconds"_a = 0,
+           "Push one packet through source `port` (an index or a name) and "
+           "return what happened to it (a Result). The packet is copied: "
+           "the application never changes the caller's bytes.")
+      .def("run_batch", &PyInstance::runBatch, "packets"_a.none(),
+           "offsets"_a.none() = nb::none(), "port"_a.none() = 0,
+           "Push many packets, in order, and return per-packet results as "
+           "NumPy arrays (a BatchResult). `packets` is a sequence of "
+           "bytes-like objects, or one buffer (e.g. a uint8 array) cut by "
+           "`offsets`: n+1 increasing positions, packet i being "
+           "buffer[offsets[i]:offsets[i+1]]. Releases the GIL while the "
+           "packets run.")
+      .def("run_pcap", &PyInstance::runPcap, "path"_a, "port"_a.none() = 0,
+           "limit"_a = nb::none(),
+           "Push every packet of a pcap file (at most `limit`) and return "
+           "how many left through each sink, as a dict. Runs the "
+           "application's batch entry without listening to outputs (the "
+           "fastest way); releases the GIL. Other counters: counters().")
+      .def(
+          "data",
+          [](nb::handle self, nb::handle pe) {
+            PyInstance &i = nb::cast<PyInstance &>(self);
+            auto [data, size] = i.memory(pe);
+            return i.memoryView(self, data, size);
+          },
+          "pe"_a = 0,
+          "Data memory of NetPE `pe` as a writable uint8 NumPy array (a "
+          "view: writes change the instance).")
+      .def(
+          "shared",
+          [](nb::handle self) {
+            PyInstance &i = nb::cast<PyInstance &>(self);
+            auto [data, size] = i.memory(nb::none());
+            return i.memoryView(self, data, size);
+          },
+          "Shared memory as a writable uint8 NumPy array (a view).")
+      .def(
+          "read_data",
+          [](PyInstance &i, uint64_t offset, std::optional<uint64_t> size,
+             nb::handle pe) {
+            if (pe.is_none())
+              throw nb::type_error("pe must be an int or a name");
+            return i.read(pe, offset, size, "data memory");
+          },
+          "offset"_a = 0, "size"_a = nb::none(), nb::kw_only(), "pe"_a = 0,
+          "Copy `size` bytes (default: to the end) of NetPE `pe`'s data "
+          "memory from `offset`.")
+      .def(
+          "write_data",
+          [](PyInstance &i, uint64_t offset, nb::handle data, nb::handle pe) {
+            if (pe.is_none())
+              throw nb::type_error("pe must be an int or a name");
+            i.write(pe, offset, data, "data memory");
+          },
+          "offset"_a, "data"_a, nb::kw_only(), "pe"_a = 0,
+          "Write bytes into NetPE `pe`'s data memory at `offset`.")
+      .def(
+          "read_shared",
+          [](PyInstance &i, uint64_t offset, std::optional<uint64_t> size) {
+            return i.read(nb::none(), offset, size, "shared memory");
+          },
+          "offset"_a = 0, "size"_a = nb::none(),
+          "Copy bytes of shared memory.")
+      .def(
+          "write_shared",
+          [](PyInstance &i, uint64_t offset, nb::handle data) {
+            i.write(nb::none(), offset, data, "shared memory");
+          },
+          "offset"_a, "data"_a, "Write bytes into shared memory.")
+      .def("counters", &PyInstance::counters,
+           "Counters since the instance was made, as a dict: packets, "
+           "dropped, unconnected, exceptions {kind: n}, sinks {name: "
+           "{packets, bytes}}, pes {name: {runs, sent, dropped, "
+           "exceptions}}.")
+      .def("__repr__", [](const PyInstance &i) {
+        return "Instance(" + i.names->app + ")";
+      });
+
+  nb::list kinds;
+  for (uint32_t k = 0; k < NETVM_EXC_KINDS; ++k)
+    kinds.append(netvm_exception_name(k));
+  m.attr("EXCEPTION_KINDS") = nb::tuple(kinds);
+  m.def("compile", &compile, "lang"_a, "inputs"_a, "files"_a, "opt_level"_a,
+        "protodb"_a, "name"_a,
+        "Compile; returns (Application or None, diagnostics).");
+}
