@@ -3,7 +3,8 @@
 #
 # Installs what is missing (scripts/setup.sh), builds, runs the lit suites
 # (regression tests and the GoogleTest unit tests, which lit runs too) and
-# prints one summary line:  N passed, N failed[, N skipped]
+# the Python package's pytest suite (test/Python), and prints one summary
+# line:  N passed, N failed[, N skipped]
 # Exits non-zero if anything failed.
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -19,6 +20,10 @@ trap 'rm -rf "$results"' EXIT
 status=0
 /usr/lib/llvm-22/bin/lit -sv --xunit-xml-output "$results/lit.xml" \
   "$build/test" "$build/test/Unit" || status=$?
+# The Python package, from the build tree, with the venv setup.sh made.
+PYTHONPATH="$build/python" NETVM_BUILD_DIR="$build" PYTHONDONTWRITEBYTECODE=1 \
+  "$build/python-env/bin/python" -m pytest -q -p no:cacheprovider \
+  --junitxml "$results/pytest.xml" "$root/test/Python" || status=$?
 
 python3 "$root/scripts/summarize-tests.py" "$results"/*.xml || status=1
 exit $status

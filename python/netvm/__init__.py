@@ -53,6 +53,7 @@ __all__ = [
     "LANGUAGES",
     "STAGES",
     "read_pcap",
+    "PcapPacket",
     "pack",
 ]
 
@@ -267,29 +268,45 @@ def compile(source: Union[_Source, Sequence[_Source]],
     return Application(impl, diagnostics)
 
 
-def read_pcap(path: Union[str, "os.PathLike[str]"]) -> list:
+class PcapPacket(NamedTuple):
+    """A packet of a pcap file, as :func:`read_pcap` returns it with
+    ``details=True`` (the arguments :meth:`Instance.run` takes)."""
+
+    data: bytes
+    seconds: int
+    microseconds: int
+    wire_length: int
+
+
+def read_pcap(path: Union[str, "os.PathLike[str]"], *,
+              details: bool = False) -> list:
     """The packets of a pcap file (microsecond or nanosecond timestamps,
-    either byte order) as a list of ``bytes``: the captured bytes only."""
+    either byte order): a list of ``bytes`` (the captured bytes), or with
+    ``details=True`` of :class:`PcapPacket` (bytes, timestamp, length on
+    the wire)."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 24:
         raise ValueError(f"{os.fspath(path)}: not a pcap file (too short)")
     magic = data[:4]
-    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
-        order = "<"
-    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
-        order = ">"
-    else:
+    order = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<",
+             b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}.get(magic)
+    if order is None:
         raise ValueError(f"{os.fspath(path)}: not a pcap file "
                          f"(magic {magic.hex()})")
+    nanoseconds = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
     record = struct.Struct(order + "IIII")
     packets = []
     at = 24
     while at + 16 <= len(data):
-        _, _, caplen, _ = record.unpack_from(data, at)
+        seconds, fraction, caplen, wire = record.unpack_from(data, at)
         at += 16
-        packets.append(data[at:at + caplen])
+        packet = data[at:at + caplen]
         at += caplen
+        if details:
+            micro = fraction // 1000 if nanoseconds else fraction
+            packet = PcapPacket(packet, seconds, micro, max(wire, len(packet)))
+        packets.append(packet)
     return packets
 
 
