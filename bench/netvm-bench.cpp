@@ -10,6 +10,13 @@
 // the packets/s of the multi-threaded runner (run to completion with 1 and
 // 2 threads, and the pipeline).
 //
+// The front-end section (--section frontends) compiles the paper's filters
+// and a few everyday ones from tcpdump expressions (the pcap-filter front
+// end) and from equivalent NetPFL filters, and sets them against libpcap:
+// compile latency by phase against pcap_compile, ns per packet of the JIT
+// code against bpf_filter and the hand-written NetIL, and the size of the
+// netvm IR before and after -O2 against BPF instruction counts.
+//
 // Results go to standard output as Markdown tables (bench/README.md holds
 // the latest ones and the targets).
 //
@@ -41,6 +48,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 
 using namespace mlir;
@@ -81,6 +89,23 @@ static cl::opt<bool>
     verifyOnly("verify-only",
                cl::desc("Only check that all peers agree on every packet"),
                cl::cat(benchCategory));
+enum class Section { All, Filters, FrontEnds };
+static cl::opt<Section> section(
+    "section", cl::desc("What to measure (default: all)"),
+    cl::values(clEnumValN(Section::All, "all", "everything"),
+               clEnumValN(Section::Filters, "filters",
+                          "the paper's filters in NetIL against their peers, "
+                          "compile latency, threads"),
+               clEnumValN(Section::FrontEnds, "frontends",
+                          "the pcap-filter and NetPFL front ends against "
+                          "libpcap and the hand-written NetIL")),
+    cl::init(Section::All), cl::cat(benchCategory));
+static cl::list<std::string> frontEndPairs(
+    "frontend-filter",
+    cl::desc("Front-end section: measure this filter instead of the built-in "
+             "set, written 'NAME: TCPDUMP-EXPRESSION ;; NETPFL-FILTER' "
+             "(repeatable)"),
+    cl::value_desc("pair"), cl::cat(benchCategory));
 
 namespace {
 
@@ -88,6 +113,7 @@ using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+double msSince(Clock::time_point start) { return secondsSince(start) * 1e3; }
 
 /// A trace in one arena, as netvm_packet descriptors.
 struct Trace {
@@ -153,6 +179,110 @@ const Filter kFilters[] = {
      hand_four_hosts, hand_loop_four_hosts},
 };
 
+/// A filter of the front-end section: a tcpdump expression and a NetPFL
+/// filter that gives every packet the same verdict as libpcap does.
+/// libpcap looks at fixed offsets (`ip` is "EtherType 0x800", ports are
+/// those of the first header after it, a load past the capture rejects the
+/// packet) where NetPFL follows the encapsulation through VLAN tags, MPLS
+/// and tunnels and makes a missing field false; so the equivalents test
+/// the Ethernet type and the first IPv4 (`ip%1`) or IPv6 header, as libpcap
+/// does (docs/netpfl.md, "Checked against libpcap").
+struct FrontEndFilter {
+  std::string name;
+  std::string tcpdump;
+  std::string netpfl;
+  /// The hand-written NetIL (a stem in --filters), if there is one.
+  std::string netil;
+  /// The filter as one would write it in NetPFL without thinking of
+  /// libpcap: not equivalent (tunnels, VLAN, MPLS); its differences are
+  /// counted, not checked.
+  std::string natural;
+};
+
+const FrontEndFilter kFrontEndFilters[] = {
+    {"ip", "ip", "ethernet%1.type == 0x800", "ip", "ip"},
+    {"ip-src", "ip src 10.1.1.1",
+     "ethernet%1.type == 0x800 and ip%1.src == 10.1.1.1", "ip-src",
+     "ip.src == 10.1.1.1"},
+    {"ip-tcp", "ip and tcp", "ethernet%1.type == 0x800 and ip%1.proto == 6",
+     "ip-tcp", "ip and tcp"},
+    {"four-fields",
+     "ip src 10.1.1.1 and ip dst 10.2.2.2 and tcp src port 20 and tcp dst "
+     "port 30",
+     "ethernet%1.type == 0x800 and ip%1.src == 10.1.1.1 and ip%1.dst == "
+     "10.2.2.2 and ip%1.proto == 6 and ip%1.foffset == 0 and tcp%1.sport == "
+     "20 and tcp%1.dport == 30",
+     "four-fields",
+     "ip.src == 10.1.1.1 and ip.dst == 10.2.2.2 and tcp.sport == 20 and "
+     "tcp.dport == 30"},
+    {"four-hosts",
+     "ip src 10.4.4.4 or ip src 10.3.3.3 or ip src 10.2.2.2 or ip src "
+     "10.1.1.1",
+     "ethernet%1.type == 0x800 and (ip%1.src == 10.4.4.4 or ip%1.src == "
+     "10.3.3.3 or ip%1.src == 10.2.2.2 or ip%1.src == 10.1.1.1)",
+     "four-hosts",
+     "ip.src == 10.4.4.4 or ip.src == 10.3.3.3 or ip.src == 10.2.2.2 or "
+     "ip.src == 10.1.1.1"},
+    {"tcp-port-80", "tcp port 80",
+     "(ethernet%1.type == 0x800 and ip%1.proto == 6 and ip%1.foffset == 0 and "
+     "(tcp%1.sport == 80 or tcp%1.dport == 80)) or (ethernet%1.type == 0x86dd "
+     "and ipv6%1.nexthdr == 6 and (tcp%1.sport == 80 or tcp%1.dport == 80))",
+     "", ""},
+    {"host-tcp-udp", "host 10.1.1.1 and (tcp or udp)",
+     "ethernet%1.type == 0x800 and (ip%1.src == 10.1.1.1 or ip%1.dst == "
+     "10.1.1.1) and (ip%1.proto == 6 or ip%1.proto == 17)",
+     "", ""},
+    {"syn-only", "tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn",
+     "ethernet%1.type == 0x800 and ip%1.proto == 6 and ip%1.foffset == 0 and "
+     "tcp%1.flags & 0x12 == 0x02",
+     "", ""},
+    {"vlan-ip", "vlan and ip",
+     "(ethernet%1.type == 0x8100 or ethernet%1.type == 0x88a8 or ethernet%1.type "
+     "== 0x9100) and vlan%1.type == 0x800",
+     "", ""},
+    {"ip6-https", "ip6 and tcp dst port 443",
+     "ethernet%1.type == 0x86dd and ipv6%1.nexthdr == 6 and tcp%1.dport == 443",
+     "", ""},
+    {"icmp-arp", "icmp or arp",
+     "(ethernet%1.type == 0x800 and ip%1.proto == 1) or ethernet%1.type == 0x806",
+     "", ""},
+    // libpcap's `net` also matches ARP and RARP addresses, and `port` also
+    // SCTP ports, which the built-in NetPDL database does not know: the
+    // NetPFL filter rejects SCTP and RARP packets libpcap may accept (the
+    // generated traces have none).
+    {"net-not-ssh", "net 10.0.0.0/8 and not port 22",
+     "(ethernet%1.type == 0x800 and (ip%1.src & 255.0.0.0 == 10.0.0.0 or "
+     "ip%1.dst & 255.0.0.0 == 10.0.0.0) and (ip%1.foffset != 0 or "
+     "(ip%1.proto != 6 and ip%1.proto != 17 and ip%1.proto != 132) or "
+     "(ip%1.proto == 6 and tcp%1.sport != 22 and tcp%1.dport != 22) or "
+     "(ip%1.proto == 17 and udp%1.sport != 22 and udp%1.dport != 22))) or "
+     "(ethernet%1.type == 0x806 and (arp[14:4] & 255.0.0.0 == 10.0.0.0 or "
+     "arp[24:4] & 255.0.0.0 == 10.0.0.0))",
+     "", ""},
+};
+
+/// The front-end filters to measure: --frontend-filter's, or the built-in
+/// set. False (with a message) on a malformed --frontend-filter.
+bool frontEndFilters(std::vector<FrontEndFilter> &filters) {
+  if (frontEndPairs.empty()) {
+    filters.assign(std::begin(kFrontEndFilters), std::end(kFrontEndFilters));
+    return true;
+  }
+  for (llvm::StringRef pair : frontEndPairs) {
+    auto [name, rest] = pair.split(':');
+    auto [tcpdump, netpfl] = rest.split(";;");
+    if (rest.empty() || !rest.contains(";;") || name.trim().empty()) {
+      llvm::errs() << "netvm-bench: --frontend-filter '" << pair
+                   << "': expected 'NAME: TCPDUMP-EXPRESSION ;; "
+                      "NETPFL-FILTER'\n";
+      return false;
+    }
+    filters.push_back({name.trim().str(), tcpdump.trim().str(),
+                       netpfl.trim().str(), "", ""});
+  }
+  return true;
+}
+
 /// Nanoseconds per packet of `pass` (one pass over `packets` packets): the
 /// fastest of --repetitions measurements of at least --min-time /
 /// --repetitions seconds each.
@@ -182,50 +312,103 @@ struct Compiled {
   ~Compiled() { netvm_instance_destroy(vm); }
 };
 
-/// Load, optimize and JIT-compile `files`; the phases' times in `times`.
-const netvm_app_desc *compile(MLIRContext &context,
-                              llvm::ArrayRef<std::string> files,
-                              OwningOpRef<ModuleOp> *keep, double *frontEnd,
-                              bool forwardLinks = false) {
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+/// Operations inside the handlers of a module: all of them (netvm, arith,
+/// cf, constants included) and those of the netvm dialect.
+struct OpCount {
+  unsigned all = 0, netvm = 0;
+};
+OpCount countHandlerOps(ModuleOp module) {
+  OpCount n;
+  module.walk([&](HandlerOp handler) {
+    handler.walk([&](Operation *op) {
+      if (op == handler.getOperation())
+        return;
+      ++n.all;
+      if (op->getName().getDialectNamespace() == "netvm")
+        ++n.netvm;
+    });
+  });
+  return n;
+}
+
+/// What one compilation cost, by phase (ms), and the size of its IR.
+struct Phases {
+  double frontEnd = 0; // the source to netvm IR
+  double optimize = 0; // netvm's -O2 pipeline
+  native::CompileTimes jit;
+  double total = 0;
+  OpCount before, after; // with `count`: before and after -O2
+};
+
+/// Optimize `module` at -O2 and JIT-compile it (without run counters);
+/// keep a copy of the -O2 IR in `keep` if given. Op counts (with `count`)
+/// are not part of the times.
+const netvm_app_desc *optimizeAndJit(ModuleOp module, Phases &phases,
+                                     OwningOpRef<ModuleOp> *keep, bool count,
+                                     bool forwardLinks = false) {
+  if (count)
+    phases.before = countHandlerOps(module);
   auto start = Clock::now();
-  OwningOpRef<ModuleOp> module =
-      driver::loadApplication(context, sourceMgr, files);
-  if (!module || failed(driver::optimize(*module, 2)))
+  if (failed(driver::optimize(module, 2)))
     return nullptr;
-  if (frontEnd)
-    *frontEnd = secondsSince(start) * 1e3;
+  phases.optimize = msSince(start);
+  if (count)
+    phases.after = countHandlerOps(module);
   if (keep) // code generation lowers the module in place
-    *keep = OwningOpRef<ModuleOp>(module->clone());
+    *keep = OwningOpRef<ModuleOp>(module.clone());
   native::CodegenOptions codegen;
   codegen.optLevel = 2;
   codegen.countHandlerRuns = false;
   codegen.forwardLinks = forwardLinks;
-  auto desc = native::jitCompile(*module, codegen);
+  start = Clock::now();
+  auto desc = native::jitCompile(module, codegen);
+  double jit = msSince(start);
   if (!desc) {
     llvm::errs() << "netvm-bench: " << llvm::toString(desc.takeError())
                  << "\n";
     return nullptr;
   }
+  phases.jit = native::lastCompileTimes();
+  phases.total = phases.frontEnd + phases.optimize + jit;
   return *desc;
 }
 
-/// Packets the JIT-compiled filter forwards, one verdict per packet.
-std::vector<uint8_t> jitVerdicts(netvm_instance *vm, Trace &trace) {
-  std::vector<uint8_t> verdicts(trace.size());
-  for (size_t i = 0; i < trace.size(); ++i) {
-    uint64_t before, after, bytes;
-    netvm_instance_sink_counters(vm, 0, &before, &bytes);
-    netvm_instance_push_batch(vm, 0, &trace.packets[i], 1);
-    netvm_instance_sink_counters(vm, 0, &after, &bytes);
-    verdicts[i] = after != before;
-  }
-  return verdicts;
+/// Load NetIL files or an application, optimize and JIT-compile them.
+const netvm_app_desc *compileFiles(MLIRContext &context,
+                                   llvm::ArrayRef<std::string> files,
+                                   Phases &phases,
+                                   OwningOpRef<ModuleOp> *keep = nullptr,
+                                   bool count = false,
+                                   bool forwardLinks = false) {
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  auto start = Clock::now();
+  OwningOpRef<ModuleOp> module =
+      driver::loadApplication(context, sourceMgr, files);
+  phases.frontEnd = msSince(start);
+  if (!module)
+    return nullptr;
+  return optimizeAndJit(*module, phases, keep, count, forwardLinks);
 }
 
-std::string ratio(double a, double b) {
-  return llvm::formatv("{0:f2}", a / b).str();
+/// Compile a filter through a front end, optimize and JIT-compile it.
+const netvm_app_desc *compileText(MLIRContext &context, llvm::StringRef text,
+                                  driver::FilterLanguage language,
+                                  Phases &phases,
+                                  OwningOpRef<ModuleOp> *keep = nullptr,
+                                  bool count = false) {
+  driver::FilterOptions options;
+  options.language = language;
+  std::string error;
+  auto start = Clock::now();
+  OwningOpRef<ModuleOp> module =
+      driver::compileFilter(context, text, options, error);
+  phases.frontEnd = msSince(start);
+  if (!module) {
+    llvm::errs() << "netvm-bench: '" << text << "': " << error << "\n";
+    return nullptr;
+  }
+  return optimizeAndJit(*module, phases, keep, count);
 }
 
 double median(std::vector<double> v) {
@@ -233,97 +416,196 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-} // namespace
+/// The median of every phase over --compiles compilations by `compileOnce`
+/// in this (warm) process; false if one fails.
+bool compileLatency(
+    const std::function<const netvm_app_desc *(Phases &)> &compileOnce,
+    Phases &m) {
+  std::vector<Phases> runs(compiles);
+  for (Phases &p : runs)
+    if (!compileOnce(p))
+      return false;
+  auto med = [&](double (*get)(const Phases &)) {
+    std::vector<double> v;
+    for (const Phases &p : runs)
+      v.push_back(get(p));
+    return median(v);
+  };
+  m.frontEnd = med([](const Phases &p) { return p.frontEnd; });
+  m.optimize = med([](const Phases &p) { return p.optimize; });
+  m.total = med([](const Phases &p) { return p.total; });
+  m.jit.lowering = med([](const Phases &p) { return p.jit.lowering; });
+  m.jit.translation = med([](const Phases &p) { return p.jit.translation; });
+  m.jit.optimization = med([](const Phases &p) { return p.jit.optimization; });
+  m.jit.codegen = med([](const Phases &p) { return p.jit.codegen; });
+  return true;
+}
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
-  cl::HideUnrelatedOptions(benchCategory);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "netvm-bench - the NetVM paper's filters: JIT vs hand-written C vs "
-      "libpcap's bpf_filter vs the interpreter\n");
-
-  std::vector<Trace> traces(1);
-  if (!loadTrace(smallTrace, traces[0], /*keepCopies=*/true))
-    return 1;
-  if (!largeTrace.empty()) {
-    traces.emplace_back();
-    if (!loadTrace(largeTrace, traces[1], false))
-      return 1;
+/// An initialized instance of `c.desc` in `c.vm`; false with a message.
+bool instantiate(Compiled &c) {
+  if (!c.desc)
+    return false;
+  char error[256];
+  c.vm = netvm_instance_create(c.desc, error, sizeof error);
+  if (!c.vm) {
+    llvm::errs() << "netvm-bench: " << error << "\n";
+    return false;
   }
+  netvm_instance_init(c.vm);
+  return true;
+}
 
-  DialectRegistry registry;
-  driver::registerDialects(registry);
-  MLIRContext context(registry);
-  context.printOpOnDiagnostic(false);
+/// The reference interpreter on the -O2 IR of `c`, initialized.
+std::unique_ptr<rt::Engine> interpreterOf(Compiled &c) {
+  std::string error;
+  rt::EngineOptions options;
+  auto engine = rt::Engine::interpreter(driver::getApplication(*c.module),
+                                        options, error);
+  if (!engine) {
+    llvm::errs() << "netvm-bench: " << error << "\n";
+    return nullptr;
+  }
+  engine->initialize();
+  return engine;
+}
 
-  pcap_t *dead = pcap_open_dead(DLT_EN10MB, 65535);
-  llvm::raw_ostream &os = llvm::outs();
+/// libpcap's optimized program for `expression` on Ethernet.
+bool compileBpf(pcap_t *dead, const std::string &expression,
+                struct bpf_program &program) {
+  if (pcap_compile(dead, &program, expression.c_str(), 1,
+                   PCAP_NETMASK_UNKNOWN) == 0)
+    return true;
+  llvm::errs() << "netvm-bench: libpcap rejects '" << expression
+               << "': " << pcap_geterr(dead) << "\n";
+  return false;
+}
+
+/// One peer's verdict (1: accepted) on every packet of a trace.
+struct Verdicts {
+  std::string peer;
+  std::vector<uint8_t> of;
+};
+
+/// Packets the JIT-compiled filter forwards, one verdict per packet.
+Verdicts jitVerdicts(const std::string &peer, netvm_instance *vm,
+                     Trace &trace) {
+  Verdicts v{peer, std::vector<uint8_t>(trace.size())};
+  for (size_t i = 0; i < trace.size(); ++i) {
+    uint64_t before, after, bytes;
+    netvm_instance_sink_counters(vm, 0, &before, &bytes);
+    netvm_instance_push_batch(vm, 0, &trace.packets[i], 1);
+    netvm_instance_sink_counters(vm, 0, &after, &bytes);
+    v.of[i] = after != before;
+  }
+  return v;
+}
+
+bool bpfAccepts(const struct bpf_program &bpf, const Trace &t, size_t i) {
+  return bpf_filter(bpf.bf_insns, t.packets[i].data, t.wireLengths[i],
+                    t.packets[i].length) != 0;
+}
+
+Verdicts bpfVerdicts(const struct bpf_program &bpf, const Trace &t) {
+  Verdicts v{"bpf_filter", std::vector<uint8_t>(t.size())};
+  for (size_t i = 0; i < t.size(); ++i)
+    v.of[i] = bpfAccepts(bpf, t, i);
+  return v;
+}
+
+/// Packets `bpf_filter` accepts in one pass (the timed loop).
+uint64_t bpfPass(const struct bpf_program &bpf, const Trace &t) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < t.size(); ++i)
+    n += bpfAccepts(bpf, t, i);
+  return n;
+}
+
+/// The interpreter's verdicts (the trace must keep copies).
+Verdicts interpreterVerdicts(const std::string &peer, rt::Engine &engine,
+                             const Trace &t) {
+  Verdicts v{peer, std::vector<uint8_t>(t.size())};
+  for (size_t i = 0; i < t.size(); ++i)
+    v.of[i] = !engine.push(0, t.copies[i]).outputs.empty();
+  return v;
+}
+
+/// Packets on which some peer's verdict differs from the first peer's; the
+/// first few are reported.
+uint64_t disagreements(llvm::StringRef filter, const Trace &t,
+                       llvm::ArrayRef<Verdicts> peers) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    bool same = llvm::all_of(
+        peers, [&](const Verdicts &p) { return p.of[i] == peers[0].of[i]; });
+    if (same || n++ >= 5)
+      continue;
+    llvm::errs() << "netvm-bench: " << filter << ": packet " << i + 1
+                 << " of " << t.name << ":";
+    for (const Verdicts &p : peers)
+      llvm::errs() << " " << p.peer << " " << int(p.of[i]);
+    llvm::errs() << "\n";
+  }
+  if (n)
+    llvm::errs() << "netvm-bench: " << filter << ": " << n << " of "
+                 << t.size() << " packets of " << t.name
+                 << " get different verdicts\n";
+  return n;
+}
+
+uint64_t accepted(const Verdicts &v) {
+  return std::count(v.of.begin(), v.of.end(), 1);
+}
+
+std::string ratio(double a, double b) {
+  return llvm::formatv("{0:f2}", a / b).str();
+}
+
+std::string peerNames(llvm::ArrayRef<Verdicts> peers) {
+  std::string names;
+  for (const Verdicts &p : peers)
+    names += (names.empty() ? "" : ", ") + p.peer;
+  return names;
+}
+
+/// The paper's five filters in NetIL against their peers, the JIT's compile
+/// latency and the runner's threads. Returns the exit status.
+int measureFilters(MLIRContext &context, std::vector<Trace> &traces,
+                   pcap_t *dead, llvm::raw_ostream &os) {
   bool failedCheck = false;
-
   struct Row {
     std::string filter, trace;
     double handLoop, handCall, jitBatch, jitCall, bpf, interp;
     uint64_t accepted;
   };
   std::vector<Row> rows;
-  std::map<std::string, std::vector<double>> latency; // filter -> ms
-  std::map<std::string, native::CompileTimes> phases;
-  std::map<std::string, double> frontEnds;
+  std::map<std::string, Phases> latency; // filter -> medians
 
   for (const Filter &f : kFilters) {
     std::string path = filterDir + "/" + f.name + ".netil";
     Compiled c;
-    c.desc = compile(context, {path}, &c.module, nullptr);
-    if (!c.desc)
+    Phases phases;
+    c.desc = compileFiles(context, {path}, phases, &c.module);
+    if (!instantiate(c))
       return 1;
-    char error[256];
-    c.vm = netvm_instance_create(c.desc, error, sizeof error);
-    if (!c.vm) {
-      llvm::errs() << "netvm-bench: " << error << "\n";
-      return 1;
-    }
-    netvm_instance_init(c.vm);
     struct bpf_program bpf;
-    if (pcap_compile(dead, &bpf, f.expression, 1, PCAP_NETMASK_UNKNOWN) != 0) {
-      llvm::errs() << "netvm-bench: libpcap rejects '" << f.expression
-                   << "': " << pcap_geterr(dead) << "\n";
+    if (!compileBpf(dead, f.expression, bpf))
       return 1;
-    }
-    std::string engineError;
-    rt::EngineOptions engineOptions;
-    auto interp = rt::Engine::interpreter(driver::getApplication(*c.module),
-                                          engineOptions, engineError);
-    if (!interp) {
-      llvm::errs() << "netvm-bench: " << engineError << "\n";
+    auto interp = interpreterOf(c);
+    if (!interp)
       return 1;
-    }
-    interp->initialize();
 
     for (Trace &t : traces) {
       // Every peer must give every packet the same verdict.
-      std::vector<uint8_t> jit = jitVerdicts(c.vm, t);
-      uint64_t accepted = 0, mismatches = 0;
-      for (size_t i = 0; i < t.size(); ++i) {
-        const netvm_packet &p = t.packets[i];
-        bool hand = f.hand(p.data, p.length) != 0;
-        bool viaBpf =
-            bpf_filter(bpf.bf_insns, p.data, t.wireLengths[i], p.length) != 0;
-        std::optional<bool> viaInterp;
-        if (!t.copies.empty())
-          viaInterp = !interp->push(0, t.copies[i]).outputs.empty();
-        accepted += jit[i];
-        if (hand == bool(jit[i]) && viaBpf == bool(jit[i]) &&
-            (!viaInterp || *viaInterp == bool(jit[i])))
-          continue;
-        if (mismatches++ < 5)
-          llvm::errs() << "netvm-bench: " << f.name << ": packet " << i + 1
-                       << " of " << t.name << ": JIT " << int(jit[i])
-                       << ", hand-written C " << hand << ", bpf_filter "
-                       << viaBpf << ", interpreter "
-                       << (viaInterp ? (*viaInterp ? "1" : "0") : "-") << "\n";
-      }
-      if (accepted != f.handLoop(t.packets.data(), t.size())) {
+      Verdicts hand{"hand-written C", std::vector<uint8_t>(t.size())};
+      for (size_t i = 0; i < t.size(); ++i)
+        hand.of[i] = f.hand(t.packets[i].data, t.packets[i].length) != 0;
+      std::vector<Verdicts> peers = {jitVerdicts("JIT", c.vm, t),
+                                     std::move(hand), bpfVerdicts(bpf, t)};
+      if (!t.copies.empty())
+        peers.push_back(interpreterVerdicts("interpreter", *interp, t));
+      uint64_t mismatches = disagreements(f.name, t, peers);
+      uint64_t acceptedByJit = accepted(peers[0]);
+      if (acceptedByJit != f.handLoop(t.packets.data(), t.size())) {
         llvm::errs() << "netvm-bench: " << f.name
                      << ": the hand-written loop counts differently\n";
         ++mismatches;
@@ -335,14 +617,14 @@ int main(int argc, char **argv) {
       if (verifyOnly) {
         os << llvm::formatv("{0,-12} {1,-16} {2,8} of {3,8} packets accepted by "
                             "all peers\n",
-                            f.name, t.name, accepted, t.size());
+                            f.name, t.name, acceptedByJit, t.size());
         continue;
       }
 
       Row row;
       row.filter = f.name;
       row.trace = t.name;
-      row.accepted = accepted;
+      row.accepted = acceptedByJit;
       volatile uint64_t sink = 0;
       row.handLoop = nsPerPacket(
           [&] { sink = sink + f.handLoop(t.packets.data(), t.size()); },
@@ -366,15 +648,7 @@ int main(int argc, char **argv) {
               netvm_instance_push_batch(c.vm, 0, &p, 1);
           },
           t.size());
-      row.bpf = nsPerPacket(
-          [&] {
-            uint64_t n = 0;
-            for (size_t i = 0; i < t.size(); ++i)
-              n += bpf_filter(bpf.bf_insns, t.packets[i].data,
-                              t.wireLengths[i], t.packets[i].length) != 0;
-            sink = sink + n;
-          },
-          t.size());
+      row.bpf = nsPerPacket([&] { sink = sink + bpfPass(bpf, t); }, t.size());
       row.interp = 0;
       if (!t.copies.empty()) {
         auto start = Clock::now();
@@ -387,35 +661,12 @@ int main(int argc, char **argv) {
     pcap_freecode(&bpf);
 
     // Compile latency in a warm process (the filter was compiled above).
-    if (!verifyOnly) {
-      std::vector<double> totals, front;
-      std::vector<native::CompileTimes> parts;
-      for (unsigned i = 0; i < compiles; ++i) {
-        auto start = Clock::now();
-        double fe = 0;
-        if (!compile(context, {path}, nullptr, &fe))
-          return 1;
-        totals.push_back(secondsSince(start) * 1e3);
-        front.push_back(fe);
-        parts.push_back(native::lastCompileTimes());
-      }
-      latency[f.name] = totals;
-      frontEnds[f.name] = median(front);
-      native::CompileTimes m;
-      auto med = [&](auto get) {
-        std::vector<double> v;
-        for (auto &p : parts)
-          v.push_back(get(p));
-        return median(v);
-      };
-      m.lowering = med([](auto &p) { return p.lowering; });
-      m.translation = med([](auto &p) { return p.translation; });
-      m.optimization = med([](auto &p) { return p.optimization; });
-      m.codegen = med([](auto &p) { return p.codegen; });
-      phases[f.name] = m;
-    }
+    if (!verifyOnly &&
+        !compileLatency(
+            [&](Phases &p) { return compileFiles(context, {path}, p); },
+            latency[f.name]))
+      return 1;
   }
-  pcap_close(dead);
   if (failedCheck) {
     llvm::errs() << "netvm-bench: the peers disagree; no timings\n";
     return 1;
@@ -453,11 +704,12 @@ int main(int argc, char **argv) {
         "dialect | to LLVM IR | LLVM -O2 | code generation and linking |\n"
      << "|---|---:|---:|---:|---:|---:|---:|\n";
   for (const Filter &f : kFilters) {
-    const native::CompileTimes &p = phases[f.name];
+    const Phases &m = latency[f.name];
     os << llvm::formatv("| {0} | {1:f2} | {2:f2} | {3:f2} | {4:f2} | {5:f2} | "
                         "{6:f2} |\n",
-                        f.name, median(latency[f.name]), frontEnds[f.name],
-                        p.lowering, p.translation, p.optimization, p.codegen);
+                        f.name, m.total, m.frontEnd + m.optimize,
+                        m.jit.lowering, m.jit.translation, m.jit.optimization,
+                        m.jit.codegen);
   }
 
   // Threads: the runner over the largest trace.
@@ -490,8 +742,9 @@ int main(int argc, char **argv) {
      << "| application | mode | threads | Mpackets/s | vs 1 thread |\n"
      << "|---|---|---:|---:|---:|\n";
   {
-    const netvm_app_desc *ip = compile(
-        context, {filterDir + "/ip.netil"}, nullptr, nullptr);
+    Phases unused;
+    const netvm_app_desc *ip =
+        compileFiles(context, {filterDir + "/ip.netil"}, unused);
     if (!ip)
       return 1;
     uint32_t used1 = 0, used2 = 0;
@@ -503,8 +756,10 @@ int main(int argc, char **argv) {
                         used2, two / 1e6, ratio(two, one));
   }
   if (!pipelineApp.empty()) {
-    const netvm_app_desc *app = compile(context, {pipelineApp.getValue()},
-                                        nullptr, nullptr, /*forwardLinks=*/true);
+    Phases unused;
+    const netvm_app_desc *app =
+        compileFiles(context, {pipelineApp.getValue()}, unused, nullptr,
+                     /*count=*/false, /*forwardLinks=*/true);
     if (!app)
       return 1;
     std::string name = llvm::sys::path::filename(pipelineApp).str();
@@ -517,4 +772,288 @@ int main(int argc, char **argv) {
                         used2, two / 1e6, ratio(two, one));
   }
   return 0;
+}
+
+/// One front-end filter compiled every way, and what it measured.
+struct FrontEndRun {
+  FrontEndFilter filter;
+  struct bpf_program bpf {};
+  Compiled pcap, pfl, netil, natural;
+  Phases pcapBuild, pflBuild, netilBuild;   // op counts
+  Phases pcapLatency, pflLatency;           // medians
+  double pcapCompileMs = 0;                 // pcap_compile, median
+  struct PerTrace {
+    uint64_t accepted = 0, naturalAccepted = 0, naturalDiffer = 0;
+    double pcapJit = 0, pflJit = 0, netilJit = 0, bpf = 0, naturalJit = 0;
+  };
+  std::vector<PerTrace> traces;
+  ~FrontEndRun() { pcap_freecode(&bpf); }
+};
+
+/// A Markdown table cell holding code.
+std::string code(llvm::StringRef text) {
+  std::string cell = "`";
+  for (char ch : text)
+    cell += ch == '|' ? std::string("\\|") : std::string(1, ch);
+  return cell + "`";
+}
+
+/// "all (netvm)" operations.
+std::string ops(const OpCount &n) {
+  return llvm::formatv("{0} ({1})", n.all, n.netvm).str();
+}
+
+/// The front-end section: the pcap-filter and NetPFL front ends against
+/// libpcap and the hand-written NetIL. Returns the exit status.
+int measureFrontEnds(MLIRContext &context, std::vector<Trace> &traces,
+                     pcap_t *dead, llvm::raw_ostream &os) {
+  std::vector<FrontEndFilter> filters;
+  if (!frontEndFilters(filters))
+    return 1;
+  using driver::FilterLanguage;
+  std::vector<std::unique_ptr<FrontEndRun>> runs;
+  bool failedCheck = false;
+
+  // Compile every filter every way and check the verdicts before timing.
+  for (const FrontEndFilter &f : filters) {
+    auto run = std::make_unique<FrontEndRun>();
+    run->filter = f;
+    FrontEndRun &r = *run;
+    runs.push_back(std::move(run));
+    r.pcap.desc = compileText(context, f.tcpdump, FilterLanguage::PcapFilter,
+                              r.pcapBuild, &r.pcap.module, /*count=*/true);
+    r.pfl.desc = compileText(context, f.netpfl, FilterLanguage::NetPFL,
+                             r.pflBuild, &r.pfl.module, /*count=*/true);
+    if (!instantiate(r.pcap) || !instantiate(r.pfl) ||
+        !compileBpf(dead, f.tcpdump, r.bpf))
+      return 1;
+    if (!f.netil.empty()) {
+      r.netil.desc = compileFiles(context, {filterDir + "/" + f.netil + ".netil"},
+                                  r.netilBuild, nullptr, /*count=*/true);
+      if (!instantiate(r.netil))
+        return 1;
+    }
+    if (!f.natural.empty()) {
+      Phases unused;
+      r.natural.desc = compileText(context, f.natural, FilterLanguage::NetPFL,
+                                   unused);
+      if (!instantiate(r.natural))
+        return 1;
+    }
+    auto pcapInterp = interpreterOf(r.pcap), pflInterp = interpreterOf(r.pfl);
+    if (!pcapInterp || !pflInterp)
+      return 1;
+
+    for (Trace &t : traces) {
+      std::vector<Verdicts> peers = {
+          bpfVerdicts(r.bpf, t), jitVerdicts("pcap-filter JIT", r.pcap.vm, t),
+          jitVerdicts("NetPFL JIT", r.pfl.vm, t)};
+      if (r.netil.vm)
+        peers.push_back(jitVerdicts("NetIL JIT", r.netil.vm, t));
+      if (!t.copies.empty()) {
+        peers.push_back(
+            interpreterVerdicts("pcap-filter interpreter", *pcapInterp, t));
+        peers.push_back(
+            interpreterVerdicts("NetPFL interpreter", *pflInterp, t));
+      }
+      if (disagreements(f.name, t, peers)) {
+        failedCheck = true;
+        continue;
+      }
+      FrontEndRun::PerTrace result;
+      result.accepted = accepted(peers[0]);
+      if (r.natural.vm) {
+        Verdicts natural = jitVerdicts("natural NetPFL", r.natural.vm, t);
+        result.naturalAccepted = accepted(natural);
+        for (size_t i = 0; i < t.size(); ++i)
+          result.naturalDiffer += natural.of[i] != peers[0].of[i];
+      }
+      r.traces.push_back(result);
+      if (verifyOnly)
+        os << llvm::formatv("front ends: {0,-12} {1,-16} {2,8} of {3,8} "
+                            "packets accepted by all peers ({4})\n",
+                            f.name, t.name, result.accepted, t.size(),
+                            peerNames(peers));
+    }
+  }
+  if (failedCheck) {
+    llvm::errs() << "netvm-bench: the front ends disagree with libpcap; no "
+                    "timings\n";
+    return 1;
+  }
+  if (verifyOnly)
+    return 0;
+
+  // Timings: ns per packet on every trace, then compile latency.
+  for (auto &run : runs) {
+    FrontEndRun &r = *run;
+    for (size_t ti = 0; ti < traces.size(); ++ti) {
+      Trace &t = traces[ti];
+      FrontEndRun::PerTrace &result = r.traces[ti];
+      auto batch = [&](netvm_instance *vm) {
+        return nsPerPacket(
+            [&] { netvm_instance_push_batch(vm, 0, t.packets.data(), t.size()); },
+            t.size());
+      };
+      result.pcapJit = batch(r.pcap.vm);
+      result.pflJit = batch(r.pfl.vm);
+      if (r.netil.vm)
+        result.netilJit = batch(r.netil.vm);
+      if (r.natural.vm)
+        result.naturalJit = batch(r.natural.vm);
+      volatile uint64_t sink = 0;
+      result.bpf =
+          nsPerPacket([&] { sink = sink + bpfPass(r.bpf, t); }, t.size());
+    }
+    const FrontEndFilter &f = r.filter;
+    if (!compileLatency(
+            [&](Phases &p) {
+              return compileText(context, f.tcpdump,
+                                 FilterLanguage::PcapFilter, p);
+            },
+            r.pcapLatency) ||
+        !compileLatency(
+            [&](Phases &p) {
+              return compileText(context, f.netpfl, FilterLanguage::NetPFL, p);
+            },
+            r.pflLatency))
+      return 1;
+    std::vector<double> times;
+    for (unsigned i = 0; i < compiles; ++i) {
+      struct bpf_program program;
+      auto start = Clock::now();
+      if (!compileBpf(dead, f.tcpdump, program))
+        return 1;
+      times.push_back(msSince(start));
+      pcap_freecode(&program);
+    }
+    r.pcapCompileMs = median(times);
+  }
+
+  os << "\n## Front ends\n\n"
+     << "### The filters (the NetPFL filters give every packet libpcap's "
+        "verdict)\n\n"
+     << "| filter | tcpdump expression | NetPFL | hand-written NetIL |\n"
+     << "|---|---|---|---|\n";
+  for (auto &r : runs)
+    os << llvm::formatv("| {0} | {1} | {2} | {3} |\n", r->filter.name,
+                        code(r->filter.tcpdump), code(r->filter.netpfl),
+                        r->filter.netil.empty()
+                            ? std::string("-")
+                            : "filters/" + r->filter.netil + ".netil");
+
+  os << "\n### Front ends: ns per packet (JIT batch entry; lower is better; "
+        "target: bpf_filter / JIT >= 3 on the small trace)\n\n"
+     << "| filter | trace | accepted | pcap-filter JIT | NetPFL JIT | NetIL "
+        "JIT | bpf_filter | bpf_filter / pcap-filter JIT | bpf_filter / "
+        "NetPFL JIT |\n"
+     << "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (auto &r : runs)
+    for (size_t ti = 0; ti < traces.size(); ++ti) {
+      const FrontEndRun::PerTrace &p = r->traces[ti];
+      os << llvm::formatv(
+          "| {0} | {1} | {2} | {3:f2} | {4:f2} | {5} | {6:f2} | {7} | {8} |\n",
+          r->filter.name, traces[ti].name, p.accepted, p.pcapJit, p.pflJit,
+          r->netil.vm ? llvm::formatv("{0:f2}", p.netilJit).str()
+                      : std::string("-"),
+          p.bpf, ratio(p.bpf, p.pcapJit), ratio(p.bpf, p.pflJit));
+    }
+
+  os << "\n### Front ends: compile latency (ms, warm process, median of "
+     << compiles << "; target: total < 5 ms)\n\n"
+     << "| filter | front end | to netvm IR | netvm -O2 | to LLVM IR | LLVM "
+        "-O2 | code generation and linking | total | pcap_compile | total / "
+        "pcap_compile |\n"
+     << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (auto &r : runs)
+    for (auto [language, m] :
+         {std::pair<const char *, const Phases *>{"pcap-filter",
+                                                  &r->pcapLatency},
+          {"NetPFL", &r->pflLatency}})
+      os << llvm::formatv("| {0} | {1} | {2:f2} | {3:f2} | {4:f2} | {5:f2} | "
+                          "{6:f2} | {7:f2} | {8:f3} | {9:f0} |\n",
+                          r->filter.name, language, m->frontEnd, m->optimize,
+                          m->jit.lowering + m->jit.translation,
+                          m->jit.optimization, m->jit.codegen, m->total,
+                          r->pcapCompileMs, m->total / r->pcapCompileMs);
+
+  os << "\n### Front ends: code size (operations inside handlers, all "
+        "dialects (netvm dialect only); target: -O2 <= 1.2x the "
+        "hand-written NetIL's)\n\n"
+     << "| filter | BPF instructions | pcap-filter | pcap-filter -O2 | "
+        "NetPFL | NetPFL -O2 | NetIL | NetIL -O2 | pcap-filter -O2 / NetIL "
+        "-O2 | NetPFL -O2 / NetIL -O2 |\n"
+     << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (auto &r : runs) {
+    bool netil = r->netil.vm != nullptr;
+    auto versus = [&](const Phases &p) {
+      return netil ? ratio(p.after.all, r->netilBuild.after.all)
+                   : std::string("-");
+    };
+    os << llvm::formatv(
+        "| {0} | {1} | {2} | {3} | {4} | {5} | {6} | {7} | {8} | {9} |\n",
+        r->filter.name, r->bpf.bf_len, ops(r->pcapBuild.before),
+        ops(r->pcapBuild.after), ops(r->pflBuild.before),
+        ops(r->pflBuild.after),
+        netil ? ops(r->netilBuild.before) : std::string("-"),
+        netil ? ops(r->netilBuild.after) : std::string("-"),
+        versus(r->pcapBuild), versus(r->pflBuild));
+  }
+
+  bool anyNatural = llvm::any_of(runs, [](auto &r) { return r->natural.vm; });
+  if (anyNatural) {
+    os << "\n### NetPFL as one would write it (not libpcap's semantics: "
+          "tunnels, VLAN tags, MPLS, later headers)\n\n"
+       << "| filter | NetPFL | trace | accepted | libpcap accepts | packets "
+          "differing | JIT batch ns/packet |\n"
+       << "|---|---|---|---:|---:|---:|---:|\n";
+    for (auto &r : runs) {
+      if (!r->natural.vm)
+        continue;
+      for (size_t ti = 0; ti < traces.size(); ++ti) {
+        const FrontEndRun::PerTrace &p = r->traces[ti];
+        os << llvm::formatv("| {0} | {1} | {2} | {3} | {4} | {5} | {6:f2} |\n",
+                            r->filter.name, code(r->filter.natural),
+                            traces[ti].name, p.naturalAccepted, p.accepted,
+                            p.naturalDiffer, p.naturalJit);
+      }
+    }
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(benchCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "netvm-bench - the NetVM paper's filters: JIT vs hand-written C vs "
+      "libpcap's bpf_filter vs the interpreter; the pcap-filter and NetPFL "
+      "front ends vs libpcap\n");
+
+  std::vector<Trace> traces(1);
+  if (!loadTrace(smallTrace, traces[0], /*keepCopies=*/true))
+    return 1;
+  if (!largeTrace.empty()) {
+    traces.emplace_back();
+    if (!loadTrace(largeTrace, traces[1], false))
+      return 1;
+  }
+
+  DialectRegistry registry;
+  driver::registerDialects(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+
+  pcap_t *dead = pcap_open_dead(DLT_EN10MB, 65535);
+  llvm::raw_ostream &os = llvm::outs();
+  int status = 0;
+  if (section != Section::FrontEnds)
+    status = measureFilters(context, traces, dead, os);
+  if (section != Section::Filters && (status == 0 || verifyOnly))
+    status |= measureFrontEnds(context, traces, dead, os);
+  pcap_close(dead);
+  return status;
 }

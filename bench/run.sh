@@ -6,11 +6,14 @@
 # netvm-pcapgen with fixed seeds), then runs in one process netvm-bench:
 # the paper's five filters as JIT code (batch and per-packet entries)
 # against the same filters in C (clang -O2), libpcap's bpf_filter and the
-# interpreter, JIT compile latency, and the runner's threads; and finally
-# netvm-run -j 1 / -j 2 end to end. Prints Markdown; bench/README.md holds
-# the latest figures.
+# interpreter, JIT compile latency, and the runner's threads; the filter
+# front ends (tcpdump expressions and NetPFL) against libpcap's
+# pcap_compile and bpf_filter; and finally netvm-run -j 1 / -j 2 end to
+# end. Prints Markdown; bench/README.md holds the latest figures.
 #
 # Usage: bench/run.sh [extra netvm-bench options, e.g. --min-time 1]
+#        bench/run.sh --section frontends   # only the front ends (no
+#                                           # netvm-run end to end)
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 
@@ -31,6 +34,18 @@ echo
 "$build/bin/netvm-bench" --small "$traces/small.pcap" \
   --large "$traces/large.pcap" --filters "$root/examples/filters" \
   --pipeline-app "$root/examples/apps/watch.nvapp" "$@"
+
+# --section filters or frontends: only that part of netvm-bench, and no
+# end-to-end runs.
+section=all
+args=("$@")
+for ((i = 0; i < ${#args[@]}; ++i)); do
+  case ${args[i]} in
+  --section=* | -section=*) section=${args[i]#*=} ;;
+  --section | -section) section=${args[i + 1]:-all} ;;
+  esac
+done
+[[ $section == all ]] || exit 0
 
 echo
 echo "### netvm-run end to end ($traces/large.pcap, 1,000,000 packets)"
