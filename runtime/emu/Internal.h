@@ -20,6 +20,7 @@
 #include "netvm/Emu/Emulator.h"
 #include "netvm/Emu/Isa.h"
 
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <queue>
@@ -203,7 +204,12 @@ public:
   Stats stats;
   std::vector<MEState> mes;
   std::vector<uint8_t> scratch;
-  std::unique_ptr<uint8_t[]> sram, dram; // zeroed lazily by calloc
+  /// Zeroed by calloc, lazily by the OS: a large DRAM costs nothing until
+  /// touched.
+  struct FreeDeleter {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t[], FreeDeleter> sram, dram;
   Ring rings[numRings];
   const Image *image = nullptr;
   std::vector<Symbol> symbols;

@@ -54,6 +54,18 @@ static const char *const csrNames[] = {
 static_assert(sizeof(csrNames) / sizeof(csrNames[0]) == size_t(Csr::Count),
               "one name per CSR");
 
+const char *netvm::me::formatName(Format format) {
+  static const char *const names[] = {
+      "None",     "CtxArb",   "Alu",      "Immed",         "ImmedHalf",
+      "LdField",  "ByteAlign", "Branch",  "BrByte",        "BrBit",
+      "BrCtx",    "BrSignal", "BrState",  "Jump",          "Rtn",
+      "CsrRd",    "CsrWr",    "DstSrc",   "CamWrite",      "CamWriteState",
+      "Crc",      "Mem",      "Hash"};
+  static_assert(sizeof(names) / sizeof(names[0]) == size_t(Format::Hash) + 1,
+                "one name per format");
+  return names[size_t(format)];
+}
+
 const char *netvm::me::csrName(Csr csr) {
   return csr < Csr::Count ? csrNames[size_t(csr)] : nullptr;
 }
@@ -375,9 +387,10 @@ bool netvm::me::decode(uint64_t word, Instr &in, std::string &why) {
     }
     in.shift = Shift(x >> 7);
     in.shiftAmount = uint8_t((x >> 2) & 31);
-    if ((in.shift == Shift::None || in.shift >= Shift::LslInd) &&
-        in.shiftAmount != 0) {
-      why = "shift amount without a constant shift";
+    if ((in.shift == Shift::None || in.shift >= Shift::LslInd) !=
+        (in.shiftAmount == 0)) {
+      why = in.shiftAmount ? "shift amount without a constant shift"
+                           : "constant shift by 0";
       return false;
     }
     if (format == Format::LdField) {

@@ -5,9 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "netvm/Emu/Isa.h"
 #include "netvm/Target/ME/Assembler.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -15,10 +17,10 @@ namespace cl = llvm::cl;
 using namespace netvm::me;
 
 static cl::OptionCategory asCategory("netvm-me-as options");
-static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("<program.s>"),
                                       cl::cat(asCategory));
-static cl::opt<std::string> outputFile("o", cl::Required,
+static cl::opt<std::string> outputFile("o",
                                        cl::desc("Output image"),
                                        cl::value_desc("image"),
                                        cl::cat(asCategory));
@@ -32,6 +34,37 @@ static cl::opt<unsigned>
                           "(default 4096)"),
                  cl::init(4096), cl::cat(asCategory));
 
+static cl::opt<bool> printTable(
+    "print-opcode-table",
+    cl::desc("Print the instruction table as the Markdown table of "
+             "docs/me-isa.md and exit"),
+    cl::cat(asCategory));
+
+/// The opcode table of docs/me-isa.md, straight from MEInstrs.def.
+static void printOpcodeTable() {
+  llvm::outs() << "| opcode | mnemonic | operation | format | cycles | flags |\n"
+                  "|---|---|---|---|---|---|\n";
+  size_t count;
+  const InstrInfo *rows = instrTable(count);
+  for (size_t i = 0; i < count; ++i) {
+    const InstrInfo &row = rows[i];
+    std::string flags;
+    auto add = [&](uint8_t bit, const char *name) {
+      if (row.flags & bit)
+        flags += (flags.empty() ? "" : ", ") + std::string(name);
+    };
+    add(SetsCC, "sets CC");
+    add(Control, "control");
+    add(ReadsDst, "reads dst");
+    add(Swap, "may swap");
+    llvm::outs() << "| " << llvm::format("0x%02x", unsigned(row.op)) << " | `"
+                 << row.mnemonic << "` | "
+                 << (*row.sub ? "`" + std::string(row.sub) + "`" : "") << " | "
+                 << formatName(row.format) << " | " << unsigned(row.cycles)
+                 << " | " << flags << " |\n";
+  }
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(asCategory);
@@ -39,6 +72,14 @@ int main(int argc, char **argv) {
       argc, argv,
       "netvm-me-as - assemble microengine code into an image\n\n"
       "  netvm-me-as forward.s -o forward.img\n");
+  if (printTable) {
+    printOpcodeTable();
+    return 0;
+  }
+  if (inputFile.empty() || outputFile.empty()) {
+    llvm::errs() << "netvm-me-as: give a program and -o IMAGE\n";
+    return 1;
+  }
   std::vector<uint8_t> source;
   std::string error;
   if (!readFileBytes(inputFile, source, error)) {

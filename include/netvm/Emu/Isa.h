@@ -69,6 +69,8 @@ struct InstrInfo {
   uint8_t flags;
 };
 
+const char *formatName(Format format);
+
 /// The row of an opcode, or null for an opcode the table does not define.
 const InstrInfo *lookupOpcode(uint8_t opcode);
 /// Every row of the table, in table order.
