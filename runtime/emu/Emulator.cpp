@@ -316,28 +316,122 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
 // Events
 //===----------------------------------------------------------------------===//
 
-void Emulator::Impl::schedule(Event &&event) {
-  uint32_t slot;
+uint32_t Emulator::Impl::allocEvent() {
   if (!freeSlots.empty()) {
-    slot = freeSlots.back();
+    uint32_t slot = freeSlots.back();
     freeSlots.pop_back();
-    pool[slot] = event;
-  } else {
-    slot = uint32_t(pool.size());
-    pool.push_back(event);
+    return slot;
   }
-  heap.push(Key{event.time, sequence++, slot});
+  pool.emplace_back();
+  return uint32_t(pool.size() - 1);
+}
+
+void Emulator::Impl::enqueue(uint32_t slot) {
+  uint64_t time = pool[slot].time, seq = sequence++;
+  if (time < wheelBase)
+    late.push_back(Key{time, seq, slot});
+  else if (time - wheelBase < wheelSize)
+    wheelInsert(time, seq, slot);
+  else
+    far.push(Key{time, seq, slot});
+}
+
+void Emulator::Impl::schedule(Event &&event) {
+  uint32_t slot = allocEvent();
+  pool[slot] = event;
+  enqueue(slot);
+}
+
+void Emulator::Impl::wheelInsert(uint64_t time, uint64_t seq, uint32_t slot) {
+  unsigned b = unsigned(time) & (wheelSize - 1);
+  std::vector<Entry> &bucket = wheel[b];
+  if (bucket.empty() || bucket.back().seq < seq) {
+    bucket.push_back(Entry{seq, slot});
+  } else {
+    // An event from the far heap, older than those already here.
+    auto at = bucket.end();
+    while (at != bucket.begin() && (at - 1)->seq > seq)
+      --at;
+    bucket.insert(at, Entry{seq, slot});
+  }
+  wheelMap[b / 64] |= uint64_t(1) << (b % 64);
+  ++wheelCount;
+}
+
+uint64_t Emulator::Impl::wheelNext() const {
+  if (!wheelCount)
+    return never;
+  // Scan the bitmap from wheelBase's bucket, wrapping once.
+  unsigned start = unsigned(wheelBase) & (wheelSize - 1);
+  for (unsigned k = 0; k <= wheelSize / 64; ++k) {
+    unsigned word = (start / 64 + k) % (wheelSize / 64);
+    uint64_t bits = wheelMap[word];
+    if (k == 0)
+      bits &= ~uint64_t(0) << (start % 64);
+    else if (k == wheelSize / 64)
+      bits &= (uint64_t(1) << (start % 64)) - 1;
+    if (!bits)
+      continue;
+    unsigned b = word * 64 + unsigned(__builtin_ctzll(bits));
+    return wheelBase + ((b - start) & (wheelSize - 1));
+  }
+  return never;
+}
+
+uint64_t Emulator::Impl::nextEventTime() const {
+  uint64_t next = wheelNext();
+  if (!far.empty())
+    next = std::min(next, far.top().time);
+  for (const Key &k : late)
+    next = std::min(next, k.time);
+  return next;
+}
+
+void Emulator::Impl::apply(uint32_t slot) {
+  Event &event = pool[slot];
+  lastActivity = std::max(lastActivity, event.time);
+  applyEvent(event);
+  freeSlots.push_back(slot);
 }
 
 void Emulator::Impl::processEvents(uint64_t before) {
-  while (!heap.empty() && heap.top().time < before) {
-    uint32_t slot = heap.top().slot;
-    heap.pop();
-    Event &event = pool[slot];
-    lastActivity = std::max(lastActivity, event.time);
-    applyEvent(event);
-    freeSlots.push_back(slot);
+  // Late events first, in order (they are all before anything else).
+  while (!late.empty()) {
+    std::vector<Key> batch;
+    batch.swap(late);
+    std::sort(batch.begin(), batch.end(),
+              [](const Key &x, const Key &y) { return y < x; });
+    for (const Key &k : batch)
+      apply(k.slot);
   }
+  for (;;) {
+    while (!far.empty() && far.top().time - wheelBase < wheelSize) {
+      Key k = far.top();
+      far.pop();
+      wheelInsert(k.time, k.seq, k.slot);
+    }
+    uint64_t t = wheelNext();
+    if (t == never) {
+      if (far.empty() || far.top().time >= before)
+        break;
+      wheelBase = far.top().time; // nothing in between: jump
+      continue;
+    }
+    if (t >= before)
+      break;
+    wheelBase = t;
+    unsigned b = unsigned(t) & (wheelSize - 1);
+    std::vector<Entry> &bucket = wheel[b];
+    // Applying may append events of this same cycle: index, do not iterate.
+    for (size_t i = 0; i < bucket.size(); ++i) {
+      --wheelCount;
+      apply(bucket[i].slot);
+    }
+    bucket.clear();
+    wheelMap[b / 64] &= ~(uint64_t(1) << (b % 64));
+    wheelBase = t + 1;
+  }
+  wheelBase = std::max(wheelBase, before);
 }
 
 void Emulator::Impl::tryWake(MEState &me, Context &c) {
@@ -785,8 +879,7 @@ void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
       progress(t, user);
       nextProgress = t + progressCycles;
     }
-    if (!heap.empty())
-      next = std::min(next, heap.top().time);
+    next = std::min(next, nextEventTime());
     if (next == never)
       break;
     if (next > t)

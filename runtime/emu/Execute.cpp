@@ -317,8 +317,14 @@ uint32_t Emulator::Impl::camLookup(MEState &me, uint32_t tag) {
 void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
                            uint32_t address) {
   unsigned n = me.perBank;
-  Event e;
-  e.time = me.now + 0; // set below from the unit's latency
+  // Filled in place (an event is large); every field is set here or below.
+  uint32_t slot = allocEvent();
+  Event &e = pool[slot];
+  e.time = me.now;
+  e.kind = EventKind::Memory;
+  e.reason = StallDone;
+  e.xfer = 0;
+  e.aux = 0;
   e.op = in.op;
   e.me = uint8_t(me.index);
   e.ctx = uint8_t(&c - me.ctx);
@@ -329,6 +335,7 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
   auto bad = [&](const std::string &why) {
     me.faultPending = true;
     me.faultReason = why;
+    freeSlots.push_back(slot);
   };
   auto range = [&](Memory memory, uint64_t length, unsigned align) {
     if (address % align) {
@@ -355,7 +362,6 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
       bad("scratch ring " + printNumber(address) + " is not configured");
       return;
     }
-    e.kind = EventKind::Memory;
     e.reason = StallScratch;
     e.time = me.now + config.scratchLatency;
     if (in.op == Op::ScratchPut)
@@ -364,7 +370,6 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
       e.xfer = uint16_t(2 * n + in.xfer);
     break;
   case Op::Hash64:
-    e.kind = EventKind::Memory;
     e.reason = StallHash;
     e.time = me.now + config.hashLatency;
     capture(4 * n, 2 * in.count);
@@ -403,7 +408,6 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
     unsigned words = dram ? 2 * in.count : in.count;
     if (!range(memory, 4ull * words, dram ? 8 : 4))
       return;
-    e.kind = EventKind::Memory;
     e.reason = uint8_t(memory == Memory::Dram   ? StallDram
                        : memory == Memory::Sram ? StallSram
                                                 : StallScratch);
@@ -425,7 +429,7 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
     break;
   }
   }
-  schedule(std::move(e));
+  enqueue(slot);
 }
 
 //===----------------------------------------------------------------------===//

@@ -181,7 +181,15 @@ public:
 
   // Emulator.cpp
   void schedule(Event &&event);
+  /// A free event slot to fill in place, then enqueue().
+  uint32_t allocEvent();
+  void enqueue(uint32_t slot);
   void processEvents(uint64_t before);
+  void wheelInsert(uint64_t time, uint64_t seq, uint32_t slot);
+  /// The first non-empty bucket's cycle, or never.
+  uint64_t wheelNext() const;
+  uint64_t nextEventTime() const;
+  void apply(uint32_t slot);
   void applyEvent(Event &event);
   void memoryEvent(Event &event);
   void deliverSignal(unsigned me, unsigned ctx, unsigned sig, uint64_t time,
@@ -214,15 +222,29 @@ public:
   const Image *image = nullptr;
   std::vector<Symbol> symbols;
 
-  // Event queue: a heap of (time, sequence) over a pool of events.
+  // The event queue, ordered by (time, sequence): a timing wheel of one
+  // bucket per cycle for the next wheelSize cycles (commands complete within
+  // a few hundred), a heap for later events, and a list of "late" events
+  // whose cycle is already behind the wheel (effects shorter than a quantum:
+  // next-neighbour writes, receive requests), applied first and in order.
+  static constexpr unsigned wheelBits = 12, wheelSize = 1u << wheelBits;
   struct Key {
     uint64_t time, seq;
     uint32_t slot;
-    bool operator<(const Key &o) const {
+    bool operator<(const Key &o) const { // for the max-heap: earliest on top
       return time != o.time ? time > o.time : seq > o.seq;
     }
   };
-  std::priority_queue<Key> heap;
+  struct Entry {
+    uint64_t seq;
+    uint32_t slot;
+  };
+  std::vector<Entry> wheel[wheelSize]; // in sequence order
+  uint64_t wheelMap[wheelSize / 64] = {}; // non-empty buckets
+  uint64_t wheelBase = 0; // every event before this cycle is applied
+  size_t wheelCount = 0;
+  std::priority_queue<Key> far; // at wheelBase + wheelSize or later
+  std::vector<Key> late;        // before wheelBase
   std::deque<Event> pool; // stable: applying an event may schedule more
   std::vector<uint32_t> freeSlots;
   uint64_t sequence = 0;
