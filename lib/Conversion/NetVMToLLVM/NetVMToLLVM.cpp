@@ -31,6 +31,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <map>
@@ -1816,6 +1817,13 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
 
 LogicalResult netvm::lowerToLLVMDialect(ModuleOp module,
                                         const NativeLoweringOptions &options) {
+  // Blocks no path reaches (a NetIL label only a never-taken switch case
+  // names, at -O0) would escape the conversion, which visits reachable
+  // blocks only; they cannot run, so they go.
+  IRRewriter rewriter(module.getContext());
+  module.walk([&](HandlerOp handler) {
+    (void)eraseUnreachableBlocks(rewriter, handler->getRegions());
+  });
   FailureOr<std::unique_ptr<NativeLoweringState>> state =
       prepareNativeLowering(module, options);
   if (failed(state))

@@ -1379,8 +1379,13 @@ private:
     Value one = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
     Value zero = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
     switch (f.kind) {
-    case Formula::Leaf:
-      return {isTrue(get(flagVar(f.chain))), zero};
+    case Formula::Leaf: {
+      Value yes = isTrue(get(flagVar(f.chain)));
+      Value no = arith::AndIOp::create(
+          b, loc, chainDead(f.chain),
+          arith::XOrIOp::create(b, loc, yes, one));
+      return {yes, no};
+    }
     case Formula::Not: {
       auto [yes, no] = decided(f.kids[0]);
       return {no, yes};
@@ -1403,6 +1408,45 @@ private:
     }
     }
     llvm_unreachable("unknown formula");
+  }
+
+  /// Whether chain `c` can no longer become true (i1): nothing is partly
+  /// matched, and no header still to come can start a match, because
+  /// every element a match may start with names header instances that
+  /// are already behind (`ethernet%1` after the first Ethernet header).
+  /// Chains that may start at any later header are never dead.
+  Value chainDead(size_t c) {
+    const Chain &chain = filter.chains[c];
+    size_t n = chain.elems.size();
+    Value never = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    Value dead = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    // Anchored chains start at the first header only, which is behind.
+    if (!chain.anchored) {
+      uint32_t starts = closure(chain, 1);
+      for (size_t j = 0; j < n; ++j) {
+        if (!((starts >> j) & 1))
+          continue;
+        const Element &e = chain.elems[j];
+        if (e.kind != Element::Set)
+          return never;
+        for (const Member &m : e.members) {
+          if (!m.index)
+            return never;
+          dead = arith::AndIOp::create(
+              b, loc, dead,
+              cmp(arith::CmpIPredicate::uge,
+                  get(var("count." + m.proto->name)), c32(m.index)));
+        }
+      }
+    }
+    if (n == 1 && !chain.anchored)
+      return dead; // no partial matches are kept
+    uint32_t partial = ((1u << n) - 1) & ~1u; // states 1 .. n-1
+    Value none = cmp(arith::CmpIPredicate::eq,
+                     arith::AndIOp::create(b, loc, get(chainVar(c)),
+                                           c32(partial)),
+                     c32(0));
+    return arith::AndIOp::create(b, loc, dead, none);
   }
 
   /// Step the automaton of chain `c` over header `p` (false when `p`
