@@ -18,6 +18,7 @@
 #include "NetVM/NetVMPasses.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/IR/LLVMContext.h"
@@ -162,6 +163,30 @@ static void addBuffer(llvm::SourceMgr &sourceMgr, const std::string &name,
                                llvm::SMLoc());
 }
 
+/// Whether an operation of the handlers of `app` may write packet memory.
+/// Only netvm operations touch memories; one that does not describe its
+/// effects counts as a writer unless it is structure (no operands).
+static bool mayWritePackets(ApplicationOp app) {
+  mlir::Dialect *netvmDialect = app->getDialect();
+  auto result = app.walk([&](mlir::Operation *op) {
+    if (op->getDialect() != netvmDialect || op == app.getOperation())
+      return mlir::WalkResult::advance();
+    if (auto effects = llvm::dyn_cast<mlir::MemoryEffectOpInterface>(op)) {
+      llvm::SmallVector<mlir::MemoryEffects::EffectInstance> list;
+      effects.getEffects(list);
+      for (auto &e : list)
+        if (llvm::isa<mlir::MemoryEffects::Write>(e.getEffect()) &&
+            e.getResource() == PacketMemoryResource::get())
+          return mlir::WalkResult::interrupt();
+      return mlir::WalkResult::advance();
+    }
+    if (op->getNumOperands() == 0 || op->getNumRegions() > 0)
+      return mlir::WalkResult::advance();
+    return mlir::WalkResult::interrupt();
+  });
+  return result.wasInterrupted();
+}
+
 std::unique_ptr<Application>
 Application::compile(const CompileRequest &request,
                      std::vector<Diagnostic> &diagnostics) {
@@ -250,6 +275,7 @@ Application::compile(const CompileRequest &request,
   }
   for (netvm::PassStatistic &s : counted)
     result->stats.push_back({s.pass, s.name, s.value});
+  result->packetWrites = mayWritePackets(app);
   return result;
 }
 

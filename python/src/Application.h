@@ -71,6 +71,9 @@ public:
   const std::vector<std::string> &pes() const { return peNames; }
   unsigned optLevel() const { return level; }
   const std::vector<PassStatistic> &passStatistics() const { return stats; }
+  /// Whether some handler may write packet memory (stores, copies into the
+  /// packet): batches must then run on copies of the caller's packets.
+  bool writesPackets() const { return packetWrites; }
 
   /// The IR at `stage`: "input", "instrumented", "optimized" or
   /// "llvm-dialect". Throws std::invalid_argument for another stage.
@@ -96,6 +99,7 @@ private:
   std::vector<std::string> sourceNames, sinkNames, peNames;
   unsigned level = 2;
   std::vector<PassStatistic> stats;
+  bool packetWrites = true;
   const netvm_app_desc *jitted = nullptr;
 };
 

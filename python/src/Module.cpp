@@ -238,10 +238,14 @@ struct PyBatchResult {
 struct PyInstance {
   std::unique_ptr<Instance> instance;
   NamesRef names;
+  bool copyPackets;
+  // Batches, kept between calls (no page faults on every batch).
+  std::vector<uint8_t> arena;
+  std::vector<netvm_packet> batch;
 
-  PyInstance(const netvm_app_desc *desc, uint64_t watchdog)
+  PyInstance(const netvm_app_desc *desc, uint64_t watchdog, bool copyPackets)
       : instance(std::make_unique<Instance>(desc, watchdog)),
-        names(std::make_shared<Names>(desc)) {}
+        names(std::make_shared<Names>(desc)), copyPackets(copyPackets) {}
 
   uint32_t source(nb::handle port) const {
     if (names->sources.empty())
@@ -274,9 +278,14 @@ struct PyInstance {
   PyBatchResult runBatch(nb::handle packets, nb::handle offsets,
                          nb::handle port) {
     uint32_t src = source(port);
-    std::vector<uint8_t> arena;
-    std::vector<netvm_packet> batch;
+    Instance::Busy busy(*instance);
+    // A buffer's packets run in place when the application never writes
+    // packet memory; other packets on copies, in an arena kept between
+    // batches.
+    std::vector<ByteView> views;
     std::vector<size_t> starts;
+    batch.clear();
+    arena.clear();
     if (offsets.is_none()) {
       if (PyUnicode_Check(packets.ptr()) || PyBytes_Check(packets.ptr()) ||
           PyByteArray_Check(packets.ptr()) ||
@@ -295,6 +304,8 @@ struct PyInstance {
       PyObject **items = PySequence_Fast_ITEMS(seq.ptr());
       batch.resize(n);
       starts.resize(n);
+      // Copied (one buffer view at a time is cheaper than holding a
+      // million, and lets the list change once the GIL is released).
       for (Py_ssize_t i = 0; i < n; ++i) {
         ByteView b(items[i], "every packet");
         batch[i].length = checkedLength(b.size(), "a packet");
@@ -302,7 +313,8 @@ struct PyInstance {
         arena.insert(arena.end(), b.data(), b.data() + b.size());
       }
     } else {
-      ByteView buffer(packets, "the packet buffer");
+      const ByteView &buffer =
+          views.emplace_back(packets, "the packet buffer");
       nb::object array = nb::module_::import_("numpy").attr(
           "ascontiguousarray")(offsets, "dtype"_a = "int64");
       auto offs = nb::cast<
@@ -315,24 +327,25 @@ struct PyInstance {
       const int64_t *o = offs.data();
       if (o[0] < 0 || static_cast<uint64_t>(o[n]) > buffer.size())
         throw nb::value_error("offsets must lie within the packet buffer");
-      for (size_t i = 0; i < n; ++i)
+      for (size_t i = 0; i < n; ++i) {
         if (o[i + 1] < o[i])
           throw nb::value_error(("offsets must not decrease (offsets[" +
                                  std::to_string(i + 1) + "] < offsets[" +
                                  std::to_string(i) + "])")
                                     .c_str());
-      batch.resize(n);
-      starts.resize(n);
-      {
-        nb::gil_scoped_release release;
-        arena.assign(buffer.data() + o[0], buffer.data() + o[n]);
-        for (size_t i = 0; i < n; ++i) {
-          starts[i] = static_cast<size_t>(o[i] - o[0]);
-          batch[i].length = static_cast<uint32_t>(o[i + 1] - o[i]);
-        }
+        checkedLength(o[i + 1] - o[i], "a packet");
       }
-      for (size_t i = 0; i < n; ++i)
-        checkedLength(batch[i].length, "a packet");
+      batch.resize(n);
+      nb::gil_scoped_release release;
+      const uint8_t *base = buffer.data();
+      if (copyPackets) {
+        arena.assign(base + o[0], base + o[n]);
+        base = arena.data() - o[0];
+      }
+      for (size_t i = 0; i < n; ++i) {
+        batch[i].data = const_cast<uint8_t *>(base + o[i]);
+        batch[i].length = static_cast<uint32_t>(o[i + 1] - o[i]);
+      }
     }
     size_t n = batch.size();
     PyBatchResult result;
@@ -344,11 +357,11 @@ struct PyInstance {
     result.outputs = numpyArray(n, outputs);
     result.exception = numpyArray(n, exception);
     result.sinkData = sink;
-    Instance::Busy busy(*instance);
     {
       nb::gil_scoped_release release;
-      for (size_t i = 0; i < n; ++i)
-        batch[i].data = arena.data() + starts[i];
+      if (offsets.is_none())
+        for (size_t i = 0; i < n; ++i)
+          batch[i].data = arena.data() + starts[i];
       instance->runBatch(src, batch.data(), n, {sink, outputs, exception});
     }
     return result;
@@ -572,6 +585,7 @@ NB_MODULE(_netvm, m) {
       .def_prop_ro("sinks", &Application::sinks)
       .def_prop_ro("pes", &Application::pes)
       .def_prop_ro("opt_level", &Application::optLevel)
+      .def_prop_ro("writes_packets", &Application::writesPackets)
       .def_prop_ro("pass_statistics",
                    [](const Application &a) {
                      std::vector<std::tuple<std::string, std::string,
@@ -595,7 +609,7 @@ NB_MODULE(_netvm, m) {
       .def(
           "jit",
           [](Application &a, uint64_t watchdog) {
-            return new PyInstance(a.jit(), watchdog);
+            return new PyInstance(a.jit(), watchdog, a.writesPackets());
           },
           "watchdog"_a, nb::rv_policy::take_ownership);
 
