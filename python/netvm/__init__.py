@@ -125,6 +125,12 @@ class Application:
         return self._impl.opt_level
 
     @property
+    def writes_packets(self) -> bool:
+        """Whether a handler may write packet memory (then batches run on
+        copies of the caller's packets; otherwise in place)."""
+        return self._impl.writes_packets
+
+    @property
     def pass_statistics(self) -> list:
         """What netvm's passes did while optimizing (list of
         :class:`PassStatistic`, in the order first counted)."""

@@ -259,3 +259,9 @@ def test_bad_mlir():
 def test_inputs_dir_program():
     app = netvm.compile(INPUTS / "mark.netil")
     assert app.pes == ["mark"]
+
+
+def test_writes_packets():
+    assert not netvm.compile(IP_TCP).writes_packets
+    assert not netvm.compile(CLASSIFY).writes_packets
+    assert netvm.compile(INPUTS / "mark.netil").writes_packets
