@@ -31,6 +31,11 @@ static cl::opt<std::string> programFile(cl::Positional, cl::Required,
 static cl::opt<std::string> readFile("r", cl::desc("Receive packets from this pcap file"),
                                      cl::value_desc("in.pcap"),
                                      cl::cat(emuCategory));
+static cl::opt<std::string> hexFile(
+    "hex",
+    cl::desc("Receive packets from a text file: one packet per line as "
+             "hexadecimal bytes (as netvm-run --hex)"),
+    cl::value_desc("packets.txt"), cl::cat(emuCategory));
 static cl::opt<std::string> writeFile("w",
                                       cl::desc("Write transmitted packets to this pcap file"),
                                       cl::value_desc("out.pcap"),
@@ -435,8 +440,14 @@ int main(int argc, char **argv) {
   }
   std::optional<PcapInput> input;
   int linkType = 1; // DLT_EN10MB
-  if (!readFile.empty()) {
-    auto reader = netvm::rt::PacketReader::open(readFile, false, error);
+  if (!readFile.empty() && !hexFile.empty()) {
+    llvm::errs() << "netvm-emu: -r and --hex are exclusive\n";
+    return 1;
+  }
+  if (!readFile.empty() || !hexFile.empty()) {
+    bool hex = !hexFile.empty();
+    auto reader =
+        netvm::rt::PacketReader::open(hex ? hexFile : readFile, hex, error);
     if (!reader) {
       llvm::errs() << "netvm-emu: " << error << "\n";
       return 1;
@@ -464,7 +475,8 @@ int main(int argc, char **argv) {
                     .count();
   const Stats &stats = emulator.stats();
   if (input && !input->error.empty()) {
-    llvm::errs() << "netvm-emu: " << readFile << ": " << input->error << "\n";
+    llvm::errs() << "netvm-emu: " << (hexFile.empty() ? readFile : hexFile)
+                 << ": " << input->error << "\n";
     return 1;
   }
 

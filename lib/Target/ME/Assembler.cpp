@@ -114,6 +114,10 @@ private:
 
   // Pass 1.
   void firstPass();
+  void readSource(std::string_view text, unsigned file);
+  void include(unsigned line, const Piece &arg);
+  /// "line N" of `line`, or "file:N" when not in the file of `from`.
+  std::string lineRef(unsigned line, unsigned from) const;
   void parseLine(unsigned line, std::string text);
   bool splitParts(unsigned line, const std::string &text, size_t pos,
                   std::vector<Part> &parts);
@@ -168,6 +172,14 @@ private:
   std::vector<Diagnostic> diagnostics;
   unsigned errorCount = 0;
 
+  /// Lines are numbered across included files: `line` everywhere indexes
+  /// this table.
+  struct SourceLine {
+    unsigned file, number;
+  };
+  std::vector<SourceLine> lines;
+  std::vector<std::string> files;
+  std::vector<std::string> includeStack;
   std::vector<Block> blocks;
   std::vector<DataBlock> dataBlocks;
   std::vector<DataInit> dataInits; // filled by the second pass
@@ -188,11 +200,19 @@ private:
 bool Assembler::error(unsigned line, unsigned col, const std::string &message) {
   if (errorCount < options.maxErrors)
     diagnostics.push_back(Diagnostic{line, col, errorCount,
-                                     fileName + ":" + std::to_string(line) +
+                                     files[lines[line].file] + ":" +
+                                         std::to_string(lines[line].number) +
                                          ":" + std::to_string(col) +
                                          ": error: " + message});
   ++errorCount;
   return false;
+}
+
+std::string Assembler::lineRef(unsigned line, unsigned from) const {
+  const SourceLine &l = lines[line];
+  if (l.file == lines[from].file)
+    return "line " + std::to_string(l.number);
+  return files[l.file] + ":" + std::to_string(l.number);
 }
 
 //===----------------------------------------------------------------------===//
@@ -200,19 +220,49 @@ bool Assembler::error(unsigned line, unsigned col, const std::string &message) {
 //===----------------------------------------------------------------------===//
 
 void Assembler::firstPass() {
+  files.push_back(fileName);
+  lines.push_back(SourceLine{0, 1}); // for errors about the whole program
+  readSource(source, 0);
+}
+
+void Assembler::readSource(std::string_view text, unsigned file) {
   size_t pos = 0;
-  unsigned line = 0;
-  while (pos <= source.size() && !tooManyErrors()) {
-    size_t eol = source.find('\n', pos);
+  unsigned number = 0;
+  while (pos <= text.size() && !tooManyErrors()) {
+    size_t eol = text.find('\n', pos);
     if (eol == std::string_view::npos)
-      eol = source.size();
-    ++line;
-    std::string text(source.substr(pos, eol - pos));
-    if (!text.empty() && text.back() == '\r')
-      text.pop_back();
-    parseLine(line, text);
+      eol = text.size();
+    lines.push_back(SourceLine{file, ++number});
+    std::string line(text.substr(pos, eol - pos));
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    parseLine(unsigned(lines.size() - 1), line);
     pos = eol + 1;
   }
+}
+
+void Assembler::include(unsigned line, const Piece &arg) {
+  const std::string &t = arg.text;
+  if (t.size() < 2 || t.front() != '"' || t.back() != '"')
+    return (void)error(line, arg.col, "usage: .include \"FILE\"");
+  std::string path = t.substr(1, t.size() - 2);
+  // Relative to the including file.
+  const std::string &from = files[lines[line].file];
+  size_t slash = from.rfind('/');
+  if (!path.empty() && path[0] != '/' && slash != std::string::npos)
+    path = from.substr(0, slash + 1) + path;
+  if (includeStack.size() >= 16)
+    return (void)error(line, arg.col, ".include nested too deeply");
+  for (const std::string &open : includeStack)
+    if (open == path)
+      return (void)error(line, arg.col, "'" + path + "' includes itself");
+  std::string contents, why;
+  if (!options.readFile(path, contents, why))
+    return (void)error(line, arg.col, why);
+  files.push_back(path);
+  includeStack.push_back(path);
+  readSource(contents, unsigned(files.size() - 1));
+  includeStack.pop_back();
 }
 
 void Assembler::parseLine(unsigned line, std::string text) {
@@ -381,8 +431,8 @@ bool Assembler::defineSymbol(unsigned line, unsigned col,
   auto [it, inserted] = symbols.emplace(name, def);
   if (!inserted)
     return error(line, col,
-                 "'" + name + "' is already defined (at line " +
-                     std::to_string(it->second.line) + ")");
+                 "'" + name + "' is already defined (at " +
+                     lineRef(it->second.line, line) + ")");
   it->second.line = line;
   return true;
 }
@@ -451,6 +501,12 @@ void Assembler::directive(unsigned line, const std::string &name, unsigned col,
       return true;
     return error(line, col, std::string("usage: ") + usage);
   };
+  if (name == ".include") {
+    if (!want(1, ".include \"FILE\""))
+      return;
+    include(line, args[0]);
+    return;
+  }
   if (name == ".me") {
     uint32_t mask;
     if (!parseMeSpec(line, args, mask)) {
@@ -642,14 +698,14 @@ void Assembler::directive(unsigned line, const std::string &name, unsigned col,
       if (other.ring == number)
         return (void)error(line, args[0].col,
                            "ring " + std::to_string(number) +
-                               " is already configured (at line " +
-                               std::to_string(ringLines[i]) + ")");
+                               " is already configured (at " +
+                               lineRef(ringLines[i], line) + ")");
       if (base < int64_t(other.base + other.sizeWords * 4) &&
           int64_t(other.base) < base + size * 4)
         return (void)error(line, args[1].col,
                            "the ring overlaps ring " +
-                               std::to_string(other.ring) + " (at line " +
-                               std::to_string(ringLines[i]) + ")");
+                               std::to_string(other.ring) + " (at " +
+                               lineRef(ringLines[i], line) + ")");
     }
     rings.push_back(
         RingConfig{uint8_t(number), uint32_t(base), uint32_t(size)});
@@ -1041,8 +1097,8 @@ bool Assembler::parseTarget(unsigned line, unsigned blockIndex,
     if (it->second.block != blockIndex)
       return error(line, piece.col,
                    "label '" + piece.text +
-                       "' is in another code block (line " +
-                       std::to_string(it->second.line) + ")");
+                       "' is in another code block (" +
+                       lineRef(it->second.line, line) + ")");
     value = it->second.value;
   } else {
     if (it != symbols.end())
@@ -1526,8 +1582,8 @@ void Assembler::checkBlock(Block &block, unsigned blockIndex) {
       const Instr &slot = instrs[i + k];
       if ((slot.info().flags & Control) || slot.sigMode == SigMode::CtxSwap) {
         error(block.statements[i + k].line, block.statements[i + k].parts[0].col,
-              "defer slot " + std::to_string(k) + " of the branch at line " +
-                  std::to_string(st.line) +
+              "defer slot " + std::to_string(k) + " of the branch at " +
+                  lineRef(st.line, block.statements[i + k].line) +
                   " holds an instruction that changes the flow or swaps "
                   "the context");
         break;
@@ -1593,8 +1649,8 @@ void Assembler::checkOverlaps() {
       if (uint64_t(list[i - 1]->address) + list[i - 1]->size >
           list[i]->address)
         error(list[i]->line, list[i]->col,
-              "the data overlaps the data at line " +
-                  std::to_string(list[i - 1]->line));
+              "the data overlaps the data at " +
+                  lineRef(list[i - 1]->line, list[i]->line));
   }
 }
 
@@ -1620,7 +1676,7 @@ bool Assembler::run(Image &image) {
   if (!tooManyErrors())
     secondPass();
   if (blocks.empty() && errorCount == 0)
-    error(1, 1, "no code: start a code block with .me N");
+    error(0, 1, "no code: start a code block with .me N");
   if (errorCount) {
     std::sort(diagnostics.begin(), diagnostics.end(),
               [](const Diagnostic &x, const Diagnostic &y) {
@@ -1647,6 +1703,15 @@ bool Assembler::run(Image &image) {
         Symbol{name, def.kind, def.block, uint32_t(def.value)});
   image.sortSymbols();
   image.meta.emplace_back("producer", "netvm-me-as");
+  return true;
+}
+
+bool netvm::me::readTextFile(const std::string &path, std::string &contents,
+                             std::string &error) {
+  std::vector<uint8_t> bytes;
+  if (!readFileBytes(path, bytes, error))
+    return false;
+  contents.assign(bytes.begin(), bytes.end());
   return true;
 }
 

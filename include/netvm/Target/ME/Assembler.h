@@ -15,17 +15,27 @@
 #include "netvm/Emu/Image.h"
 #include "netvm/Emu/Machine.h"
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace netvm::me {
 
+/// Reads a whole file; the error names it.
+bool readTextFile(const std::string &path, std::string &contents,
+                  std::string &error);
+
 struct AssemblerOptions {
   /// Sizes the program is checked against (MEs, control store, memories).
   MachineConfig machine;
   /// Stop after this many errors.
   unsigned maxErrors = 20;
+  /// Reads the file of an .include (a path relative to the including
+  /// file); on failure sets the message. The default reads from disk.
+  std::function<bool(const std::string &path, std::string &contents,
+                     std::string &error)>
+      readFile = readTextFile;
 };
 
 /// Assembles `source`, named `fileName` in messages. On failure returns
