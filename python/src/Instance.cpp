@@ -47,7 +47,10 @@ void Instance::setMode(Mode m) {
 void Instance::onOutput(void *user, uint32_t sink, const netvm_exbuf *xb) {
   auto *self = static_cast<Instance *>(user);
   if (self->mode == Mode::Batch) {
-    size_t i = self->batchIndex;
+    // The packet an output came from: its arrival number in the batch.
+    uint64_t i = xb->sequence - self->batchStart;
+    if (i >= self->batchCount)
+      return;
     if (self->batch.sink[i] < 0)
       self->batch.sink[i] = static_cast<int32_t>(sink);
     ++self->batch.outputs[i];
@@ -69,7 +72,10 @@ void Instance::onException(void *user, uint32_t kind,
                            const netvm_site *site) {
   auto *self = static_cast<Instance *>(user);
   if (self->mode == Mode::Batch) {
-    size_t i = self->batchIndex;
+    uint64_t i =
+        netvm_instance_exception_sequence(self->vm) - self->batchStart;
+    if (i >= self->batchCount)
+      return;
     if (self->batch.exception[i] < 0)
       self->batch.exception[i] = static_cast<int32_t>(kind);
     return;
@@ -108,10 +114,14 @@ void Instance::runBatch(uint32_t source, netvm_packet *packets, size_t count,
     out.sink[i] = -1;
     out.outputs[i] = 0;
     out.exception[i] = -1;
-    batchIndex = i;
-    netvm_instance_push_batch(vm, source, &packets[i], 1);
   }
+  // One call for the whole batch: the callbacks tell the packets apart by
+  // their arrival numbers.
+  batchStart = netvm_instance_next_sequence(vm);
+  batchCount = count;
+  netvm_instance_push_batch(vm, source, packets, count);
   batch = BatchArrays{};
+  batchCount = 0;
 }
 
 void Instance::runCounted(uint32_t source, netvm_packet *packets,

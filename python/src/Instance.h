@@ -98,7 +98,8 @@ private:
   Mode mode = Mode::Count;
   PacketRecord current, init;
   BatchArrays batch{};
-  size_t batchIndex = 0;
+  uint64_t batchStart = 0; // arrival number of the batch's first packet
+  uint64_t batchCount = 0;
   std::vector<uint8_t> scratch;
   std::atomic<bool> busy{false};
 };

@@ -52,6 +52,7 @@ struct netvm_instance {
   uint8_t *shared;
   uint64_t budget;
   uint64_t sequence;
+  uint64_t exception_sequence; /* of the packet in the exception hook */
   int clear_info; /* some NetPE writes info memory */
   netvm_output_fn output;
   void *output_user;

@@ -163,6 +163,7 @@ void netvm_rt_exception(netvm_ctx *ctx, uint32_t kind, uint32_t site,
     w->exceptions[kind]++;
   if (where && where->pe < vm->app->num_pes)
     w->pe_exceptions[where->pe]++;
+  vm->exception_sequence = xb ? xb->sequence : w->sequence;
   if (!((w->pipeline || w->recorder) &&
         netvm_runner_on_exception(w, kind, where)) &&
       vm->on_exception)
@@ -525,6 +526,14 @@ void netvm_instance_push_batch(netvm_instance *vm, uint32_t source,
     return;
   }
   netvm_worker_push_batch(w, source, packets, count);
+}
+
+uint64_t netvm_instance_next_sequence(const netvm_instance *vm) {
+  return vm->sequence;
+}
+
+uint64_t netvm_instance_exception_sequence(const netvm_instance *vm) {
+  return vm->exception_sequence;
 }
 
 int netvm_instance_pull(netvm_instance *vm, uint32_t sink) {

@@ -68,6 +68,13 @@ void netvm_instance_push(netvm_instance *vm, uint32_t source,
  * netvm_instance_push. */
 void netvm_instance_push_batch(netvm_instance *vm, uint32_t source,
                                netvm_packet *packets, size_t count);
+/* The arrival number the next packet pushed will get: packets are numbered
+ * in the order they are pushed, and outputs carry theirs in
+ * netvm_exbuf.sequence. */
+uint64_t netvm_instance_next_sequence(const netvm_instance *vm);
+/* Within an exception hook: the arrival number of the packet whose handler
+ * raised the exception (so that a host pushing a batch can tell which). */
+uint64_t netvm_instance_exception_sequence(const netvm_instance *vm);
 /* Pull one exchange buffer out of sink `sink` (pull connections). Returns 1
  * if one came out. */
 int netvm_instance_pull(netvm_instance *vm, uint32_t sink);
