@@ -52,6 +52,15 @@ Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
   scratch.assign(config.scratchBytes, 0);
   sram.reset(static_cast<uint8_t *>(std::calloc(config.sramBytes, 1)));
   dram.reset(static_cast<uint8_t *>(std::calloc(config.dramBytes, 1)));
+  controllers[0] = Controller{config.scratchCommandCycles,
+                              config.scratchBytesPerCycle,
+                              config.scratchLatency, 0, {}, &stats.scratch};
+  controllers[1] = Controller{config.sramCommandCycles,
+                              config.sramBytesPerCycle, config.sramLatency, 0,
+                              {}, &stats.sram};
+  controllers[2] = Controller{config.dramCommandCycles,
+                              config.dramBytesPerCycle, config.dramLatency, 0,
+                              {}, &stats.dram};
   mes.resize(config.numMEs);
   stats.mes.resize(config.numMEs);
   for (unsigned i = 0; i < config.numMEs; ++i) {
@@ -387,8 +396,40 @@ uint64_t Emulator::Impl::nextEventTime() const {
   return next;
 }
 
+void Emulator::Impl::arrive(Event &e) {
+  Controller &k = controllers[e.queued - 1];
+  e.queued = 0;
+  unsigned bytes = e.op == Op::ScratchPut || e.op == Op::ScratchGet
+                       ? 4 * e.count
+                   : isAtomic(e.op) ? 8 // read and write one word
+                                    : 4 * transferWords(e.op, e.count);
+  uint64_t service =
+      k.command + (k.bytesPerCycle ? (bytes + k.bytesPerCycle - 1) /
+                                         k.bytesPerCycle
+                                   : 0);
+  while (!k.serviceEnds.empty() && k.serviceEnds.front() <= e.time)
+    k.serviceEnds.pop_front();
+  MemoryStats &ms = *k.stats;
+  ms.maxQueue = std::max(ms.maxQueue, uint32_t(k.serviceEnds.size()));
+  uint64_t start = std::max(e.time, k.freeAt);
+  k.freeAt = start + service;
+  if (service)
+    k.serviceEnds.push_back(k.freeAt);
+  ++ms.commands;
+  ms.busyCycles += service;
+  ms.queueCycles += start - e.time;
+  e.time = start + service + k.latency;
+}
+
 void Emulator::Impl::apply(uint32_t slot) {
   Event &event = pool[slot];
+  if (event.queued) {
+    // Arrivals are applied in (cycle, issue order): the controller sees
+    // commands in the order the machine issued them.
+    arrive(event);
+    enqueue(slot);
+    return;
+  }
   lastActivity = std::max(lastActivity, event.time);
   applyEvent(event);
   freeSlots.push_back(slot);

@@ -323,6 +323,7 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
   e.time = me.now;
   e.kind = EventKind::Memory;
   e.reason = StallDone;
+  e.queued = 0;
   e.xfer = 0;
   e.aux = 0;
   e.op = in.op;
@@ -363,7 +364,7 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
       return;
     }
     e.reason = StallScratch;
-    e.time = me.now + config.scratchLatency;
+    e.queued = 1 + uint8_t(Memory::Scratch); // arrives now
     if (in.op == Op::ScratchPut)
       capture(4 * n, in.count);
     else
@@ -411,9 +412,7 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
     e.reason = uint8_t(memory == Memory::Dram   ? StallDram
                        : memory == Memory::Sram ? StallSram
                                                 : StallScratch);
-    e.time = me.now + (memory == Memory::Dram   ? config.dramLatency
-                       : memory == Memory::Sram ? config.sramLatency
-                                                : config.scratchLatency);
+    e.queued = uint8_t(1 + unsigned(memory)); // arrives now
     bool writes = in.op == Op::ScratchWrite || in.op == Op::SramWrite ||
                   in.op == Op::DramWrite;
     if (writes)

@@ -130,6 +130,9 @@ struct Event {
   Op op = Op::Invalid;
   uint8_t me = 0, ctx = 0, sig = 0, count = 0;
   uint8_t reason = StallDone;
+  /// 1 + controller index while the command is on its way to a memory
+  /// controller (time = arrival); 0 once it has a completion time.
+  uint8_t queued = 0;
   uint16_t xfer = 0; // register index where read data goes
   uint32_t pc = 0;
   uint32_t addr = 0;
@@ -148,6 +151,14 @@ struct BufferedPacket {
   uint64_t arrival;
   uint64_t sequence;
   InputPacket packet;
+};
+
+/// A memory controller: one queue served in arrival order.
+struct Controller {
+  unsigned command = 0, bytesPerCycle = 0, latency = 0;
+  uint64_t freeAt = 0;
+  std::deque<uint64_t> serviceEnds; // of commands not yet served
+  MemoryStats *stats = nullptr;
 };
 
 struct Ring {
@@ -192,6 +203,8 @@ public:
   void apply(uint32_t slot);
   void applyEvent(Event &event);
   void memoryEvent(Event &event);
+  /// A command reaches its controller: gives it its completion time.
+  void arrive(Event &event);
   void deliverSignal(unsigned me, unsigned ctx, unsigned sig, uint64_t time,
                      uint8_t reason);
   void tryWake(MEState &me, Context &ctx);
@@ -219,6 +232,7 @@ public:
   };
   std::unique_ptr<uint8_t[], FreeDeleter> sram, dram;
   Ring rings[numRings];
+  Controller controllers[3]; // indexed by Memory
   const Image *image = nullptr;
   std::vector<Symbol> symbols;
 

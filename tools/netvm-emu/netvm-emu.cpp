@@ -103,6 +103,14 @@ static cl::list<std::string> latencies(
              "dram, hash, rx, tx, nn, branch, swap (repeatable)"),
     cl::value_desc("unit=cycles"), cl::CommaSeparated, cl::cat(emuCategory));
 
+static cl::list<std::string> controllerSettings(
+    "controller",
+    cl::desc("Set a memory controller's service: UNIT=CMD/BPC with UNIT one "
+             "of scratch, sram, dram; CMD cycles a command plus one cycle per "
+             "BPC bytes (BPC 0: no transfer time; 0/0: no queueing); "
+             "repeatable"),
+    cl::value_desc("unit=cmd/bpc"), cl::CommaSeparated, cl::cat(emuCategory));
+
 namespace {
 class PcapInput final : public PacketInput {
 public:
@@ -190,6 +198,27 @@ static bool configure(MachineConfig &config) {
     }
     *field = unsigned(value);
   }
+  for (const std::string &setting : controllerSettings) {
+    llvm::StringRef text(setting);
+    auto [unit, rest] = text.split('=');
+    auto [cmd, bpc] = rest.split('/');
+    unsigned command = 0, rate = 0;
+    unsigned *fields = unit == "scratch" ? &config.scratchCommandCycles
+                       : unit == "sram"  ? &config.sramCommandCycles
+                       : unit == "dram"  ? &config.dramCommandCycles
+                                         : nullptr;
+    if (!fields || cmd.getAsInteger(10, command) ||
+        bpc.getAsInteger(10, rate) || command > 100000 || rate > 100000) {
+      llvm::errs() << "netvm-emu: bad --controller '" << setting
+                   << "' (UNIT=CMD/BPC, UNIT one of scratch, sram, dram)\n";
+      return false;
+    }
+    unsigned *rates = unit == "scratch" ? &config.scratchBytesPerCycle
+                      : unit == "sram"  ? &config.sramBytesPerCycle
+                                        : &config.dramBytesPerCycle;
+    *fields = command;
+    *rates = rate;
+  }
   return true;
 }
 
@@ -197,12 +226,19 @@ static double ratio(uint64_t part, uint64_t whole) {
   return whole ? double(part) / double(whole) : 0.0;
 }
 
-static llvm::json::Value memoryJson(const MemoryStats &m) {
-  return llvm::json::Object{{"reads", int64_t(m.reads)},
-                            {"writes", int64_t(m.writes)},
-                            {"atomics", int64_t(m.atomics)},
-                            {"bytes_read", int64_t(m.bytesRead)},
-                            {"bytes_written", int64_t(m.bytesWritten)}};
+static llvm::json::Value memoryJson(const MemoryStats &m, uint64_t cycles) {
+  return llvm::json::Object{
+      {"reads", int64_t(m.reads)},
+      {"writes", int64_t(m.writes)},
+      {"atomics", int64_t(m.atomics)},
+      {"bytes_read", int64_t(m.bytesRead)},
+      {"bytes_written", int64_t(m.bytesWritten)},
+      {"commands", int64_t(m.commands)},
+      {"busy_cycles", int64_t(m.busyCycles)},
+      {"busy", ratio(m.busyCycles, cycles)},
+      {"queue_cycles", int64_t(m.queueCycles)},
+      {"mean_queue_depth", ratio(m.queueCycles + m.busyCycles, cycles)},
+      {"max_queue_depth", int64_t(m.maxQueue)}};
 }
 
 static llvm::json::Value statsToJson(const Stats &s) {
@@ -279,9 +315,9 @@ static llvm::json::Value statsToJson(const Stats &s) {
               {"sent_gbps",
                seconds > 0 ? s.bytesSent * 8.0 / seconds / 1e9 : 0.0}}},
       {"mes", std::move(mes)},
-      {"memory", Object{{"scratch", memoryJson(s.scratch)},
-                        {"sram", memoryJson(s.sram)},
-                        {"dram", memoryJson(s.dram)},
+      {"memory", Object{{"scratch", memoryJson(s.scratch, s.cycles)},
+                        {"sram", memoryJson(s.sram, s.cycles)},
+                        {"dram", memoryJson(s.dram, s.cycles)},
                         {"hash_ops", int64_t(s.hashOps)}}},
       {"rings", std::move(rings)},
       {"faults", std::move(faults)}};
@@ -332,9 +368,14 @@ static void printSummary(llvm::raw_ostream &os, const Stats &s) {
     }
   }
   auto memory = [&](const char *name, const MemoryStats &m) {
-    if (m.reads || m.writes || m.atomics)
+    if (m.reads || m.writes || m.atomics || m.commands)
       os << name << ": " << m.reads << " reads, " << m.writes << " writes, "
-         << m.atomics << " atomics\n";
+         << m.atomics << " atomics; controller busy "
+         << llvm::format("%.1f%%", 100 * ratio(m.busyCycles, s.cycles))
+         << ", queue depth mean "
+         << llvm::format("%.2f", ratio(m.queueCycles + m.busyCycles, s.cycles))
+         << " max " << m.maxQueue << ", " << m.queueCycles
+         << " cycles queued\n";
   };
   memory("scratch", s.scratch);
   memory("sram", s.sram);

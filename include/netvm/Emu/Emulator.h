@@ -85,6 +85,11 @@ struct MEStats {
 struct MemoryStats {
   uint64_t reads = 0, writes = 0, atomics = 0;
   uint64_t bytesRead = 0, bytesWritten = 0;
+  // The controller (scratch ring puts and gets included).
+  uint64_t commands = 0;
+  uint64_t busyCycles = 0;  // serving a command
+  uint64_t queueCycles = 0; // commands waiting for the controller, summed
+  uint32_t maxQueue = 0;    // commands ahead of an arriving one, at most
 };
 
 struct RingStats {

@@ -39,6 +39,17 @@ struct MachineConfig {
   unsigned rxLatency = 180; // packet in RBUF -> in DRAM + descriptor
   unsigned txLatency = 180; // tx command -> packet left the MSF
   unsigned nnLatency = 4;   // next-neighbour write -> visible to the next ME
+  /// Memory controllers: each serves one command at a time, in arrival
+  /// order, for commandCycles + ceil(bytes / bytesPerCycle) cycles (0
+  /// bytesPerCycle: no transfer time); a command completes at
+  /// max(arrival, controller free) + service + latency. All zero: no
+  /// queueing (every command takes exactly its latency).
+  unsigned scratchCommandCycles = 1, scratchBytesPerCycle = 4;
+  unsigned sramCommandCycles = 1, sramBytesPerCycle = 4;
+  unsigned dramCommandCycles = 4, dramBytesPerCycle = 4;
+  /// The host (XScale/PCI) interface: a host ring operation costs the host
+  /// hostCrossingCycles + hostWordCycles per word (in ME cycles).
+  unsigned hostCrossingCycles = 300, hostWordCycles = 8;
   /// Cross-ME effects are exchanged at quantum boundaries; the quantum is
   /// clamped to the shortest memory latency so memory timing stays exact.
   unsigned quantum = 16;
