@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <unistd.h>
 #include <optional>
 
 namespace cl = llvm::cl;
@@ -61,10 +62,11 @@ static cl::opt<bool> hostTime("time",
                               cl::desc("Report host time and simulation speed "
                                        "on standard error"),
                               cl::cat(emuCategory));
-static cl::opt<bool> progress("progress",
-                              cl::desc("Show progress on standard error "
-                                       "every 100M cycles"),
-                              cl::cat(emuCategory));
+static cl::opt<bool> progress(
+    "progress",
+    cl::desc("Show progress on standard error every 100M cycles (on a "
+             "terminal it is shown anyway, on one updated line)"),
+    cl::cat(emuCategory));
 
 // The machine.
 static cl::opt<unsigned> numMEs("mes", cl::desc("Microengines (default 8)"),
@@ -416,9 +418,43 @@ static bool parseDumpSpec(const std::string &spec, Memory &memory,
          !parts[2].getAsInteger(0, length) && length <= (1u << 20);
 }
 
-static void progressLine(uint64_t cycle, void *) {
-  llvm::errs() << "netvm-emu: " << cycle / 1000000 << "M cycles\n";
-}
+namespace {
+/// Progress on standard error: a line every 100M cycles (--progress), or on
+/// a terminal one line rewritten at most 4 times a second.
+struct Progress {
+  const Emulator *emulator = nullptr;
+  bool terminal = false, shown = false;
+  std::chrono::steady_clock::time_point start, last;
+
+  static void report(uint64_t cycle, void *user) {
+    auto &p = *static_cast<Progress *>(user);
+    auto now = std::chrono::steady_clock::now();
+    if (p.terminal && now - p.last < std::chrono::milliseconds(250))
+      return;
+    p.last = now;
+    const Stats &s = p.emulator->stats();
+    double host = std::chrono::duration<double>(now - p.start).count();
+    std::string line = "netvm-emu: " + std::to_string(cycle / 1000000) +
+                       "M cycles, " + std::to_string(s.packetsReceived) +
+                       " packets received, " + std::to_string(s.packetsSent) +
+                       " sent";
+    if (host > 0)
+      line += ", " + std::to_string(uint64_t(cycle / host / 1e6)) +
+              "M cycles/s";
+    if (p.terminal) {
+      llvm::errs() << "\r" << line << "\x1b[K";
+      p.shown = true;
+    } else {
+      llvm::errs() << line << "\n";
+    }
+    llvm::errs().flush();
+  }
+  void end() {
+    if (shown)
+      llvm::errs() << "\r\x1b[K";
+  }
+};
+} // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -509,8 +545,16 @@ int main(int argc, char **argv) {
   }
 
   auto start = std::chrono::steady_clock::now();
-  emulator.run(progress ? progressLine : nullptr, nullptr,
-               progress ? 100000000 : 0);
+  Progress meter;
+  meter.emulator = &emulator;
+  meter.terminal = ::isatty(2);
+  meter.start = meter.last = start;
+  bool showProgress = progress || meter.terminal;
+  emulator.run(showProgress ? Progress::report : nullptr, &meter,
+               !showProgress     ? 0
+               : meter.terminal ? 10000000
+                                 : 100000000);
+  meter.end();
   double host = std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - start)
                     .count();
