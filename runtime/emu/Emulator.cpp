@@ -640,12 +640,7 @@ void Emulator::Impl::memoryEvent(Event &e) {
       }
       break;
     }
-    for (unsigned i = 0; i < e.count; ++i)
-      storeBE(base + ring.base + 4 * ((ring.head + ring.count + i) % ring.size),
-              e.data[i]);
-    ring.count += e.count;
-    ++rs.puts;
-    rs.maxOccupancy = std::max(rs.maxOccupancy, ring.count);
+    ringPut(e.addr, e.data, e.count);
     break;
   }
   case Op::ScratchGet: {
@@ -658,12 +653,7 @@ void Emulator::Impl::memoryEvent(Event &e) {
       ++rs.emptyGets;
       break;
     }
-    for (unsigned i = 0; i < e.count; ++i)
-      regs[e.xfer + i] =
-          loadBE(base + ring.base + 4 * ((ring.head + i) % ring.size));
-    ring.head = (ring.head + e.count) % ring.size;
-    ring.count -= e.count;
-    ++rs.gets;
+    ringGet(e.addr, regs + e.xfer, e.count);
     break;
   }
   case Op::Hash64:
@@ -731,8 +721,138 @@ void Emulator::Impl::memoryEvent(Event &e) {
   deliverSignal(e.me, e.ctx, e.sig, e.time, e.reason);
 }
 
+void Emulator::Impl::ringPut(unsigned r, const uint32_t *words,
+                             unsigned count) {
+  Ring &ring = rings[r];
+  for (unsigned i = 0; i < count; ++i)
+    storeBE(scratch.data() + ring.base +
+                4 * ((ring.head + ring.count + i) % ring.size),
+            words[i]);
+  ring.count += count;
+  ++stats.rings[r].puts;
+  stats.rings[r].maxOccupancy =
+      std::max(stats.rings[r].maxOccupancy, ring.count);
+}
+
+void Emulator::Impl::ringGet(unsigned r, uint32_t *words, unsigned count) {
+  Ring &ring = rings[r];
+  for (unsigned i = 0; i < count; ++i)
+    words[i] =
+        loadBE(scratch.data() + ring.base + 4 * ((ring.head + i) % ring.size));
+  ring.head = (ring.head + count) % ring.size;
+  ring.count -= count;
+  ++stats.rings[r].gets;
+}
+
+//===----------------------------------------------------------------------===//
+// The host interface
+//===----------------------------------------------------------------------===//
+
+void Emulator::Impl::hostCross(unsigned words) {
+  uint64_t cost =
+      config.hostCrossingCycles + uint64_t(words) * config.hostWordCycles;
+  hostClock += cost;
+  ++stats.host.crossings;
+  stats.host.words += words;
+  stats.host.busyCycles += cost;
+}
+
+void Emulator::Impl::runHost(uint64_t time) {
+  hostClock = time;
+  ++stats.host.calls;
+  netvm_emu_host handle{this};
+  uint64_t again = hostFn(&handle, hostUser);
+  lastActivity = std::max(lastActivity, hostClock);
+  if (!again) {
+    hostFn = nullptr;
+    return;
+  }
+  Event next;
+  next.kind = EventKind::Host;
+  next.time = hostClock + again;
+  schedule(std::move(next));
+}
+
+extern "C" uint64_t netvm_emu_host_now(const netvm_emu_host *host) {
+  return host->impl->hostClock;
+}
+
+extern "C" int netvm_emu_host_ring_count(netvm_emu_host *host,
+                                         unsigned ring) {
+  Emulator::Impl &m = *host->impl;
+  m.hostCross(0);
+  if (ring >= numRings || !m.rings[ring].configured)
+    return -1;
+  return int(m.rings[ring].count);
+}
+
+extern "C" int netvm_emu_host_ring_get(netvm_emu_host *host, unsigned ring,
+                                       uint32_t *words, unsigned count) {
+  Emulator::Impl &m = *host->impl;
+  if (ring >= numRings || !m.rings[ring].configured || count < 1 ||
+      count > maxCount || m.rings[ring].count < count) {
+    m.hostCross(0);
+    ++m.stats.host.failedGets;
+    return -1;
+  }
+  m.ringGet(ring, words, count);
+  ++m.stats.host.gets;
+  m.hostCross(count);
+  return 0;
+}
+
+extern "C" int netvm_emu_host_ring_put(netvm_emu_host *host, unsigned ring,
+                                       const uint32_t *words, unsigned count) {
+  Emulator::Impl &m = *host->impl;
+  if (ring >= numRings || !m.rings[ring].configured || count < 1 ||
+      count > maxCount ||
+      m.rings[ring].count + m.hostPending[ring] + count > m.rings[ring].size) {
+    m.hostCross(0);
+    ++m.stats.host.failedPuts;
+    return -1;
+  }
+  m.hostCross(count);
+  Event e;
+  e.kind = EventKind::HostPut;
+  e.time = m.hostClock;
+  e.addr = ring;
+  e.count = uint8_t(count);
+  std::copy(words, words + count, e.data);
+  m.hostPending[ring] += count;
+  ++m.stats.host.puts;
+  m.schedule(std::move(e));
+  return 0;
+}
+
+void Emulator::attachHost(netvm_emu_host_fn fn, void *user,
+                          uint64_t firstCycle) {
+  impl->hostFn = fn;
+  impl->hostUser = user;
+  impl->stats.hostAttached = fn != nullptr;
+  if (!fn)
+    return;
+  Event first;
+  first.kind = EventKind::Host;
+  first.time = firstCycle;
+  impl->schedule(std::move(first));
+}
+
 void Emulator::Impl::applyEvent(Event &e) {
   switch (e.kind) {
+  case EventKind::Host:
+    if (hostFn)
+      runHost(e.time);
+    return;
+  case EventKind::HostPut: {
+    hostPending[e.addr] -= e.count;
+    if (rings[e.addr].count + e.count > rings[e.addr].size) {
+      ++stats.rings[e.addr].overflows;
+      ++stats.host.overflows;
+      return;
+    }
+    ringPut(e.addr, e.data, e.count);
+    return;
+  }
   case EventKind::Memory:
     memoryEvent(e);
     return;

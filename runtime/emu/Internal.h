@@ -122,6 +122,8 @@ enum class EventKind : uint8_t {
   NnWrite,   // a next-neighbour register write lands
   NnPut,     // a next-neighbour ring put lands
   Signal,    // a signal from another ME
+  Host,      // the host function runs
+  HostPut,   // a host ring put lands
 };
 
 struct Event {
@@ -264,6 +266,18 @@ public:
   uint64_t sequence = 0;
   uint64_t lastActivity = 0;
 
+  // The host interface.
+  netvm_emu_host_fn hostFn = nullptr;
+  void *hostUser = nullptr;
+  uint64_t hostClock = 0;
+  uint32_t hostPending[numRings] = {}; // words of host puts in flight
+  void runHost(uint64_t time);
+  /// Ring operations that fit (checked by the caller), with statistics.
+  void ringPut(unsigned ring, const uint32_t *words, unsigned count);
+  void ringGet(unsigned ring, uint32_t *words, unsigned count);
+  /// Pays a crossing of `words` words on the host's clock.
+  void hostCross(unsigned words);
+
   // Media switch fabric.
   PacketInput *input = nullptr;
   PacketOutput *output = nullptr;
@@ -281,5 +295,9 @@ public:
 };
 
 } // namespace netvm::me
+
+struct netvm_emu_host {
+  netvm::me::Emulator::Impl *impl;
+};
 
 #endif // NETVM_RUNTIME_EMU_INTERNAL_H

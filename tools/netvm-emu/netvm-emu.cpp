@@ -113,6 +113,22 @@ static cl::list<std::string> controllerSettings(
              "repeatable"),
     cl::value_desc("unit=cmd/bpc"), cl::CommaSeparated, cl::cat(emuCategory));
 
+static cl::opt<std::string> hostRelay(
+    "host-relay",
+    cl::desc("Attach host code that moves entries of WORDS words from scratch "
+             "ring FROM to ring TO, and detaches after MARKERS (default 1) "
+             "entries whose first word is 0xffffffff"),
+    cl::value_desc("from:to:words[:markers]"), cl::cat(emuCategory));
+static cl::opt<unsigned> hostPoll(
+    "host-poll",
+    cl::desc("Cycles the host relay waits between polls (default 1000)"),
+    cl::init(1000), cl::cat(emuCategory));
+static cl::opt<std::string> hostCost(
+    "host-cost",
+    cl::desc("Cost of a host crossing: CROSSING/WORD cycles (default "
+             "300/9)"),
+    cl::value_desc("crossing/word"), cl::cat(emuCategory));
+
 namespace {
 class PcapInput final : public PacketInput {
 public:
@@ -199,6 +215,15 @@ static bool configure(MachineConfig &config) {
       return false;
     }
     *field = unsigned(value);
+  }
+  if (!hostCost.empty()) {
+    auto [crossing, word] = llvm::StringRef(hostCost).split('/');
+    if (crossing.getAsInteger(10, config.hostCrossingCycles) ||
+        word.getAsInteger(10, config.hostWordCycles)) {
+      llvm::errs() << "netvm-emu: bad --host-cost '" << hostCost
+                   << "' (CROSSING/WORD cycles)\n";
+      return false;
+    }
   }
   for (const std::string &setting : controllerSettings) {
     llvm::StringRef text(setting);
@@ -322,6 +347,18 @@ static llvm::json::Value statsToJson(const Stats &s) {
                         {"dram", memoryJson(s.dram, s.cycles)},
                         {"hash_ops", int64_t(s.hashOps)}}},
       {"rings", std::move(rings)},
+      {"host", !s.hostAttached
+                   ? llvm::json::Value(nullptr)
+                   : Object{{"calls", int64_t(s.host.calls)},
+                            {"crossings", int64_t(s.host.crossings)},
+                            {"words", int64_t(s.host.words)},
+                            {"busy_cycles", int64_t(s.host.busyCycles)},
+                            {"busy", ratio(s.host.busyCycles, s.cycles)},
+                            {"gets", int64_t(s.host.gets)},
+                            {"puts", int64_t(s.host.puts)},
+                            {"failed_gets", int64_t(s.host.failedGets)},
+                            {"failed_puts", int64_t(s.host.failedPuts)},
+                            {"overflows", int64_t(s.host.overflows)}}},
       {"faults", std::move(faults)}};
 }
 
@@ -384,6 +421,14 @@ static void printSummary(llvm::raw_ostream &os, const Stats &s) {
   memory("dram", s.dram);
   if (s.hashOps)
     os << "hash: " << s.hashOps << " commands\n";
+  if (s.hostAttached)
+    os << "host: " << s.host.calls << " calls, " << s.host.crossings
+       << " crossings, " << s.host.words << " words, busy "
+       << llvm::format("%.1f%%", 100 * ratio(s.host.busyCycles, s.cycles))
+       << " (" << s.host.busyCycles << " cycles); " << s.host.gets
+       << " gets, " << s.host.puts << " puts, " << s.host.failedGets
+       << " failed gets, " << s.host.failedPuts << " failed puts, "
+       << s.host.overflows << " overflows\n";
   for (unsigned r = 0; r < 16; ++r) {
     const RingStats &ring = s.rings[r];
     if (ring.configured)
@@ -419,6 +464,38 @@ static bool parseDumpSpec(const std::string &spec, Memory &memory,
 }
 
 namespace {
+/// The host code of --host-relay, on the C API of netvm/Emu/host.h: at each
+/// poll it reads how many words ring `from` holds and moves whole entries
+/// to ring `to`; an entry the destination has no room for waits for the
+/// next poll.
+struct Relay {
+  unsigned from = 0, to = 0, words = 0, markers = 1;
+  unsigned seenMarkers = 0;
+  uint64_t poll = 1000;
+  bool holding = false;
+  uint32_t entry[16] = {};
+
+  static uint64_t run(netvm_emu_host *host, void *user) {
+    auto &r = *static_cast<Relay *>(user);
+    int available = netvm_emu_host_ring_count(host, r.from);
+    for (;;) {
+      if (!r.holding) {
+        if (available < int(r.words) ||
+            netvm_emu_host_ring_get(host, r.from, r.entry, r.words) != 0)
+          break;
+        available -= int(r.words);
+        r.holding = true;
+      }
+      if (netvm_emu_host_ring_put(host, r.to, r.entry, r.words) != 0)
+        break;
+      r.holding = false;
+      if (r.entry[0] == 0xffffffffu && ++r.seenMarkers == r.markers)
+        return 0; // detach
+    }
+    return r.poll;
+  }
+};
+
 /// Progress on standard error: a line every 100M cycles (--progress), or on
 /// a terminal one line rewritten at most 4 times a second.
 struct Progress {
@@ -542,6 +619,26 @@ int main(int argc, char **argv) {
     }
     output.emplace(std::move(writer), config.clockMHz);
     emulator.setOutput(&*output);
+  }
+
+  Relay relay;
+  if (!hostRelay.empty()) {
+    llvm::SmallVector<llvm::StringRef, 4> parts;
+    llvm::StringRef(hostRelay).split(parts, ':');
+    bool ok = parts.size() == 3 || parts.size() == 4;
+    ok = ok && !parts[0].getAsInteger(10, relay.from) &&
+         !parts[1].getAsInteger(10, relay.to) &&
+         !parts[2].getAsInteger(10, relay.words) &&
+         (parts.size() == 3 || !parts[3].getAsInteger(10, relay.markers)) &&
+         relay.from < 16 && relay.to < 16 && relay.words >= 1 &&
+         relay.words <= 16 && relay.markers >= 1;
+    if (!ok) {
+      llvm::errs() << "netvm-emu: bad --host-relay '" << hostRelay
+                   << "' (FROM:TO:WORDS[:MARKERS], rings 0-15, 1-16 words)\n";
+      return 1;
+    }
+    relay.poll = std::max(1u, unsigned(hostPoll));
+    emulator.attachHost(Relay::run, &relay);
   }
 
   auto start = std::chrono::steady_clock::now();

@@ -17,6 +17,7 @@
 
 #include "netvm/Emu/Image.h"
 #include "netvm/Emu/Machine.h"
+#include "netvm/Emu/host.h"
 
 #include <cstdint>
 #include <memory>
@@ -99,6 +100,16 @@ struct RingStats {
   uint32_t maxOccupancy = 0, finalOccupancy = 0;
 };
 
+/// The host interface (include/netvm/Emu/host.h).
+struct HostStats {
+  uint64_t calls = 0;     // of the host function
+  uint64_t crossings = 0; // ring operations
+  uint64_t words = 0;     // moved across
+  uint64_t busyCycles = 0; // the host's clock spent on crossings
+  uint64_t puts = 0, gets = 0, failedPuts = 0, failedGets = 0;
+  uint64_t overflows = 0; // puts that landed on a full ring
+};
+
 struct Fault {
   unsigned me = 0, ctx = 0;
   uint32_t pc = 0;
@@ -122,6 +133,8 @@ struct Stats {
   uint64_t packetsTruncated = 0; // longer than maxPacketBytes
   uint64_t packetsSent = 0;
   uint64_t bytesReceived = 0, bytesSent = 0; // wire lengths
+  bool hostAttached = false;
+  HostStats host;
   std::vector<Fault> faults;
 
   double seconds() const { return cycles / (clockMHz * 1e6); }
@@ -147,6 +160,10 @@ public:
   /// cycle limit. `progress`, if given, is called every `progressCycles`.
   void run(void (*progress)(uint64_t cycle, void *user) = nullptr,
            void *user = nullptr, uint64_t progressCycles = 0);
+
+  /// Attaches host-side code: `fn` runs first at cycle `firstCycle`, then
+  /// whenever it asks (include/netvm/Emu/host.h). Before run().
+  void attachHost(netvm_emu_host_fn fn, void *user, uint64_t firstCycle = 0);
 
   const Stats &stats() const;
   /// The registers of every enabled context of every loaded ME, as text.

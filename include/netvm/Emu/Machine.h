@@ -49,7 +49,7 @@ struct MachineConfig {
   unsigned dramCommandCycles = 4, dramBytesPerCycle = 4;
   /// The host (XScale/PCI) interface: a host ring operation costs the host
   /// hostCrossingCycles + hostWordCycles per word (in ME cycles).
-  unsigned hostCrossingCycles = 300, hostWordCycles = 8;
+  unsigned hostCrossingCycles = 300, hostWordCycles = 9;
   /// Cross-ME effects are exchanged at quantum boundaries; the quantum is
   /// clamped to the shortest memory latency so memory timing stays exact.
   unsigned quantum = 16;

@@ -1,0 +1,61 @@
+/*===- host.h - The host (XScale/PCI) side of the ME emulator ----*- C -*-===//
+ *
+ * Host-side code (the XScale's control plane, or a program across PCI)
+ * reaches the emulated network processor through the scratch rings it
+ * shares with the microengines. A host function is attached to the
+ * emulator (netvm::me::Emulator::attachHost); the emulator calls it at the
+ * cycle it asked for, between quanta, with every earlier effect applied,
+ * and it moves words with the functions below. Every call is a crossing
+ * of the host interface and costs the host
+ *
+ *     crossing cycles + words x word cycles       (ME cycles)
+ *
+ * (MachineConfig::hostCrossingCycles, hostWordCycles; docs/me-isa.md, "The
+ * host interface"): the host's clock, netvm_emu_host_now, advances by that
+ * much, and the next call of the host function comes no earlier than where
+ * its clock ended. A get reads the ring when its crossing starts; a put
+ * lands in the ring when its crossing ends. Deterministic: the same image,
+ * input and host code give the same statistics.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef NETVM_EMU_HOST_H
+#define NETVM_EMU_HOST_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct netvm_emu_host netvm_emu_host;
+
+/* Called at the cycle it asked for; returns how many cycles after its
+ * clock's end it wants to run again, or 0 to detach. */
+typedef uint64_t (*netvm_emu_host_fn)(netvm_emu_host *host, void *user);
+
+/* The host's clock, in ME cycles: the cycle of the call plus the costs of
+ * the crossings made in it so far. */
+uint64_t netvm_emu_host_now(const netvm_emu_host *host);
+
+/* Words in a scratch ring (one crossing, no words), or -1 if the ring is
+ * not configured. */
+int netvm_emu_host_ring_count(netvm_emu_host *host, unsigned ring);
+
+/* Takes `count` (1-16) words from a ring: 0, or -1 (nothing taken, only
+ * the crossing paid) if the ring holds fewer or is not configured. */
+int netvm_emu_host_ring_get(netvm_emu_host *host, unsigned ring,
+                            uint32_t *words, unsigned count);
+
+/* Puts `count` (1-16) words on a ring: 0, or -1 (nothing put, only the
+ * crossing paid) if the ring, with the host's puts still in flight, has no
+ * room or is not configured. A put that finds the ring filled by the MEs
+ * when it lands is dropped and counted as an overflow. */
+int netvm_emu_host_ring_put(netvm_emu_host *host, unsigned ring,
+                            const uint32_t *words, unsigned count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NETVM_EMU_HOST_H */
