@@ -17,6 +17,14 @@
 // code against bpf_filter and the hand-written NetIL, and the size of the
 // netvm IR before and after -O2 against BPF instruction counts.
 //
+// The optimizer section (--section optimizer) measures what netvm's
+// optimizer does (issue 5): the size of the netvm IR at -O0 and -O2 (and of
+// the -O2 fast path) of every bundled application and of the front ends'
+// differential filter lists, the paper's filters against their hand-written
+// NetIL, NetBee's NetPFL compiler output (--netbee) against hand-written
+// equivalents, and ns per packet of the JIT code at -O0 and -O2 against
+// hand-written C.
+//
 // Results go to standard output as Markdown tables (bench/README.md holds
 // the latest ones and the targets).
 //
@@ -32,11 +40,15 @@
 
 #include "NetVM/NetVMOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -50,6 +62,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 using namespace mlir;
 using namespace netvm;
@@ -89,7 +102,7 @@ static cl::opt<bool>
     verifyOnly("verify-only",
                cl::desc("Only check that all peers agree on every packet"),
                cl::cat(benchCategory));
-enum class Section { All, Filters, FrontEnds };
+enum class Section { All, Filters, FrontEnds, Optimizer };
 static cl::opt<Section> section(
     "section", cl::desc("What to measure (default: all)"),
     cl::values(clEnumValN(Section::All, "all", "everything"),
@@ -98,8 +111,41 @@ static cl::opt<Section> section(
                           "compile latency, threads"),
                clEnumValN(Section::FrontEnds, "frontends",
                           "the pcap-filter and NetPFL front ends against "
-                          "libpcap and the hand-written NetIL")),
+                          "libpcap and the hand-written NetIL"),
+               clEnumValN(Section::Optimizer, "optimizer",
+                          "the optimizer's effect: IR size at -O0 and -O2 of "
+                          "every bundled application and front-end filter, "
+                          "ns/packet at -O0 and -O2 against C")),
     cl::init(Section::All), cl::cat(benchCategory));
+static cl::opt<std::string> examplesDir(
+    "examples",
+    cl::desc("Optimizer section: the examples directory, whose "
+             "filters/*.netil, netil/*.netil and apps/*.nvapp are measured "
+             "(default: the parent of --filters)"),
+    cl::value_desc("dir"), cl::cat(benchCategory));
+static cl::list<std::string> pcapExpressionFiles(
+    "pcap-expressions",
+    cl::desc("Optimizer section: a file of tcpdump expressions, one a line, "
+             "'#' to the end of a line a comment (repeatable)"),
+    cl::value_desc("file"), cl::cat(benchCategory));
+static cl::list<std::string> netpflFilterFiles(
+    "netpfl-filters",
+    cl::desc("Optimizer section: a file of NetPFL filters, one a line, lines "
+             "starting with '#' comments, anything after ' ;; ' ignored "
+             "(repeatable)"),
+    cl::value_desc("file"), cl::cat(benchCategory));
+static cl::opt<std::string> netbeeDir(
+    "netbee",
+    cl::desc("Optimizer section: a NetBee checkout; its samples/nbnetvm/"
+             "netilsamples/{ip,ip_dst,tcp,tcp_dst}.netil are set against "
+             "their hand-written equivalents in --filters"),
+    cl::value_desc("dir"), cl::cat(benchCategory));
+static cl::list<std::string> netbeeTraces(
+    "netbee-trace",
+    cl::desc("Optimizer section: another trace on which each NetBee sample "
+             "and its equivalent must treat every packet the same "
+             "(repeatable; the small trace always is)"),
+    cl::value_desc("trace.pcap"), cl::cat(benchCategory));
 static cl::list<std::string> frontEndPairs(
     "frontend-filter",
     cl::desc("Front-end section: measure this filter instead of the built-in "
@@ -1022,6 +1068,775 @@ int measureFrontEnds(MLIRContext &context, std::vector<Trace> &traces,
   return 0;
 }
 
+//===----------------------------------------------------------------------===//
+// The optimizer section
+//===----------------------------------------------------------------------===//
+
+/// The size of the netvm IR inside handlers: every operation of every
+/// dialect (netvm, arith, cf) except `arith.constant` (constants are
+/// operands, and -O2 hoists them to the entry block) and the handler itself.
+///
+/// At -O2, netvm-version-packet-checks versions push handlers: the entry
+/// block becomes `cf.cond_br (pkt_len >= N) weights([1000, 1]), ^fast,
+/// ^checked`, with ^fast a copy of the handler without its constant-offset
+/// packet checks. `fast` counts what a packet long enough for the test
+/// runs: the entry block (the test) and the blocks the fast successor
+/// reaches; for a handler that is not versioned, all of it.
+struct IRSize {
+  unsigned total = 0, fast = 0;
+  unsigned handlers = 0, versioned = 0;
+};
+
+bool countedOp(Operation *op) { return !isa<arith::ConstantOp>(op); }
+
+unsigned countedOps(Block &block) {
+  unsigned n = 0;
+  for (Operation &op : block)
+    op.walk([&](Operation *nested) { n += countedOp(nested); });
+  return n;
+}
+
+/// The fast successor of the version test that starts `handler`, or null.
+Block *versionedFastPath(HandlerOp handler) {
+  Region &body = handler.getBody();
+  if (body.empty() || body.front().empty())
+    return nullptr;
+  auto branch = dyn_cast<cf::CondBranchOp>(body.front().back());
+  if (!branch)
+    return nullptr;
+  std::optional<ArrayRef<int32_t>> weights = branch.getBranchWeights();
+  if (!weights || weights->size() != 2 || (*weights)[0] <= (*weights)[1])
+    return nullptr;
+  auto test = branch.getCondition().getDefiningOp<arith::CmpIOp>();
+  if (!test || test.getPredicate() != arith::CmpIPredicate::uge ||
+      !test.getLhs().getDefiningOp<PacketLengthOp>())
+    return nullptr;
+  return branch.getTrueDest();
+}
+
+/// The size of the handlers of `module` (push handlers only with
+/// `pushOnly`).
+IRSize irSize(ModuleOp module, bool pushOnly = false) {
+  IRSize size;
+  module.walk([&](HandlerOp handler) {
+    if (pushOnly && handler.getKind() != HandlerKind::Push)
+      return;
+    ++size.handlers;
+    unsigned whole = 0;
+    for (Block &block : handler.getBody())
+      whole += countedOps(block);
+    size.total += whole;
+    Block *fast = versionedFastPath(handler);
+    if (!fast) {
+      size.fast += whole;
+      return;
+    }
+    ++size.versioned;
+    Block *entry = &handler.getBody().front();
+    llvm::SmallPtrSet<Block *, 32> seen = {entry};
+    SmallVector<Block *> work = {fast};
+    unsigned path = countedOps(*entry);
+    while (!work.empty()) {
+      Block *block = work.pop_back_val();
+      if (!seen.insert(block).second)
+        continue;
+      path += countedOps(*block);
+      for (Block *next : block->getSuccessors())
+        work.push_back(next);
+    }
+    size.fast += path;
+  });
+  return size;
+}
+
+/// The instructions of the `.push` segment of a NetIL file: lines that are
+/// not empty, comments, directives, `equ` definitions, labels or the case
+/// lines of a `switch` table (an instruction after a label on the same line
+/// counts). `push` of a constant is an instruction; `pushes` counts those
+/// (`push` and `push2`).
+struct NetILCount {
+  unsigned instructions = 0, pushes = 0;
+};
+
+/// None if the file cannot be read or has no `.push` segment.
+std::optional<NetILCount> netilPushInstructions(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return std::nullopt;
+  bool inPush = false, sawPush = false, maybeDefault = false;
+  unsigned cases = 0;
+  NetILCount n;
+  auto isIdentChar = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.' || c == '$';
+  };
+  SmallVector<StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  for (StringRef line : lines) {
+    line = line.split(';').first.trim();
+    if (line.empty())
+      continue;
+    StringRef first = line.take_until([](char c) { return llvm::isSpace(c); });
+    if (!inPush) {
+      if (first.equals_insensitive("segment") &&
+          line.drop_front(first.size()).trim().equals_insensitive(".push"))
+        inPush = sawPush = true;
+      continue;
+    }
+    if (line.equals_insensitive("ends")) {
+      inPush = false;
+      continue;
+    }
+    if (cases) { // a case of a switch table
+      if (--cases == 0)
+        maybeDefault = true;
+      continue;
+    }
+    if (maybeDefault) {
+      maybeDefault = false;
+      if (line.starts_with_insensitive("default") &&
+          line.drop_front(7).ltrim().starts_with(":"))
+        continue;
+    }
+    // Labels, each possibly followed by an instruction.
+    while (!line.empty() && (llvm::isAlpha(line[0]) || line[0] == '_')) {
+      StringRef name = line.take_while(isIdentChar);
+      StringRef rest = line.drop_front(name.size()).ltrim();
+      if (!rest.starts_with(":"))
+        break;
+      line = rest.drop_front().trim();
+    }
+    if (line.empty() || line.starts_with("."))
+      continue;
+    first = line.take_until([](char c) { return llvm::isSpace(c); });
+    StringRef second = line.drop_front(first.size()).trim().take_until(
+        [](char c) { return llvm::isSpace(c); });
+    if (second.equals_insensitive("equ"))
+      continue;
+    ++n.instructions;
+    if (first.equals_insensitive("push") || first.equals_insensitive("push2"))
+      ++n.pushes;
+    if (first.equals_insensitive("switch")) {
+      unsigned count = 0;
+      second.take_while(llvm::isDigit).getAsInteger(10, count);
+      cases = count;
+      maybeDefault = count == 0;
+    }
+  }
+  if (!sawPush)
+    return std::nullopt;
+  return n;
+}
+
+/// An application or filter, at -O0 and -O2.
+struct Sized {
+  std::string name;
+  IRSize o0, o2;
+  double ratio() const { return double(o2.fast) / std::max(1u, o0.total); }
+};
+
+/// Size `module` at -O0 (safety passes only) and -O2; false if a pipeline
+/// fails.
+bool sizeAtLevels(ModuleOp module, Sized &sized, bool pushOnly = false) {
+  OwningOpRef<ModuleOp> o0(module.clone());
+  if (failed(driver::optimize(*o0, 0)) || failed(driver::optimize(module, 2)))
+    return false;
+  sized.o0 = irSize(*o0, pushOnly);
+  sized.o2 = irSize(module, pushOnly);
+  return true;
+}
+
+/// Load NetIL files or an application description (errors, and warnings
+/// unless `quiet`, to stderr).
+OwningOpRef<ModuleOp> loadFiles(MLIRContext &context,
+                                llvm::ArrayRef<std::string> files,
+                                bool quiet = false) {
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  ScopedDiagnosticHandler dropWarnings(&context, [&](Diagnostic &d) {
+    return success(quiet && d.getSeverity() != DiagnosticSeverity::Error);
+  });
+  return driver::loadApplication(context, sourceMgr, files);
+}
+
+/// A front-end filter list: tcpdump expressions or NetPFL filters.
+struct FilterList {
+  std::string name;
+  driver::FilterLanguage language;
+  std::vector<std::string> filters;
+};
+
+bool readFilterList(const std::string &path, driver::FilterLanguage language,
+                    FilterList &list) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    llvm::errs() << "netvm-bench: cannot read " << path << "\n";
+    return false;
+  }
+  list.name = llvm::sys::path::filename(path).str();
+  list.language = language;
+  SmallVector<StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  for (StringRef line : lines) {
+    if (language == driver::FilterLanguage::PcapFilter)
+      line = line.split('#').first; // as with tcpdump -F
+    else if (line.trim().starts_with("#"))
+      continue;
+    else
+      line = line.split(" ;; ").first;
+    line = line.trim();
+    if (!line.empty())
+      list.filters.push_back(line.str());
+  }
+  return true;
+}
+
+const char *languageName(driver::FilterLanguage language) {
+  return language == driver::FilterLanguage::PcapFilter ? "pcap-filter"
+                                                        : "NetPFL";
+}
+
+std::string shortened(llvm::StringRef text, size_t max = 100) {
+  if (text.size() <= max)
+    return code(text);
+  return code(text.take_front(max).rtrim()) + " …";
+}
+
+/// The median of `v`, the mean of the middle two for an even count (0 if
+/// empty).
+double evenMedian(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+/// Median, mean, minimum and maximum of the -O2 fast path / -O0 ratios.
+struct RatioStats {
+  double median = 0, mean = 0, min = 0, max = 0;
+};
+RatioStats ratioStats(llvm::ArrayRef<const Sized *> sized) {
+  std::vector<double> r;
+  for (const Sized *s : sized)
+    r.push_back(s->ratio());
+  RatioStats st;
+  if (r.empty())
+    return st;
+  std::sort(r.begin(), r.end());
+  st.median = evenMedian(r);
+  for (double x : r)
+    st.mean += x;
+  st.mean /= r.size();
+  st.min = r.front();
+  st.max = r.back();
+  return st;
+}
+
+/// The JIT code of NetIL files at netvm level `netvmLevel` and LLVM level
+/// `llvmLevel` (without run counters).
+const netvm_app_desc *jitAt(MLIRContext &context, const std::string &path,
+                            unsigned netvmLevel, unsigned llvmLevel) {
+  OwningOpRef<ModuleOp> module = loadFiles(context, {path});
+  if (!module || failed(driver::optimize(*module, netvmLevel)))
+    return nullptr;
+  native::CodegenOptions codegen;
+  codegen.optLevel = llvmLevel;
+  codegen.countHandlerRuns = false;
+  auto desc = native::jitCompile(*module, codegen);
+  if (!desc) {
+    llvm::errs() << "netvm-bench: " << llvm::toString(desc.takeError())
+                 << "\n";
+    return nullptr;
+  }
+  return *desc;
+}
+
+/// What the interpreter does with one packet: outputs (sink of each) and
+/// exception kinds.
+std::string outcome(const rt::PacketResult &result) {
+  std::string s;
+  for (const rt::Output &o : result.outputs)
+    s += "sink " + std::to_string(o.sink) + ";";
+  for (const rt::ExceptionReport &e : result.exceptions)
+    s += "exception " + e.kind + ";";
+  return s.empty() ? "nothing" : s;
+}
+
+/// NetBee's samples and their hand-written equivalents.
+struct NetBeeSample {
+  const char *sample; // samples/nbnetvm/netilsamples/<sample>.netil
+  const char *equivalent; // a stem in --filters
+};
+const NetBeeSample kNetBeeSamples[] = {
+    {"ip", "ip"},
+    {"ip_dst", "netbee-ip-dst"},
+    {"tcp", "netbee-tcp"},
+    {"tcp_dst", "netbee-tcp-dst"},
+};
+
+/// The filter a NetBee sample was compiled from (its "; Code for filter:"
+/// comment), or empty.
+std::string netbeeFilterOf(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return "";
+  StringRef text = (*buffer)->getBuffer();
+  size_t at = text.find("Code for filter: \"");
+  if (at == StringRef::npos)
+    return "";
+  text = text.drop_front(at + strlen("Code for filter: \""));
+  return text.take_until([](char c) { return c == '"' || c == '\n'; }).str();
+}
+
+/// Packets on which the interpreter, at -O0, gives `a` and `b` different
+/// outcomes (outputs or exceptions): every packet of `packets`, and each
+/// also with 130.192.16.135 (the address ip_dst looks for) written as the
+/// destination of the first and of the second 20-byte IPv4 header after
+/// Ethernet (offsets 30 and 50), so that the comparison reaches the
+/// samples' accepting paths and their IP-in-IP loops.
+bool sameOutcomes(MLIRContext &context, const std::string &name,
+                  const std::string &a, const std::string &b,
+                  llvm::ArrayRef<const std::vector<rt::TracePacket> *> sets,
+                  uint64_t &compared, uint64_t &accepted) {
+  OwningOpRef<ModuleOp> ma = loadFiles(context, {a}, /*quiet=*/true),
+                        mb = loadFiles(context, {b});
+  if (!ma || !mb || failed(driver::optimize(*ma, 0)) ||
+      failed(driver::optimize(*mb, 0)))
+    return false;
+  std::string error;
+  rt::EngineOptions options;
+  auto ea = rt::Engine::interpreter(driver::getApplication(*ma), options,
+                                    error);
+  auto eb = ea ? rt::Engine::interpreter(driver::getApplication(*mb), options,
+                                         error)
+               : nullptr;
+  if (!ea || !eb) {
+    llvm::errs() << "netvm-bench: " << error << "\n";
+    return false;
+  }
+  ea->initialize();
+  eb->initialize();
+  uint64_t differ = 0;
+  const uint8_t target[4] = {130, 192, 16, 135};
+  for (const std::vector<rt::TracePacket> *set : sets)
+    for (const rt::TracePacket &original : *set)
+      for (size_t at : {size_t(0), size_t(30), size_t(50)}) {
+        rt::TracePacket p = original;
+        if (at) {
+          if (p.bytes.size() < at + 4)
+            continue;
+          std::memcpy(p.bytes.data() + at, target, 4);
+        }
+        std::string oa = outcome(ea->push(0, p)), ob = outcome(eb->push(0, p));
+        ++compared;
+        accepted += oa.find("sink") != std::string::npos;
+        if (oa != ob && differ++ < 5)
+          llvm::errs() << "netvm-bench: " << name << ": a packet of "
+                       << p.bytes.size() << " bytes: " << oa << " against "
+                       << ob << "\n";
+      }
+  if (differ)
+    llvm::errs() << "netvm-bench: " << name << ": " << differ << " of "
+                 << compared << " packets treated differently\n";
+  return differ == 0;
+}
+
+/// The optimizer's effect (issue 5): the size of the netvm IR at -O0 and
+/// -O2 of every bundled application and front-end filter, against the
+/// hand-written NetIL and NetBee's NetPFL compiler output, and ns per packet
+/// of the paper's filters at -O0 and -O2 against hand-written C. Returns
+/// the exit status.
+int measureOptimizer(MLIRContext &context, std::vector<Trace> &traces,
+                     pcap_t *dead, llvm::raw_ostream &os) {
+  std::string examples = examplesDir;
+  if (examples.empty())
+    examples = llvm::sys::path::parent_path(
+                   llvm::StringRef(filterDir).rtrim('/'))
+                   .str();
+
+  // JIT code at -O0 and -O2 must give every packet the C filter's verdict
+  // before anything is timed.
+  struct Level {
+    const char *name;
+    unsigned netvm, llvm;
+  };
+  constexpr size_t numLevels = 3;
+  const Level levels[numLevels] = {{"netvm -O0, LLVM -O0", 0, 0},
+                                   {"netvm -O0, LLVM -O2", 0, 2},
+                                   {"netvm -O2, LLVM -O2", 2, 2}};
+  struct TimeRow {
+    std::string filter, trace;
+    uint64_t accepted;
+    double jit[numLevels], handLoop;
+  };
+  std::vector<TimeRow> timeRows;
+  bool failedCheck = false;
+  for (const Filter &f : kFilters) {
+    std::string path = filterDir + "/" + f.name + ".netil";
+    std::vector<std::unique_ptr<Compiled>> jits;
+    for (const Level &level : levels) {
+      auto c = std::make_unique<Compiled>();
+      c->desc = jitAt(context, path, level.netvm, level.llvm);
+      if (!instantiate(*c))
+        return 1;
+      jits.push_back(std::move(c));
+    }
+    for (Trace &t : traces) {
+      Verdicts hand{"hand-written C", std::vector<uint8_t>(t.size())};
+      for (size_t i = 0; i < t.size(); ++i)
+        hand.of[i] = f.hand(t.packets[i].data, t.packets[i].length) != 0;
+      std::vector<Verdicts> peers = {std::move(hand)};
+      for (size_t l = 0; l < numLevels; ++l)
+        peers.push_back(
+            jitVerdicts(std::string("JIT ") + levels[l].name, jits[l]->vm, t));
+      if (disagreements(f.name, t, peers)) {
+        failedCheck = true;
+        continue;
+      }
+      if (verifyOnly) {
+        os << llvm::formatv("optimizer: {0,-12} {1,-16} {2,8} of {3,8} "
+                            "packets accepted by C and the JIT at -O0 and "
+                            "-O2\n",
+                            f.name, t.name, accepted(peers[0]), t.size());
+        continue;
+      }
+      TimeRow row;
+      row.filter = f.name;
+      row.trace = t.name;
+      row.accepted = accepted(peers[0]);
+      for (size_t l = 0; l < numLevels; ++l) {
+        netvm_instance *vm = jits[l]->vm;
+        row.jit[l] = nsPerPacket(
+            [&] {
+              netvm_instance_push_batch(vm, 0, t.packets.data(), t.size());
+            },
+            t.size());
+      }
+      volatile uint64_t sink = 0;
+      row.handLoop = nsPerPacket(
+          [&] { sink = sink + f.handLoop(t.packets.data(), t.size()); },
+          t.size());
+      timeRows.push_back(row);
+    }
+  }
+
+  // NetBee's samples: each must treat every packet as its hand-written
+  // equivalent does.
+  struct NetBeeRow {
+    std::string sample, filter, equivalent;
+    std::optional<NetILCount> sampleInsns, equivalentInsns;
+    Sized sampleSize, equivalentSize;
+    uint64_t compared = 0, accepted = 0;
+  };
+  std::vector<NetBeeRow> netbee;
+  if (!netbeeDir.empty()) {
+    std::vector<std::vector<rt::TracePacket>> extra;
+    std::vector<const std::vector<rt::TracePacket> *> sets = {
+        &traces[0].copies};
+    for (const std::string &path : netbeeTraces) {
+      Trace t;
+      if (!loadTrace(path, t, /*keepCopies=*/true))
+        return 1;
+      extra.push_back(std::move(t.copies));
+    }
+    for (auto &e : extra)
+      sets.push_back(&e);
+    for (const NetBeeSample &s : kNetBeeSamples) {
+      NetBeeRow row;
+      row.sample = s.sample;
+      row.equivalent = s.equivalent;
+      std::string samplePath =
+          netbeeDir + "/samples/nbnetvm/netilsamples/" + s.sample + ".netil";
+      std::string equivalentPath = filterDir + "/" + s.equivalent + ".netil";
+      row.filter = netbeeFilterOf(samplePath);
+      row.sampleInsns = netilPushInstructions(samplePath);
+      row.equivalentInsns = netilPushInstructions(equivalentPath);
+      // NetBee's samples end their .init and .pull segments with a value
+      // left on the stack (a warning).
+      OwningOpRef<ModuleOp> sm = loadFiles(context, {samplePath}, true),
+                            em = loadFiles(context, {equivalentPath});
+      if (!sm || !em || !sizeAtLevels(*sm, row.sampleSize, /*pushOnly=*/true) ||
+          !sizeAtLevels(*em, row.equivalentSize, /*pushOnly=*/true))
+        return 1;
+      if (!sameOutcomes(context, std::string("NetBee ") + s.sample, samplePath,
+                        equivalentPath, sets, row.compared, row.accepted)) {
+        failedCheck = true;
+        continue;
+      }
+      if (verifyOnly)
+        os << llvm::formatv("optimizer: NetBee {0,-8} and {1}.netil: the same "
+                            "outcome on {2} packets ({3} forwarded)\n",
+                            s.sample, s.equivalent, row.compared,
+                            row.accepted);
+      netbee.push_back(row);
+    }
+  }
+  if (failedCheck) {
+    llvm::errs() << "netvm-bench: the optimizer section's peers disagree; no "
+                    "figures\n";
+    return 1;
+  }
+  if (verifyOnly)
+    return 0;
+
+  // Sizes: the bundled applications.
+  std::vector<Sized> apps;
+  for (const char *pattern : {"filters", "netil", "apps"}) {
+    std::string dir = examples + "/" + pattern;
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      StringRef ext = llvm::sys::path::extension(it->path());
+      if (ext == (StringRef(pattern) == "apps" ? ".nvapp" : ".netil"))
+        files.push_back(it->path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::string &file : files) {
+      Sized s;
+      s.name = std::string(pattern) + "/" +
+               llvm::sys::path::filename(file).str();
+      OwningOpRef<ModuleOp> module = loadFiles(context, {file});
+      if (!module || !sizeAtLevels(*module, s)) {
+        llvm::errs() << "netvm-bench: cannot compile " << file << "\n";
+        return 1;
+      }
+      apps.push_back(s);
+    }
+  }
+
+  // The paper's filters against their hand-written NetIL.
+  struct PaperRow {
+    std::string filter;
+    NetILCount insns;
+    Sized size;
+  };
+  std::vector<PaperRow> paper;
+  for (const Filter &f : kFilters) {
+    std::string path = filterDir + "/" + f.name + ".netil";
+    PaperRow row;
+    row.filter = f.name;
+    std::optional<NetILCount> insns = netilPushInstructions(path);
+    OwningOpRef<ModuleOp> module = loadFiles(context, {path});
+    if (!insns || !module ||
+        !sizeAtLevels(*module, row.size, /*pushOnly=*/true)) {
+      llvm::errs() << "netvm-bench: cannot compile " << path << "\n";
+      return 1;
+    }
+    row.insns = *insns;
+    paper.push_back(row);
+  }
+
+  // The front ends' filter lists.
+  std::vector<FilterList> lists;
+  for (const std::string &path : pcapExpressionFiles) {
+    lists.emplace_back();
+    if (!readFilterList(path, driver::FilterLanguage::PcapFilter, lists.back()))
+      return 1;
+  }
+  for (const std::string &path : netpflFilterFiles) {
+    lists.emplace_back();
+    if (!readFilterList(path, driver::FilterLanguage::NetPFL, lists.back()))
+      return 1;
+  }
+  struct ListResult {
+    const FilterList *list;
+    std::vector<Sized> sized;
+    unsigned failed = 0;
+    unsigned libpcapRefuses = 0; // of the failed tcpdump expressions
+  };
+  std::vector<ListResult> results;
+  for (const FilterList &list : lists) {
+    ListResult r{&list, {}, 0, 0};
+    for (const std::string &text : list.filters) {
+      driver::FilterOptions options;
+      options.language = list.language;
+      std::string error;
+      OwningOpRef<ModuleOp> module =
+          driver::compileFilter(context, text, options, error);
+      Sized s;
+      s.name = text;
+      if (!module || !sizeAtLevels(*module, s)) {
+        struct bpf_program program;
+        if (list.language == driver::FilterLanguage::PcapFilter) {
+          if (pcap_compile(dead, &program, text.c_str(), 1,
+                           PCAP_NETMASK_UNKNOWN) == 0)
+            pcap_freecode(&program);
+          else
+            ++r.libpcapRefuses;
+        }
+        if (r.failed++ < 3)
+          llvm::errs() << "netvm-bench: " << list.name << ": '" << text
+                       << "' does not compile: " << error << "\n";
+        continue;
+      }
+      r.sized.push_back(s);
+    }
+    results.push_back(std::move(r));
+  }
+
+  // The tables.
+  os << "\n## Optimizer\n\n"
+     << "Size: operations inside handlers in the netvm IR, every dialect "
+        "(netvm, arith, cf) except `arith.constant`. -O0: after the safety "
+        "passes (bounds checks, watchdogs); -O2: the default pipeline. -O2 "
+        "versions push handlers (a length test, then a copy without the "
+        "constant-offset packet checks, or the checked original): *fast "
+        "path* counts the length test and what its fast successor reaches "
+        "(the whole handler when it is not versioned).\n";
+
+  os << "\n### Optimizer: bundled applications (all handlers)\n\n"
+     << "| application | handlers (versioned at -O2) | -O0 | -O2 | -O2 fast "
+        "path | -O2 / -O0 | fast path / -O0 |\n"
+     << "|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const Sized &s : apps)
+    os << llvm::formatv("| {0} | {1} ({2}) | {3} | {4} | {5} | {6} | {7} |\n",
+                        s.name, s.o2.handlers, s.o2.versioned, s.o0.total,
+                        s.o2.total, s.o2.fast, ratio(s.o2.total, s.o0.total),
+                        ratio(s.o2.fast, s.o0.total));
+
+  os << "\n### Optimizer: the paper's filters against the hand-written NetIL "
+        "(push handler; target: -O2 <= 1.2x the NetIL instructions)\n\n"
+     << "NetIL instructions: the lines of the `.push` segment that are not "
+        "empty, comments, directives or labels; each `push` of a constant "
+        "counts, where the netvm IR's constants do not, so the last two "
+        "columns also compare without them.\n\n"
+     << "| filter | NetIL instructions | -O0 | -O2 | -O2 fast path | fast "
+        "path / NetIL (<= 1.2) | -O2 / NetIL | NetIL without `push` | fast "
+        "path / NetIL without `push` |\n"
+     << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const PaperRow &r : paper) {
+    unsigned noPush = r.insns.instructions - r.insns.pushes;
+    os << llvm::formatv("| {0} | {1} | {2} | {3} | {4} | {5} | {6} | {7} | "
+                        "{8} |\n",
+                        r.filter, r.insns.instructions, r.size.o0.total,
+                        r.size.o2.total, r.size.o2.fast,
+                        ratio(r.size.o2.fast, r.insns.instructions),
+                        ratio(r.size.o2.total, r.insns.instructions), noPush,
+                        ratio(r.size.o2.fast, noPush));
+  }
+
+  if (!results.empty()) {
+    os << "\n### Optimizer: front-end filters (summary; ratio: -O2 fast path "
+          "/ -O0, per filter)\n\n"
+       << "| front end | list | filters | not compiled (libpcap refuses too) "
+          "| -O0 median | -O2 median | fast path median | ratio median | mean "
+          "| min | max |\n"
+       << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    auto medianOf = [](llvm::ArrayRef<const Sized *> sized,
+                       unsigned (*get)(const Sized &)) {
+      std::vector<double> v;
+      for (const Sized *s : sized)
+        v.push_back(get(*s));
+      return evenMedian(v);
+    };
+    auto summary = [&](driver::FilterLanguage language,
+                       const std::string &name,
+                       llvm::ArrayRef<const Sized *> sized, unsigned failed,
+                       unsigned refused) {
+      RatioStats st = ratioStats(sized);
+      std::string notCompiled = std::to_string(failed);
+      if (language == driver::FilterLanguage::PcapFilter)
+        notCompiled += " (" + std::to_string(refused) + ")";
+      os << llvm::formatv(
+          "| {0} | {1} | {2} | {3} | {4} | {5} | {6} | {7:f2} | {8:f2} | "
+          "{9:f2} | {10:f2} |\n",
+          languageName(language), name, sized.size(), notCompiled,
+          medianOf(sized, [](const Sized &s) { return s.o0.total; }),
+          medianOf(sized, [](const Sized &s) { return s.o2.total; }),
+          medianOf(sized, [](const Sized &s) { return s.o2.fast; }),
+          st.median, st.mean, st.min, st.max);
+    };
+    for (driver::FilterLanguage language :
+         {driver::FilterLanguage::PcapFilter, driver::FilterLanguage::NetPFL}) {
+      std::vector<const Sized *> all;
+      unsigned failed = 0, refused = 0, count = 0;
+      for (const ListResult &r : results) {
+        if (r.list->language != language)
+          continue;
+        std::vector<const Sized *> sized;
+        for (const Sized &s : r.sized)
+          sized.push_back(&s);
+        summary(language, r.list->name, sized, r.failed, r.libpcapRefuses);
+        all.insert(all.end(), sized.begin(), sized.end());
+        failed += r.failed;
+        refused += r.libpcapRefuses;
+        ++count;
+      }
+      if (count > 1)
+        summary(language, "**all**", all, failed, refused);
+    }
+
+    os << "\n### Optimizer: the 10 largest front-end filters of each "
+          "language (by -O0 size)\n\n"
+       << "| front end | filter | -O0 | -O2 | -O2 fast path | fast path / "
+          "-O0 |\n"
+       << "|---|---|---:|---:|---:|---:|\n";
+    for (driver::FilterLanguage language :
+         {driver::FilterLanguage::PcapFilter, driver::FilterLanguage::NetPFL}) {
+      std::vector<const Sized *> all;
+      std::set<std::string> seen;
+      for (const ListResult &r : results)
+        if (r.list->language == language)
+          for (const Sized &s : r.sized)
+            if (seen.insert(s.name).second)
+              all.push_back(&s);
+      std::sort(all.begin(), all.end(), [](const Sized *a, const Sized *b) {
+        return a->o0.total != b->o0.total ? a->o0.total > b->o0.total
+                                          : a->name < b->name;
+      });
+      if (all.size() > 10)
+        all.resize(10);
+      for (const Sized *s : all)
+        os << llvm::formatv("| {0} | {1} | {2} | {3} | {4} | {5} |\n",
+                            languageName(language), shortened(s->name),
+                            s->o0.total, s->o2.total, s->o2.fast,
+                            ratio(s->o2.fast, s->o0.total));
+    }
+  }
+
+  if (!netbee.empty()) {
+    auto insns = [](const std::optional<NetILCount> &n) {
+      return n ? std::to_string(n->instructions) : std::string("-");
+    };
+    os << "\n### Optimizer: NetBee's netilsamples (NetPFL compiler output) "
+          "against hand-written equivalents (push handler)\n\n"
+       << "| sample | NetBee filter | NetBee NetIL instructions | -O0 | -O2 "
+          "fast path | hand-written equivalent | its NetIL instructions | its "
+          "-O0 | its -O2 fast path | sample - equivalent at -O2 | sample -O2 "
+          "/ equivalent NetIL | same outcome (packets, forwarded) |\n"
+       << "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n";
+    for (const NetBeeRow &r : netbee)
+      os << llvm::formatv(
+          "| {0}.netil | {1} | {2} | {3} | {4} | filters/{5}.netil | {6} | "
+          "{7} | {8} | {9} | {10} | {11} ({12}) |\n",
+          r.sample, r.filter.empty() ? std::string("-") : code(r.filter),
+          insns(r.sampleInsns),
+          r.sampleSize.o0.total, r.sampleSize.o2.fast, r.equivalent,
+          insns(r.equivalentInsns), r.equivalentSize.o0.total,
+          r.equivalentSize.o2.fast,
+          int(r.sampleSize.o2.fast) - int(r.equivalentSize.o2.fast),
+          r.equivalentInsns
+              ? ratio(r.sampleSize.o2.fast, r.equivalentInsns->instructions)
+              : std::string("-"),
+          r.compared, r.accepted);
+  }
+
+  os << "\n### Optimizer: ns per packet at -O0 and -O2 against hand-written "
+        "C (JIT batch entry; lower is better; target: -O2 / C <= 1.0)\n\n"
+     << "| filter | trace | accepted | JIT netvm -O0, LLVM -O0 | JIT netvm "
+        "-O0, LLVM -O2 | JIT -O2 | C loop | -O2 / C (<= 1.0) | netvm -O0 / "
+        "-O2 (LLVM -O2) | all -O0 / -O2 |\n"
+     << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const TimeRow &r : timeRows)
+    os << llvm::formatv("| {0} | {1} | {2} | {3:f2} | {4:f2} | {5:f2} | "
+                        "{6:f2} | {7} | {8} | {9} |\n",
+                        r.filter, r.trace, r.accepted, r.jit[0], r.jit[1],
+                        r.jit[2], r.handLoop, ratio(r.jit[2], r.handLoop),
+                        ratio(r.jit[1], r.jit[2]), ratio(r.jit[0], r.jit[2]));
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1031,7 +1846,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "netvm-bench - the NetVM paper's filters: JIT vs hand-written C vs "
       "libpcap's bpf_filter vs the interpreter; the pcap-filter and NetPFL "
-      "front ends vs libpcap\n");
+      "front ends vs libpcap; the optimizer's effect\n");
 
   std::vector<Trace> traces(1);
   if (!loadTrace(smallTrace, traces[0], /*keepCopies=*/true))
@@ -1050,10 +1865,14 @@ int main(int argc, char **argv) {
   pcap_t *dead = pcap_open_dead(DLT_EN10MB, 65535);
   llvm::raw_ostream &os = llvm::outs();
   int status = 0;
-  if (section != Section::FrontEnds)
+  if (section == Section::All || section == Section::Filters)
     status = measureFilters(context, traces, dead, os);
-  if (section != Section::Filters && (status == 0 || verifyOnly))
+  if ((section == Section::All || section == Section::FrontEnds) &&
+      (status == 0 || verifyOnly))
     status |= measureFrontEnds(context, traces, dead, os);
+  if ((section == Section::All || section == Section::Optimizer) &&
+      (status == 0 || verifyOnly))
+    status |= measureOptimizer(context, traces, dead, os);
   pcap_close(dead);
   return status;
 }

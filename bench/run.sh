@@ -8,12 +8,18 @@
 # against the same filters in C (clang -O2), libpcap's bpf_filter and the
 # interpreter, JIT compile latency, and the runner's threads; the filter
 # front ends (tcpdump expressions and NetPFL) against libpcap's
-# pcap_compile and bpf_filter; and finally netvm-run -j 1 / -j 2 end to
-# end. Prints Markdown; bench/README.md holds the latest figures.
+# pcap_compile and bpf_filter; the optimizer's effect (the netvm IR's size
+# at -O0 and -O2 of every bundled application and of the front ends'
+# differential filter lists, ns/packet at -O0 and -O2 against C); and
+# finally netvm-run -j 1 / -j 2 end to end. Prints Markdown;
+# bench/README.md holds the latest figures.
 #
 # Usage: bench/run.sh [extra netvm-bench options, e.g. --min-time 1]
 #        bench/run.sh --section frontends   # only the front ends (no
 #                                           # netvm-run end to end)
+#        bench/run.sh --section optimizer --netbee DIR
+#             # only the optimizer; with NetBee's samples from the NetBee
+#             # checkout DIR (samples/nbnetvm/netilsamples, not committed)
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 
@@ -28,15 +34,30 @@ mkdir -p "$traces"
   "$build/bin/netvm-pcapgen" -n 65536 --seed 7 -o "$traces/small.pcap"
 [[ -s $traces/large.pcap ]] ||
   "$build/bin/netvm-pcapgen" -n 1000000 --seed 8 -o "$traces/large.pcap"
+# The optimizer section: the 400 generated tcpdump expressions of the
+# front end's differential test, and tunnelled frames (IP-in-IP among
+# them) on which NetBee's samples must agree with their equivalents.
+[[ -s $traces/pcap-expressions-seed1-400.txt ]] ||
+  python3 "$root/test/PcapFilter/gen-expressions.py" --seed 1 --count 400 \
+    >"$traces/pcap-expressions-seed1-400.txt"
+[[ -s $traces/tunnels.pcap ]] ||
+  python3 "$root/test/NetPFL/make-trace.py" -n 20000 --seed 23 --truncate 30 \
+    -o "$traces/tunnels.pcap"
 
 echo "## netvm-bench ($(date -u +%Y-%m-%d), $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
 echo
 "$build/bin/netvm-bench" --small "$traces/small.pcap" \
   --large "$traces/large.pcap" --filters "$root/examples/filters" \
-  --pipeline-app "$root/examples/apps/watch.nvapp" "$@"
+  --pipeline-app "$root/examples/apps/watch.nvapp" \
+  --examples "$root/examples" \
+  --pcap-expressions "$root/test/PcapFilter/edge-cases.txt" \
+  --pcap-expressions "$traces/pcap-expressions-seed1-400.txt" \
+  --netpfl-filters "$root/test/NetPFL/equivalents.txt" \
+  --netpfl-filters "$root/test/NetPFL/truth-filters.txt" \
+  --netbee-trace "$traces/tunnels.pcap" "$@"
 
-# --section filters or frontends: only that part of netvm-bench, and no
-# end-to-end runs.
+# --section filters, frontends or optimizer: only that part of
+# netvm-bench, and no end-to-end runs.
 section=all
 args=("$@")
 for ((i = 0; i < ${#args[@]}; ++i)); do
