@@ -437,12 +437,13 @@ void Emulator::Impl::apply(uint32_t slot) {
 
 void Emulator::Impl::processEvents(uint64_t before) {
   // Late events first, in order (they are all before anything else).
+  // (Two buffers swapped back and forth: no allocation per quantum.)
   while (!late.empty()) {
-    std::vector<Key> batch;
-    batch.swap(late);
-    std::sort(batch.begin(), batch.end(),
+    lateBatch.clear();
+    lateBatch.swap(late);
+    std::sort(lateBatch.begin(), lateBatch.end(),
               [](const Key &x, const Key &y) { return y < x; });
-    for (const Key &k : batch)
+    for (const Key &k : lateBatch)
       apply(k.slot);
   }
   for (;;) {

@@ -261,6 +261,7 @@ public:
   size_t wheelCount = 0;
   std::priority_queue<Key> far; // at wheelBase + wheelSize or later
   std::vector<Key> late;        // before wheelBase
+  std::vector<Key> lateBatch;   // late events being applied
   std::deque<Event> pool; // stable: applying an event may schedule more
   std::vector<uint32_t> freeSlots;
   uint64_t sequence = 0;
