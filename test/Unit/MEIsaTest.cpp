@@ -187,3 +187,96 @@ TEST(MEEmulator, RandomProgramsNeverCrash) {
       EXPECT_FALSE(f.reason.empty());
   }
 }
+
+namespace {
+/// Host code on the C API of netvm/Emu/host.h: doubles every message of
+/// ring 4 onto ring 5, until the marker.
+struct Doubler {
+  unsigned calls = 0, moved = 0;
+  bool triedBadRing = false;
+
+  static uint64_t run(netvm_emu_host *host, void *user) {
+    auto &d = *static_cast<Doubler *>(user);
+    ++d.calls;
+    if (!d.triedBadRing) {
+      uint32_t word;
+      EXPECT_EQ(netvm_emu_host_ring_get(host, 7, &word, 1), -1);
+      d.triedBadRing = true;
+    }
+    uint64_t before = netvm_emu_host_now(host);
+    int n = netvm_emu_host_ring_count(host, 4);
+    EXPECT_EQ(netvm_emu_host_now(host), before + 100); // a crossing
+    for (; n > 0; --n) {
+      uint32_t word;
+      EXPECT_EQ(netvm_emu_host_ring_get(host, 4, &word, 1), 0);
+      uint64_t at = netvm_emu_host_now(host);
+      uint32_t out = word == 0xffffffffu ? word : 2 * word;
+      EXPECT_EQ(netvm_emu_host_ring_put(host, 5, &out, 1), 0);
+      EXPECT_EQ(netvm_emu_host_now(host), at + 105); // + 1 word
+      ++d.moved;
+      if (word == 0xffffffffu)
+        return 0;
+    }
+    return 50;
+  }
+};
+} // namespace
+
+TEST(MEEmulator, HostMovesMessagesBetweenMEs) {
+  Image image = assembleOrFail(R"(
+.ring 4, 0x400, 128
+.ring 5, 0x800, 128
+.me 0
+.ctx_enable 1
+    immed[a0, 1]
+loop:
+    alu[$0, --, b, a0]
+    scratch[put, $0, 4, 0, 1], ctx_swap[s1]
+    alu[a0, a0, +, 1]
+    alu[--, a0, -, 21]
+    bne[loop]
+    immed[$0, 0xffffffff]
+    scratch[put, $0, 4, 0, 1], ctx_swap[s1]
+    ctx_arb[kill]
+.me 1
+.ctx_enable 1
+    immed[a0, 0]
+get:
+    scratch[get, $0, 5, 0, 1], ctx_swap[s1]
+    alu[b0, --, b, $0]
+    beq[get]
+    alu[--, b0, +, 1]
+    beq[end]
+    alu[a0, a0, +, b0]
+    br[get]
+end:
+    alu[$0, --, b, a0]
+    scratch[write, $0, 0x100, 0, 1], ctx_swap[s1]
+    ctx_arb[kill]
+)");
+  MachineConfig config;
+  config.hostCrossingCycles = 100;
+  config.hostWordCycles = 5;
+  config.maxCycles = 10000000;
+  Emulator emulator(config);
+  std::string error;
+  ASSERT_TRUE(emulator.load(image, error)) << error;
+  Doubler doubler;
+  emulator.attachHost(Doubler::run, &doubler);
+  emulator.run();
+  const Stats &stats = emulator.stats();
+  EXPECT_EQ(stats.stopReason, "quiescent: every context finished");
+  EXPECT_EQ(doubler.moved, 21u);
+  std::vector<uint8_t> sum;
+  ASSERT_TRUE(emulator.readMemory(Memory::Scratch, 0x100, 4, sum));
+  EXPECT_EQ(uint32_t(sum[0]) << 24 | sum[1] << 16 | sum[2] << 8 | sum[3],
+            2u * 210u);
+  EXPECT_EQ(stats.host.calls, doubler.calls);
+  EXPECT_EQ(stats.host.gets, 21u);
+  EXPECT_EQ(stats.host.puts, 21u);
+  EXPECT_EQ(stats.host.failedGets, 1u);
+  EXPECT_EQ(stats.host.words, 42u);
+  // One count a call, a get and a put a message, the failed get.
+  EXPECT_EQ(stats.host.crossings, doubler.calls + 42u + 1u);
+  EXPECT_EQ(stats.host.busyCycles, stats.host.crossings * 100 + 42 * 5);
+}
