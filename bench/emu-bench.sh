@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+#===- bench/emu-bench.sh - The microengine emulator's benchmark -----------===#
+#
+# Issue 7: how fast the emulator runs (simulated ME cycles per host second,
+# one host thread) and what the emulated machine achieves (packets/s and
+# Gbit/s at the configured clock, 600 MHz) on the paper's five filters as
+# receive -> filter -> transmit pipelines, as the filter stage grows from
+# 1 to 6 microengines (examples/me/par-pipeline.sh). The input is
+# lossless (packets wait for receive buffers), so the emulated rate is the
+# most the pipeline can process. Prints Markdown; bench/README.md,
+# "Microengine emulator (issue 7)", holds the latest figures.
+#
+# Usage: bench/emu-bench.sh [PACKETS (default 200000)] [RUNS (default 3)]
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${NETVM_BUILD_DIR:-$root/build}
+packets=${1:-200000}
+runs=${2:-3}
+emu=$build/bin/netvm-emu
+for tool in "$emu" "$build/bin/netvm-pcapgen"; do
+  if [ ! -x "$tool" ]; then
+    echo "emu-bench.sh: $tool is missing; build netvm-emu and netvm-pcapgen" >&2
+    exit 1
+  fi
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+trace=$work/trace.pcap
+"$build/bin/netvm-pcapgen" -o "$trace" -n "$packets" --seed 3 >/dev/null
+filters="ip ip-src ip-tcp four-hosts four-fields"
+
+# Best (fastest) of RUNS: prints "seconds ME-cycles/s chip-cycles/s".
+speed() {
+  local best=""
+  for _ in $(seq "$runs"); do
+    local line
+    line=$("$emu" "$1" -r "$trace" -q --time 2>&1 >/dev/null | grep '^host:')
+    # host: 0.213 s, 41.3 M chip cycles/s, 124.0 M ME-cycles/s (loaded MEs), ...
+    local s chip me
+    s=$(echo "$line" | awk '{print $2}')
+    chip=$(echo "$line" | awk '{print $4}')
+    me=$(echo "$line" | awk '{print $8}')
+    if [ -z "$best" ] || awk -v a="$s" -v b="${best%% *}" 'BEGIN{exit !(a<b)}'; then
+      best="$s $me $chip"
+    fi
+  done
+  echo "$best"
+}
+
+# Emulated figures from the JSON statistics: "cycles Mpps Gbit/s scratch
+# busiest" (scratch: the scratch controller's busy fraction and mean queue
+# depth, where the ring traffic of every stage meets).
+emulated() {
+  "$emu" "$1" -r "$trace" --stats-json=- | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+sec = s["cycles"] / (s["clock_mhz"] * 1e6)
+p = s["packets"]
+mes = sorted(((m["utilisation"], m["me"]) for m in s["mes"]), reverse=True)
+print(s["cycles"], "%.3f" % (p["received"] / sec / 1e6),
+      "%.3f" % (p["bytes_received"] * 8 / sec / 1e9),
+      "%.0f%%/%.2f" % (100 * s["memory"]["scratch"]["busy"],
+                       s["memory"]["scratch"]["mean_queue_depth"]),
+      "me%d %.0f%%" % (mes[0][1], 100 * mes[0][0]))'
+}
+
+echo "### Emulator speed"
+echo
+echo "$packets packets (netvm-pcapgen --seed 3), one host thread, best of $runs;"
+echo "ME-cycles count each loaded ME's cycles."
+echo
+echo "| pipeline | MEs | host s | M ME-cycles/s | M chip cycles/s |"
+echo "|---|---:|---:|---:|---:|"
+for f in $filters; do
+  read -r s me chip < <(speed "$root/examples/me/$f.s")
+  echo "| $f.s | 3 | $s | $me | $chip |"
+done
+"$root/examples/me/par-pipeline.sh" "$root/examples/me/ip-tcp.s" 6 > "$work/ip-tcp-6.s"
+read -r s me chip < <(speed "$work/ip-tcp-6.s")
+echo "| ip-tcp, 6 filter MEs | 8 | $s | $me | $chip |"
+echo
+echo "### Emulated throughput as filter MEs are added"
+echo
+echo "Packets processed (received) per emulated second at 600 MHz, and the"
+echo "offered Gbit/s that is (wire lengths); lossless input. 1 ME is the"
+echo "one-filter-ME example (pipeline-rx-tx.inc), 1-6 par are"
+echo "par-pipeline.sh programs (receive ME 0, filters 1..K, transmit ME 7)."
+echo
+echo "| filter | filter MEs | cycles | Mpps | Gbit/s | scratch busy/queue | busiest ME |"
+echo "|---|---:|---:|---:|---:|---:|---|"
+for f in $filters; do
+  read -r c mpps gbps scratch busy < <(emulated "$root/examples/me/$f.s")
+  echo "| $f | 1 | $c | $mpps | $gbps | $scratch | $busy |"
+  for k in 1 2 4 6; do
+    "$root/examples/me/par-pipeline.sh" "$root/examples/me/$f.s" "$k" > "$work/$f-$k.s"
+    read -r c mpps gbps scratch busy < <(emulated "$work/$f-$k.s")
+    echo "| $f | $k par | $c | $mpps | $gbps | $scratch | $busy |"
+  done
+done
