@@ -562,7 +562,8 @@ private:
     }
     if (auto *s = dynamic_cast<P::SliceContext *>(ctx)) {
       a->kind = Arith::Slice;
-      auto [proto, index] = instance(s->IDENT()->getText(), a->pos);
+      auto [proto, index] = instance(
+          (s->IDENT() ? s->IDENT() : s->PROTOINDEX())->getText(), a->pos);
       a->ref.proto = proto;
       a->ref.index = index;
       a->k = parseNumber(s->NUMBER(0));

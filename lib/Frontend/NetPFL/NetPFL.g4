@@ -64,7 +64,7 @@ arith
   | arith (SHL | SHR) arith                    # shift
   | arith (AMP | PIPE | CARET) arith           # bitwise
   | LPAREN arith RPAREN                        # parenArith
-  | IDENT LBRACK NUMBER (COLON NUMBER)? RBRACK # slice
+  | (IDENT | PROTOINDEX) LBRACK NUMBER (COLON NUMBER)? RBRACK # slice
   | field                                      # fieldValue
   | NUMBER                                     # number
   | IPV4                                       # ipv4
