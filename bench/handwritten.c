@@ -1,6 +1,6 @@
 /*===- handwritten.c - The paper's five filters written by hand in C -------===*
  *
- * The peers of examples/filters/*.netil in the benchmark: what a careful
+ * The peers of the examples/filters NetIL programs in the benchmark: what a careful
  * programmer writes for the same five tcpdump expressions, with the same
  * semantics as libpcap's code for them (a packet too short for a field is
  * rejected; TCP ports are read in first fragments only, after an IPv4
