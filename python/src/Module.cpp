@@ -389,15 +389,11 @@ struct PyInstance {
     Instance::Busy busy(*instance);
     {
       nb::gil_scoped_release release;
-      std::vector<uint8_t> arena;
-      std::vector<size_t> starts;
-      std::vector<netvm_packet> chunk;
+      netvm::rt::PacketBatch chunk;
       netvm::rt::TracePacket packet;
       uint64_t read = 0;
       bool more = true;
       while (more) {
-        arena.clear();
-        starts.clear();
         chunk.clear();
         while (chunk.size() < 65536) {
           if ((limit && read >= *limit) || !reader->next(packet, error)) {
@@ -405,19 +401,10 @@ struct PyInstance {
             break;
           }
           ++read;
-          starts.push_back(arena.size());
-          arena.insert(arena.end(), packet.bytes.begin(), packet.bytes.end());
-          netvm_packet p{};
-          p.length = packet.bytes.size();
-          p.seconds = packet.seconds;
-          p.microseconds = packet.microseconds;
-          p.wire_length = packet.wireLength;
-          chunk.push_back(p);
+          chunk.add(packet);
         }
-        for (size_t i = 0; i < chunk.size(); ++i)
-          chunk[i].data = arena.data() + starts[i];
         if (!chunk.empty())
-          instance->runCounted(src, chunk.data(), chunk.size());
+          instance->runCounted(src, chunk.packets(), chunk.size());
       }
     }
     if (!error.empty()) {

@@ -579,7 +579,7 @@ int main(int argc, char **argv) {
   // Runner events: what happened to each packet, in arrival order.
   bool wantEvents = verbose || resultsFormat || !writePattern.empty();
   rt::PacketResult current, initResult;
-  std::vector<netvm_packet> chunk;
+  rt::PacketBatch chunk;
   uint64_t chunkBase = 0;
   std::function<void(const netvm_event &)> onEvent =
       [&](const netvm_event &ev) {
@@ -672,37 +672,24 @@ int main(int argc, char **argv) {
     processSeconds = secondsSince(start);
   } else if (runnerMode) {
     // Chunks of packets in one arena, each run by the runner's threads.
-    std::vector<uint8_t> arena;
-    std::vector<size_t> offsets;
     rt::TracePacket packet;
     bool more = true;
     while (more) {
       auto start = Clock::now();
-      arena.clear();
-      offsets.clear();
       chunk.clear();
       while (chunk.size() < std::max(1u, chunkSize.getValue())) {
         if (!readPacket(packet)) {
           more = liveTimeout; // a quiet link: run what came so far
           break;
         }
-        offsets.push_back(arena.size());
-        arena.insert(arena.end(), packet.bytes.begin(), packet.bytes.end());
-        netvm_packet p{};
-        p.length = packet.bytes.size();
-        p.seconds = packet.seconds;
-        p.microseconds = packet.microseconds;
-        p.wire_length = packet.wireLength;
-        chunk.push_back(p);
+        chunk.add(packet);
       }
-      for (size_t i = 0; i < chunk.size(); ++i)
-        chunk[i].data = arena.data() + offsets[i];
       readSeconds += secondsSince(start);
       if (chunk.empty())
         continue;
       start = Clock::now();
       chunkBase = packetNo;
-      netvm_runner_run(runner, source, chunk.data(), chunk.size());
+      netvm_runner_run(runner, source, chunk.packets(), chunk.size());
       processSeconds += secondsSince(start);
       packetNo += chunk.size();
     }

@@ -8,6 +8,8 @@
 #ifndef NETVM_RUNTIME_PACKETIO_H
 #define NETVM_RUNTIME_PACKETIO_H
 
+#include "netvm/abi.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,6 +21,41 @@ struct TracePacket {
   std::vector<uint8_t> bytes;  // captured bytes
   uint32_t wireLength = 0;     // length on the wire (>= bytes.size())
   uint32_t seconds = 0, microseconds = 0;
+};
+
+/// Packets gathered into one buffer for the runtime's batch entries
+/// (netvm_instance_push_batch, netvm_runner_run).
+class PacketBatch {
+public:
+  void clear() {
+    arena.clear();
+    offsets.clear();
+    items.clear();
+  }
+  void add(const TracePacket &packet) {
+    offsets.push_back(arena.size());
+    arena.insert(arena.end(), packet.bytes.begin(), packet.bytes.end());
+    netvm_packet p{};
+    p.length = static_cast<uint32_t>(packet.bytes.size());
+    p.seconds = packet.seconds;
+    p.microseconds = packet.microseconds;
+    p.wire_length = packet.wireLength;
+    items.push_back(p);
+  }
+  size_t size() const { return items.size(); }
+  bool empty() const { return items.empty(); }
+  /// The packets, pointing into the buffer: valid until the next add().
+  netvm_packet *packets() {
+    for (size_t i = 0; i < items.size(); ++i)
+      items[i].data = arena.data() + offsets[i];
+    return items.data();
+  }
+  const netvm_packet &operator[](size_t i) const { return items[i]; }
+
+private:
+  std::vector<uint8_t> arena;
+  std::vector<size_t> offsets;
+  std::vector<netvm_packet> items;
 };
 
 class PacketReader {
