@@ -55,6 +55,7 @@ __all__ = [
     "read_pcap",
     "PcapPacket",
     "pack",
+    "emulate",
 ]
 
 #: The source languages :func:`compile` accepts.
@@ -326,3 +327,38 @@ def pack(packets: Iterable[bytes]):
     np.cumsum([len(p) for p in packets], out=offsets[1:])
     buffer = np.frombuffer(b"".join(packets), dtype=np.uint8)
     return buffer, offsets
+
+
+def emulate(source: Optional[str] = None, *, file: Optional[_Source] = None,
+            packets: Iterable[bytes] = (), mes: int = 8,
+            clock_mhz: float = 600.0, max_cycles: int = 0) -> dict:
+    """Assemble a microengine program (docs/me-isa.md) and run it on
+    netvm's IXP-like emulator, feeding it ``packets`` through the receive
+    port. Give the assembly text as ``source`` or a ``.s`` file as
+    ``file`` (its ``.include`` files are found next to it).
+
+    Returns a dict: ``transmitted`` (a list of ``(port, cycle, bytes)``
+    in the order the packets left), ``cycles``, ``seconds`` (at
+    ``clock_mhz``), ``stop_reason``, ``packets_offered``/``received``/
+    ``dropped``/``sent``, ``bytes_received``/``sent``, ``mes`` (per ME:
+    ``instructions``, ``busy_cycles``, ``context_swaps``, ``loaded``),
+    ``scratch``/``sram``/``dram`` (controller statistics) and ``faults``
+    (``me``, ``context``, ``pc``, ``instruction``, ``reason``, ``cycle``).
+    The run is deterministic. Assembly errors raise ``ValueError`` with
+    every ``file:line:col: error: ...`` message.
+    """
+    if (source is None) == (file is None):
+        raise TypeError("give the program as source or as file, not both")
+    if file is not None:
+        name = os.fspath(file)
+        with open(name, encoding="utf-8") as f:
+            source = f.read()
+    else:
+        name = "<source>"
+    data = []
+    for p in packets:
+        if not isinstance(p, (bytes, bytearray, memoryview)):
+            raise TypeError("packets must be bytes, bytearray or memoryview, "
+                            f"not {type(p).__name__}")
+        data.append(bytes(p))
+    return _netvm.emulate(source, name, data, mes, clock_mhz, max_cycles)

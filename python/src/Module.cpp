@@ -546,8 +546,13 @@ static std::string diagnosticRepr(const Diagnostic &d) {
 
 } // namespace
 
+namespace netvm::python {
+void bindEmulator(nb::module_ &m); // Emulator.cpp
+} // namespace netvm::python
+
 NB_MODULE(_netvm, m) {
   m.doc() = "The native part of the netvm package (see netvm.__doc__).";
+  netvm::python::bindEmulator(m);
 
   nb::class_<Diagnostic>(m, "Diagnostic",
                          "A compiler message and where it points.")
