@@ -20,6 +20,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
 
 #include <functional>
 #include <optional>
@@ -81,8 +82,8 @@ template <typename Lexer, typename Parser>
 class FilterParser {
 public:
   FilterParser(llvm::StringRef text, const SyntaxWords &words)
-      : input(text.str()), lexer(&input), tokens(&lexer), parser(&tokens),
-        listener(words) {
+      : input(validText(text, badByte)), lexer(&input), tokens(&lexer),
+        parser(&tokens), listener(words) {
     lexer.removeErrorListeners();
     lexer.addErrorListener(&listener);
     parser.removeErrorListeners();
@@ -92,6 +93,11 @@ public:
   /// The parse tree, or null with `error` set to the first error in the
   /// text (lexical errors before syntax errors).
   typename Parser::ProgramContext *parse(std::optional<FilterError> &error) {
+    // ANTLR's input stream reads UTF-8 only (and throws otherwise).
+    if (badByte) {
+      error = FilterError{*badByte, "the filter is not valid UTF-8 text"};
+      return nullptr;
+    }
     typename Parser::ProgramContext *tree = parser.program();
     for (antlr4::Token *t : tokens.getTokens())
       if (t->getType() == Parser::ERROR_CHAR) {
@@ -108,6 +114,18 @@ public:
   }
 
 private:
+  /// `text`, or nothing with `bad` set to its first invalid byte when it
+  /// is not UTF-8.
+  static std::string validText(llvm::StringRef text,
+                               std::optional<size_t> &bad) {
+    size_t offset = 0;
+    if (llvm::json::isUTF8(text, &offset))
+      return text.str();
+    bad = offset;
+    return std::string();
+  }
+
+  std::optional<size_t> badByte; // declared before `input`, which uses it
   antlr4::ANTLRInputStream input;
   Lexer lexer;
   antlr4::CommonTokenStream tokens;
