@@ -52,15 +52,22 @@ Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
   scratch.assign(config.scratchBytes, 0);
   sram.reset(static_cast<uint8_t *>(std::calloc(config.sramBytes, 1)));
   dram.reset(static_cast<uint8_t *>(std::calloc(config.dramBytes, 1)));
-  controllers[0] = Controller{config.scratchCommandCycles,
-                              config.scratchBytesPerCycle,
-                              config.scratchLatency, 0, {}, &stats.scratch};
-  controllers[1] = Controller{config.sramCommandCycles,
-                              config.sramBytesPerCycle, config.sramLatency, 0,
-                              {}, &stats.sram};
-  controllers[2] = Controller{config.dramCommandCycles,
-                              config.dramBytesPerCycle, config.dramLatency, 0,
-                              {}, &stats.dram};
+  config.sramChannels = std::clamp(config.sramChannels, 1u, 8u);
+  controllers.push_back(Controller{config.scratchCommandCycles,
+                                   config.scratchBytesPerCycle,
+                                   config.scratchLatency, 0, {},
+                                   &stats.scratch, nullptr});
+  stats.sramChannels.resize(config.sramChannels);
+  for (MemoryStats &channel : stats.sramChannels)
+    controllers.push_back(Controller{config.sramCommandCycles,
+                                     config.sramBytesPerCycle,
+                                     config.sramLatency, 0, {}, &stats.sram,
+                                     config.sramChannels > 1 ? &channel
+                                                             : nullptr});
+  controllers.push_back(Controller{config.dramCommandCycles,
+                                   config.dramBytesPerCycle,
+                                   config.dramLatency, 0, {}, &stats.dram,
+                                   nullptr});
   mes.resize(config.numMEs);
   stats.mes.resize(config.numMEs);
   for (unsigned i = 0; i < config.numMEs; ++i) {
@@ -396,29 +403,48 @@ uint64_t Emulator::Impl::nextEventTime() const {
   return next;
 }
 
+uint64_t Controller::serve(uint64_t time, unsigned bytes) {
+  uint64_t service =
+      command + (bytesPerCycle ? (bytes + bytesPerCycle - 1) / bytesPerCycle
+                               : 0);
+  while (!serviceEnds.empty() && serviceEnds.front() <= time)
+    serviceEnds.pop_front();
+  uint32_t ahead = uint32_t(serviceEnds.size());
+  uint64_t start = std::max(time, freeAt);
+  freeAt = start + service;
+  if (service)
+    serviceEnds.push_back(freeAt);
+  for (MemoryStats *ms : {stats, channel}) {
+    if (!ms)
+      continue;
+    ms->maxQueue = std::max(ms->maxQueue, ahead);
+    ++ms->commands;
+    ms->busyCycles += service;
+    ms->queueCycles += start - time;
+  }
+  return freeAt;
+}
+
+uint64_t Emulator::Impl::dma(Controller &k, uint64_t time, uint32_t length) {
+  unsigned bytes = (length + 7) & ~7u; // whole quadwords
+  ++k.stats->dmaCommands;
+  k.stats->dmaBytes += bytes;
+  return k.serve(time, bytes);
+}
+
 void Emulator::Impl::arrive(Event &e) {
   Controller &k = controllers[e.queued - 1];
   e.queued = 0;
+  if (e.op == Op::MsfTx) {
+    // The packet is read out of DRAM, then leaves.
+    e.time = dma(k, e.time, e.data[0]) + config.txLatency;
+    return;
+  }
   unsigned bytes = e.op == Op::ScratchPut || e.op == Op::ScratchGet
                        ? 4 * e.count
                    : isAtomic(e.op) ? 8 // read and write one word
                                     : 4 * transferWords(e.op, e.count);
-  uint64_t service =
-      k.command + (k.bytesPerCycle ? (bytes + k.bytesPerCycle - 1) /
-                                         k.bytesPerCycle
-                                   : 0);
-  while (!k.serviceEnds.empty() && k.serviceEnds.front() <= e.time)
-    k.serviceEnds.pop_front();
-  MemoryStats &ms = *k.stats;
-  ms.maxQueue = std::max(ms.maxQueue, uint32_t(k.serviceEnds.size()));
-  uint64_t start = std::max(e.time, k.freeAt);
-  k.freeAt = start + service;
-  if (service)
-    k.serviceEnds.push_back(k.freeAt);
-  ++ms.commands;
-  ms.busyCycles += service;
-  ms.queueCycles += start - e.time;
-  e.time = start + service + k.latency;
+  e.time = k.serve(e.time, bytes) + k.latency;
 }
 
 void Emulator::Impl::apply(uint32_t slot) {
@@ -825,6 +851,65 @@ extern "C" int netvm_emu_host_ring_put(netvm_emu_host *host, unsigned ring,
   return 0;
 }
 
+/// Whether a host memory access names a memory and a range inside it; if
+/// not, it is refused and pays a crossing.
+static bool hostAccess(Emulator::Impl &m, unsigned memory, uint32_t address,
+                       const void *bytes, uint32_t length) {
+  if (memory <= unsigned(Memory::Dram) &&
+      m.memoryRange(Memory(memory), address, length) && (bytes || !length))
+    return true;
+  m.hostCross(0);
+  ++m.stats.host.failedMemory;
+  return false;
+}
+
+static unsigned wordsOf(uint32_t length) { return (length + 3) / 4; }
+
+extern "C" int netvm_emu_host_read(netvm_emu_host *host, unsigned memory,
+                                   uint32_t address, void *bytes,
+                                   uint32_t length) {
+  Emulator::Impl &m = *host->impl;
+  if (!hostAccess(m, memory, address, bytes, length))
+    return -1;
+  uint8_t *to = static_cast<uint8_t *>(bytes);
+  if (length)
+    std::memcpy(to, m.memoryBase(Memory(memory)) + address, length);
+  // The host's own writes still crossing come before this read.
+  for (const Emulator::Impl::HostWrite &w : m.hostWrites) {
+    if (w.memory != Memory(memory))
+      continue;
+    uint64_t from = std::max<uint64_t>(address, w.address);
+    uint64_t end = std::min<uint64_t>(uint64_t(address) + length,
+                                      uint64_t(w.address) + w.bytes.size());
+    if (from < end)
+      std::memcpy(to + (from - address), w.bytes.data() + (from - w.address),
+                  end - from);
+  }
+  ++m.stats.host.memoryReads;
+  m.stats.host.memoryBytes += length;
+  m.hostCross(wordsOf(length));
+  return 0;
+}
+
+extern "C" int netvm_emu_host_write(netvm_emu_host *host, unsigned memory,
+                                    uint32_t address, const void *bytes,
+                                    uint32_t length) {
+  Emulator::Impl &m = *host->impl;
+  if (!hostAccess(m, memory, address, bytes, length))
+    return -1;
+  m.hostCross(wordsOf(length));
+  ++m.stats.host.memoryWrites;
+  m.stats.host.memoryBytes += length;
+  const uint8_t *from = static_cast<const uint8_t *>(bytes);
+  m.hostWrites.push_back(
+      {Memory(memory), address, std::vector<uint8_t>(from, from + length)});
+  Event e;
+  e.kind = EventKind::HostWrite;
+  e.time = m.hostClock;
+  m.schedule(std::move(e));
+  return 0;
+}
+
 void Emulator::attachHost(netvm_emu_host_fn fn, void *user,
                           uint64_t firstCycle) {
   impl->hostFn = fn;
@@ -852,6 +937,14 @@ void Emulator::Impl::applyEvent(Event &e) {
       return;
     }
     ringPut(e.addr, e.data, e.count);
+    return;
+  }
+  case EventKind::HostWrite: {
+    const HostWrite &w = hostWrites.front();
+    if (!w.bytes.empty())
+      std::memcpy(memoryBase(w.memory) + w.address, w.bytes.data(),
+                  w.bytes.size());
+    hostWrites.pop_front();
     return;
   }
   case EventKind::Memory:
@@ -988,7 +1081,10 @@ void Emulator::Impl::serveRx(uint64_t time) {
         inFlight.push_back(std::move(p));
       }
       done.aux = slot;
-      done.time = start + config.rxLatency;
+      // The packet is written into DRAM through its controller.
+      uint32_t length = uint32_t(std::min<size_t>(
+          inFlight[slot].packet.bytes.size(), config.maxPacketBytes));
+      done.time = dma(controllers.back(), start, length) + config.rxLatency;
       fillRbuf(start);
     } else if (inputDone && !arrivalPending) {
       done.aux = ~0u;

@@ -397,8 +397,9 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
     }
     if (!range(Memory::Dram, length, 8))
       return;
+    // Arrives at the DRAM controller now: the packet is read out of DRAM.
     e.kind = EventKind::TxDone;
-    e.time = me.now + config.txLatency;
+    e.queued = uint8_t(1 + controllerFor(Memory::Dram, address));
     break;
   }
   default: {
@@ -412,7 +413,7 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
     e.reason = uint8_t(memory == Memory::Dram   ? StallDram
                        : memory == Memory::Sram ? StallSram
                                                 : StallScratch);
-    e.queued = uint8_t(1 + unsigned(memory)); // arrives now
+    e.queued = uint8_t(1 + controllerFor(memory, address)); // arrives now
     bool writes = in.op == Op::ScratchWrite || in.op == Op::SramWrite ||
                   in.op == Op::DramWrite;
     if (writes)

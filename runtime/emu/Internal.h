@@ -124,6 +124,7 @@ enum class EventKind : uint8_t {
   Signal,    // a signal from another ME
   Host,      // the host function runs
   HostPut,   // a host ring put lands
+  HostWrite, // a host write to scratch/SRAM/DRAM lands
 };
 
 struct Event {
@@ -155,12 +156,17 @@ struct BufferedPacket {
   InputPacket packet;
 };
 
-/// A memory controller: one queue served in arrival order.
+/// A memory controller (one SRAM channel, or the scratch or DRAM
+/// controller): one queue served in arrival order.
 struct Controller {
   unsigned command = 0, bytesPerCycle = 0, latency = 0;
   uint64_t freeAt = 0;
   std::deque<uint64_t> serviceEnds; // of commands not yet served
-  MemoryStats *stats = nullptr;
+  MemoryStats *stats = nullptr;     // of the memory
+  MemoryStats *channel = nullptr;   // of this channel, if the memory has more
+  /// Serves a command of `bytes` bytes arriving at `time` (calls come in
+  /// cycle order): the cycle its service ends.
+  uint64_t serve(uint64_t time, unsigned bytes);
 };
 
 struct Ring {
@@ -205,6 +211,9 @@ public:
   void apply(uint32_t slot);
   void applyEvent(Event &event);
   void memoryEvent(Event &event);
+  /// A packet transfer of the media switch fabric through controller `k`
+  /// (DRAM), arriving at `time`: the cycle its service ends.
+  uint64_t dma(Controller &k, uint64_t time, uint32_t length);
   /// A command reaches its controller: gives it its completion time.
   void arrive(Event &event);
   void deliverSignal(unsigned me, unsigned ctx, unsigned sig, uint64_t time,
@@ -234,7 +243,16 @@ public:
   };
   std::unique_ptr<uint8_t[], FreeDeleter> sram, dram;
   Ring rings[numRings];
-  Controller controllers[3]; // indexed by Memory
+  /// Scratch, the SRAM channels, DRAM (controllerFor).
+  std::vector<Controller> controllers;
+  unsigned controllerFor(Memory memory, uint32_t address) const {
+    if (memory == Memory::Scratch)
+      return 0;
+    if (memory == Memory::Dram)
+      return unsigned(controllers.size()) - 1;
+    return 1 + unsigned(uint64_t(address) * config.sramChannels /
+                        config.sramBytes);
+  }
   const Image *image = nullptr;
   std::vector<Symbol> symbols;
 
@@ -272,6 +290,15 @@ public:
   void *hostUser = nullptr;
   uint64_t hostClock = 0;
   uint32_t hostPending[numRings] = {}; // words of host puts in flight
+  /// Host memory writes in flight, in the order they land (the host's
+  /// clock only advances): a HostWrite event applies the first. The host's
+  /// own reads see them (its accesses are in program order).
+  struct HostWrite {
+    Memory memory;
+    uint32_t address;
+    std::vector<uint8_t> bytes;
+  };
+  std::deque<HostWrite> hostWrites;
   void runHost(uint64_t time);
   /// Ring operations that fit (checked by the caller), with statistics.
   void ringPut(unsigned ring, const uint32_t *words, unsigned count);

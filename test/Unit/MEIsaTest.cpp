@@ -280,3 +280,96 @@ end:
   EXPECT_EQ(stats.host.crossings, doubler.calls + 42u + 1u);
   EXPECT_EQ(stats.host.busyCycles, stats.host.crossings * 100 + 42 * 5);
 }
+
+namespace {
+/// Host code that reads a table from SRAM, writes it doubled into DRAM and
+/// raises a flag in scratch for an ME (netvm_emu_host_read and _write).
+struct TableWriter {
+  uint64_t firstCall = 0, wroteAt = 0;
+  uint32_t seenFlag = ~0u;
+  bool done = false;
+
+  static uint64_t run(netvm_emu_host *host, void *user) {
+    auto &w = *static_cast<TableWriter *>(user);
+    if (w.done) {
+      // Called again after the flag landed: the ME saw it and answered.
+      uint8_t answer[4];
+      EXPECT_EQ(netvm_emu_host_read(host, NETVM_EMU_SCRATCH, 0x104, answer, 4), 0);
+      w.seenFlag = uint32_t(answer[0]) << 24 | answer[1] << 16 |
+                   answer[2] << 8 | answer[3];
+      return 0;
+    }
+    w.firstCall = netvm_emu_host_now(host);
+    uint8_t table[16];
+    EXPECT_EQ(netvm_emu_host_read(host, NETVM_EMU_SRAM, 0x400010, table, 16), 0);
+    EXPECT_EQ(netvm_emu_host_now(host), w.firstCall + 100 + 4 * 5);
+    for (uint8_t &b : table)
+      b = uint8_t(2 * b);
+    EXPECT_EQ(netvm_emu_host_write(host, NETVM_EMU_DRAM, 0x2000, table, 16), 0);
+    // The host sees its own write at once (program order) ...
+    uint8_t back[16] = {};
+    EXPECT_EQ(netvm_emu_host_read(host, NETVM_EMU_DRAM, 0x1ffc, back, 8), 0);
+    EXPECT_EQ(back[4], table[0]);
+    EXPECT_EQ(back[7], table[3]);
+    // ... refused accesses pay a crossing and change nothing.
+    uint64_t before = netvm_emu_host_now(host);
+    EXPECT_EQ(netvm_emu_host_write(host, NETVM_EMU_SCRATCH, 16 * 1024 - 2,
+                                   table, 4), -1);
+    EXPECT_EQ(netvm_emu_host_read(host, 7, 0, back, 4), -1);
+    EXPECT_EQ(netvm_emu_host_now(host), before + 200);
+    uint8_t flag[4] = {0, 0, 0, 1};
+    EXPECT_EQ(netvm_emu_host_write(host, NETVM_EMU_SCRATCH, 0x100, flag, 4), 0);
+    w.wroteAt = netvm_emu_host_now(host); // the flag lands here
+    w.done = true;
+    return 2000;
+  }
+};
+} // namespace
+
+TEST(MEEmulator, HostReadsAndWritesMemory) {
+  // ME 0 polls the flag, then sums the DRAM table and answers in scratch,
+  // with the cycle it first saw the flag.
+  Image image = assembleOrFail(R"(
+.data sram, 0x400010
+.word 1, 2, 3, 4
+.me 0
+.ctx_enable 1
+poll:
+    scratch[read, $0, 0x100, 0, 1], ctx_swap[s1]
+    alu[--, --, b, $0]
+    beq[poll]
+    local_csr_rd[a1, timestamp_low]
+    dram[read, $$0, 0x2000, 0, 2], ctx_swap[s1]
+    alu[a0, $$0, +, $$1]
+    alu[a0, a0, +, $$2]
+    alu[$0, a0, +, $$3]
+    scratch[write, $0, 0x104, 0, 1], ctx_swap[s1]
+    alu[$0, --, b, a1]
+    scratch[write, $0, 0x108, 0, 1], ctx_swap[s1]
+    ctx_arb[kill]
+)");
+  MachineConfig config;
+  config.hostCrossingCycles = 100;
+  config.hostWordCycles = 5;
+  config.maxCycles = 1000000;
+  Emulator emulator(config);
+  std::string error;
+  ASSERT_TRUE(emulator.load(image, error)) << error;
+  TableWriter writer;
+  emulator.attachHost(TableWriter::run, &writer, 50);
+  emulator.run();
+  const Stats &stats = emulator.stats();
+  EXPECT_EQ(writer.firstCall, 50u);
+  EXPECT_EQ(writer.seenFlag, 2u * (1 + 2 + 3 + 4));
+  std::vector<uint8_t> seenAt;
+  ASSERT_TRUE(emulator.readMemory(Memory::Scratch, 0x108, 4, seenAt));
+  uint32_t cycle = uint32_t(seenAt[0]) << 24 | seenAt[1] << 16 |
+                   seenAt[2] << 8 | seenAt[3];
+  // Not before the write landed, and within a poll (a scratch read) after.
+  EXPECT_GE(cycle, writer.wroteAt);
+  EXPECT_LT(cycle, writer.wroteAt + 80);
+  EXPECT_EQ(stats.host.memoryReads, 3u);
+  EXPECT_EQ(stats.host.memoryWrites, 2u);
+  EXPECT_EQ(stats.host.failedMemory, 2u);
+  EXPECT_EQ(stats.host.memoryBytes, 16u + 8u + 16u + 4u + 4u);
+}

@@ -91,6 +91,9 @@ struct MemoryStats {
   uint64_t busyCycles = 0;  // serving a command
   uint64_t queueCycles = 0; // commands waiting for the controller, summed
   uint32_t maxQueue = 0;    // commands ahead of an arriving one, at most
+  /// The media switch fabric's packet transfers through this controller
+  /// (DRAM: receive writes, transmit reads; part of `commands`).
+  uint64_t dmaCommands = 0, dmaBytes = 0;
 };
 
 struct RingStats {
@@ -108,6 +111,10 @@ struct HostStats {
   uint64_t busyCycles = 0; // the host's clock spent on crossings
   uint64_t puts = 0, gets = 0, failedPuts = 0, failedGets = 0;
   uint64_t overflows = 0; // puts that landed on a full ring
+  /// Reads and writes of scratch, SRAM and DRAM (netvm_emu_host_read and
+  /// _write), refused ones, and the bytes moved.
+  uint64_t memoryReads = 0, memoryWrites = 0, failedMemory = 0;
+  uint64_t memoryBytes = 0;
 };
 
 struct Fault {
@@ -124,7 +131,10 @@ struct Stats {
   double clockMHz = 0;
   std::string stopReason;
   std::vector<MEStats> mes;
+  /// Memories, with their controllers' figures summed over channels.
   MemoryStats scratch, sram, dram;
+  /// SRAM per channel (MachineConfig::sramChannels).
+  std::vector<MemoryStats> sramChannels;
   uint64_t hashOps = 0;
   RingStats rings[16];
   uint64_t packetsOffered = 0;  // packets that reached the MSF

@@ -47,6 +47,10 @@ struct MachineConfig {
   unsigned scratchCommandCycles = 1, scratchBytesPerCycle = 4;
   unsigned sramCommandCycles = 1, sramBytesPerCycle = 4;
   unsigned dramCommandCycles = 4, dramBytesPerCycle = 4;
+  /// SRAM channels, each with its own controller (the settings above) over
+  /// an equal, contiguous part of SRAM: channel c serves addresses
+  /// [c * sramBytes / sramChannels, (c + 1) * sramBytes / sramChannels).
+  unsigned sramChannels = 2;
   /// The host (XScale/PCI) interface: a host ring operation costs the host
   /// hostCrossingCycles + hostWordCycles per word (in ME cycles).
   unsigned hostCrossingCycles = 300, hostWordCycles = 9;

@@ -2,7 +2,8 @@
  *
  * Host-side code (the XScale's control plane, or a program across PCI)
  * reaches the emulated network processor through the scratch rings it
- * shares with the microengines. A host function is attached to the
+ * shares with the microengines, and reads and writes scratch, SRAM and
+ * DRAM. A host function is attached to the
  * emulator (netvm::me::Emulator::attachHost); the emulator calls it at the
  * cycle it asked for, between quanta, with every earlier effect applied,
  * and it moves words with the functions below. Every call is a crossing
@@ -13,8 +14,9 @@
  * (MachineConfig::hostCrossingCycles, hostWordCycles; docs/me-isa.md, "The
  * host interface"): the host's clock, netvm_emu_host_now, advances by that
  * much, and the next call of the host function comes no earlier than where
- * its clock ended. A get reads the ring when its crossing starts; a put
- * lands in the ring when its crossing ends. Deterministic: the same image,
+ * its clock ended. A get or read sees the state when its crossing starts;
+ * a put or write lands when its crossing ends. Host accesses do not queue
+ * at the memory controllers (the crossing dominates). Deterministic: the same image,
  * input and host code give the same statistics.
  *
  *===----------------------------------------------------------------------===*/
@@ -53,6 +55,29 @@ int netvm_emu_host_ring_get(netvm_emu_host *host, unsigned ring,
  * when it lands is dropped and counted as an overflow. */
 int netvm_emu_host_ring_put(netvm_emu_host *host, unsigned ring,
                             const uint32_t *words, unsigned count);
+
+/* The emulated memories, for netvm_emu_host_read and _write. */
+enum netvm_emu_memory {
+  NETVM_EMU_SCRATCH = 0,
+  NETVM_EMU_SRAM = 1,
+  NETVM_EMU_DRAM = 2
+};
+
+/* Reads `length` bytes of a memory at `address` into `bytes` (a DMA across
+ * the host interface, as the MEs' commands see memory: words big-endian):
+ * one crossing of ceil(length / 4) words, read when the crossing starts.
+ * 0, or -1 (nothing read, only the crossing paid) if the range is not
+ * inside the memory or `memory` is not one of netvm_emu_memory. */
+int netvm_emu_host_read(netvm_emu_host *host, unsigned memory,
+                        uint32_t address, void *bytes, uint32_t length);
+
+/* Writes `length` bytes to a memory at `address`: one crossing of
+ * ceil(length / 4) words; the bytes land when the crossing ends (an ME
+ * reading before then sees the old contents). 0, or -1 (nothing written,
+ * only the crossing paid) if the range is not inside the memory. */
+int netvm_emu_host_write(netvm_emu_host *host, unsigned memory,
+                         uint32_t address, const void *bytes,
+                         uint32_t length);
 
 #ifdef __cplusplus
 }
