@@ -956,9 +956,11 @@ void Emulator::Impl::applyEvent(Event &e) {
     serveRx(e.time);
     return;
   case EventKind::Arrival: {
-    arrivalPending = false;
+    unsigned port = e.aux;
+    rxPorts[port].arrivalPending = false;
+    --arrivalsPending;
     uint32_t wire;
-    if (!pullPacket(e.time, &wire)) {
+    if (!pullPacket(port, e.time, &wire)) {
       serveRx(e.time); // waiting receives learn the input has ended
       return;
     }
@@ -970,7 +972,9 @@ void Emulator::Impl::applyEvent(Event &e) {
     Event next;
     next.kind = EventKind::Arrival;
     next.time = e.time + std::max<uint64_t>(gap, 1);
-    arrivalPending = true;
+    next.aux = port;
+    rxPorts[port].arrivalPending = true;
+    ++arrivalsPending;
     schedule(std::move(next));
     serveRx(e.time);
     return;
@@ -988,11 +992,15 @@ void Emulator::Impl::applyEvent(Event &e) {
       bool truncated = length < p.bytes.size();
       desc[0] = length;
       desc[1] = wire;
-      desc[2] = truncated ? 2u : 0u;
+      desc[2] = (truncated ? 2u : 0u) | bp.port << 8;
       desc[3] = uint32_t(bp.sequence);
       ++stats.packetsReceived;
       stats.bytesReceived += wire;
       stats.packetsTruncated += truncated;
+      PortStats &ps = portStats(bp.port);
+      ++ps.received;
+      ps.bytesReceived += wire;
+      ps.truncated += truncated;
       bp.packet = InputPacket();
       inFlightFree.push_back(e.aux);
     }
@@ -1008,6 +1016,9 @@ void Emulator::Impl::applyEvent(Event &e) {
       output->transmit(dram.get() + e.addr, length, wire, e.data[2], e.time);
     ++stats.packetsSent;
     stats.bytesSent += wire;
+    PortStats &ps = portStats(e.data[2]);
+    ++ps.sent;
+    ps.bytesSent += wire;
     deliverSignal(e.me, e.ctx, e.sig, e.time, StallTx);
     return;
   }
@@ -1030,20 +1041,35 @@ void Emulator::Impl::applyEvent(Event &e) {
 // Media switch fabric
 //===----------------------------------------------------------------------===//
 
-bool Emulator::Impl::pullPacket(uint64_t arrival, uint32_t *wire) {
+PortStats &Emulator::Impl::portStats(unsigned port) {
+  if (stats.ports.size() <= port)
+    stats.ports.resize(port + 1);
+  return stats.ports[port];
+}
+
+bool Emulator::Impl::pullPacket(unsigned port, uint64_t arrival,
+                                uint32_t *wire) {
+  RxPort &rx = rxPorts[port];
   InputPacket packet;
-  if (inputDone || !input || !input->next(packet)) {
-    inputDone = true;
+  if (rx.done || !rx.input->next(packet)) {
+    rx.done = true;
+    inputDone = std::all_of(rxPorts.begin(), rxPorts.end(),
+                            [](const RxPort &p) { return p.done; });
     return false;
   }
+  uint32_t length =
+      std::max<uint32_t>(packet.wireLength, uint32_t(packet.bytes.size()));
   if (wire)
-    *wire = std::max<uint32_t>(packet.wireLength, uint32_t(packet.bytes.size()));
+    *wire = length;
   ++stats.packetsOffered;
+  PortStats &ps = portStats(port);
+  ++ps.offered;
   uint64_t seq = packetsRead++;
   if (rbuf.size() >= config.rbufElements) {
     ++stats.packetsDropped;
+    ++ps.dropped;
   } else {
-    rbuf.push_back(BufferedPacket{arrival, seq, std::move(packet)});
+    rbuf.push_back(BufferedPacket{arrival, seq, port, std::move(packet)});
   }
   return true;
 }
@@ -1051,8 +1077,13 @@ bool Emulator::Impl::pullPacket(uint64_t arrival, uint32_t *wire) {
 void Emulator::Impl::fillRbuf(uint64_t time) {
   if (config.lineRateGbps > 0)
     return;
-  while (!inputDone && rbuf.size() < config.rbufElements)
-    pullPacket(time);
+  // The ports with input take turns.
+  while (!inputDone && rbuf.size() < config.rbufElements) {
+    unsigned port = nextRxPort;
+    nextRxPort = (nextRxPort + 1) % unsigned(rxPorts.size());
+    if (!rxPorts[port].done)
+      pullPacket(port, time);
+  }
 }
 
 void Emulator::Impl::serveRx(uint64_t time) {
@@ -1086,7 +1117,7 @@ void Emulator::Impl::serveRx(uint64_t time) {
           inFlight[slot].packet.bytes.size(), config.maxPacketBytes));
       done.time = dma(controllers.back(), start, length) + config.rxLatency;
       fillRbuf(start);
-    } else if (inputDone && !arrivalPending) {
+    } else if (inputDone && !arrivalsPending) {
       done.aux = ~0u;
       done.time = std::max(r.time, time) + config.rxLatency;
     } else {
@@ -1104,12 +1135,25 @@ void Emulator::Impl::serveRx(uint64_t time) {
 void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
                          uint64_t progressCycles) {
   const uint64_t q = config.quantum;
+  for (RxPort &rx : rxPorts)
+    rx.done = rx.input == nullptr;
+  if (rxPorts.empty())
+    rxPorts.emplace_back(); // no input: every receive ends at once
+  inputDone = std::all_of(rxPorts.begin(), rxPorts.end(),
+                          [](const RxPort &p) { return p.done; });
   if (config.lineRateGbps > 0) {
-    // The first packet arrives at cycle 0; each arrival reads the next.
-    Event first;
-    first.kind = EventKind::Arrival;
-    arrivalPending = true;
-    schedule(std::move(first));
+    // Each port's first packet arrives at cycle 0; each arrival reads the
+    // next.
+    for (unsigned port = 0; port < rxPorts.size(); ++port) {
+      if (rxPorts[port].done)
+        continue;
+      Event first;
+      first.kind = EventKind::Arrival;
+      first.aux = port;
+      rxPorts[port].arrivalPending = true;
+      ++arrivalsPending;
+      schedule(std::move(first));
+    }
   } else {
     fillRbuf(0);
   }
@@ -1253,7 +1297,15 @@ Emulator::~Emulator() = default;
 bool Emulator::load(const Image &image, std::string &error) {
   return impl->load(image, error);
 }
-void Emulator::setInput(PacketInput *input) { impl->input = input; }
+void Emulator::setInput(PacketInput *input) { setInput(0, input); }
+void Emulator::setInput(unsigned port, PacketInput *input) {
+  if (port >= maxPorts)
+    return;
+  if (impl->rxPorts.size() <= port)
+    impl->rxPorts.resize(port + 1);
+  impl->rxPorts[port].input = input;
+  impl->portStats(port);
+}
 void Emulator::setOutput(PacketOutput *output) { impl->output = output; }
 void Emulator::run(void (*progress)(uint64_t, void *), void *user,
                    uint64_t progressCycles) {

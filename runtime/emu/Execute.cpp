@@ -395,6 +395,11 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
           std::to_string(config.maxPacketBytes));
       return;
     }
+    if (e.data[2] >= maxPorts) {
+      bad("transmit port " + std::to_string(e.data[2]) + " is not 0-" +
+          std::to_string(maxPorts - 1));
+      return;
+    }
     if (!range(Memory::Dram, length, 8))
       return;
     // Arrives at the DRAM controller now: the packet is read out of DRAM.

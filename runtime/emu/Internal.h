@@ -153,7 +153,15 @@ struct RxRequest {
 struct BufferedPacket {
   uint64_t arrival;
   uint64_t sequence;
+  unsigned port;
   InputPacket packet;
+};
+
+/// A receive port of the media switch fabric.
+struct RxPort {
+  PacketInput *input = nullptr;
+  bool done = true;            // no input, or its end was read
+  bool arrivalPending = false; // line rate: its next Arrival is queued
 };
 
 /// A memory controller (one SRAM channel, or the scratch or DRAM
@@ -226,7 +234,10 @@ public:
   /// Stops an ME: its contexts end (with their statistics) at `now`.
   void retireContexts(MEState &me, uint64_t now);
   void serveRx(uint64_t time);
-  bool pullPacket(uint64_t arrival, uint32_t *wire = nullptr);
+  /// Reads port `port`'s next packet into the RBUF (or drops it): false at
+  /// the end of its input.
+  bool pullPacket(unsigned port, uint64_t arrival, uint32_t *wire = nullptr);
+  PortStats &portStats(unsigned port);
   void fillRbuf(uint64_t time);
   void finish(uint64_t end);
   bool memoryRange(Memory memory, uint64_t address, uint64_t length) const;
@@ -307,14 +318,15 @@ public:
   void hostCross(unsigned words);
 
   // Media switch fabric.
-  PacketInput *input = nullptr;
+  std::vector<RxPort> rxPorts; // index: port
+  unsigned nextRxPort = 0;     // lossless: the port whose turn it is
+  unsigned arrivalsPending = 0;
   PacketOutput *output = nullptr;
   std::deque<BufferedPacket> rbuf;
   std::deque<RxRequest> rxQueue;
   std::vector<BufferedPacket> inFlight; // packets between RBUF and DRAM
   std::vector<uint32_t> inFlightFree;
-  bool inputDone = false;
-  bool arrivalPending = false;
+  bool inputDone = false; // every port's input is over
   uint64_t packetsRead = 0;
   uint64_t nextArrival = 0;
   std::vector<uint8_t> txBuffer;

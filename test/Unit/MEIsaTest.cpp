@@ -373,3 +373,104 @@ poll:
   EXPECT_EQ(stats.host.failedMemory, 2u);
   EXPECT_EQ(stats.host.memoryBytes, 16u + 8u + 16u + 4u + 4u);
 }
+
+namespace {
+/// Packets from a list, for one receive port.
+struct ListInput : PacketInput {
+  std::vector<std::vector<uint8_t>> packets;
+  size_t at = 0;
+  bool next(InputPacket &packet) override {
+    if (at == packets.size())
+      return false;
+    packet.bytes = packets[at++];
+    packet.wireLength = 0;
+    return true;
+  }
+};
+
+struct PortOutput : PacketOutput {
+  std::vector<std::pair<unsigned, std::vector<uint8_t>>> sent;
+  void transmit(const uint8_t *bytes, size_t length, uint32_t, unsigned port,
+                uint64_t) override {
+    sent.push_back({port, std::vector<uint8_t>(bytes, bytes + length)});
+  }
+};
+} // namespace
+
+TEST(MEEmulator, PortsReceiveInTurnAndTransmitWherePacketsSay) {
+  // One context receives and sends every packet out of port
+  // (receive port + 1) mod 3.
+  Image image = assembleOrFail(R"(
+.me 0
+.ctx_enable 1
+loop:
+    msf[rx, $0, 0, 0, 3], ctx_swap[s1]
+    br_bset[$2, 0, end]
+    alu_shf[a1, 0xff, and, $2, >>8]      ; the receive port
+    alu[a1, a1, +, 1]
+    alu[--, a1, -, 3]
+    bne[keep]
+    immed[a1, 0]
+keep:
+    alu[$0, --, b, $0]
+    alu[$1, --, b, 0]
+    alu[$2, --, b, a1]
+    msf[tx, $0, 0, 0, 3], ctx_swap[s2]
+    br[loop]
+end:
+    ctx_arb[kill]
+)");
+  auto packetOf = [](unsigned port, unsigned k) {
+    return std::vector<uint8_t>(20 + k, uint8_t(port << 4 | k));
+  };
+  ListInput in0, in2;
+  for (unsigned k = 0; k < 3; ++k)
+    in0.packets.push_back(packetOf(0, k));
+  in2.packets.push_back(packetOf(2, 0));
+  MachineConfig config;
+  Emulator emulator(config);
+  std::string error;
+  ASSERT_TRUE(emulator.load(image, error)) << error;
+  emulator.setInput(0, &in0);
+  emulator.setInput(2, &in2); // port 1 has no input
+  PortOutput out;
+  emulator.setOutput(&out);
+  emulator.run();
+  const Stats &stats = emulator.stats();
+  ASSERT_TRUE(stats.faults.empty()) << stats.faults[0].reason;
+  // Ports take turns: 0, 2, 0, 0.
+  ASSERT_EQ(out.sent.size(), 4u);
+  EXPECT_EQ(out.sent[0], std::make_pair(1u, packetOf(0, 0)));
+  EXPECT_EQ(out.sent[1], std::make_pair(0u, packetOf(2, 0)));
+  EXPECT_EQ(out.sent[2], std::make_pair(1u, packetOf(0, 1)));
+  EXPECT_EQ(out.sent[3], std::make_pair(1u, packetOf(0, 2)));
+  ASSERT_EQ(stats.ports.size(), 3u);
+  EXPECT_EQ(stats.ports[0].received, 3u);
+  EXPECT_EQ(stats.ports[0].sent, 1u);
+  EXPECT_EQ(stats.ports[1].received, 0u);
+  EXPECT_EQ(stats.ports[1].sent, 3u);
+  EXPECT_EQ(stats.ports[1].bytesSent, 20u + 21u + 22u);
+  EXPECT_EQ(stats.ports[2].offered, 1u);
+  EXPECT_EQ(stats.ports[2].received, 1u);
+  EXPECT_EQ(stats.packetsReceived, 4u);
+}
+
+TEST(MEEmulator, TransmitToAPortBeyondTheFabricFaults) {
+  Image image = assembleOrFail(R"(
+.me 0
+.ctx_enable 1
+    immed[$0, 60]
+    immed[$1, 0]
+    immed[$2, 16]
+    msf[tx, $0, 0, 0, 3], ctx_swap[s2]
+    ctx_arb[kill]
+)");
+  Emulator emulator(MachineConfig{});
+  std::string error;
+  ASSERT_TRUE(emulator.load(image, error)) << error;
+  emulator.run();
+  const Stats &stats = emulator.stats();
+  ASSERT_EQ(stats.faults.size(), 1u);
+  EXPECT_EQ(stats.faults[0].reason, "transmit port 16 is not 0-15");
+  EXPECT_EQ(stats.packetsSent, 0u);
+}

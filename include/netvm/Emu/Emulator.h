@@ -117,6 +117,15 @@ struct HostStats {
   uint64_t memoryBytes = 0;
 };
 
+/// The media switch fabric's traffic on one port.
+struct PortStats {
+  uint64_t offered = 0, received = 0, dropped = 0, truncated = 0, sent = 0;
+  uint64_t bytesReceived = 0, bytesSent = 0; // wire lengths
+};
+
+/// Receive and transmit ports of the media switch fabric.
+constexpr unsigned maxPorts = 16;
+
 struct Fault {
   unsigned me = 0, ctx = 0;
   uint32_t pc = 0;
@@ -143,6 +152,8 @@ struct Stats {
   uint64_t packetsTruncated = 0; // longer than maxPacketBytes
   uint64_t packetsSent = 0;
   uint64_t bytesReceived = 0, bytesSent = 0; // wire lengths
+  /// Per port, up to the highest port with an input or a transmit.
+  std::vector<PortStats> ports;
   bool hostAttached = false;
   HostStats host;
   std::vector<Fault> faults;
@@ -162,7 +173,12 @@ public:
   /// enabled contexts to PC 0. Instructions that do not decode are kept
   /// and fault when executed.
   bool load(const Image &image, std::string &error);
+  /// The packets received on port 0 (0 to maxPorts - 1 with the second
+  /// form). Ports with input take turns filling the receive buffers
+  /// (lossless), or each delivers at the line rate (MachineConfig); the
+  /// descriptor of a received packet names its port.
   void setInput(PacketInput *input);
+  void setInput(unsigned port, PacketInput *input);
   void setOutput(PacketOutput *output);
 
   /// Runs until the machine is quiescent (every context finished or
