@@ -338,12 +338,13 @@ uint32_t Emulator::Impl::allocEvent() {
     freeSlots.pop_back();
     return slot;
   }
-  pool.emplace_back();
-  return uint32_t(pool.size() - 1);
+  if ((eventSlots >> chunkBits) == eventChunks.size())
+    eventChunks.emplace_back(new Event[1u << chunkBits]);
+  return eventSlots++;
 }
 
 void Emulator::Impl::enqueue(uint32_t slot) {
-  uint64_t time = pool[slot].time, seq = sequence++;
+  uint64_t time = pool(slot).time, seq = sequence++;
   if (time < wheelBase)
     late.push_back(Key{time, seq, slot});
   else if (time - wheelBase < wheelSize)
@@ -354,7 +355,7 @@ void Emulator::Impl::enqueue(uint32_t slot) {
 
 void Emulator::Impl::schedule(Event &&event) {
   uint32_t slot = allocEvent();
-  pool[slot] = event;
+  pool(slot) = event;
   enqueue(slot);
 }
 
@@ -448,7 +449,7 @@ void Emulator::Impl::arrive(Event &e) {
 }
 
 void Emulator::Impl::apply(uint32_t slot) {
-  Event &event = pool[slot];
+  Event &event = pool(slot);
   if (event.queued) {
     // Arrivals are applied in (cycle, issue order): the controller sees
     // commands in the order the machine issued them.

@@ -319,7 +319,7 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
   unsigned n = me.perBank;
   // Filled in place (an event is large); every field is set here or below.
   uint32_t slot = allocEvent();
-  Event &e = pool[slot];
+  Event &e = pool(slot);
   e.time = me.now;
   e.kind = EventKind::Memory;
   e.reason = StallDone;

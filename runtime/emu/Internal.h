@@ -291,7 +291,14 @@ public:
   std::priority_queue<Key> far; // at wheelBase + wheelSize or later
   std::vector<Key> late;        // before wheelBase
   std::vector<Key> lateBatch;   // late events being applied
-  std::deque<Event> pool; // stable: applying an event may schedule more
+  /// Event slots in chunks that never move (applying an event may
+  /// schedule more); cheaper to index than a deque.
+  static constexpr unsigned chunkBits = 8;
+  std::vector<std::unique_ptr<Event[]>> eventChunks;
+  uint32_t eventSlots = 0;
+  Event &pool(uint32_t slot) {
+    return eventChunks[slot >> chunkBits][slot & ((1u << chunkBits) - 1)];
+  }
   std::vector<uint32_t> freeSlots;
   uint64_t sequence = 0;
   uint64_t lastActivity = 0;
