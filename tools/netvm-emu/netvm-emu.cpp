@@ -8,13 +8,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Emu/Emulator.h"
+#include "netvm/Emu/Options.h"
+#include "netvm/Emu/StatsJson.h"
 #include "netvm/Runtime/PacketIO.h"
 #include "netvm/Target/ME/Assembler.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -68,50 +69,50 @@ static cl::opt<bool> progress(
              "terminal it is shown anyway, on one updated line)"),
     cl::cat(emuCategory));
 
-// The machine.
-static cl::opt<unsigned> numMEs("mes", cl::desc("Microengines (default 8)"),
-                                cl::init(8), cl::cat(emuCategory));
-static cl::opt<unsigned> controlStore(
-    "control-store",
-    cl::desc("Control-store capacity in instructions (default 4096)"),
-    cl::init(4096), cl::cat(emuCategory));
-static cl::opt<double> clockMHz("clock-mhz",
-                                cl::desc("ME clock in MHz (default 600)"),
-                                cl::init(600), cl::cat(emuCategory));
-static cl::opt<double> lineRate(
-    "line-rate",
-    cl::desc("Offer packets at this rate in Gbit/s, dropping those that "
-             "find no free receive buffer (default 0: lossless, packets wait)"),
-    cl::init(0), cl::cat(emuCategory));
-static cl::opt<unsigned> rbufs("rbufs",
-                               cl::desc("Receive buffer elements (default 16)"),
-                               cl::init(16), cl::cat(emuCategory));
-static cl::opt<uint64_t> maxCycles("max-cycles",
-                                   cl::desc("Stop after this many cycles"),
-                                   cl::init(0), cl::cat(emuCategory));
-static cl::opt<unsigned> quantum(
-    "quantum",
-    cl::desc("Cycles each ME runs between exchanges of shared effects "
-             "(default 16; at most the shortest memory latency)"),
-    cl::init(16), cl::cat(emuCategory));
-static cl::opt<std::string> ringOverflow(
-    "ring-overflow",
-    cl::desc("A put on a full scratch ring: fault (stop the ME, default) or "
-             "drop (count it)"),
-    cl::init("fault"), cl::cat(emuCategory));
-static cl::list<std::string> latencies(
-    "latency",
-    cl::desc("Set a latency in cycles: UNIT=N with UNIT one of scratch, sram, "
-             "dram, hash, rx, tx, nn, branch, swap (repeatable)"),
-    cl::value_desc("unit=cycles"), cl::CommaSeparated, cl::cat(emuCategory));
-
-static cl::list<std::string> controllerSettings(
-    "controller",
-    cl::desc("Set a memory controller's service: UNIT=CMD/BPC with UNIT one "
-             "of scratch, sram, dram; CMD cycles a command plus one cycle per "
-             "BPC bytes (BPC 0: no transfer time; 0/0: no queueing); "
-             "repeatable"),
-    cl::value_desc("unit=cmd/bpc"), cl::CommaSeparated, cl::cat(emuCategory));
+// The machine: options of netvm/Emu/Options.h, applied to the
+// configuration by name, with the descriptions it gives. The value names are
+// those the typed options showed in --help.
+static const char *machineHelp(const char *name) {
+  return findMachineOption(name)->help;
+}
+static cl::opt<std::string> numMEs("mes", cl::desc(machineHelp("mes")),
+                                   cl::value_desc("uint"),
+                                   cl::cat(emuCategory));
+static cl::opt<std::string> controlStore("control-store",
+                                         cl::desc(machineHelp("control-store")),
+                                         cl::value_desc("uint"),
+                                         cl::cat(emuCategory));
+static cl::opt<std::string> clockMHz("clock-mhz",
+                                     cl::desc(machineHelp("clock-mhz")),
+                                     cl::value_desc("number"),
+                                     cl::cat(emuCategory));
+static cl::opt<std::string> lineRate("line-rate",
+                                     cl::desc(machineHelp("line-rate")),
+                                     cl::value_desc("number"),
+                                     cl::cat(emuCategory));
+static cl::opt<std::string> rbufs("rbufs", cl::desc(machineHelp("rbufs")),
+                                  cl::value_desc("uint"),
+                                  cl::cat(emuCategory));
+static cl::opt<std::string> maxCycles("max-cycles",
+                                      cl::desc(machineHelp("max-cycles")),
+                                      cl::value_desc("ulong"),
+                                      cl::cat(emuCategory));
+static cl::opt<std::string> quantum("quantum", cl::desc(machineHelp("quantum")),
+                                    cl::value_desc("uint"),
+                                    cl::cat(emuCategory));
+static cl::opt<std::string> ringOverflow("ring-overflow",
+                                         cl::desc(machineHelp("ring-overflow")),
+                                         cl::value_desc("string"),
+                                         cl::cat(emuCategory));
+static cl::list<std::string> latencies("latency",
+                                       cl::desc(machineHelp("latency")),
+                                       cl::value_desc("unit=cycles"),
+                                       cl::CommaSeparated,
+                                       cl::cat(emuCategory));
+static cl::list<std::string>
+    controllerSettings("controller", cl::desc(machineHelp("controller")),
+                       cl::value_desc("unit=cmd/bpc"), cl::CommaSeparated,
+                       cl::cat(emuCategory));
 
 static cl::opt<std::string> hostRelay(
     "host-relay",
@@ -123,11 +124,10 @@ static cl::opt<unsigned> hostPoll(
     "host-poll",
     cl::desc("Cycles the host relay waits between polls (default 1000)"),
     cl::init(1000), cl::cat(emuCategory));
-static cl::opt<std::string> hostCost(
-    "host-cost",
-    cl::desc("Cost of a host crossing: CROSSING/WORD cycles (default "
-             "300/9)"),
-    cl::value_desc("crossing/word"), cl::cat(emuCategory));
+static cl::opt<std::string> hostCost("host-cost",
+                                     cl::desc(machineHelp("host-cost")),
+                                     cl::value_desc("crossing/word"),
+                                     cl::cat(emuCategory));
 
 namespace {
 class PcapInput final : public PacketInput {
@@ -166,200 +166,33 @@ public:
 };
 } // namespace
 
+/// Applies the machine options given on the command line.
 static bool configure(MachineConfig &config) {
-  config.numMEs = numMEs;
-  config.controlStore = controlStore;
-  config.clockMHz = clockMHz;
-  config.lineRateGbps = lineRate;
-  config.rbufElements = std::max(1u, unsigned(rbufs));
-  config.maxCycles = maxCycles;
-  config.quantum = quantum;
-  if (numMEs < 1 || numMEs > maxMEs) {
-    llvm::errs() << "netvm-emu: --mes must be 1-" << maxMEs << "\n";
+  std::string error;
+  auto apply = [&](const cl::Option &option, const std::string &value) {
+    if (applyMachineOption(config, option.ArgStr, value, error, "--"))
+      return true;
+    llvm::errs() << "netvm-emu: " << error << "\n";
     return false;
-  }
-  if (clockMHz <= 0 || lineRate < 0) {
-    llvm::errs() << "netvm-emu: the clock and line rate must be positive\n";
+  };
+  for (cl::opt<std::string> *option :
+       {&numMEs, &controlStore, &clockMHz, &lineRate, &rbufs, &maxCycles,
+        &quantum, &ringOverflow, &hostCost})
+    if (option->getNumOccurrences() && !apply(*option, *option))
+      return false;
+  auto applyList = [&](const cl::list<std::string> &option) {
+    for (const std::string &item : option)
+      if (!apply(option, item))
+        return false;
+    return true;
+  };
+  if (!applyList(latencies) || !applyList(controllerSettings))
     return false;
-  }
-  if (ringOverflow == "fault")
-    config.ringOverflow = RingOverflow::Fault;
-  else if (ringOverflow == "drop")
-    config.ringOverflow = RingOverflow::Drop;
-  else {
-    llvm::errs() << "netvm-emu: --ring-overflow is fault or drop\n";
-    return false;
-  }
-  for (const std::string &setting : latencies) {
-    size_t eq = setting.find('=');
-    std::string unit = setting.substr(0, eq);
-    unsigned long long value = 0;
-    bool ok = eq != std::string::npos && eq + 1 < setting.size() &&
-              !llvm::StringRef(setting).substr(eq + 1).getAsInteger(10, value) &&
-              value < 100000;
-    unsigned *field = unit == "scratch" ? &config.scratchLatency
-                      : unit == "sram"  ? &config.sramLatency
-                      : unit == "dram"  ? &config.dramLatency
-                      : unit == "hash"  ? &config.hashLatency
-                      : unit == "rx"    ? &config.rxLatency
-                      : unit == "tx"    ? &config.txLatency
-                      : unit == "nn"    ? &config.nnLatency
-                      : unit == "branch" ? &config.branchPenalty
-                      : unit == "swap"  ? &config.swapPenalty
-                                        : nullptr;
-    if (!ok || !field ||
-        (value == 0 && unit != "branch" && unit != "swap" && unit != "nn")) {
-      llvm::errs() << "netvm-emu: bad --latency '" << setting
-                   << "' (UNIT=CYCLES, UNIT one of scratch, sram, dram, hash, "
-                      "rx, tx, nn, branch, swap; memory latencies >= 1)\n";
-      return false;
-    }
-    *field = unsigned(value);
-  }
-  if (!hostCost.empty()) {
-    auto [crossing, word] = llvm::StringRef(hostCost).split('/');
-    if (crossing.getAsInteger(10, config.hostCrossingCycles) ||
-        word.getAsInteger(10, config.hostWordCycles)) {
-      llvm::errs() << "netvm-emu: bad --host-cost '" << hostCost
-                   << "' (CROSSING/WORD cycles)\n";
-      return false;
-    }
-  }
-  for (const std::string &setting : controllerSettings) {
-    llvm::StringRef text(setting);
-    auto [unit, rest] = text.split('=');
-    auto [cmd, bpc] = rest.split('/');
-    unsigned command = 0, rate = 0;
-    unsigned *fields = unit == "scratch" ? &config.scratchCommandCycles
-                       : unit == "sram"  ? &config.sramCommandCycles
-                       : unit == "dram"  ? &config.dramCommandCycles
-                                         : nullptr;
-    if (!fields || cmd.getAsInteger(10, command) ||
-        bpc.getAsInteger(10, rate) || command > 100000 || rate > 100000) {
-      llvm::errs() << "netvm-emu: bad --controller '" << setting
-                   << "' (UNIT=CMD/BPC, UNIT one of scratch, sram, dram)\n";
-      return false;
-    }
-    unsigned *rates = unit == "scratch" ? &config.scratchBytesPerCycle
-                      : unit == "sram"  ? &config.sramBytesPerCycle
-                                        : &config.dramBytesPerCycle;
-    *fields = command;
-    *rates = rate;
-  }
   return true;
 }
 
 static double ratio(uint64_t part, uint64_t whole) {
   return whole ? double(part) / double(whole) : 0.0;
-}
-
-static llvm::json::Value memoryJson(const MemoryStats &m, uint64_t cycles) {
-  return llvm::json::Object{
-      {"reads", int64_t(m.reads)},
-      {"writes", int64_t(m.writes)},
-      {"atomics", int64_t(m.atomics)},
-      {"bytes_read", int64_t(m.bytesRead)},
-      {"bytes_written", int64_t(m.bytesWritten)},
-      {"commands", int64_t(m.commands)},
-      {"busy_cycles", int64_t(m.busyCycles)},
-      {"busy", ratio(m.busyCycles, cycles)},
-      {"queue_cycles", int64_t(m.queueCycles)},
-      {"mean_queue_depth", ratio(m.queueCycles + m.busyCycles, cycles)},
-      {"max_queue_depth", int64_t(m.maxQueue)}};
-}
-
-static llvm::json::Value statsToJson(const Stats &s) {
-  using llvm::json::Array;
-  using llvm::json::Object;
-  double seconds = s.seconds();
-  Array mes;
-  for (size_t i = 0; i < s.mes.size(); ++i) {
-    const MEStats &m = s.mes[i];
-    if (!m.loaded)
-      continue;
-    Object idle;
-    for (unsigned r = 0; r < StallCount; ++r)
-      idle[stallReasonName(StallReason(r))] = int64_t(m.idleCycles[r]);
-    Array threads;
-    for (size_t c = 0; c < m.threads.size(); ++c) {
-      const ThreadStats &t = m.threads[c];
-      if (!t.enabled)
-        continue;
-      threads.push_back(Object{{"ctx", int64_t(c)},
-                               {"instructions", int64_t(t.instructions)},
-                               {"exec_cycles", int64_t(t.execCycles)},
-                               {"ready_cycles", int64_t(t.readyCycles)},
-                               {"wait_cycles", int64_t(t.waitCycles)},
-                               {"swaps", int64_t(t.swaps)},
-                               {"utilisation", ratio(t.execCycles, s.cycles)}});
-    }
-    mes.push_back(Object{{"me", int64_t(i)},
-                         {"instructions", int64_t(m.instructions)},
-                         {"busy_cycles", int64_t(m.busyCycles)},
-                         {"utilisation", ratio(m.busyCycles, s.cycles)},
-                         {"branch_penalty_cycles", int64_t(m.branchPenaltyCycles)},
-                         {"swap_cycles", int64_t(m.swapCycles)},
-                         {"context_swaps", int64_t(m.contextSwaps)},
-                         {"idle_cycles", std::move(idle)},
-                         {"threads", std::move(threads)}});
-  }
-  Array rings;
-  for (unsigned r = 0; r < 16; ++r) {
-    const RingStats &ring = s.rings[r];
-    if (!ring.configured)
-      continue;
-    rings.push_back(Object{{"ring", int64_t(r)},
-                           {"size_words", int64_t(ring.sizeWords)},
-                           {"puts", int64_t(ring.puts)},
-                           {"gets", int64_t(ring.gets)},
-                           {"empty_gets", int64_t(ring.emptyGets)},
-                           {"overflows", int64_t(ring.overflows)},
-                           {"max_occupancy", int64_t(ring.maxOccupancy)},
-                           {"final_occupancy", int64_t(ring.finalOccupancy)}});
-  }
-  Array faults;
-  for (const Fault &f : s.faults)
-    faults.push_back(Object{{"me", int64_t(f.me)},
-                            {"ctx", int64_t(f.ctx)},
-                            {"pc", int64_t(f.pc)},
-                            {"instruction", f.instruction},
-                            {"reason", f.reason},
-                            {"cycle", int64_t(f.cycle)}});
-  return Object{
-      {"cycles", int64_t(s.cycles)},
-      {"clock_mhz", s.clockMHz},
-      {"seconds", seconds},
-      {"stop_reason", s.stopReason},
-      {"packets",
-       Object{{"offered", int64_t(s.packetsOffered)},
-              {"received", int64_t(s.packetsReceived)},
-              {"dropped", int64_t(s.packetsDropped)},
-              {"truncated", int64_t(s.packetsTruncated)},
-              {"sent", int64_t(s.packetsSent)},
-              {"bytes_received", int64_t(s.bytesReceived)},
-              {"bytes_sent", int64_t(s.bytesSent)},
-              {"sent_per_second", seconds > 0 ? s.packetsSent / seconds : 0.0},
-              {"sent_gbps",
-               seconds > 0 ? s.bytesSent * 8.0 / seconds / 1e9 : 0.0}}},
-      {"mes", std::move(mes)},
-      {"memory", Object{{"scratch", memoryJson(s.scratch, s.cycles)},
-                        {"sram", memoryJson(s.sram, s.cycles)},
-                        {"dram", memoryJson(s.dram, s.cycles)},
-                        {"hash_ops", int64_t(s.hashOps)}}},
-      {"rings", std::move(rings)},
-      {"host", !s.hostAttached
-                   ? llvm::json::Value(nullptr)
-                   : Object{{"calls", int64_t(s.host.calls)},
-                            {"crossings", int64_t(s.host.crossings)},
-                            {"words", int64_t(s.host.words)},
-                            {"busy_cycles", int64_t(s.host.busyCycles)},
-                            {"busy", ratio(s.host.busyCycles, s.cycles)},
-                            {"gets", int64_t(s.host.gets)},
-                            {"puts", int64_t(s.host.puts)},
-                            {"failed_gets", int64_t(s.host.failedGets)},
-                            {"failed_puts", int64_t(s.host.failedPuts)},
-                            {"overflows", int64_t(s.host.overflows)}}},
-      {"faults", std::move(faults)}};
 }
 
 static void printSummary(llvm::raw_ostream &os, const Stats &s) {
@@ -663,7 +496,7 @@ int main(int argc, char **argv) {
   }
 
   if (statsJson == "-") {
-    llvm::outs() << llvm::formatv("{0:2}", statsToJson(stats)) << "\n";
+    llvm::outs() << statsToJson(stats) << "\n";
   } else {
     if (!statsJson.empty()) {
       std::error_code ec;
@@ -673,7 +506,7 @@ int main(int argc, char **argv) {
                      << "': " << ec.message() << "\n";
         return 1;
       }
-      os << llvm::formatv("{0:2}", statsToJson(stats)) << "\n";
+      os << statsToJson(stats) << "\n";
     }
     if (!quiet)
       printSummary(llvm::outs(), stats);
