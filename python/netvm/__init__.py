@@ -329,9 +329,27 @@ def pack(packets: Iterable[bytes]):
     return buffer, offsets
 
 
+def _machine_option_value(name: str, value) -> str:
+    """An option value as netvm-emu's --name=value text."""
+    if isinstance(value, bool):
+        raise TypeError(f"option {name!r}: a bool is not a value")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, Mapping):  # {"sram": 120, "dram": 240}
+        return ",".join(f"{unit}={_machine_option_value(name, v)}"
+                        for unit, v in value.items())
+    if isinstance(value, (list, tuple)):  # ["sram=120", "dram=240"]
+        return ",".join(_machine_option_value(name, v) for v in value)
+    raise TypeError(f"option {name!r}: {type(value).__name__} is not a "
+                    "value (str, int, float, or a dict or list of them)")
+
+
 def emulate(source: Optional[str] = None, *, file: Optional[_Source] = None,
             packets: Iterable[bytes] = (), mes: int = 8,
-            clock_mhz: float = 600.0, max_cycles: int = 0) -> dict:
+            clock_mhz: float = 600.0, max_cycles: int = 0,
+            options: Optional[Mapping[str, object]] = None) -> dict:
     """Assemble a microengine program (docs/me-isa.md) and run it on
     netvm's IXP-like emulator, feeding it ``packets`` through the receive
     port. Give the assembly text as ``source`` or a ``.s`` file as
@@ -346,6 +364,14 @@ def emulate(source: Optional[str] = None, *, file: Optional[_Source] = None,
     (``me``, ``context``, ``pc``, ``instruction``, ``reason``, ``cycle``).
     The run is deterministic. Assembly errors raise ``ValueError`` with
     every ``file:line:col: error: ...`` message.
+
+    ``options`` sets machine parameters by netvm-emu's option names
+    (docs/me-isa.md, "Machine parameters"; ``_`` may stand for ``-``),
+    applied after ``mes``, ``clock_mhz`` and ``max_cycles``: values are
+    strings as on the command line, numbers, or for the list options a
+    dict or list, e.g. ``{"latency": {"dram": 240}, "controller":
+    "dram=0/0", "rbufs": 4, "line_rate": 2.5}``. A bad name or value
+    raises ``ValueError`` saying what the option accepts.
     """
     if (source is None) == (file is None):
         raise TypeError("give the program as source or as file, not both")
@@ -361,4 +387,7 @@ def emulate(source: Optional[str] = None, *, file: Optional[_Source] = None,
             raise TypeError("packets must be bytes, bytearray or memoryview, "
                             f"not {type(p).__name__}")
         data.append(bytes(p))
-    return _netvm.emulate(source, name, data, mes, clock_mhz, max_cycles)
+    machine = [(str(key).replace("_", "-"), _machine_option_value(key, value))
+               for key, value in (options or {}).items()]
+    return _netvm.emulate(source, name, data, mes, clock_mhz, max_cycles,
+                          machine)

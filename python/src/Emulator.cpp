@@ -2,14 +2,18 @@
 //
 // netvm.emulate: assemble a microengine program (docs/me-isa.md) and run it
 // on the IXP-like emulator with packets from Python; returns the packets
-// transmitted and the statistics, as netvm-emu reports them.
+// transmitted and the statistics, as netvm-emu reports them. Machine
+// options (netvm/Emu/Options.h) come as (name, value) strings, as
+// netvm-emu's --name=value.
 //
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Emu/Emulator.h"
+#include "netvm/Emu/Options.h"
 #include "netvm/Target/ME/Assembler.h"
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -66,7 +70,9 @@ nb::dict memoryStats(const MemoryStats &m) {
 
 nb::dict emulate(const std::string &source, const std::string &fileName,
                  nb::list packets, unsigned mes, double clockMHz,
-                 uint64_t maxCycles) {
+                 uint64_t maxCycles,
+                 const std::vector<std::pair<std::string, std::string>>
+                     &machineOptions) {
   MachineConfig config;
   config.numMEs = mes;
   config.clockMHz = clockMHz;
@@ -75,6 +81,11 @@ nb::dict emulate(const std::string &source, const std::string &fileName,
     throw nb::value_error("mes must be between 1 and 16");
   if (!(clockMHz > 0))
     throw nb::value_error("clock_mhz must be positive");
+  for (const auto &[name, value] : machineOptions) {
+    std::string error;
+    if (!applyMachineOption(config, name, value, error))
+      throw nb::value_error(error.c_str());
+  }
   std::vector<std::vector<uint8_t>> input;
   for (nb::handle p : packets) {
     if (!nb::isinstance<nb::bytes>(p))
@@ -162,7 +173,7 @@ nb::dict emulate(const std::string &source, const std::string &fileName,
 namespace netvm::python {
 void bindEmulator(nb::module_ &m) {
   m.def("emulate", &emulate, "source"_a, "file_name"_a, "packets"_a,
-        "mes"_a, "clock_mhz"_a, "max_cycles"_a,
+        "mes"_a, "clock_mhz"_a, "max_cycles"_a, "options"_a,
         "Assemble a microengine program and run it on the emulator.");
 }
 } // namespace netvm::python

@@ -59,3 +59,53 @@ def test_errors():
         netvm.emulate(file=EXAMPLES / "me" / "forward.s", packets=[42])
     with pytest.raises(ValueError, match="mes"):
         netvm.emulate(file=EXAMPLES / "me" / "forward.s", mes=0)
+
+
+def test_machine_options_change_the_run():
+    """options= takes netvm-emu's machine options (netvm/Emu/Options.h)."""
+    program = EXAMPLES / "me" / "forward.s"
+    packets = [bytes(range(60)), bytes(200), bytes(1000)]
+    base = netvm.emulate(file=program, packets=packets)
+    slow_rx = netvm.emulate(file=program, packets=packets,
+                            options={"latency": {"rx": 600, "tx": 600}})
+    assert [b for _, _, b in slow_rx["transmitted"]] == packets
+    assert slow_rx["cycles"] > base["cycles"] + 400
+    # The same as text, as a list, and with a slower DRAM controller.
+    assert netvm.emulate(file=program, packets=packets,
+                         options={"latency": "rx=600,tx=600"}) == slow_rx
+    assert netvm.emulate(file=program, packets=packets,
+                         options={"latency": ["rx=600", "tx=600"]}) == slow_rx
+    slow_dram = netvm.emulate(file=program, packets=packets,
+                              options={"controller": "dram=40/1"})
+    assert slow_dram["cycles"] > base["cycles"]
+    # Names with _ for -, numbers, and options over the keyword arguments.
+    r = netvm.emulate(file=program, packets=packets, mes=8,
+                      options={"mes": 2, "clock_mhz": 1200.0,
+                               "ring_overflow": "drop"})
+    assert len(r["mes"]) == 2
+    assert r["seconds"] == pytest.approx(r["cycles"] / 1200e6)
+    capped = netvm.emulate(file=program, packets=packets,
+                           options={"max-cycles": 100})
+    assert capped["cycles"] <= 100 and capped["packets_sent"] == 0
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"no_such_option": 1}, r"unknown option 'no-such-option' \(one of mes"),
+    ({"mes": 0}, r"bad mes '0' \(an integer 1-32\)"),
+    ({"latency": "flash=3"}, r"bad latency 'flash=3' \(UNIT=CYCLES"),
+    ({"controller": "dram=4"}, r"bad controller 'dram=4' \(UNIT=CMD/BPC"),
+    ({"ring-overflow": "explode"}, r"\(fault or drop\)"),
+    ({"clock-mhz": -1}, r"bad clock-mhz '-1' \(a number > 0\)"),
+])
+def test_bad_machine_options(options, message):
+    with pytest.raises(ValueError, match=message):
+        netvm.emulate(file=EXAMPLES / "me" / "forward.s", options=options)
+
+
+def test_machine_option_types():
+    with pytest.raises(TypeError, match="bool"):
+        netvm.emulate(file=EXAMPLES / "me" / "forward.s",
+                      options={"rbufs": True})
+    with pytest.raises(TypeError, match="not a value"):
+        netvm.emulate(file=EXAMPLES / "me" / "forward.s",
+                      options={"rbufs": None})
