@@ -74,7 +74,7 @@ struct netvm_emu {
   MachineConfig config;
   std::optional<Emulator> emulator; // once an image is loaded
   bool ran = false;
-  CInput input;
+  CInput inputs[maxPorts];
   COutput output;
   netvm_emu_host_fn hostFn = nullptr;
   void *hostUser = nullptr;
@@ -82,6 +82,12 @@ struct netvm_emu {
   std::vector<std::string> faults; // as text, made after the run
   std::string error;
 };
+
+static_assert(NETVM_EMU_PORTS == maxPorts, "emu.h's ports are the MSF's");
+static_assert(NETVM_EMU_SCRATCH == unsigned(Memory::Scratch) &&
+                  NETVM_EMU_SRAM == unsigned(Memory::Sram) &&
+                  NETVM_EMU_DRAM == unsigned(Memory::Dram),
+              "host.h numbers the memories as the image format does");
 
 static const char nullEmulator[] = "the emulator is NULL";
 
@@ -219,30 +225,49 @@ int netvm_emu_load_file(netvm_emu *emu, const char *path) {
   });
 }
 
-int netvm_emu_queue_packet(netvm_emu *emu, const uint8_t *bytes,
-                           size_t length, uint32_t wire_length) {
+static bool validPort(netvm_emu *emu, unsigned port) {
+  if (port < maxPorts)
+    return true;
+  emu->error = "receive port " + std::to_string(port) + " does not exist (0-" +
+               std::to_string(maxPorts - 1) + ")";
+  return false;
+}
+
+int netvm_emu_queue_packet_on(netvm_emu *emu, unsigned port,
+                              const uint8_t *bytes, size_t length,
+                              uint32_t wire_length) {
   return guarded(emu, [&] {
     if (!bytes && length)
       return fail(emu, "netvm_emu_queue_packet: the packet bytes are NULL");
-    if (!beforeRun(emu, "a packet queued"))
+    if (!validPort(emu, port) || !beforeRun(emu, "a packet queued"))
       return -1;
     InputPacket packet;
     if (length)
       packet.bytes.assign(bytes, bytes + length);
     packet.wireLength = wire_length;
-    emu->input.queue.push_back(std::move(packet));
+    emu->inputs[port].queue.push_back(std::move(packet));
+    return 0;
+  });
+}
+
+int netvm_emu_queue_packet(netvm_emu *emu, const uint8_t *bytes,
+                           size_t length, uint32_t wire_length) {
+  return netvm_emu_queue_packet_on(emu, 0, bytes, length, wire_length);
+}
+
+int netvm_emu_set_port_input(netvm_emu *emu, unsigned port,
+                             netvm_emu_input_fn fn, void *user) {
+  return guarded(emu, [&] {
+    if (!validPort(emu, port) || !beforeRun(emu, "the input set"))
+      return -1;
+    emu->inputs[port].fn = fn;
+    emu->inputs[port].user = user;
     return 0;
   });
 }
 
 int netvm_emu_set_input(netvm_emu *emu, netvm_emu_input_fn fn, void *user) {
-  return guarded(emu, [&] {
-    if (!beforeRun(emu, "the input set"))
-      return -1;
-    emu->input.fn = fn;
-    emu->input.user = user;
-    return 0;
-  });
+  return netvm_emu_set_port_input(emu, 0, fn, user);
 }
 
 int netvm_emu_set_output(netvm_emu *emu, netvm_emu_output_fn fn, void *user) {
@@ -288,15 +313,20 @@ int netvm_emu_run(netvm_emu *emu, void (*progress)(uint64_t, void *),
                        "again)");
     emu->ran = true;
     Emulator &emulator = *emu->emulator;
-    emulator.setInput(&emu->input);
+    // Only ports with input: the others stay without, as in netvm-emu.
+    for (unsigned port = 0; port < maxPorts; ++port)
+      if (emu->inputs[port].fn || !emu->inputs[port].queue.empty())
+        emulator.setInput(port, &emu->inputs[port]);
     emulator.setOutput(&emu->output);
     if (emu->hostFn)
       emulator.attachHost(emu->hostFn, emu->hostUser, emu->hostFirstCycle);
     emulator.run(progress, user, progress ? progress_cycles : 0);
     for (const Fault &f : emulator.stats().faults)
       emu->faults.push_back(faultText(f));
-    if (!emu->input.failed.empty())
-      return fail(emu, emu->input.failed);
+    for (unsigned port = 0; port < maxPorts; ++port)
+      if (!emu->inputs[port].failed.empty())
+        return fail(emu, "receive port " + std::to_string(port) + ": " +
+                             emu->inputs[port].failed);
     return 0;
   });
 }
@@ -353,9 +383,10 @@ int netvm_emu_read_memory(netvm_emu *emu, unsigned memory, uint32_t address,
   return guarded(emu, [&] {
     if (!out && length)
       return fail(emu, "netvm_emu_read_memory: the output buffer is NULL");
-    if (memory > unsigned(Memory::Dram))
+    if (memory > NETVM_EMU_DRAM)
       return fail(emu, "unknown memory " + std::to_string(memory) +
-                           " (0 scratch, 1 SRAM, 2 DRAM)");
+                           " (NETVM_EMU_SCRATCH, NETVM_EMU_SRAM or "
+                           "NETVM_EMU_DRAM)");
     if (!loaded(emu, "memory read"))
       return -1;
     Memory which = Memory(memory);

@@ -212,7 +212,7 @@ static void testMisuse(const char *imagePath, const char *twoMEs) {
                "before an image is loaded");
   EXPECT(netvm_emu_stats_json(emu) == NULL);
   EXPECT(netvm_emu_registers(emu) == NULL);
-  EXPECT_ERROR(netvm_emu_read_memory(emu, 0, 0, word, 4), emu,
+  EXPECT_ERROR(netvm_emu_read_memory(emu, NETVM_EMU_SCRATCH, 0, word, 4), emu,
                "before an image is loaded");
   EXPECT(netvm_emu_cycles(emu) == 0 && netvm_emu_fault_count(emu) == 0);
   EXPECT_ERROR(netvm_emu_load_image(emu, NULL, 10), emu, "NULL");
@@ -242,9 +242,14 @@ static void testMisuse(const char *imagePath, const char *twoMEs) {
                "after the image was loaded");
   EXPECT_ERROR(netvm_emu_read_memory(emu, 3, 0, word, 4), emu,
                "unknown memory 3");
-  EXPECT_ERROR(netvm_emu_read_memory(emu, 0, 0x4000, word, 4), emu,
-               "outside scratch");
-  EXPECT_ERROR(netvm_emu_read_memory(emu, 0, 0, NULL, 4), emu, "NULL");
+  EXPECT_ERROR(netvm_emu_read_memory(emu, NETVM_EMU_SCRATCH, 0x4000, word, 4),
+               emu, "outside scratch");
+  EXPECT_ERROR(netvm_emu_read_memory(emu, NETVM_EMU_DRAM, 0, NULL, 4), emu,
+               "NULL");
+  EXPECT_ERROR(netvm_emu_queue_packet_on(emu, NETVM_EMU_PORTS, &byte, 1, 0),
+               emu, "receive port 16 does not exist (0-15)");
+  EXPECT_ERROR(netvm_emu_set_port_input(emu, 99, nextPacket, NULL), emu,
+               "receive port 99");
   free(damaged);
   free(image);
   netvm_emu_destroy(emu);
@@ -372,6 +377,31 @@ static void testHost(const char *imagePath) {
   netvm_emu_destroy(emu);
 }
 
+/* Packets on receive port 5 only: the forwarder receives them all. */
+static void countSent(void *user, const uint8_t *bytes, size_t length,
+                      uint32_t wire_length, unsigned port, uint64_t cycle) {
+  (void)bytes, (void)wire_length, (void)port, (void)cycle;
+  *(size_t *)user += length;
+}
+
+static void testPorts(const char *imagePath) {
+  netvm_emu *emu = netvm_emu_create();
+  size_t bytes = 0;
+  struct Input in = {PACKETS - 2};
+  char *json;
+  EXPECT(netvm_emu_load_file(emu, imagePath) == 0);
+  EXPECT(netvm_emu_queue_packet_on(emu, 5, packets[0], lengths[0], 0) == 0);
+  EXPECT(netvm_emu_set_port_input(emu, 5, nextPacket, &in) == 0);
+  EXPECT(netvm_emu_set_output(emu, countSent, &bytes) == 0);
+  EXPECT(netvm_emu_run(emu, NULL, NULL, 0) == 0);
+  EXPECT(netvm_emu_packets_sent(emu) == 3);
+  EXPECT(bytes == lengths[0] + lengths[PACKETS - 2] + lengths[PACKETS - 1]);
+  json = netvm_emu_stats_json(emu);
+  EXPECT(json && jsonNumber(json, "\"packets\"", "received") == 3);
+  netvm_emu_free(json);
+  netvm_emu_destroy(emu);
+}
+
 static void testFault(const char *imagePath) {
   netvm_emu *emu = netvm_emu_create();
   unsigned char word[4] = {0, 0, 0, 0};
@@ -383,7 +413,7 @@ static void testFault(const char *imagePath) {
   EXPECT(netvm_emu_fault(emu, 1) == NULL);
   if (netvm_emu_fault(emu, 0))
     printf("fault: %s\n", netvm_emu_fault(emu, 0));
-  EXPECT(netvm_emu_read_memory(emu, 1, 0x100, word, 4) == 0);
+  EXPECT(netvm_emu_read_memory(emu, NETVM_EMU_SRAM, 0x100, word, 4) == 0);
   printf("sram 0x100: %02x %02x %02x %02x\n", word[0], word[1], word[2],
          word[3]);
   registers = netvm_emu_registers(emu);
@@ -407,6 +437,7 @@ int main(int argc, char **argv) {
   printf("forward: %d packets, %s cycles with a slower receive\n", PACKETS,
          slower > cycles ? "more" : "no more");
   testFailingInput(argv[1]);
+  testPorts(argv[1]);
   testHost(argv[2]);
   testFault(argv[3]);
   printf("%d failures\n", failures);

@@ -18,9 +18,9 @@
  *
  * Errors: functions that can fail return 0 on success and -1 (or NULL) on
  * failure, and netvm_emu_error then says why; nothing aborts, and a
- * misuse (a NULL argument, a call out of order) is such an error. A call
- * that succeeds leaves the message empty. Not thread-safe: one thread at
- * a time per emulator; distinct emulators are independent.
+ * misuse (a NULL argument, a call out of order) is such an error. Such a
+ * call that succeeds leaves the message empty. Not thread-safe: one
+ * thread at a time per emulator; distinct emulators are independent.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -96,16 +96,28 @@ typedef void (*netvm_emu_output_fn)(void *user, const uint8_t *bytes,
                                     size_t length, uint32_t wire_length,
                                     unsigned port, uint64_t cycle);
 
-/* Copies a packet into the input queue (`wire_length` 0: `length`). Queued
- * packets are received first, in order, then those of the input function.
- * Before the run. 0, or -1 (NULL bytes with a length, after the run). */
+/* Copies a packet into the input queue of receive port 0 (`wire_length`
+ * 0: `length`). Queued packets are received first, in order, then those
+ * of the port's input function. Before the run. 0, or -1 (NULL bytes with
+ * a length, after the run). */
 int netvm_emu_queue_packet(netvm_emu *emu, const uint8_t *bytes,
                            size_t length, uint32_t wire_length);
 
-/* Sets (or with NULL removes) the input function and the output function.
- * Before the run. 0 or -1. */
+/* Sets (or with NULL removes) the input function of receive port 0, and
+ * the output function (every transmit port). Before the run. 0 or -1. */
 int netvm_emu_set_input(netvm_emu *emu, netvm_emu_input_fn fn, void *user);
 int netvm_emu_set_output(netvm_emu *emu, netvm_emu_output_fn fn, void *user);
+
+/* The same for receive port `port` (0 to NETVM_EMU_PORTS - 1): ports with
+ * input take turns filling the receive buffers, or each delivers at the
+ * line rate (docs/me-isa.md, "Receive and transmit"); a received packet's
+ * descriptor names its port. -1 also for a port beyond the last. */
+#define NETVM_EMU_PORTS 16
+int netvm_emu_queue_packet_on(netvm_emu *emu, unsigned port,
+                              const uint8_t *bytes, size_t length,
+                              uint32_t wire_length);
+int netvm_emu_set_port_input(netvm_emu *emu, unsigned port,
+                             netvm_emu_input_fn fn, void *user);
 
 /*--- Host code -------------------------------------------------------------*/
 
@@ -153,9 +165,9 @@ size_t netvm_emu_fault_count(const netvm_emu *emu);
 const char *netvm_emu_fault(const netvm_emu *emu, size_t index);
 
 /* Copies `length` bytes of emulated memory at byte `address` to `out`:
- * `memory` 0 scratch, 1 SRAM, 2 DRAM (as host.h numbers them; words are
- * big-endian, as the MEs see them). After loading. 0, or -1 for an
- * unknown memory or a range outside it. */
+ * `memory` is NETVM_EMU_SCRATCH, NETVM_EMU_SRAM or NETVM_EMU_DRAM (host.h;
+ * words are big-endian, as the MEs see them). After loading. 0, or -1 for
+ * an unknown memory or a range outside it. */
 int netvm_emu_read_memory(netvm_emu *emu, unsigned memory, uint32_t address,
                           void *out, size_t length);
 
