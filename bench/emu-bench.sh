@@ -10,12 +10,20 @@
 # most the pipeline can process. Prints Markdown; bench/README.md,
 # "Microengine emulator (issue 7)", holds the latest figures.
 #
-# Usage: bench/emu-bench.sh [PACKETS (default 200000)] [RUNS (default 3)]
+# With --multirx it also measures the receive stage spread over 1-3 MEs
+# (examples/me/multirx-pipeline.sh) as the last section.
+#
+# Usage: bench/emu-bench.sh [--multirx] [PACKETS (default 200000)] [RUNS (default 3)]
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${NETVM_BUILD_DIR:-$root/build}
+multirx=0
+if [ "${1:-}" = --multirx ]; then
+  multirx=1
+  shift
+fi
 packets=${1:-200000}
 runs=${2:-3}
 emu=$build/bin/netvm-emu
@@ -31,12 +39,13 @@ trace=$work/trace.pcap
 "$build/bin/netvm-pcapgen" -o "$trace" -n "$packets" --seed 3 >/dev/null
 filters="ip ip-src ip-tcp four-hosts four-fields"
 
-# Best (fastest) of RUNS: prints "seconds ME-cycles/s chip-cycles/s".
+# Best (fastest) of RUNS: prints "seconds ME-cycles/s chip-cycles/s"
+# (arguments after the program go to netvm-emu).
 speed() {
   local best=""
   for _ in $(seq "$runs"); do
     local line
-    line=$("$emu" "$1" -r "$trace" -q --time 2>&1 >/dev/null | grep '^host:')
+    line=$("$emu" "$1" -r "$trace" "${@:2}" -q --time 2>&1 >/dev/null | grep '^host:')
     # host: 0.213 s, 41.3 M chip cycles/s, 124.0 M ME-cycles/s (loaded MEs), ...
     local s chip me
     s=$(echo "$line" | awk '{print $2}')
@@ -51,9 +60,10 @@ speed() {
 
 # Emulated figures from the JSON statistics: "cycles Mpps Gbit/s scratch
 # busiest" (scratch: the scratch controller's busy fraction and mean queue
-# depth, where the ring traffic of every stage meets).
+# depth, where the ring traffic of every stage meets; arguments after the
+# program go to netvm-emu).
 emulated() {
-  "$emu" "$1" -r "$trace" --stats-json=- | python3 -c '
+  "$emu" "$1" -r "$trace" "${@:2}" --stats-json=- | python3 -c '
 import json, sys
 s = json.load(sys.stdin)
 sec = s["cycles"] / (s["clock_mhz"] * 1e6)
@@ -99,3 +109,44 @@ for f in $filters; do
     echo "| $f | $k par | $c | $mpps | $gbps | $scratch | $busy |"
   done
 done
+
+if [ "$multirx" = 1 ]; then
+  # As emulated, with the DRAM controller instead of scratch.
+  emulated_dram() {
+    "$emu" "$1" -r "$trace" "${@:2}" --stats-json=- | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+sec = s["cycles"] / (s["clock_mhz"] * 1e6)
+p = s["packets"]
+d = s["memory"]["dram"]
+me = max((m["utilisation"], m["me"]) for m in s["mes"])
+print(s["cycles"], "%.3f" % (p["received"] / sec / 1e6),
+      "%.3f" % (p["bytes_received"] * 8 / sec / 1e9),
+      "%.0f%%/%.2f" % (100 * d["busy"], d["mean_queue_depth"]),
+      "me%d_%.0f%%" % (me[1], 100 * me[0]))'
+  }
+  echo
+  echo "### Receive on 1-3 microengines"
+  echo
+  echo "multirx-pipeline.sh programs: receive on MEs 0..R-1, filter on the"
+  echo "next 7 - R, transmit on ME 7 (pipeline-multirx-tx.inc). Mpps received"
+  echo "per emulated second at 600 MHz; dram: the DRAM controller's busy"
+  echo "fraction and mean queue depth (ME reads and the MSF's transfers);"
+  echo "host speed best of $runs. rx=N: --latency=rx=N, a receive that takes"
+  echo "1 or 2 us instead of 0.3 (so that receive is the bottleneck)."
+  echo
+  echo "| filter | receive MEs | latency | cycles | Mpps | Gbit/s | dram busy/queue | busiest ME | host s | M ME-cycles/s |"
+  echo "|---|---:|---|---:|---:|---:|---:|---|---:|---:|"
+  for f in ip ip-tcp; do
+    for lat in default rx=600 rx=1200; do
+      opts=()
+      [ "$lat" = default ] || opts=(--latency="$lat")
+      for r in 1 2 3; do
+        "$root/examples/me/multirx-pipeline.sh" "$root/examples/me/$f.s" "$r" $((7 - r)) > "$work/$f-rx$r.s"
+        read -r c mpps gbps dram busy < <(emulated_dram "$work/$f-rx$r.s" "${opts[@]}")
+        read -r s me chip < <(speed "$work/$f-rx$r.s" "${opts[@]}")
+        echo "| $f | $r | $lat | $c | $mpps | $gbps | $dram | ${busy/_/ } | $s | $me |"
+      done
+    done
+  done
+fi
