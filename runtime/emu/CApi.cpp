@@ -91,6 +91,16 @@ static_assert(NETVM_EMU_SCRATCH == unsigned(Memory::Scratch) &&
 
 static const char nullEmulator[] = "the emulator is NULL";
 
+/// Sets the message of an exception; if even that cannot allocate, says
+/// "out of memory", which fits in any std::string without allocating.
+static void exceptionError(netvm_emu *emu, const char *what) noexcept {
+  try {
+    emu->error = what;
+  } catch (...) {
+    emu->error = "out of memory";
+  }
+}
+
 /// Runs `body` (returning 0 or -1) with the error cleared, turning
 /// exceptions into an error.
 template <typename Body> static int guarded(netvm_emu *emu, Body body) {
@@ -100,11 +110,11 @@ template <typename Body> static int guarded(netvm_emu *emu, Body body) {
     emu->error.clear();
     return body();
   } catch (const std::bad_alloc &) {
-    emu->error = "out of memory";
+    exceptionError(emu, "out of memory");
   } catch (const std::exception &e) {
-    emu->error = std::string("internal error: ") + e.what();
+    exceptionError(emu, e.what());
   } catch (...) {
-    emu->error = "internal error";
+    exceptionError(emu, "internal error (an unknown exception)");
   }
   return -1;
 }
