@@ -23,6 +23,7 @@ See docs/python.md for the whole tour.
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 from typing import Iterable, Mapping, NamedTuple, Optional, Sequence, Union
@@ -347,13 +348,15 @@ def _machine_option_value(name: str, value) -> str:
 
 
 def emulate(source: Optional[str] = None, *, file: Optional[_Source] = None,
-            packets: Iterable[bytes] = (), mes: int = 8,
+            packets: Union[Iterable[bytes], Mapping[int, Iterable[bytes]]] = (),
+            mes: int = 8,
             clock_mhz: float = 600.0, max_cycles: int = 0,
             options: Optional[Mapping[str, object]] = None) -> dict:
     """Assemble a microengine program (docs/me-isa.md) and run it on
     netvm's IXP-like emulator, feeding it ``packets`` through the receive
-    port. Give the assembly text as ``source`` or a ``.s`` file as
-    ``file`` (its ``.include`` files are found next to it).
+    port (0), or, given a dict ``{port: packets}``, through several of the
+    16 receive ports. Give the assembly text as ``source`` or a ``.s``
+    file as ``file`` (its ``.include`` files are found next to it).
 
     Returns a dict: ``transmitted`` (a list of ``(port, cycle, bytes)``
     in the order the packets left), ``cycles``, ``seconds`` (at
@@ -361,7 +364,9 @@ def emulate(source: Optional[str] = None, *, file: Optional[_Source] = None,
     ``dropped``/``sent``, ``bytes_received``/``sent``, ``mes`` (per ME:
     ``instructions``, ``busy_cycles``, ``context_swaps``, ``loaded``),
     ``scratch``/``sram``/``dram`` (controller statistics) and ``faults``
-    (``me``, ``context``, ``pc``, ``instruction``, ``reason``, ``cycle``).
+    (``me``, ``context``, ``pc``, ``instruction``, ``reason``, ``cycle``),
+    and ``statistics``: everything ``netvm-emu --stats-json`` reports, as
+    parsed JSON (per context, SRAM channel, port, ring, the host).
     The run is deterministic. Assembly errors raise ``ValueError`` with
     every ``file:line:col: error: ...`` message.
 
@@ -381,13 +386,22 @@ def emulate(source: Optional[str] = None, *, file: Optional[_Source] = None,
             source = f.read()
     else:
         name = "<source>"
-    data = []
-    for p in packets:
-        if not isinstance(p, (bytes, bytearray, memoryview)):
-            raise TypeError("packets must be bytes, bytearray or memoryview, "
-                            f"not {type(p).__name__}")
-        data.append(bytes(p))
+    by_port = packets if isinstance(packets, Mapping) else {0: packets}
+    data: list = []
+    for port, port_packets in by_port.items():
+        if not isinstance(port, int) or isinstance(port, bool) \
+                or not 0 <= port < 16:
+            raise ValueError(f"receive port {port!r} is not 0-15")
+        while len(data) <= port:
+            data.append([])
+        for p in port_packets:
+            if not isinstance(p, (bytes, bytearray, memoryview)):
+                raise TypeError("packets must be bytes, bytearray or "
+                                f"memoryview, not {type(p).__name__}")
+            data[port].append(bytes(p))
     machine = [(str(key).replace("_", "-"), _machine_option_value(key, value))
                for key, value in (options or {}).items()]
-    return _netvm.emulate(source, name, data, mes, clock_mhz, max_cycles,
-                          machine)
+    result = _netvm.emulate(source, name, data, mes, clock_mhz, max_cycles,
+                            machine)
+    result["statistics"] = json.loads(result.pop("statistics_json"))
+    return result

@@ -275,5 +275,5 @@ EXCEPTION_KINDS: tuple[str, ...] = ...
 def compile(lang: str, inputs: Sequence[tuple[str, str | None]], files: Mapping[str, str], opt_level: int, protodb: str, name: str) -> tuple[Application | None, list[Diagnostic]]:
     """Compile; returns (Application or None, diagnostics)."""
 
-def emulate(source: str, file_name: str, packets: list[bytes], mes: int, clock_mhz: float, max_cycles: int, options: list[tuple[str, str]]) -> dict:
+def emulate(source: str, file_name: str, ports: list[list[bytes]], mes: int, clock_mhz: float, max_cycles: int, options: list[tuple[str, str]]) -> dict:
     """Assemble a microengine program and run it on the emulator."""

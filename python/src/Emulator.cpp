@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Emu/Emulator.h"
+#include "netvm/Emu/StatsJson.h"
 #include "netvm/Emu/Options.h"
 #include "netvm/Target/ME/Assembler.h"
 
@@ -69,7 +70,7 @@ nb::dict memoryStats(const MemoryStats &m) {
 }
 
 nb::dict emulate(const std::string &source, const std::string &fileName,
-                 nb::list packets, unsigned mes, double clockMHz,
+                 nb::list ports, unsigned mes, double clockMHz,
                  uint64_t maxCycles,
                  const std::vector<std::pair<std::string, std::string>>
                      &machineOptions) {
@@ -86,13 +87,19 @@ nb::dict emulate(const std::string &source, const std::string &fileName,
     if (!applyMachineOption(config, name, value, error))
       throw nb::value_error(error.c_str());
   }
-  std::vector<std::vector<uint8_t>> input;
-  for (nb::handle p : packets) {
-    if (!nb::isinstance<nb::bytes>(p))
-      throw nb::type_error("packets must be a list of bytes");
-    nb::bytes b = nb::borrow<nb::bytes>(p);
-    const auto *data = static_cast<const uint8_t *>(b.data());
-    input.emplace_back(data, data + b.size());
+  // One list of packets (bytes) per receive port, from port 0.
+  if (ports.size() > maxPorts)
+    throw nb::value_error("at most 16 receive ports");
+  std::vector<std::vector<std::vector<uint8_t>>> input;
+  for (nb::handle port : ports) {
+    input.emplace_back();
+    for (nb::handle p : nb::borrow<nb::list>(port)) {
+      if (!nb::isinstance<nb::bytes>(p))
+        throw nb::type_error("packets must be a list of bytes");
+      nb::bytes b = nb::borrow<nb::bytes>(p);
+      const auto *data = static_cast<const uint8_t *>(b.data());
+      input.back().emplace_back(data, data + b.size());
+    }
   }
 
   AssemblerOptions options;
@@ -106,7 +113,9 @@ nb::dict emulate(const std::string &source, const std::string &fileName,
     throw nb::value_error(message.c_str());
   }
 
-  ListInput in(std::move(input));
+  std::vector<std::unique_ptr<ListInput>> inputs;
+  for (auto &packets : input)
+    inputs.push_back(std::make_unique<ListInput>(std::move(packets)));
   ListOutput out;
   Stats stats;
   {
@@ -117,7 +126,8 @@ nb::dict emulate(const std::string &source, const std::string &fileName,
       nb::gil_scoped_acquire acquire;
       throw nb::value_error(error.c_str());
     }
-    emulator.setInput(&in);
+    for (size_t port = 0; port < inputs.size(); ++port)
+      emulator.setInput(unsigned(port), inputs[port].get());
     emulator.setOutput(&out);
     emulator.run();
     stats = emulator.stats();
@@ -165,6 +175,7 @@ nb::dict emulate(const std::string &source, const std::string &fileName,
     faults.append(d);
   }
   result["faults"] = faults;
+  result["statistics_json"] = statsToJson(stats);
   return result;
 }
 

@@ -62,8 +62,7 @@ Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
     controllers.push_back(Controller{config.sramCommandCycles,
                                      config.sramBytesPerCycle,
                                      config.sramLatency, 0, {}, &stats.sram,
-                                     config.sramChannels > 1 ? &channel
-                                                             : nullptr});
+                                     &channel});
   controllers.push_back(Controller{config.dramCommandCycles,
                                    config.dramBytesPerCycle,
                                    config.dramLatency, 0, {}, &stats.dram,

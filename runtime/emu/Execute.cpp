@@ -252,18 +252,26 @@ void Emulator::Impl::writeCsr(MEState &me, Context &c, Csr csr,
     deliverSignal(me.index, target, sig, me.now, StallSignal);
     return;
   }
-  case Csr::NextNeighborSignal: {
+  case Csr::NextNeighborSignal:
+  case Csr::PrevNeighborSignal:
+  case Csr::InterthreadSignal: {
+    // Another ME's context: (s << 3) | ctx, and for interthread_signal
+    // the ME in bits 12:7.
     unsigned sig = (value >> 3) & 15;
-    if (me.index + 1 >= mes.size() || sig == 0) {
+    int64_t target = csr == Csr::NextNeighborSignal   ? int64_t(me.index) + 1
+                     : csr == Csr::PrevNeighborSignal ? int64_t(me.index) - 1
+                                                      : int64_t(value >> 7);
+    if (target < 0 || target >= int64_t(mes.size()) || sig == 0 ||
+        (csr == Csr::InterthreadSignal && (value >> 13) != 0)) {
       me.faultPending = true;
-      me.faultReason = "next_neighbor_signal " + printNumber(value) +
+      me.faultReason = std::string(csrName(csr)) + " " + printNumber(value) +
                        " names no ME or signal";
       return;
     }
     Event e;
     e.kind = EventKind::Signal;
     e.time = me.now + config.nnLatency;
-    e.me = uint8_t(me.index + 1);
+    e.me = uint8_t(target);
     e.ctx = uint8_t(value & 7);
     e.sig = uint8_t(sig);
     schedule(std::move(e));

@@ -171,7 +171,7 @@ struct Controller {
   uint64_t freeAt = 0;
   std::deque<uint64_t> serviceEnds; // of commands not yet served
   MemoryStats *stats = nullptr;     // of the memory
-  MemoryStats *channel = nullptr;   // of this channel, if the memory has more
+  MemoryStats *channel = nullptr;   // of this SRAM channel
   /// Serves a command of `bytes` bytes arriving at `time` (calls come in
   /// cycle order): the cycle its service ends.
   uint64_t serve(uint64_t time, unsigned bytes);

@@ -50,7 +50,7 @@ static const char *const csrNames[] = {
     "active_lm_addr_0", "active_lm_addr_1", "byte_index",
     "t_index",          "timestamp_low",    "timestamp_high",
     "active_ctx_sts",   "same_me_signal",   "next_neighbor_signal",
-    "crc_remainder"};
+    "crc_remainder",    "prev_neighbor_signal", "interthread_signal"};
 static_assert(sizeof(csrNames) / sizeof(csrNames[0]) == size_t(Csr::Count),
               "one name per CSR");
 
@@ -72,7 +72,8 @@ const char *netvm::me::csrName(Csr csr) {
 
 bool netvm::me::csrReadable(Csr csr) {
   return csr < Csr::Count && csr != Csr::SameMeSignal &&
-         csr != Csr::NextNeighborSignal;
+         csr != Csr::NextNeighborSignal && csr != Csr::PrevNeighborSignal &&
+         csr != Csr::InterthreadSignal;
 }
 
 bool netvm::me::csrWritable(Csr csr) {

@@ -42,7 +42,7 @@ static bool parseInteger(std::string_view text, uint64_t max,
       digit = unsigned(c - 'A' + 10);
     else
       return false;
-    if (value > (max - digit) / base)
+    if (digit > max || value > (max - digit) / base)
       return false;
     value = value * base + digit;
   }
@@ -247,6 +247,11 @@ static constexpr OptionEntry optionTable[] = {
       "Offer packets at this rate in Gbit/s, dropping those that find no "
       "free receive buffer (default 0: lossless, packets wait)"},
      setNumber<&MachineConfig::lineRateGbps, false>,
+     false},
+    {{"sram-channels", "N",
+      "SRAM channels, each with its own controller over an equal part of "
+      "SRAM (default 2)"},
+     setInteger<&MachineConfig::sramChannels, 1, 8>,
      false},
     {{"rbufs", "N", "Receive buffer elements (default 16)"},
      setInteger<&MachineConfig::rbufElements, 1, 1u << 20>,

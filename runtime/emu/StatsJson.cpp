@@ -11,6 +11,7 @@
 #include "netvm/Emu/StatsJson.h"
 #include "netvm/Emu/Emulator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -51,6 +52,10 @@ public:
     return json;
   }
 
+  /// Adds a member to an object.
+  void add(const std::string &key, Json value) {
+    members[key] = std::move(value);
+  }
   void print(std::string &out, unsigned indent) const;
 
 private:
@@ -190,7 +195,11 @@ static Json ratio(uint64_t part, uint64_t whole) {
   return Json::number(whole ? double(part) / double(whole) : 0.0);
 }
 
-static Json memoryJson(const MemoryStats &m, uint64_t cycles) {
+/// A memory with `channels` controllers: busy and mean queue depth are per
+/// controller.
+static Json memoryJson(const MemoryStats &m, uint64_t cycles,
+                       unsigned channels = 1) {
+  uint64_t capacity = cycles * channels;
   return Json::object({
       {"reads", count(m.reads)},
       {"writes", count(m.writes)},
@@ -199,10 +208,37 @@ static Json memoryJson(const MemoryStats &m, uint64_t cycles) {
       {"bytes_written", count(m.bytesWritten)},
       {"commands", count(m.commands)},
       {"busy_cycles", count(m.busyCycles)},
+      {"busy", ratio(m.busyCycles, capacity)},
+      {"queue_cycles", count(m.queueCycles)},
+      {"mean_queue_depth", ratio(m.queueCycles + m.busyCycles, capacity)},
+      {"max_queue_depth", count(m.maxQueue)},
+      {"dma_commands", count(m.dmaCommands)},
+      {"dma_bytes", count(m.dmaBytes)},
+  });
+}
+
+static Json channelJson(const MemoryStats &m, size_t index, uint64_t cycles) {
+  return Json::object({
+      {"channel", count(index)},
+      {"commands", count(m.commands)},
+      {"busy_cycles", count(m.busyCycles)},
       {"busy", ratio(m.busyCycles, cycles)},
       {"queue_cycles", count(m.queueCycles)},
       {"mean_queue_depth", ratio(m.queueCycles + m.busyCycles, cycles)},
       {"max_queue_depth", count(m.maxQueue)},
+  });
+}
+
+static Json portJson(const PortStats &p, size_t index) {
+  return Json::object({
+      {"port", count(index)},
+      {"offered", count(p.offered)},
+      {"received", count(p.received)},
+      {"dropped", count(p.dropped)},
+      {"truncated", count(p.truncated)},
+      {"sent", count(p.sent)},
+      {"bytes_received", count(p.bytesReceived)},
+      {"bytes_sent", count(p.bytesSent)},
   });
 }
 
@@ -267,6 +303,10 @@ static Json hostJson(const Stats &s) {
       {"failed_gets", count(h.failedGets)},
       {"failed_puts", count(h.failedPuts)},
       {"overflows", count(h.overflows)},
+      {"memory_reads", count(h.memoryReads)},
+      {"memory_writes", count(h.memoryWrites)},
+      {"failed_memory", count(h.failedMemory)},
+      {"memory_bytes", count(h.memoryBytes)},
   });
 }
 
@@ -283,7 +323,14 @@ static Json faultJson(const Fault &f) {
 
 std::string netvm::me::statsToJson(const Stats &s) {
   double seconds = s.seconds();
-  Json::Array mes, rings, faults;
+  Json::Array mes, rings, faults, ports, channels;
+  for (size_t p = 0; p < s.ports.size(); ++p)
+    ports.push_back(portJson(s.ports[p], p));
+  for (size_t c = 0; c < s.sramChannels.size(); ++c)
+    channels.push_back(channelJson(s.sramChannels[c], c, s.cycles));
+  unsigned numChannels = std::max<unsigned>(1, unsigned(s.sramChannels.size()));
+  Json sram = memoryJson(s.sram, s.cycles, numChannels);
+  sram.add("channels", Json::array(std::move(channels)));
   for (size_t i = 0; i < s.mes.size(); ++i)
     if (s.mes[i].loaded)
       mes.push_back(meJson(s.mes[i], i, s.cycles));
@@ -307,7 +354,7 @@ std::string netvm::me::statsToJson(const Stats &s) {
   });
   Json memory = Json::object({
       {"scratch", memoryJson(s.scratch, s.cycles)},
-      {"sram", memoryJson(s.sram, s.cycles)},
+      {"sram", std::move(sram)},
       {"dram", memoryJson(s.dram, s.cycles)},
       {"hash_ops", count(s.hashOps)},
   });
@@ -317,6 +364,7 @@ std::string netvm::me::statsToJson(const Stats &s) {
       {"seconds", Json::number(seconds)},
       {"stop_reason", Json::string(s.stopReason)},
       {"packets", std::move(packets)},
+      {"ports", Json::array(std::move(ports))},
       {"mes", Json::array(std::move(mes))},
       {"memory", std::move(memory)},
       {"rings", Json::array(std::move(rings))},

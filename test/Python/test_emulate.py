@@ -109,3 +109,48 @@ def test_machine_option_types():
     with pytest.raises(TypeError, match="not a value"):
         netvm.emulate(file=EXAMPLES / "me" / "forward.s",
                       options={"rbufs": None})
+
+
+SWAP = """
+.me 0
+.ctx_enable 1
+loop:
+    msf[rx, $0, 0, 0, 3], ctx_swap[s1]
+    br_bset[$2, 0, end]
+    alu_shf[a1, 0xff, and, $2, >>8]     ; the receive port
+    alu[$2, a1, xor, 1]
+    alu[$0, --, b, $0]
+    alu[$1, --, b, $1]
+    msf[tx, $0, 0, 0, 3], ctx_swap[s2]
+    br[loop]
+end:
+    ctx_arb[kill]
+"""
+
+
+def test_packets_on_several_ports_leave_where_the_program_sends_them():
+    port0 = [bytes([0, k]) * 30 for k in range(5)]
+    port1 = [bytes([1, k]) * 31 for k in range(3)]
+    r = netvm.emulate(SWAP, packets={0: port0, 1: port1})
+    assert [b for p, _, b in r["transmitted"] if p == 1] == port0
+    assert [b for p, _, b in r["transmitted"] if p == 0] == port1
+    ports = r["statistics"]["ports"]
+    assert [(p["port"], p["received"], p["sent"]) for p in ports] == \
+        [(0, 5, 3), (1, 3, 5)]
+    with pytest.raises(ValueError, match="receive port 16 is not 0-15"):
+        netvm.emulate(SWAP, packets={16: port0})
+
+
+def test_statistics_hold_the_whole_report():
+    packets = [bytes(60)] * 4
+    r = netvm.emulate(file=EXAMPLES / "me" / "forward.s", packets=packets)
+    s = r["statistics"]
+    assert s["cycles"] == r["cycles"]
+    assert s["packets"]["sent"] == 4
+    # Every packet crosses the DRAM controller twice (in and out).
+    assert s["memory"]["dram"]["dma_commands"] == 8
+    assert s["memory"]["dram"]["dma_bytes"] == 8 * 64
+    assert len(s["memory"]["sram"]["channels"]) == 2
+    one = netvm.emulate(file=EXAMPLES / "me" / "forward.s", packets=packets,
+                        options={"sram_channels": 1})
+    assert len(one["statistics"]["memory"]["sram"]["channels"]) == 1

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <unistd.h>
 #include <optional>
 
@@ -30,18 +31,21 @@ static cl::OptionCategory emuCategory("netvm-emu options");
 static cl::opt<std::string> programFile(cl::Positional, cl::Required,
                                         cl::desc("<image or program.s>"),
                                         cl::cat(emuCategory));
-static cl::opt<std::string> readFile("r", cl::desc("Receive packets from this pcap file"),
-                                     cl::value_desc("in.pcap"),
-                                     cl::cat(emuCategory));
+static cl::list<std::string>
+    readFiles("r",
+              cl::desc("Receive packets from this pcap file; repeated, the "
+                       "k-th file feeds receive port k"),
+              cl::value_desc("in.pcap"), cl::cat(emuCategory));
 static cl::opt<std::string> hexFile(
     "hex",
     cl::desc("Receive packets from a text file: one packet per line as "
              "hexadecimal bytes (as netvm-run --hex)"),
     cl::value_desc("packets.txt"), cl::cat(emuCategory));
-static cl::opt<std::string> writeFile("w",
-                                      cl::desc("Write transmitted packets to this pcap file"),
-                                      cl::value_desc("out.pcap"),
-                                      cl::cat(emuCategory));
+static cl::list<std::string>
+    writeFiles("w",
+               cl::desc("Write transmitted packets to this pcap file; "
+                        "repeated, the k-th file takes transmit port k"),
+               cl::value_desc("out.pcap"), cl::cat(emuCategory));
 // Registered as "emu-stats-json" and renamed in main(): LLVM's statistics
 // own "stats-json" until then.
 static cl::opt<std::string> statsJson(
@@ -90,6 +94,10 @@ static cl::opt<std::string> lineRate("line-rate",
                                      cl::desc(machineHelp("line-rate")),
                                      cl::value_desc("number"),
                                      cl::cat(emuCategory));
+static cl::opt<std::string> sramChannels("sram-channels",
+                                         cl::desc(machineHelp("sram-channels")),
+                                         cl::value_desc("uint"),
+                                         cl::cat(emuCategory));
 static cl::opt<std::string> rbufs("rbufs", cl::desc(machineHelp("rbufs")),
                                   cl::value_desc("uint"),
                                   cl::cat(emuCategory));
@@ -146,12 +154,23 @@ public:
   std::string error;
 };
 
+/// One pcap file for every transmit port, or one per port (packets to a
+/// port without a file are counted).
 class PcapOutput final : public PacketOutput {
 public:
-  PcapOutput(std::unique_ptr<netvm::rt::PcapWriter> writer, double clockMHz)
-      : writer(std::move(writer)), clockMHz(clockMHz) {}
+  PcapOutput(std::vector<std::unique_ptr<netvm::rt::PcapWriter>> writers,
+             double clockMHz)
+      : writers(std::move(writers)), clockMHz(clockMHz) {}
   void transmit(const uint8_t *bytes, size_t length, uint32_t wireLength,
-                unsigned, uint64_t cycle) override {
+                unsigned port, uint64_t cycle) override {
+    netvm::rt::PcapWriter *writer = writers.size() == 1 ? writers[0].get()
+                                    : port < writers.size()
+                                        ? writers[port].get()
+                                        : nullptr;
+    if (!writer) {
+      ++unwritten[port];
+      return;
+    }
     netvm::rt::TracePacket packet;
     packet.bytes.assign(bytes, bytes + length);
     packet.wireLength = wireLength;
@@ -161,8 +180,9 @@ public:
     packet.microseconds = uint32_t(us % 1000000);
     writer->write(packet);
   }
-  std::unique_ptr<netvm::rt::PcapWriter> writer;
+  std::vector<std::unique_ptr<netvm::rt::PcapWriter>> writers;
   double clockMHz;
+  std::map<unsigned, uint64_t> unwritten; // port -> packets
 };
 } // namespace
 
@@ -176,7 +196,8 @@ static bool configure(MachineConfig &config) {
     return false;
   };
   for (cl::opt<std::string> *option :
-       {&numMEs, &controlStore, &clockMHz, &lineRate, &rbufs, &maxCycles,
+       {&numMEs, &controlStore, &clockMHz, &lineRate, &sramChannels, &rbufs,
+        &maxCycles,
         &quantum, &ringOverflow, &hostCost})
     if (option->getNumOccurrences() && !apply(*option, *option))
       return false;
@@ -239,19 +260,33 @@ static void printSummary(llvm::raw_ostream &os, const Stats &s) {
          << "\n";
     }
   }
-  auto memory = [&](const char *name, const MemoryStats &m) {
-    if (m.reads || m.writes || m.atomics || m.commands)
-      os << name << ": " << m.reads << " reads, " << m.writes << " writes, "
-         << m.atomics << " atomics; controller busy "
-         << llvm::format("%.1f%%", 100 * ratio(m.busyCycles, s.cycles))
-         << ", queue depth mean "
-         << llvm::format("%.2f", ratio(m.queueCycles + m.busyCycles, s.cycles))
-         << " max " << m.maxQueue << ", " << m.queueCycles
-         << " cycles queued\n";
+  // Busy and queue depth per controller (SRAM has one per channel).
+  auto memory = [&](const char *name, const MemoryStats &m,
+                    size_t controllers) {
+    if (!(m.reads || m.writes || m.atomics || m.commands))
+      return;
+    uint64_t capacity = s.cycles * std::max<size_t>(controllers, 1);
+    os << name << ": " << m.reads << " reads, " << m.writes << " writes, "
+       << m.atomics << " atomics";
+    if (m.dmaCommands)
+      os << ", " << m.dmaCommands << " packet transfers";
+    os << "; controller" << (controllers > 1 ? "s" : "") << " busy "
+       << llvm::format("%.1f%%", 100 * ratio(m.busyCycles, capacity))
+       << ", queue depth mean "
+       << llvm::format("%.2f", ratio(m.queueCycles + m.busyCycles, capacity))
+       << " max " << m.maxQueue << ", " << m.queueCycles
+       << " cycles queued";
+    if (controllers > 1) {
+      os << " (busy per channel";
+      for (const MemoryStats &c : s.sramChannels)
+        os << " " << llvm::format("%.1f%%", 100 * ratio(c.busyCycles, s.cycles));
+      os << ")";
+    }
+    os << "\n";
   };
-  memory("scratch", s.scratch);
-  memory("sram", s.sram);
-  memory("dram", s.dram);
+  memory("scratch", s.scratch, 1);
+  memory("sram", s.sram, s.sramChannels.size());
+  memory("dram", s.dram, 1);
   if (s.hashOps)
     os << "hash: " << s.hashOps << " commands\n";
   if (s.hostAttached)
@@ -261,7 +296,23 @@ static void printSummary(llvm::raw_ostream &os, const Stats &s) {
        << " (" << s.host.busyCycles << " cycles); " << s.host.gets
        << " gets, " << s.host.puts << " puts, " << s.host.failedGets
        << " failed gets, " << s.host.failedPuts << " failed puts, "
-       << s.host.overflows << " overflows\n";
+       << s.host.overflows << " overflows"
+       << (s.host.memoryReads || s.host.memoryWrites || s.host.failedMemory
+               ? "; " + std::to_string(s.host.memoryReads) + " reads, " +
+                     std::to_string(s.host.memoryWrites) + " writes (" +
+                     std::to_string(s.host.memoryBytes) + " bytes), " +
+                     std::to_string(s.host.failedMemory) + " refused"
+               : std::string())
+       << "\n";
+  // Per port, when more than port 0 carried packets.
+  if (s.ports.size() > 1)
+    for (size_t p = 0; p < s.ports.size(); ++p) {
+      const PortStats &port = s.ports[p];
+      if (port.offered || port.sent)
+        os << "port " << p << ": " << port.offered << " offered, "
+           << port.received << " received, " << port.dropped << " dropped, "
+           << port.sent << " sent\n";
+    }
   for (unsigned r = 0; r < 16; ++r) {
     const RingStats &ring = s.rings[r];
     if (ring.configured)
@@ -425,32 +476,43 @@ int main(int argc, char **argv) {
     llvm::errs() << "netvm-emu: " << programFile << ": " << error << "\n";
     return 1;
   }
-  std::optional<PcapInput> input;
-  int linkType = 1; // DLT_EN10MB
-  if (!readFile.empty() && !hexFile.empty()) {
+  // Inputs: port k reads the k-th -r file (or --hex, port 0).
+  std::vector<std::string> inputNames(readFiles.begin(), readFiles.end());
+  if (!inputNames.empty() && !hexFile.empty()) {
     llvm::errs() << "netvm-emu: -r and --hex are exclusive\n";
     return 1;
   }
-  if (!readFile.empty() || !hexFile.empty()) {
-    bool hex = !hexFile.empty();
-    auto reader =
-        netvm::rt::PacketReader::open(hex ? hexFile : readFile, hex, error);
+  if (inputNames.size() > maxPorts || writeFiles.size() > maxPorts) {
+    llvm::errs() << "netvm-emu: at most " << maxPorts
+                 << " -r and -w files (one a port)\n";
+    return 1;
+  }
+  if (!hexFile.empty())
+    inputNames.push_back(hexFile);
+  std::vector<std::unique_ptr<PcapInput>> inputs;
+  int linkType = 1; // DLT_EN10MB
+  for (const std::string &name : inputNames) {
+    auto reader = netvm::rt::PacketReader::open(name, !hexFile.empty(), error);
     if (!reader) {
       llvm::errs() << "netvm-emu: " << error << "\n";
       return 1;
     }
-    linkType = reader->linkType();
-    input.emplace(std::move(reader));
-    emulator.setInput(&*input);
+    if (inputs.empty())
+      linkType = reader->linkType();
+    inputs.push_back(std::make_unique<PcapInput>(std::move(reader)));
+    emulator.setInput(unsigned(inputs.size() - 1), inputs.back().get());
   }
   std::optional<PcapOutput> output;
-  if (!writeFile.empty()) {
-    auto writer = netvm::rt::PcapWriter::create(writeFile, linkType, error);
-    if (!writer) {
-      llvm::errs() << "netvm-emu: " << error << "\n";
-      return 1;
+  if (!writeFiles.empty()) {
+    std::vector<std::unique_ptr<netvm::rt::PcapWriter>> writers;
+    for (const std::string &name : writeFiles) {
+      writers.push_back(netvm::rt::PcapWriter::create(name, linkType, error));
+      if (!writers.back()) {
+        llvm::errs() << "netvm-emu: " << error << "\n";
+        return 1;
+      }
     }
-    output.emplace(std::move(writer), config.clockMHz);
+    output.emplace(std::move(writers), config.clockMHz);
     emulator.setOutput(&*output);
   }
 
@@ -489,11 +551,22 @@ int main(int argc, char **argv) {
                     std::chrono::steady_clock::now() - start)
                     .count();
   const Stats &stats = emulator.stats();
-  if (input && !input->error.empty()) {
-    llvm::errs() << "netvm-emu: " << (hexFile.empty() ? readFile : hexFile)
-                 << ": " << input->error << "\n";
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::string &message = inputs[k]->error;
+    if (message.empty())
+      continue;
+    // Messages that name a line already name the file.
+    llvm::errs() << "netvm-emu: ";
+    if (!llvm::StringRef(message).starts_with(inputNames[k] + ":"))
+      llvm::errs() << inputNames[k] << ": ";
+    llvm::errs() << message << "\n";
     return 1;
   }
+  if (output)
+    for (auto [port, packets] : output->unwritten)
+      llvm::errs() << "netvm-emu: warning: " << packets
+                   << " packets sent to port " << port
+                   << ", which has no -w file\n";
 
   if (statsJson == "-") {
     llvm::outs() << statsToJson(stats) << "\n";

@@ -173,6 +173,8 @@ enum class Csr : uint16_t {
   SameMeSignal = 7,
   NextNeighborSignal = 8,
   CrcRemainder = 9,
+  PrevNeighborSignal = 10,
+  InterthreadSignal = 11,
   Count
 };
 const char *csrName(Csr csr);

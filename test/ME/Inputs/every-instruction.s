@@ -89,6 +89,8 @@ again:
     local_csr_rd[b9, active_ctx_sts]
     local_csr_wr[active_lm_addr_0, 0x40]
     local_csr_wr[same_me_signal, a9]
+    local_csr_wr[prev_neighbor_signal, a9]
+    local_csr_wr[interthread_signal, b9]
     cam_clear
     cam_lookup[a10, b10]
     cam_write[3, a10, 7]
