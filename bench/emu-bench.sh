@@ -59,9 +59,10 @@ speed() {
 }
 
 # Emulated figures from the JSON statistics: "cycles Mpps Gbit/s scratch
-# busiest" (scratch: the scratch controller's busy fraction and mean queue
-# depth, where the ring traffic of every stage meets; arguments after the
-# program go to netvm-emu).
+# dram busiest" (scratch: the scratch controller's busy fraction and mean
+# queue depth, where the ring traffic of every stage meets; dram: the same
+# for DRAM, where the packets' transfers meet the filters' reads;
+# arguments after the program go to netvm-emu).
 emulated() {
   "$emu" "$1" -r "$trace" "${@:2}" --stats-json=- | python3 -c '
 import json, sys
@@ -73,6 +74,8 @@ print(s["cycles"], "%.3f" % (p["received"] / sec / 1e6),
       "%.3f" % (p["bytes_received"] * 8 / sec / 1e9),
       "%.0f%%/%.2f" % (100 * s["memory"]["scratch"]["busy"],
                        s["memory"]["scratch"]["mean_queue_depth"]),
+      "%.0f%%/%.2f" % (100 * s["memory"]["dram"]["busy"],
+                       s["memory"]["dram"]["mean_queue_depth"]),
       "me%d %.0f%%" % (mes[0][1], 100 * mes[0][0]))'
 }
 
@@ -98,33 +101,19 @@ echo "offered Gbit/s that is (wire lengths); lossless input. 1 ME is the"
 echo "one-filter-ME example (pipeline-rx-tx.inc), 1-6 par are"
 echo "par-pipeline.sh programs (receive ME 0, filters 1..K, transmit ME 7)."
 echo
-echo "| filter | filter MEs | cycles | Mpps | Gbit/s | scratch busy/queue | busiest ME |"
-echo "|---|---:|---:|---:|---:|---:|---|"
+echo "| filter | filter MEs | cycles | Mpps | Gbit/s | scratch busy/queue | dram busy/queue | busiest ME |"
+echo "|---|---:|---:|---:|---:|---:|---:|---|"
 for f in $filters; do
-  read -r c mpps gbps scratch busy < <(emulated "$root/examples/me/$f.s")
-  echo "| $f | 1 | $c | $mpps | $gbps | $scratch | $busy |"
+  read -r c mpps gbps scratch dram busy < <(emulated "$root/examples/me/$f.s")
+  echo "| $f | 1 | $c | $mpps | $gbps | $scratch | $dram | $busy |"
   for k in 1 2 4 6; do
     "$root/examples/me/par-pipeline.sh" "$root/examples/me/$f.s" "$k" > "$work/$f-$k.s"
-    read -r c mpps gbps scratch busy < <(emulated "$work/$f-$k.s")
-    echo "| $f | $k par | $c | $mpps | $gbps | $scratch | $busy |"
+    read -r c mpps gbps scratch dram busy < <(emulated "$work/$f-$k.s")
+    echo "| $f | $k par | $c | $mpps | $gbps | $scratch | $dram | $busy |"
   done
 done
 
 if [ "$multirx" = 1 ]; then
-  # As emulated, with the DRAM controller instead of scratch.
-  emulated_dram() {
-    "$emu" "$1" -r "$trace" "${@:2}" --stats-json=- | python3 -c '
-import json, sys
-s = json.load(sys.stdin)
-sec = s["cycles"] / (s["clock_mhz"] * 1e6)
-p = s["packets"]
-d = s["memory"]["dram"]
-me = max((m["utilisation"], m["me"]) for m in s["mes"])
-print(s["cycles"], "%.3f" % (p["received"] / sec / 1e6),
-      "%.3f" % (p["bytes_received"] * 8 / sec / 1e9),
-      "%.0f%%/%.2f" % (100 * d["busy"], d["mean_queue_depth"]),
-      "me%d_%.0f%%" % (me[1], 100 * me[0]))'
-  }
   echo
   echo "### Receive on 1-3 microengines"
   echo
@@ -143,9 +132,9 @@ print(s["cycles"], "%.3f" % (p["received"] / sec / 1e6),
       [ "$lat" = default ] || opts=(--latency="$lat")
       for r in 1 2 3; do
         "$root/examples/me/multirx-pipeline.sh" "$root/examples/me/$f.s" "$r" $((7 - r)) > "$work/$f-rx$r.s"
-        read -r c mpps gbps dram busy < <(emulated_dram "$work/$f-rx$r.s" "${opts[@]}")
+        read -r c mpps gbps _ dram busy < <(emulated "$work/$f-rx$r.s" "${opts[@]}")
         read -r s me chip < <(speed "$work/$f-rx$r.s" "${opts[@]}")
-        echo "| $f | $r | $lat | $c | $mpps | $gbps | $dram | ${busy/_/ } | $s | $me |"
+        echo "| $f | $r | $lat | $c | $mpps | $gbps | $dram | $busy | $s | $me |"
       done
     done
   done
