@@ -78,8 +78,9 @@ nb::dict emulate(const std::string &source, const std::string &fileName,
   config.numMEs = mes;
   config.clockMHz = clockMHz;
   config.maxCycles = maxCycles;
-  if (mes == 0 || mes > 16)
-    throw nb::value_error("mes must be between 1 and 16");
+  if (mes == 0 || mes > maxMEs)
+    throw nb::value_error(
+        ("mes must be between 1 and " + std::to_string(maxMEs)).c_str());
   if (!(clockMHz > 0))
     throw nb::value_error("clock_mhz must be positive");
   for (const auto &[name, value] : machineOptions) {

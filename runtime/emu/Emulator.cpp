@@ -212,7 +212,7 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
   uint32_t seen = 0;
   for (size_t b = 0; b < img.code.size(); ++b) {
     const CodeBlock &block = img.code[b];
-    if (block.meMask >> config.numMEs) {
+    if (uint64_t(block.meMask) >> config.numMEs) { // 32 MEs: no bits beyond
       unsigned me = 0;
       while (!((block.meMask >> me) & 1) || me < config.numMEs)
         ++me;

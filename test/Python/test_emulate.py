@@ -59,6 +59,11 @@ def test_errors():
         netvm.emulate(file=EXAMPLES / "me" / "forward.s", packets=[42])
     with pytest.raises(ValueError, match="mes"):
         netvm.emulate(file=EXAMPLES / "me" / "forward.s", mes=0)
+    # As many MEs as netvm-emu --mes allows, and no more.
+    assert len(netvm.emulate(file=EXAMPLES / "me" / "forward.s",
+                             mes=32)["mes"]) == 32
+    with pytest.raises(ValueError, match="between 1 and 32"):
+        netvm.emulate(file=EXAMPLES / "me" / "forward.s", mes=33)
 
 
 def test_machine_options_change_the_run():
