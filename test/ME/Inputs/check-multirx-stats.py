@@ -8,7 +8,8 @@ reason "rx": it had receives outstanding), with at least a third of the
 average receive-ME instruction count (the order the tokens keep is checked
 by comparing outputs); the tokens travel by signals, so no scratch ring
 beyond the 14 the pipeline uses (0, 2-13) is configured; the K filter MEs
-and ME 7 must have run, and no ring overflowed. Prints one line, or what is wrong (exit 1).
+and ME 7 must have run, and no ring overflowed. Prints one line, or what is
+wrong (exit 1).
 """
 import json
 import sys
