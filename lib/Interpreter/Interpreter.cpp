@@ -295,6 +295,7 @@ void Interpreter::Impl::enter(const Endpoint &dest, ExBufPtr xb,
   if (dest.kind == Endpoint::Sink) {
     Output out;
     out.sink = dest.index;
+    out.length = static_cast<uint32_t>(xb->packet.size());
     out.bytes = std::move(xb->packet);
     out.info = std::move(xb->info);
     out.seconds = xb->seconds;
@@ -360,11 +361,23 @@ static int64_t signExtend(uint64_t v, unsigned bits) {
 }
 static unsigned bitsOf(Type t) { return t.getIntOrFloatBitWidth(); }
 
+/// "file:line:col" of the NetIL instruction an operation came from.
+static std::string locationString(Location loc) {
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
+            ":" + Twine(file.getColumn()))
+        .str();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  loc.print(os);
+  return s;
+}
+
 HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
                                    ExBufPtr &xb, uint32_t portArg,
                                    Result &result) {
   PEState &pe = pes[peIdx];
-  ++pe.counters.invocations;
+  ++pe.counters.runs;
   const HandlerCode &hc = codeFor(handler);
   std::vector<uint64_t> vals(hc.numSlots, 0);
   auto get = [&](Value v) { return vals[hc.slots.lookup(v)]; };
@@ -377,7 +390,9 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
   std::optional<HandlerExit> exit;
   auto raise = [&](Operation *op, ExceptionKind kind, std::string detail) {
     result.exceptions.push_back(
-        {kind, pe.name, handler.getKind(), op->getLoc(), std::move(detail)});
+        {static_cast<uint32_t>(kind), static_cast<int>(peIdx),
+         static_cast<uint32_t>(handler.getKind()), locationString(op->getLoc()),
+         std::move(detail)});
     ++pe.counters.exceptions;
     exit = HandlerExit{HandlerExit::Raised};
   };
@@ -863,6 +878,9 @@ llvm::MutableArrayRef<uint8_t> Interpreter::mutableDataMemory(unsigned pe) {
   return impl->pes[pe].data;
 }
 llvm::ArrayRef<uint8_t> Interpreter::sharedMemory() const {
+  return impl->shared;
+}
+llvm::MutableArrayRef<uint8_t> Interpreter::mutableSharedMemory() {
   return impl->shared;
 }
 const PECounters &Interpreter::counters(unsigned pe) const {

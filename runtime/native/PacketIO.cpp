@@ -181,6 +181,30 @@ bool PacketReader::readHexPacket(const std::string &path, TracePacket &packet,
   return true;
 }
 
+namespace {
+/// One packet per file, the files in order (NetBee's test vectors).
+class HexPacketFiles final : public PacketReader {
+public:
+  explicit HexPacketFiles(std::vector<std::string> paths)
+      : paths(std::move(paths)) {}
+  bool next(TracePacket &packet, std::string &error) override {
+    if (nextFile == paths.size())
+      return false;
+    return readHexPacket(paths[nextFile++], packet, error);
+  }
+  int linkType() const override { return DLT_EN10MB; }
+
+private:
+  std::vector<std::string> paths;
+  size_t nextFile = 0;
+};
+} // namespace
+
+std::unique_ptr<PacketReader>
+PacketReader::openHexPacketFiles(std::vector<std::string> paths) {
+  return std::make_unique<HexPacketFiles>(std::move(paths));
+}
+
 PcapWriter::~PcapWriter() {
   if (dumper)
     pcap_dump_close(static_cast<pcap_dumper_t *>(dumper));

@@ -104,11 +104,10 @@ static void on_output(void *user, uint32_t sink, const netvm_exbuf *xb) {
 
 static void on_exception(void *user, uint32_t kind, const netvm_site *site) {
   const netvm_app_desc *app = user;
-  static const char *const handlers[] = {"init", "push", "pull"};
   if (site)
     append(&exceptions, "#%llu exception %s %s %s %s\n", packet_number,
            netvm_exception_name(kind), app->pes[site->pe].name,
-           site->handler < 3 ? handlers[site->handler] : "?", site->location);
+           netvm_handler_name(site->handler), site->location);
   else
     append(&exceptions, "#%llu exception %s\n", packet_number,
            netvm_exception_name(kind));

@@ -623,3 +623,9 @@ const char *netvm_exception_name(uint32_t kind) {
       "no_exbuf",       "exit"};
   return kind < NETVM_EXC_KINDS ? names[kind] : "unknown";
 }
+
+const char *netvm_handler_name(uint32_t handler) {
+  static const char *const names[NETVM_HANDLER_KINDS] = {"init", "push",
+                                                          "pull"};
+  return handler < NETVM_HANDLER_KINDS ? names[handler] : "unknown";
+}

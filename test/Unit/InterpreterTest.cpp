@@ -102,8 +102,8 @@ ends
   // Too short for the ethertype: a packet_bounds exception, not a crash.
   r = vm->push(0, packet({1, 2, 3}));
   ASSERT_EQ(r.exceptions.size(), 1u);
-  EXPECT_EQ(r.exceptions[0].kind, ExceptionKind::PacketBounds);
-  EXPECT_EQ(r.exceptions[0].pe, "f");
+  EXPECT_EQ(r.exceptions[0].kind, static_cast<uint32_t>(ExceptionKind::PacketBounds));
+  EXPECT_EQ(vm->peNames()[r.exceptions[0].pe], "f");
   EXPECT_TRUE(r.outputs.empty());
 }
 
@@ -233,7 +233,7 @@ ends
   ASSERT_NE(vm, nullptr) << diagnostics;
   Result r = vm->push(0, packet({1}));
   ASSERT_EQ(r.exceptions.size(), 1u);
-  EXPECT_EQ(r.exceptions[0].kind, ExceptionKind::Watchdog);
+  EXPECT_EQ(r.exceptions[0].kind, static_cast<uint32_t>(ExceptionKind::Watchdog));
   // The loop body is the watchdog and the branch: two operations an
   // iteration, 1000 iterations, then the failing watchdog.
   EXPECT_EQ(vm->operationsExecuted(), 2 * 1000 + 2u);
@@ -259,7 +259,7 @@ ends
   EXPECT_EQ(r.outputs[0].bytes[0], 1); // 7 % 3
   r = vm->push(0, packet({0}));
   ASSERT_EQ(r.exceptions.size(), 1u);
-  EXPECT_EQ(r.exceptions[0].kind, ExceptionKind::DivisionByZero);
+  EXPECT_EQ(r.exceptions[0].kind, static_cast<uint32_t>(ExceptionKind::DivisionByZero));
 }
 
 TEST_F(InterpreterTest, InitHandlerRunsOnce) {
@@ -287,7 +287,7 @@ ends
   EXPECT_TRUE(initExceptions.empty());
   Result r = vm->push(0, packet({0}));
   EXPECT_EQ(r.outputs[0].bytes[0], 42);
-  EXPECT_EQ(vm->counters(0).invocations, 2u);
+  EXPECT_EQ(vm->counters(0).runs, 2u);
 }
 
 TEST_F(InterpreterTest, PullChain) {

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NetVM/Semantics.h"
+#include "netvm/runtime.h"
 
 #include "gtest/gtest.h"
 
@@ -101,4 +102,22 @@ TEST(Semantics, RandomSequenceIsFixed) {
     EXPECT_EQ(nextRandom(a), nextRandom(b));
   uint32_t s = 1;
   EXPECT_EQ(nextRandom(s), 270369u); // xorshift32 of 1
+}
+
+// The runtime's name tables spell exception and handler kinds as the
+// dialect's enumerations do (their numbers are tied by static_asserts in
+// NetVM/Semantics.h), so every engine reports the same words.
+TEST(Semantics, ExceptionAndHandlerNamesMatchTheDialect) {
+  static_assert(getMaxEnumValForExceptionKind() + 1 == NETVM_EXC_KINDS);
+  static_assert(getMaxEnumValForHandlerKind() + 1 == NETVM_HANDLER_KINDS);
+  for (uint32_t k = 0; k < NETVM_EXC_KINDS; ++k)
+    EXPECT_EQ(netvm_exception_name(k),
+              stringifyExceptionKind(static_cast<ExceptionKind>(k)))
+        << "kind " << k;
+  for (uint32_t h = 0; h < NETVM_HANDLER_KINDS; ++h)
+    EXPECT_EQ(netvm_handler_name(h),
+              stringifyHandlerKind(static_cast<HandlerKind>(h)))
+        << "handler " << h;
+  EXPECT_STREQ(netvm_exception_name(NETVM_EXC_KINDS), "unknown");
+  EXPECT_STREQ(netvm_handler_name(NETVM_HANDLER_KINDS), "unknown");
 }

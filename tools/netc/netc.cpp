@@ -213,16 +213,39 @@ int main(int argc, char **argv) {
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope timingScope = timing.getRootScope();
 
+  // What to compile: files, or a filter on the command line or in a file.
+  netvm::driver::InputOptions in;
+  in.files = inputs;
+  if (pcapFilter.getNumOccurrences())
+    in.pcapFilter = pcapFilter;
+  if (pflFilter.getNumOccurrences())
+    in.pfl = pflFilter;
+  if (filterFile.getNumOccurrences())
+    in.filterFile = filterFile;
+  if (filterLanguage != FilterLang::None)
+    in.filterFileLanguage = filterLanguage == FilterLang::NetPFL
+                                ? netvm::driver::FilterLanguage::NetPFL
+                                : netvm::driver::FilterLanguage::PcapFilter;
+  in.protoDB = protoDB;
+  in.appName = appName;
+  std::string inputError;
+  FailureOr<netvm::driver::Input> input =
+      netvm::driver::resolveInput(in, inputError);
+  if (failed(input)) {
+    llvm::errs() << "netc: " << inputError << "\n";
+    return 1;
+  }
+
   llvm::SourceMgr sourceMgr;
   std::unique_ptr<SourceMgrDiagnosticVerifierHandler> verifier;
-  std::unique_ptr<SourceMgrDiagnosticHandler> printer;
+  std::unique_ptr<netvm::driver::DiagnosticPrinter> printer;
   if (verifyDiagnostics) {
     // The verifier reads the expected-* annotations of the buffers loaded
     // when it is created: load the inputs first.
-    for (const std::string &input : inputs) {
-      auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(input, true);
+    for (const std::string &file : input->files) {
+      auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(file, true);
       if (std::error_code ec = buffer.getError()) {
-        llvm::errs() << "netc: cannot read '" << input
+        llvm::errs() << "netc: cannot read '" << file
                      << "': " << ec.message() << "\n";
         return 1;
       }
@@ -231,61 +254,11 @@ int main(int argc, char **argv) {
     verifier = std::make_unique<SourceMgrDiagnosticVerifierHandler>(
         sourceMgr, &context);
   } else {
-    printer = std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, &context);
+    printer = std::make_unique<netvm::driver::DiagnosticPrinter>(
+        sourceMgr, context, "netc");
   }
-
-  // A filter: on the command line (--pcap-filter, --pfl) or in a file.
-  int filterSources = (pcapFilter.getNumOccurrences() > 0) +
-                      (pflFilter.getNumOccurrences() > 0) +
-                      (filterFile.getNumOccurrences() > 0);
-  if (filterSources == 0 && inputs.empty()) {
-    llvm::errs() << "netc: no input: give NetIL files, an .nvapp or .mlir "
-                    "file, --pcap-filter EXPRESSION, --pfl FILTER or "
-                    "--filter-file FILE\n";
-    return 1;
-  }
-  if (filterSources > 1) {
-    llvm::errs() << "netc: give one filter: --pcap-filter, --pfl or "
-                    "--filter-file\n";
-    return 1;
-  }
-  if (filterSources && !inputs.empty()) {
-    llvm::errs() << "netc: a filter is the whole input: give no input "
-                    "files with it\n";
-    return 1;
-  }
-  if (filterFile.getNumOccurrences() &&
-      filterLanguage == FilterLang::None) {
-    llvm::errs() << "netc: --filter-file needs --filter-language=pfl or "
-                    "--filter-language=pcap-filter\n";
-    return 1;
-  }
-  OwningOpRef<ModuleOp> module;
-  if (filterSources) {
-    netvm::driver::FilterOptions filterOptions;
-    if (!appName.empty())
-      filterOptions.appName = appName;
-    filterOptions.protoDB = protoDB;
-    bool pfl = filterFile.getNumOccurrences()
-                   ? filterLanguage == FilterLang::NetPFL
-                   : pflFilter.getNumOccurrences() > 0;
-    filterOptions.language = pfl ? netvm::driver::FilterLanguage::NetPFL
-                                 : netvm::driver::FilterLanguage::PcapFilter;
-    std::string error;
-    if (filterFile.getNumOccurrences())
-      module = netvm::driver::compileFilterFile(context, filterFile,
-                                                filterOptions, error);
-    else
-      module = netvm::driver::compileFilter(
-          context, pfl ? pflFilter : pcapFilter, filterOptions, error);
-    if (!module)
-      llvm::errs() << "netc: " << error << "\n";
-  } else {
-    netvm::driver::LoadOptions options;
-    options.appName = appName;
-    module = netvm::driver::loadApplication(context, sourceMgr, inputs,
-                                            options);
-  }
+  OwningOpRef<ModuleOp> module =
+      netvm::driver::load(context, sourceMgr, *input);
   bool ok = static_cast<bool>(module);
   if (ok)
     ok = succeeded(netvm::driver::optimize(

@@ -14,10 +14,15 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+#include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace llvm {
 class SourceMgr;
@@ -103,6 +108,75 @@ compileFilter(mlir::MLIRContext &context, llvm::StringRef filter,
 mlir::OwningOpRef<mlir::ModuleOp>
 compileFilterFile(mlir::MLIRContext &context, llvm::StringRef path,
                   FilterOptions options, std::string &error);
+
+/// What to compile: NetIL files, an .nvapp or a .mlir file, or a filter
+/// (tcpdump or NetPFL; its text, or a file holding it). netc, netvm-run
+/// and the Python package all describe their input with it, checked by
+/// resolveInput and compiled by load.
+struct Input {
+  enum class Kind { Files, Filter, FilterFile };
+  Kind kind = Kind::Files;
+  /// Files: NetIL files (chained in order), one .nvapp, or one .mlir.
+  std::vector<std::string> files;
+  /// Filter: the filter's text; FilterFile: the file holding it ("-":
+  /// standard input).
+  std::string filter;
+  FilterLanguage language = FilterLanguage::PcapFilter;
+  /// The name a filter text's diagnostics give as its file.
+  std::string filterName = "<expression>";
+  /// NetPFL: the NetPDL protocol database (empty: netvm's own).
+  std::string protoDB;
+  /// Name of the application (default: the first file's stem, or
+  /// "filter").
+  std::string appName;
+  /// Texts of files that exist only in memory (name, text): the Python
+  /// package's sources, and the NetIL files their .nvapp names.
+  std::vector<std::pair<std::string, std::string>> buffers;
+};
+
+/// What a user gave, in a tool's terms: resolveInput turns it into an
+/// Input or says, in the tool's option names, what is wrong.
+struct InputOptions {
+  /// Positional words: files, or (with expressionWords) the words of a
+  /// tcpdump expression, as in `tcpdump -r f.pcap tcp port 80`.
+  std::vector<std::string> files;
+  bool expressionWords = false;
+  std::optional<std::string> pcapFilter, pfl, filterFile;
+  /// The language of `filterFile`, if the tool knows it.
+  std::optional<FilterLanguage> filterFileLanguage;
+  std::string protoDB, appName;
+  /// The tool's spelling of its options, for messages.
+  llvm::StringRef pcapFilterOption = "--pcap-filter", pflOption = "--pfl",
+                  filterFileOption = "--filter-file",
+                  languageOption = "--filter-language";
+};
+
+/// Check `options` and describe the input, or fail with `error` set.
+mlir::FailureOr<Input> resolveInput(const InputOptions &options,
+                                    std::string &error);
+
+/// Compile `input` into a verified module holding one application. Every
+/// error (front ends, unreadable files) is reported through the context's
+/// diagnostics with a file:line:col location; the texts are added to
+/// `sourceMgr` so that printers can show the line. Null on error.
+mlir::OwningOpRef<mlir::ModuleOp> load(mlir::MLIRContext &context,
+                                       llvm::SourceMgr &sourceMgr,
+                                       const Input &input);
+
+/// How the tools print diagnostics: as MLIR's SourceMgrDiagnosticHandler
+/// (file:line:col, the source line and a caret, notes), except that an
+/// error in a filter given on the command line reads "tool: message",
+/// then the filter and a caret under the place, as tcpdump users expect.
+class DiagnosticPrinter {
+public:
+  DiagnosticPrinter(llvm::SourceMgr &sourceMgr, mlir::MLIRContext &context,
+                    llvm::StringRef tool);
+  ~DiagnosticPrinter();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
 
 /// The single netvm.application of a module, or null.
 ApplicationOp getApplication(mlir::ModuleOp module);

@@ -14,6 +14,7 @@
 #define NETVM_INTERPRETER_INTERPRETER_H
 
 #include "NetVM/NetVMOps.h"
+#include "netvm/Runtime/Result.h"
 
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -37,46 +38,13 @@ struct Options {
   uint32_t defaultInfoSize = 64;
 };
 
-/// A packet entering the application.
-struct Packet {
-  std::vector<uint8_t> bytes;
-  uint32_t seconds = 0, microseconds = 0;
-  uint32_t wireLength = 0; // on the wire; 0: bytes.size()
-};
-
-/// An exchange buffer that left the application through a sink.
-struct Output {
-  unsigned sink = 0; // index of the sink (declaration order)
-  std::vector<uint8_t> bytes;
-  std::vector<uint8_t> info;
-  uint32_t seconds = 0, microseconds = 0;
-};
-
-/// A runtime exception: where it happened and why.
-struct Exception {
-  ExceptionKind kind;
-  std::string pe;       // NetPE name
-  HandlerKind handler;  // handler kind
-  mlir::Location loc;   // the operation that raised it
-  std::string detail;   // e.g. "offset 60 + 2 > packet length 54"
-};
-
-/// What happened to one packet pushed into the application.
-struct Result {
-  std::vector<Output> outputs;
-  std::vector<Exception> exceptions;
-  /// Exchange buffers dropped by a handler (netvm.drop), including
-  /// duplicates, and live ones discarded by exbuf.delete or replaced by
-  /// pkt.receive.
-  unsigned drops = 0;
-  /// Exchange buffers sent to an output port that is not connected.
-  unsigned unconnected = 0;
-};
-
-struct PECounters {
-  uint64_t invocations = 0; // handler runs
-  uint64_t sent = 0, dropped = 0, exceptions = 0;
-};
+// The interpreter reports in the run library's types (Result.h), so that
+// its results need no conversion to be compared with other engines'.
+using Packet = rt::TracePacket;
+using Output = rt::Output;
+using Exception = rt::ExceptionReport;
+using Result = rt::PacketResult;
+using PECounters = rt::PECounters;
 
 class Interpreter {
 public:
@@ -109,6 +77,7 @@ public:
   llvm::ArrayRef<uint8_t> dataMemory(unsigned pe) const;
   llvm::MutableArrayRef<uint8_t> mutableDataMemory(unsigned pe);
   llvm::ArrayRef<uint8_t> sharedMemory() const;
+  llvm::MutableArrayRef<uint8_t> mutableSharedMemory();
   const PECounters &counters(unsigned pe) const;
   /// Total operations executed so far.
   uint64_t operationsExecuted() const;

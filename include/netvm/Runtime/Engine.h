@@ -1,11 +1,24 @@
 //===- Engine.h - Running applications, whatever the engine -----*- C++ -*-===//
 //
-// One interface over the ways netvm runs an application: the reference
-// interpreter and native code (JIT-compiled or linked AOT objects, through
-// the C runtime of runtime/include/netvm/runtime.h), one packet at a time.
-// netvm-run uses it for the interpreter and for pull mode (native code in
-// push mode goes through the runtime's runners, which can use threads);
-// tests and benchmarks use it to drive either engine the same way.
+// The run library: one interface over every way netvm runs an application.
+// An Engine instantiates an application (init handlers), takes packets one
+// at a time (push, pull) or in batches, reports what each packet did as one
+// PacketResult (Result.h), keeps counters, and exposes data and shared
+// memory to a control plane. netvm-run, the Python package, the benchmark
+// and the tests are its clients; none of them talks to an engine's own API.
+//
+// Engines today:
+//  - the reference interpreter (lib/Interpreter), on the netvm IR;
+//  - native code (a JIT-compiled or linked netvm_app_desc) on the C
+//    runtime's runners (runtime/include/netvm/runtime.h): one thread, N
+//    replicas (run to completion) or a pipeline of NetPE stages, with events
+//    in arrival order whatever the threads.
+//
+// A new engine (the ME emulator is the next) is one file in lib/Runtime: a
+// subclass that implements initialize, push and the accessors, and a
+// factory declared below. The batch and stream entries, the totals of
+// engines that do not count for themselves (Tally) and every client work
+// unchanged. docs/architecture.md ("Run library") says more.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,9 +26,12 @@
 #define NETVM_RUNTIME_ENGINE_H
 
 #include "netvm/Runtime/PacketIO.h"
+#include "netvm/Runtime/Result.h"
 #include "netvm/abi.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,41 +45,45 @@ class ApplicationOp;
 
 namespace netvm::rt {
 
-/// A packet that left the application.
-struct Output {
-  unsigned sink = 0;
-  std::vector<uint8_t> bytes;
-  std::vector<uint8_t> info;
-  uint32_t seconds = 0, microseconds = 0;
-};
-
-/// An exception, as every engine can report it.
-struct ExceptionReport {
-  std::string kind;     // e.g. "packet_bounds"
-  std::string pe;       // NetPE name
-  std::string handler;  // init, push, pull
-  std::string location; // file:line:col of the NetIL instruction
-  std::string detail;   // extra explanation (interpreter only)
-};
-
-/// What happened to one packet (or one pull).
-struct PacketResult {
-  std::vector<Output> outputs;
-  std::vector<ExceptionReport> exceptions;
-  unsigned drops = 0;
-  unsigned unconnected = 0;
-};
-
-struct PECounters {
-  uint64_t runs = 0, sent = 0, dropped = 0, exceptions = 0;
-};
-
 struct EngineOptions {
   /// Loop iterations a packet may run before the watchdog exception.
   uint64_t watchdogBudget = 1u << 20;
   /// Info memory size when no NetPE declares more (interpreter; compiled
   /// applications carry their size).
   uint32_t defaultInfoSize = 64;
+  /// Native code: threads to run batches on. Stateless applications get a
+  /// replica per thread; stateful ones one thread (see note()).
+  unsigned threads = 1;
+  /// Native code: split the NetPEs into `threads` pipeline stages (the
+  /// application must be compiled with forwarded links).
+  bool pipeline = false;
+  /// Native code: packets a runner thread takes at a time (0: default).
+  unsigned runnerBatch = 0;
+};
+
+/// Receives each packet's result of a batch, in arrival order. `index` is
+/// the packet's position in the batch; the result is only valid during the
+/// call.
+using ResultFn = llvm::function_ref<void(size_t index, const PacketResult &)>;
+
+/// Receives each packet's result of a stream: its arrival number (from 1),
+/// its length as read, and the result (valid during the call).
+using StreamFn = llvm::function_ref<void(uint64_t number, uint32_t length,
+                                         const PacketResult &)>;
+
+/// What a stream run read.
+struct StreamStats {
+  uint64_t packets = 0;
+  double readSeconds = 0, processSeconds = 0;
+};
+
+struct StreamOptions {
+  /// Stop after this many packets (0: no limit).
+  uint64_t maxPackets = 0;
+  /// Packets read before they are processed together.
+  size_t chunk = 65536;
+  /// Set from elsewhere (a signal handler) to stop reading.
+  const volatile int *stop = nullptr;
 };
 
 class Engine {
@@ -71,16 +91,24 @@ public:
   virtual ~Engine();
 
   /// The reference interpreter on `app` (which must outlive the engine).
+  /// Null with `error` set if it cannot run the application.
   static std::unique_ptr<Engine> interpreter(ApplicationOp app,
                                              const EngineOptions &options,
                                              std::string &error);
-  /// Native code described by `app` (a JIT-compiled or linked descriptor).
+  /// Native code described by `app` (a JIT-compiled or linked descriptor),
+  /// on `options.threads` threads.
   static std::unique_ptr<Engine> native(const netvm_app_desc *app,
                                         const EngineOptions &options,
                                         std::string &error);
 
-  /// Run the init handlers; returns their exceptions.
-  virtual std::vector<ExceptionReport> initialize() = 0;
+  /// "interpreter", "native", ...
+  virtual const char *kind() const = 0;
+  /// Threads batches run on, and why fewer than asked (or "").
+  virtual unsigned threads() const { return 1; }
+  virtual std::string note() const { return {}; }
+
+  /// Run the init handlers; what they did (exceptions).
+  virtual PacketResult initialize() = 0;
   /// Push one packet through source `source`.
   virtual PacketResult push(unsigned source, const TracePacket &packet) = 0;
   /// Pull one exchange buffer out of sink `sink`.
@@ -89,13 +117,54 @@ public:
   virtual void
   setSourcePuller(std::function<std::optional<TracePacket>(unsigned)> fn) = 0;
 
+  /// Push every packet of `batch` through `source`. With `onResult`, each
+  /// packet's result is delivered in arrival order at `detail`; without,
+  /// only the counters move (the fastest way). The packets' bytes may be
+  /// changed in place. The default runs push() per packet.
+  virtual void run(unsigned source, PacketBatch &batch,
+                   const ResultFn *onResult,
+                   ResultDetail detail = ResultDetail::Full);
+  /// Read packets from `reader` and run them in chunks through `source`
+  /// until the input ends (a live capture's read timeout is not an end),
+  /// `options.maxPackets` packets or `*options.stop`. With `onPacket`, each
+  /// packet's result is delivered with its arrival number (from 1) and the
+  /// length it had when read. Returns false with `error` set if reading
+  /// failed; the packets read before it ran.
+  bool runStream(unsigned source, PacketReader &reader,
+                 const StreamOptions &options, const StreamFn *onPacket,
+                 ResultDetail detail, StreamStats &stats, std::string &error);
+
   virtual llvm::ArrayRef<std::string> sourceNames() const = 0;
   virtual llvm::ArrayRef<std::string> sinkNames() const = 0;
   virtual llvm::ArrayRef<std::string> peNames() const = 0;
-  virtual llvm::ArrayRef<uint8_t> dataMemory(unsigned pe) const = 0;
-  virtual llvm::MutableArrayRef<uint8_t> mutableDataMemory(unsigned pe) = 0;
-  virtual llvm::ArrayRef<uint8_t> sharedMemory() const = 0;
-  virtual PECounters counters(unsigned pe) const = 0;
+  /// A source or sink by name, or nothing.
+  std::optional<unsigned> findSource(llvm::StringRef name) const;
+
+  /// Memories of the control plane (of the first replica).
+  virtual llvm::MutableArrayRef<uint8_t> dataMemory(unsigned pe) = 0;
+  virtual llvm::MutableArrayRef<uint8_t> sharedMemory() = 0;
+
+  virtual Counters counters() const = 0;
+  virtual PECounters peCounters(unsigned pe) const = 0;
+  virtual SinkCounters sinkCounters(unsigned sink) const = 0;
+};
+
+/// Totals for engines that do not count for themselves: fed every result,
+/// it keeps Counters and SinkCounters as the native runtime does.
+class Tally {
+public:
+  explicit Tally(size_t sinks = 0) : sinks(sinks) {}
+  void resize(size_t numSinks) { sinks.resize(numSinks); }
+  /// `pushed` says whether the result is a packet pushed in.
+  void add(const PacketResult &result, bool pushed);
+  const Counters &counters() const { return totals; }
+  SinkCounters sink(unsigned i) const {
+    return i < sinks.size() ? sinks[i] : SinkCounters();
+  }
+
+private:
+  Counters totals;
+  std::vector<SinkCounters> sinks;
 };
 
 } // namespace netvm::rt

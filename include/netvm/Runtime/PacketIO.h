@@ -75,6 +75,10 @@ public:
   /// Capture from network interface `device` through libpcap (live, not
   /// promiscuous unless asked). Null on error, with `error` naming the
   /// device.
+  /// Reads the files of `paths` in order, one packet each, as
+  /// readHexPacket does.
+  static std::unique_ptr<PacketReader>
+  openHexPacketFiles(std::vector<std::string> paths);
   static std::unique_ptr<PacketReader> openLive(const std::string &device,
                                                 bool promiscuous,
                                                 std::string &error);

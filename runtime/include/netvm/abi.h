@@ -49,6 +49,15 @@ enum {
   NETVM_EXC_KINDS = 10
 };
 
+/* Handler kinds: the values of the dialect's HandlerKind enumeration
+ * (netvm_site.handler). */
+enum {
+  NETVM_HANDLER_INIT = 0,
+  NETVM_HANDLER_PUSH = 1,
+  NETVM_HANDLER_PULL = 2,
+  NETVM_HANDLER_KINDS = 3
+};
+
 /* netvm_exbuf.flags */
 enum {
   NETVM_XB_NONE = 1u,  /* no current exchange buffer (deleted, nothing pulled) */
@@ -174,7 +183,7 @@ typedef struct netvm_pe_desc {
 /* Where an exception can be raised, for reports. */
 typedef struct netvm_site {
   uint32_t pe;          /* index of the NetPE */
-  uint32_t handler;     /* 0 init, 1 push, 2 pull */
+  uint32_t handler;     /* NETVM_HANDLER_* */
   const char *location; /* "file:line:col" of the NetIL instruction */
 } netvm_site;
 

@@ -108,7 +108,11 @@ void netvm_instance_pe_counters(const netvm_instance *vm, uint32_t pe,
 /* Packets and bytes that left through sink `sink`. */
 void netvm_instance_sink_counters(const netvm_instance *vm, uint32_t sink,
                                   uint64_t *packets, uint64_t *bytes);
+/* The names of exception kinds (NETVM_EXC_*: "packet_bounds", ...) and of
+ * handler kinds (NETVM_HANDLER_*: "init", "push", "pull"), as the dialect
+ * spells them; "unknown" out of range. */
 const char *netvm_exception_name(uint32_t kind);
+const char *netvm_handler_name(uint32_t handler);
 
 /*===- Runners: several threads ---------------------------------------------===*
  *

@@ -184,11 +184,10 @@ static void put_output(uint64_t number, uint32_t sink, const netvm_exbuf *xb) {
 
 static void put_exception(uint64_t number, uint32_t kind,
                           const netvm_site *site) {
-  static const char *const handlers[] = {"init", "push", "pull"};
   fprintf(out, "#%llu exception %s %s %s %s\n", (unsigned long long)number,
           netvm_exception_name(kind),
           site && site->pe < app->num_pes ? app->pes[site->pe].name : "",
-          site && site->handler < 3 ? handlers[site->handler] : "",
+          site ? netvm_handler_name(site->handler) : "",
           site ? site->location : "");
 }
 

@@ -1,0 +1,179 @@
+//===- Input.cpp - What to compile, and how tools print diagnostics -------===//
+//
+// One description of a compiler's input (driver::Input) for every client:
+// resolveInput checks what a user gave in a tool's own option names, load
+// compiles it with the right front end, and DiagnosticPrinter shows the
+// diagnostics of all of them the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/Driver/Driver.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace netvm;
+using namespace netvm::driver;
+
+/// Whether a positional word names an application file rather than a word
+/// of a tcpdump expression (netvm-run -r f.pcap tcp port 80).
+static bool isApplicationFile(StringRef word) {
+  if (llvm::sys::fs::exists(word))
+    return true;
+  return word.contains('/') || word.ends_with(".netil") ||
+         word.ends_with(".nvapp") || word.ends_with(".mlir");
+}
+
+FailureOr<Input> netvm::driver::resolveInput(const InputOptions &options,
+                                             std::string &error) {
+  int filters = options.pcapFilter.has_value() + options.pfl.has_value() +
+                options.filterFile.has_value();
+  std::string filterOptions = (options.pcapFilterOption + ", " +
+                               options.pflOption + " or " +
+                               options.filterFileOption)
+                                  .str();
+  if (filters > 1) {
+    error = "give one filter: " + filterOptions;
+    return failure();
+  }
+  Input input;
+  input.protoDB = options.protoDB;
+  input.appName = options.appName;
+  if (filters) {
+    StringRef given = options.pcapFilter ? options.pcapFilterOption
+                      : options.pfl      ? options.pflOption
+                                         : options.filterFileOption;
+    if (!options.files.empty()) {
+      error = (given + " gives the whole input (a filter): give no input "
+                       "files with it")
+                  .str();
+      return failure();
+    }
+    if (options.filterFile) {
+      if (!options.filterFileLanguage) {
+        error = (options.filterFileOption + " needs " +
+                 options.languageOption + "=pfl or " +
+                 options.languageOption + "=pcap-filter")
+                    .str();
+        return failure();
+      }
+      input.kind = Input::Kind::FilterFile;
+      input.filter = *options.filterFile;
+      input.language = *options.filterFileLanguage;
+    } else {
+      input.kind = Input::Kind::Filter;
+      input.filter = options.pcapFilter ? *options.pcapFilter : *options.pfl;
+      input.language = options.pcapFilter ? FilterLanguage::PcapFilter
+                                          : FilterLanguage::NetPFL;
+    }
+    return input;
+  }
+  if (options.files.empty()) {
+    error = (Twine("no input: give NetIL files, an .nvapp or .mlir file, ") +
+             (options.expressionWords ? "the words of a tcpdump expression, "
+                                      : "") +
+             options.pcapFilterOption + " EXPRESSION, " + options.pflOption +
+             " FILTER or " + options.filterFileOption + " FILE")
+                .str();
+    return failure();
+  }
+  if (options.expressionWords && !isApplicationFile(options.files.front())) {
+    input.kind = Input::Kind::Filter;
+    input.filter = llvm::join(options.files, " ");
+    input.language = FilterLanguage::PcapFilter;
+    return input;
+  }
+  input.files = options.files;
+  return input;
+}
+
+OwningOpRef<ModuleOp> netvm::driver::load(MLIRContext &context,
+                                          llvm::SourceMgr &sourceMgr,
+                                          const Input &input) {
+  for (const auto &[name, text] : input.buffers)
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(text, name), llvm::SMLoc());
+  if (input.kind == Input::Kind::Files) {
+    LoadOptions options;
+    options.appName = input.appName;
+    return loadApplication(context, sourceMgr, input.files, options);
+  }
+  FilterOptions options;
+  options.language = input.language;
+  options.protoDB = input.protoDB;
+  if (!input.appName.empty())
+    options.appName = input.appName;
+  std::string error;
+  OwningOpRef<ModuleOp> module =
+      input.kind == Input::Kind::FilterFile
+          ? compileFilterFile(context, input.filter, options, error)
+          : compileFilter(context, input.filter, options, error);
+  if (!module)
+    emitError(FileLineColLoc::get(&context, input.filterName, 0, 0)) << error;
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// DiagnosticPrinter
+//===----------------------------------------------------------------------===//
+
+struct DiagnosticPrinter::Impl {
+  Impl(llvm::SourceMgr &sourceMgr, MLIRContext &context, StringRef tool)
+      : sourceMgr(sourceMgr), tool(tool.str()),
+        fallback(sourceMgr, &context),
+        handler(&context, [this](Diagnostic &diag) { return print(diag); }) {}
+
+  /// A filter from the command line ("<expression>"): "tool: message",
+  /// then the filter and a caret. Anything else: MLIR's own rendering.
+  LogicalResult print(Diagnostic &diag) {
+    auto loc = dyn_cast<FileLineColLoc>(diag.getLocation());
+    if (!loc || loc.getFilename() != "<expression>")
+      return failure();
+    llvm::raw_ostream &os = llvm::errs();
+    os << tool << ": ";
+    if (diag.getSeverity() == DiagnosticSeverity::Warning)
+      os << "warning: ";
+    os << diag.str() << "\n";
+    if (std::optional<StringRef> line = sourceLine(loc)) {
+      os << "  " << *line << "\n";
+      os << "  " << std::string(loc.getColumn() - 1, ' ') << "^\n";
+    }
+    for (Diagnostic &note : diag.getNotes())
+      os << tool << ": note: " << note.str() << "\n";
+    return success();
+  }
+
+  /// The line of `loc` in the buffer it names, if it has one.
+  std::optional<StringRef> sourceLine(FileLineColLoc loc) {
+    if (loc.getLine() == 0 || loc.getColumn() == 0)
+      return std::nullopt;
+    for (unsigned id = 1; id <= sourceMgr.getNumBuffers(); ++id) {
+      const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(id);
+      if (buffer->getBufferIdentifier() != loc.getFilename())
+        continue;
+      SmallVector<StringRef> lines;
+      buffer->getBuffer().split(lines, '\n');
+      if (loc.getLine() > lines.size())
+        return std::nullopt;
+      return lines[loc.getLine() - 1].rtrim('\r');
+    }
+    return std::nullopt;
+  }
+
+  llvm::SourceMgr &sourceMgr;
+  std::string tool;
+  SourceMgrDiagnosticHandler fallback;
+  ScopedDiagnosticHandler handler;
+};
+
+DiagnosticPrinter::DiagnosticPrinter(llvm::SourceMgr &sourceMgr,
+                                     MLIRContext &context, StringRef tool)
+    : impl(std::make_unique<Impl>(sourceMgr, context, tool)) {}
+DiagnosticPrinter::~DiagnosticPrinter() = default;
