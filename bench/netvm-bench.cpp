@@ -760,27 +760,27 @@ int measureFilters(MLIRContext &context, std::vector<Trace> &traces,
 
   // Threads: the runner over the largest trace.
   Trace &big = traces.back();
-  auto runnerPps = [&](const netvm_app_desc *desc, uint32_t mode,
+  auto runnerPps = [&](const netvm_app_desc *desc, bool pipelined,
                        uint32_t threads, uint32_t *used) -> double {
-    netvm_runner_options options{};
-    options.mode = mode;
+    rt::EngineOptions options;
     options.threads = threads;
-    char error[256];
-    netvm_runner *r = netvm_runner_create(desc, &options, error, sizeof error);
-    if (!r) {
+    options.pipeline = pipelined;
+    std::string error;
+    std::unique_ptr<rt::Engine> engine =
+        rt::Engine::native(desc, options, error);
+    if (!engine) {
       llvm::errs() << "netvm-bench: " << error << "\n";
       return 0;
     }
-    netvm_runner_init(r);
-    *used = netvm_runner_threads(r);
+    engine->initialize();
+    *used = engine->threads();
     double best = 0;
-    netvm_runner_run(r, 0, big.packets.data(), big.size()); // warm up
+    engine->run(0, big.packets); // warm up
     for (unsigned i = 0; i < std::max(1u, repetitions.getValue()); ++i) {
       auto start = Clock::now();
-      netvm_runner_run(r, 0, big.packets.data(), big.size());
+      engine->run(0, big.packets);
       best = std::max(best, big.size() / secondsSince(start));
     }
-    netvm_runner_destroy(r);
     return best;
   };
   os << "\n### Threads (" << big.name << ", " << big.size()
@@ -794,8 +794,8 @@ int measureFilters(MLIRContext &context, std::vector<Trace> &traces,
     if (!ip)
       return 1;
     uint32_t used1 = 0, used2 = 0;
-    double one = runnerPps(ip, NETVM_RUN_TO_COMPLETION, 1, &used1);
-    double two = runnerPps(ip, NETVM_RUN_TO_COMPLETION, 2, &used2);
+    double one = runnerPps(ip, false, 1, &used1);
+    double two = runnerPps(ip, false, 2, &used2);
     os << llvm::formatv("| ip | run to completion | {0} | {1:f1} | 1.00 |\n",
                         used1, one / 1e6);
     os << llvm::formatv("| ip | run to completion | {0} | {1:f1} | {2} |\n",
@@ -810,8 +810,8 @@ int measureFilters(MLIRContext &context, std::vector<Trace> &traces,
       return 1;
     std::string name = llvm::sys::path::filename(pipelineApp).str();
     uint32_t used1 = 0, used2 = 0;
-    double one = runnerPps(app, NETVM_RUN_PIPELINE, 1, &used1);
-    double two = runnerPps(app, NETVM_RUN_PIPELINE, 2, &used2);
+    double one = runnerPps(app, true, 1, &used1);
+    double two = runnerPps(app, true, 2, &used2);
     os << llvm::formatv("| {0} | pipeline | {1} | {2:f1} | 1.00 |\n", name,
                         used1, one / 1e6);
     os << llvm::formatv("| {0} | pipeline | {1} | {2:f1} | {3} |\n", name,
@@ -1358,7 +1358,7 @@ std::string outcome(const rt::PacketResult &result) {
   for (const rt::Output &o : result.outputs)
     s += "sink " + std::to_string(o.sink) + ";";
   for (const rt::ExceptionReport &e : result.exceptions)
-    s += "exception " + e.kind + ";";
+    s += std::string("exception ") + e.kindName() + ";";
   return s.empty() ? "nothing" : s;
 }
 

@@ -25,11 +25,10 @@ std::optional<unsigned> Engine::findSource(llvm::StringRef name) const {
   return it - sourceNames().begin();
 }
 
-void Engine::run(unsigned source, PacketBatch &batch, const ResultFn *onResult,
-                 ResultDetail detail) {
-  netvm_packet *packets = batch.packets();
+void Engine::run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
+                 const ResultFn *onResult, ResultDetail detail) {
   TracePacket packet;
-  for (size_t i = 0; i < batch.size(); ++i) {
+  for (size_t i = 0; i < packets.size(); ++i) {
     const netvm_packet &p = packets[i];
     packet.bytes.assign(p.data, p.data + p.length);
     packet.wireLength = p.wire_length;
@@ -87,9 +86,9 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
         (*onPacket)(base + i + 1, chunk[i].length, result);
       };
       ResultFn fn = deliver;
-      run(source, chunk, &fn, detail);
+      run(source, {chunk.packets(), chunk.size()}, &fn, detail);
     } else {
-      run(source, chunk, nullptr, detail);
+      run(source, {chunk.packets(), chunk.size()}, nullptr, detail);
     }
     stats.processSeconds += secondsSince(start);
   }

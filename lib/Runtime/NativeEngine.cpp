@@ -54,7 +54,7 @@ public:
       PacketResult result;
       auto keep = [&](size_t, const PacketResult &r) { result = r; };
       ResultFn fn = keep;
-      run(source, one, &fn, ResultDetail::Full);
+      run(source, {one.packets(), one.size()}, &fn, ResultDetail::Full);
       return result;
     }
     // The runtime may change the packet in place: run a copy.
@@ -82,20 +82,20 @@ public:
     puller = std::move(fn);
   }
 
-  void run(unsigned source, PacketBatch &batch, const ResultFn *onResult,
-           ResultDetail detail) override {
-    if (batch.empty())
+  void run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
+           const ResultFn *onResult, ResultDetail detail) override {
+    if (packets.empty())
       return;
     uint64_t base = sequence;
-    sequence += batch.size();
+    sequence += packets.size();
     if (!onResult) {
-      netvm_runner_run(runner, source, batch.packets(), batch.size());
+      netvm_runner_run(runner, source, packets.data(), packets.size());
       return;
     }
     PacketResult current;
     Collector collector{*this, current, detail, onResult, base};
     netvm_runner_set_events(runner, &Collector::onEvent, &collector);
-    netvm_runner_run(runner, source, batch.packets(), batch.size());
+    netvm_runner_run(runner, source, packets.data(), packets.size());
     netvm_runner_set_events(runner, nullptr, nullptr);
   }
 

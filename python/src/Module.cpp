@@ -10,9 +10,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "Application.h"
-#include "Instance.h"
 
+#include "netvm/Runtime/Engine.h"
 #include "netvm/Runtime/PacketIO.h"
+#include "netvm/runtime.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -25,6 +26,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -33,6 +35,7 @@
 namespace nb = nanobind;
 using namespace nb::literals;
 using namespace netvm::python;
+namespace rt = netvm::rt;
 
 namespace {
 
@@ -151,7 +154,7 @@ using NamesRef = std::shared_ptr<const Names>;
 
 struct PyOutput {
   NamesRef names;
-  OutputRecord record;
+  rt::Output record;
   std::string sink() const {
     return record.sink < names->sinks.size() ? names->sinks[record.sink] : "";
   }
@@ -160,14 +163,13 @@ struct PyOutput {
 struct PyPacketException {
   std::string kind, pe, handler, location;
   uint32_t kindIndex = 0;
-  PyPacketException(const Names &names, const ExceptionRecord &e)
-      : kind(netvm_exception_name(e.kind)), kindIndex(e.kind) {
-    if (e.site) {
-      static const char *const handlers[] = {"init", "push", "pull"};
-      pe = e.site->pe < names.pes.size() ? names.pes[e.site->pe] : "";
-      handler = e.site->handler < 3 ? handlers[e.site->handler] : "";
-      location = e.site->location ? e.site->location : "";
+  PyPacketException(const Names &names, const rt::ExceptionReport &e)
+      : kind(e.kindName()), kindIndex(e.kind) {
+    if (e.pe >= 0 && static_cast<size_t>(e.pe) < names.pes.size()) {
+      pe = names.pes[e.pe];
+      handler = e.handlerName();
     }
+    location = e.location;
   }
   std::string repr() const {
     std::string s = "PacketException(" + kind;
@@ -180,23 +182,23 @@ struct PyPacketException {
 };
 
 static nb::list exceptionList(const Names &names,
-                              const std::vector<ExceptionRecord> &records) {
+                              const std::vector<rt::ExceptionReport> &records) {
   nb::list out;
-  for (const ExceptionRecord &e : records)
+  for (const rt::ExceptionReport &e : records)
     out.append(nb::cast(PyPacketException(names, e)));
   return out;
 }
 
 struct PyResult {
   NamesRef names;
-  PacketRecord record;
+  rt::PacketResult record;
 
   const char *verdict() const {
     if (!record.exceptions.empty())
       return "exception";
     if (!record.outputs.empty())
       return "output";
-    if (record.dropped)
+    if (record.drops)
       return "drop";
     if (record.unconnected)
       return "unconnected";
@@ -204,11 +206,11 @@ struct PyResult {
   }
   std::string repr() const {
     std::string s = std::string("Result(") + verdict();
-    for (const OutputRecord &o : record.outputs)
+    for (const rt::Output &o : record.outputs)
       s += ", -> " + names->sinks[o.sink] + " (" +
            std::to_string(o.bytes.size()) + " bytes)";
-    for (const ExceptionRecord &e : record.exceptions)
-      s += std::string(", ") + netvm_exception_name(e.kind);
+    for (const rt::ExceptionReport &e : record.exceptions)
+      s += std::string(", ") + e.kindName();
     return s + ")";
   }
 };
@@ -235,17 +237,45 @@ struct PyBatchResult {
 // Instances
 //===----------------------------------------------------------------------===//
 
+/// An instance of a JIT-compiled application: an engine of the run
+/// library (lib/Runtime) on one thread, used by one Python thread at a time
+/// (packets run with the GIL released).
 struct PyInstance {
-  std::unique_ptr<Instance> instance;
+  std::unique_ptr<rt::Engine> engine;
   NamesRef names;
   bool copyPackets;
+  rt::PacketResult init; // what the init handlers did
+  std::atomic<bool> busy{false};
   // Batches, kept between calls (no page faults on every batch).
   std::vector<uint8_t> arena;
   std::vector<netvm_packet> batch;
 
   PyInstance(const netvm_app_desc *desc, uint64_t watchdog, bool copyPackets)
-      : instance(std::make_unique<Instance>(desc, watchdog)),
-        names(std::make_shared<Names>(desc)), copyPackets(copyPackets) {}
+      : names(std::make_shared<Names>(desc)), copyPackets(copyPackets) {
+    rt::EngineOptions options;
+    options.watchdogBudget = watchdog;
+    std::string error;
+    engine = rt::Engine::native(desc, options, error);
+    if (!engine)
+      throw std::runtime_error("cannot instantiate the application: " + error);
+    init = engine->initialize();
+  }
+
+  /// Marks the instance busy for its lifetime: one thread at a time runs
+  /// packets (the GIL is released meanwhile).
+  class Busy {
+  public:
+    explicit Busy(PyInstance &i) : instance(i) {
+      if (instance.busy.exchange(true))
+        throw std::runtime_error("this Instance is running packets on "
+                                 "another thread; use one Instance per "
+                                 "thread");
+    }
+    ~Busy() { instance.busy.store(false); }
+
+  private:
+    PyInstance &instance;
+  };
 
   uint32_t source(nb::handle port) const {
     if (names->sources.empty())
@@ -270,15 +300,19 @@ struct PyInstance {
                               "length and below 2**32");
       wire = static_cast<uint32_t>(*wireLength);
     }
-    Instance::Busy busy(*instance);
-    return {names, instance->run(src, bytes.data(), length, wire, seconds,
-                                 microseconds)};
+    Busy busy(*this);
+    rt::TracePacket p;
+    p.bytes.assign(bytes.data(), bytes.data() + length);
+    p.wireLength = wire;
+    p.seconds = seconds;
+    p.microseconds = microseconds;
+    return {names, engine->push(src, p)};
   }
 
   PyBatchResult runBatch(nb::handle packets, nb::handle offsets,
                          nb::handle port) {
     uint32_t src = source(port);
-    Instance::Busy busy(*instance);
+    Busy busy(*this);
     // A buffer's packets run in place when the application never writes
     // packet memory; other packets on copies, in an arena kept between
     // batches.
@@ -362,7 +396,20 @@ struct PyInstance {
       if (offsets.is_none())
         for (size_t i = 0; i < n; ++i)
           batch[i].data = arena.data() + starts[i];
-      instance->runBatch(src, batch.data(), n, {sink, outputs, exception});
+      for (size_t i = 0; i < n; ++i) {
+        sink[i] = -1;
+        outputs[i] = 0;
+        exception[i] = -1;
+      }
+      auto record = [&](size_t i, const rt::PacketResult &r) {
+        if (!r.outputs.empty())
+          sink[i] = static_cast<int32_t>(r.outputs.front().sink);
+        outputs[i] = static_cast<uint32_t>(r.outputs.size());
+        if (!r.exceptions.empty())
+          exception[i] = static_cast<int32_t>(r.exceptions.front().kind);
+      };
+      rt::ResultFn fn = record;
+      engine->run(src, batch, &fn, rt::ResultDetail::Verdicts);
     }
     return result;
   }
@@ -382,40 +429,27 @@ struct PyInstance {
       PyErr_SetString(PyExc_OSError, error.c_str());
       throw nb::python_error();
     }
-    std::vector<uint64_t> before(names->sinks.size()), after(before.size());
-    uint64_t bytes;
+    std::vector<uint64_t> before(names->sinks.size());
     for (uint32_t s = 0; s < before.size(); ++s)
-      instance->sinkCounters(s, before[s], bytes);
-    Instance::Busy busy(*instance);
-    {
+      before[s] = engine->sinkCounters(s).packets;
+    Busy busy(*this);
+    bool ok = true;
+    if (!limit || *limit > 0) { // a limit of 0 reads nothing
       nb::gil_scoped_release release;
-      netvm::rt::PacketBatch chunk;
-      netvm::rt::TracePacket packet;
-      uint64_t read = 0;
-      bool more = true;
-      while (more) {
-        chunk.clear();
-        while (chunk.size() < 65536) {
-          if ((limit && read >= *limit) || !reader->next(packet, error)) {
-            more = false;
-            break;
-          }
-          ++read;
-          chunk.add(packet);
-        }
-        if (!chunk.empty())
-          instance->runCounted(src, chunk.packets(), chunk.size());
-      }
+      rt::StreamOptions options;
+      options.maxPackets = limit.value_or(0);
+      rt::StreamStats stats;
+      ok = engine->runStream(src, *reader, options, nullptr,
+                             rt::ResultDetail::Verdicts, stats, error);
     }
-    if (!error.empty()) {
+    if (!ok) {
       PyErr_SetString(PyExc_OSError, error.c_str());
       throw nb::python_error();
     }
     nb::dict counts;
-    for (uint32_t s = 0; s < after.size(); ++s) {
-      instance->sinkCounters(s, after[s], bytes);
-      counts[nb::str(names->sinks[s].c_str())] = after[s] - before[s];
-    }
+    for (uint32_t s = 0; s < before.size(); ++s)
+      counts[nb::str(names->sinks[s].c_str())] =
+          engine->sinkCounters(s).packets - before[s];
     return counts;
   }
 
@@ -426,13 +460,12 @@ struct PyInstance {
         nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(data, {size}, self));
   }
   std::pair<uint8_t *, uint32_t> memory(nb::handle which) {
-    uint32_t size = 0;
     if (which.is_none()) {
-      uint8_t *data = instance->shared(size);
-      return {data, size};
+      llvm::MutableArrayRef<uint8_t> shared = engine->sharedMemory();
+      return {shared.data(), static_cast<uint32_t>(shared.size())};
     }
-    uint8_t *data = instance->data(pe(which), size);
-    return {data, size};
+    llvm::MutableArrayRef<uint8_t> data = engine->dataMemory(pe(which));
+    return {data.data(), static_cast<uint32_t>(data.size())};
   }
   static void checkRange(uint64_t offset, uint64_t size, uint32_t memSize,
                          const char *what) {
@@ -456,27 +489,26 @@ struct PyInstance {
     auto [data, memSize] = memory(which);
     ByteView b(bytes, "data");
     checkRange(offset, b.size(), memSize, what);
-    Instance::Busy busy(*instance);
+    Busy busy(*this);
     if (b.size())
       std::memcpy(data + offset, b.data(), b.size());
   }
 
   nb::dict counters() const {
-    netvm_counters c = instance->counters();
+    rt::Counters c = engine->counters();
     nb::dict exceptions, sinks, pes;
     for (uint32_t k = 0; k < NETVM_EXC_KINDS; ++k)
       if (c.exceptions[k])
         exceptions[netvm_exception_name(k)] = c.exceptions[k];
     for (uint32_t s = 0; s < names->sinks.size(); ++s) {
-      uint64_t packets, bytes;
-      instance->sinkCounters(s, packets, bytes);
+      rt::SinkCounters sc = engine->sinkCounters(s);
       nb::dict d;
-      d["packets"] = packets;
-      d["bytes"] = bytes;
+      d["packets"] = sc.packets;
+      d["bytes"] = sc.bytes;
       sinks[nb::str(names->sinks[s].c_str())] = d;
     }
     for (uint32_t p = 0; p < names->pes.size(); ++p) {
-      netvm_pe_counters pc = instance->peCounters(p);
+      rt::PECounters pc = engine->peCounters(p);
       nb::dict d;
       d["runs"] = pc.runs;
       d["sent"] = pc.sent;
@@ -649,7 +681,7 @@ NB_MODULE(_netvm, m) {
           "outputs",
           [](const PyResult &r) {
             nb::list out;
-            for (const OutputRecord &o : r.record.outputs)
+            for (const rt::Output &o : r.record.outputs)
               out.append(nb::cast(PyOutput{r.names, o}));
             return out;
           },
@@ -661,7 +693,7 @@ NB_MODULE(_netvm, m) {
           },
           "The exceptions raised (list of PacketException).")
       .def_prop_ro(
-          "dropped", [](const PyResult &r) { return r.record.dropped; },
+          "dropped", [](const PyResult &r) { return r.record.drops; },
           "Exchange buffers dropped.")
       .def_prop_ro(
           "unconnected", [](const PyResult &r) { return r.record.unconnected; },
@@ -732,7 +764,7 @@ NB_MODULE(_netvm, m) {
           "init_exceptions",
           [](const PyInstance &i) {
             return exceptionList(*i.names,
-                                 i.instance->initRecord().exceptions);
+                                 i.init.exceptions);
           },
           "Exceptions the init handlers raised.")
       .def("run", &PyInstance::run, "packet"_a.none(), "port"_a.none() = 0,

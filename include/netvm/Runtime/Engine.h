@@ -117,12 +117,12 @@ public:
   virtual void
   setSourcePuller(std::function<std::optional<TracePacket>(unsigned)> fn) = 0;
 
-  /// Push every packet of `batch` through `source`. With `onResult`, each
+  /// Push every packet of `packets` through `source`. With `onResult`, each
   /// packet's result is delivered in arrival order at `detail`; without,
   /// only the counters move (the fastest way). The packets' bytes may be
   /// changed in place. The default runs push() per packet.
-  virtual void run(unsigned source, PacketBatch &batch,
-                   const ResultFn *onResult,
+  virtual void run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
+                   const ResultFn *onResult = nullptr,
                    ResultDetail detail = ResultDetail::Full);
   /// Read packets from `reader` and run them in chunks through `source`
   /// until the input ends (a live capture's read timeout is not an end),
