@@ -141,14 +141,9 @@ static nb::bytes toBytes(const std::vector<uint8_t> &v) {
 struct Names {
   std::string app;
   std::vector<std::string> sources, sinks, pes;
-  explicit Names(const netvm_app_desc *d) : app(d->name ? d->name : "") {
-    for (uint32_t i = 0; i < d->num_sources; ++i)
-      sources.push_back(d->source_names[i]);
-    for (uint32_t i = 0; i < d->num_sinks; ++i)
-      sinks.push_back(d->sink_names[i]);
-    for (uint32_t i = 0; i < d->num_pes; ++i)
-      pes.push_back(d->pes[i].name);
-  }
+  Names(std::string app, const rt::Engine &engine)
+      : app(std::move(app)), sources(engine.sourceNames().vec()),
+        sinks(engine.sinkNames().vec()), pes(engine.peNames().vec()) {}
 };
 using NamesRef = std::shared_ptr<const Names>;
 
@@ -251,13 +246,14 @@ struct PyInstance {
   std::vector<netvm_packet> batch;
 
   PyInstance(const netvm_app_desc *desc, uint64_t watchdog, bool copyPackets)
-      : names(std::make_shared<Names>(desc)), copyPackets(copyPackets) {
+      : copyPackets(copyPackets) {
     rt::EngineOptions options;
     options.watchdogBudget = watchdog;
     std::string error;
     engine = rt::Engine::native(desc, options, error);
     if (!engine)
       throw std::runtime_error("cannot instantiate the application: " + error);
+    names = std::make_shared<Names>(desc->name ? desc->name : "", *engine);
     init = engine->initialize();
   }
 
