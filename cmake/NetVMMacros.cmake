@@ -1,20 +1,29 @@
 #===- NetVMMacros.cmake - Helpers for netvm targets ---------------------===#
 #
 # add_netvm_library(name SOURCES ... [DEPENDS tgt...] [LINK_LIBS lib...]
-#                   [MLIR_LIBS lib...] [EH])
+#                   [MLIR_LIBS lib...] [EH] [RUNTIME])
 #   A static library of this project. LINK_LIBS are our own libraries and
 #   system libraries (plain target_link_libraries); MLIR_LIBS are MLIR
 #   components, which in dylib mode all become libMLIR.so. EH builds the
 #   library with C++ exceptions (ANTLR-generated code and the runtime need
-#   them; LLVM's flags turn them off).
+#   them; LLVM's flags turn them off). A library sees the compiler's include
+#   paths (NetVMCompilerHeaders: LLVM, MLIR, include/, dialects/ and
+#   runtime/include); a RUNTIME library (under runtime/) sees runtime/include
+#   only, so that it cannot include LLVM, MLIR or lib/ headers.
 #
 # add_netvm_tool(name SOURCES ... [LINK_LIBS ...] [MLIR_LIBS ...])
 #   An executable in bin/, linked against libMLIR.so and libLLVM.so.
 #===----------------------------------------------------------------------===#
 
 function(add_netvm_library name)
-  cmake_parse_arguments(ARG "EH" "" "SOURCES;DEPENDS;LINK_LIBS;MLIR_LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "EH;RUNTIME" ""
+    "SOURCES;DEPENDS;LINK_LIBS;MLIR_LIBS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
+  if(ARG_RUNTIME)
+    target_link_libraries(${name} PUBLIC NetVMRuntimeHeaders)
+  else()
+    target_link_libraries(${name} PUBLIC NetVMCompilerHeaders)
+  endif()
   if(ARG_EH)
     set(LLVM_REQUIRES_EH ON)
     set(LLVM_REQUIRES_RTTI ON)
@@ -36,6 +45,7 @@ function(add_netvm_tool name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LINK_LIBS;MLIR_LIBS" ${ARGN})
   add_llvm_executable(${name} ${ARG_SOURCES})
   llvm_update_compile_flags(${name})
+  target_link_libraries(${name} PRIVATE NetVMCompilerHeaders)
   if(ARG_LINK_LIBS)
     target_link_libraries(${name} PRIVATE ${ARG_LINK_LIBS})
   endif()

@@ -12,7 +12,7 @@
 #include "Application.h"
 #include "Instance.h"
 
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/io/PacketIO.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>

@@ -15,7 +15,7 @@
 
 #include "netvm/Driver/Driver.h"
 #include "netvm/Frontend/PcapFilter.h"
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/Target/Native.h"
 #include "netvm/runtime.h"
 

@@ -11,7 +11,7 @@
 
 #include "netvm/Driver/Driver.h"
 #include "netvm/Runtime/Engine.h"
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/Target/Native.h"
 #include "netvm/runtime.h"
 
