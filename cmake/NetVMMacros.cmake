@@ -1,20 +1,40 @@
 #===- NetVMMacros.cmake - Helpers for netvm targets ---------------------===#
 #
 # add_netvm_library(name SOURCES ... [DEPENDS tgt...] [LINK_LIBS lib...]
-#                   [MLIR_LIBS lib...] [EH])
+#                   [MLIR_LIBS lib...] [EH] [RUNTIME])
 #   A static library of this project. LINK_LIBS are our own libraries and
 #   system libraries (plain target_link_libraries); MLIR_LIBS are MLIR
 #   components, which in dylib mode all become libMLIR.so. EH builds the
 #   library with C++ exceptions (ANTLR-generated code and the runtime need
-#   them; LLVM's flags turn them off).
+#   them; LLVM's flags turn them off). A library sees the compiler's include
+#   paths (NetVMCompilerHeaders: LLVM, MLIR, include/, dialects/ and
+#   runtime/include); a RUNTIME library (under runtime/) sees runtime/include
+#   only, so that it cannot include LLVM, MLIR or lib/ headers.
 #
 # add_netvm_tool(name SOURCES ... [LINK_LIBS ...] [MLIR_LIBS ...])
 #   An executable in bin/, linked against libMLIR.so and libLLVM.so.
+#
+# Both add -Werror when NETVM_WERROR is on (scripts/setup.sh turns it on).
 #===----------------------------------------------------------------------===#
 
+# -Werror on a target of ours, when asked for. Warnings of system headers
+# (LLVM's and MLIR's come through -isystem) are not reported at all.
+function(netvm_target_werror name)
+  if(NETVM_WERROR)
+    target_compile_options(${name} PRIVATE -Werror)
+  endif()
+endfunction()
+
 function(add_netvm_library name)
-  cmake_parse_arguments(ARG "EH" "" "SOURCES;DEPENDS;LINK_LIBS;MLIR_LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "EH;RUNTIME" ""
+    "SOURCES;DEPENDS;LINK_LIBS;MLIR_LIBS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
+  if(ARG_RUNTIME)
+    target_link_libraries(${name} PUBLIC NetVMRuntimeHeaders)
+  else()
+    target_link_libraries(${name} PUBLIC NetVMCompilerHeaders)
+  endif()
+  netvm_target_werror(${name})
   if(ARG_EH)
     set(LLVM_REQUIRES_EH ON)
     set(LLVM_REQUIRES_RTTI ON)
@@ -36,6 +56,8 @@ function(add_netvm_tool name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LINK_LIBS;MLIR_LIBS" ${ARGN})
   add_llvm_executable(${name} ${ARG_SOURCES})
   llvm_update_compile_flags(${name})
+  target_link_libraries(${name} PRIVATE NetVMCompilerHeaders)
+  netvm_target_werror(${name})
   if(ARG_LINK_LIBS)
     target_link_libraries(${name} PRIVATE ${ARG_LINK_LIBS})
   endif()

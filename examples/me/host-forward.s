@@ -2,7 +2,7 @@
 ;
 ; ME 0 receives packets into DRAM buffers taken from FREE_RING and puts
 ; [buffer, length, wire length] on TO_HOST; host-side code (here the relay
-; of netvm-emu --host-relay, written against include/netvm/Emu/host.h)
+; of netvm-emu --host-relay, written against runtime/include/netvm/emu/host.h)
 ; moves each entry to FROM_HOST; ME 1 transmits what FROM_HOST holds and
 ; gives the buffers back. At the end of the input ME 0 sends a marker
 ; (buffer 0xffffffff) the same way, and ME 1 stops when it sees it.

@@ -3,14 +3,14 @@
 // netvm.emulate: assemble a microengine program (docs/me-isa.md) and run it
 // on the IXP-like emulator with packets from Python; returns the packets
 // transmitted and the statistics, as netvm-emu reports them. Machine
-// options (netvm/Emu/Options.h) come as (name, value) strings, as
+// options (netvm/emu/Options.h) come as (name, value) strings, as
 // netvm-emu's --name=value.
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Emu/Emulator.h"
-#include "netvm/Emu/StatsJson.h"
-#include "netvm/Emu/Options.h"
+#include "netvm/emu/Emulator.h"
+#include "netvm/emu/StatsJson.h"
+#include "netvm/emu/Options.h"
 #include "netvm/Target/ME/Assembler.h"
 
 #include <nanobind/nanobind.h>

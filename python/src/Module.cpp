@@ -12,7 +12,7 @@
 #include "Application.h"
 
 #include "netvm/Runtime/Engine.h"
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/runtime.h"
 
 #include <nanobind/nanobind.h>

@@ -1,16 +1,16 @@
 //===- CApi.cpp - Embedding the ME emulator from C ------------------------===//
 //
-// The C API of include/netvm/Emu/emu.h over netvm::me::Emulator. Every
+// The C API of runtime/include/netvm/emu/emu.h over netvm::me::Emulator. Every
 // entry point checks its arguments and the order of calls, reports
 // failures through netvm_emu_error, and catches every C++ exception
 // before it reaches the C caller.
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Emu/emu.h"
-#include "netvm/Emu/Emulator.h"
-#include "netvm/Emu/Options.h"
-#include "netvm/Emu/StatsJson.h"
+#include "netvm/emu/emu.h"
+#include "netvm/emu/Emulator.h"
+#include "netvm/emu/Options.h"
+#include "netvm/emu/StatsJson.h"
 
 #include <cstdlib>
 #include <cstring>

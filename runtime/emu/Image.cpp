@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Emu/Image.h"
+#include "netvm/emu/Image.h"
 #include "netvm/semantics.h"
 
 #include <algorithm>

@@ -17,8 +17,8 @@
 #ifndef NETVM_RUNTIME_EMU_INTERNAL_H
 #define NETVM_RUNTIME_EMU_INTERNAL_H
 
-#include "netvm/Emu/Emulator.h"
-#include "netvm/Emu/Isa.h"
+#include "netvm/emu/Emulator.h"
+#include "netvm/emu/Isa.h"
 
 #include <cstdlib>
 #include <deque>

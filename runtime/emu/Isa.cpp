@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Emu/Isa.h"
+#include "netvm/emu/Isa.h"
 
 #include <cstdio>
 
@@ -20,7 +20,7 @@ using namespace netvm::me;
 static const InstrInfo table[] = {
 #define ME_INSTR(Name, Opcode, Mnemonic, Sub, Fmt, Cycles, Flags)             \
   {Op::Name, Mnemonic, Sub, Format::Fmt, Cycles, Flags},
-#include "netvm/Emu/MEInstrs.def"
+#include "netvm/emu/MEInstrs.def"
 };
 
 namespace {

@@ -1,6 +1,6 @@
 //===- Options.cpp - Named options of the emulated machine ----------------===//
 //
-// The table of machine options (include/netvm/Emu/Options.h): each entry
+// The table of machine options (runtime/include/netvm/emu/Options.h): each entry
 // names a MachineConfig field (or a group of them, for the latencies and
 // the controllers) and how its value is parsed and checked, so a new
 // configuration field needs one entry here and is then settable from
@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Emu/Options.h"
-#include "netvm/Emu/Image.h"
+#include "netvm/emu/Options.h"
+#include "netvm/emu/Image.h"
 
 #include <cmath>
 #include <cstdint>

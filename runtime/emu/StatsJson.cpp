@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Emu/StatsJson.h"
-#include "netvm/Emu/Emulator.h"
+#include "netvm/emu/StatsJson.h"
+#include "netvm/emu/Emulator.h"
 
 #include <algorithm>
 #include <cstdio>

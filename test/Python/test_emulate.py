@@ -67,7 +67,7 @@ def test_errors():
 
 
 def test_machine_options_change_the_run():
-    """options= takes netvm-emu's machine options (netvm/Emu/Options.h)."""
+    """options= takes netvm-emu's machine options (netvm/emu/Options.h)."""
     program = EXAMPLES / "me" / "forward.s"
     packets = [bytes(range(60)), bytes(200), bytes(1000)]
     base = netvm.emulate(file=program, packets=packets)

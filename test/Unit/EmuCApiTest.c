@@ -1,6 +1,6 @@
 /*===- EmuCApiTest.c - The emulator's C API, from C ----------------------===//
  *
- * Compiled as C99, so it also proves that include/netvm/Emu/emu.h is C.
+ * Compiled as C99, so it also proves that runtime/include/netvm/emu/emu.h is C.
  * test/ME/capi.test assembles the images and runs this program:
  *
  *   EmuCApiTest FORWARD.img HOST-FORWARD.img FAULT.img
@@ -14,7 +14,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "netvm/Emu/emu.h"
+#include "netvm/emu/emu.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Emu/Emulator.h"
-#include "netvm/Emu/Isa.h"
+#include "netvm/emu/Emulator.h"
+#include "netvm/emu/Isa.h"
 #include "netvm/Target/ME/Assembler.h"
 #include "netvm/Target/ME/Disassembler.h"
 
@@ -189,7 +189,7 @@ TEST(MEEmulator, RandomProgramsNeverCrash) {
 }
 
 namespace {
-/// Host code on the C API of netvm/Emu/host.h: doubles every message of
+/// Host code on the C API of netvm/emu/host.h: doubles every message of
 /// ring 4 onto ring 5, until the marker.
 struct Doubler {
   unsigned calls = 0, moved = 0;

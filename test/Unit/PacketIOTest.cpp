@@ -1,6 +1,6 @@
 //===- PacketIOTest.cpp - pcap and hex packet I/O ----------------------------===//
 
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/io/PacketIO.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "gtest/gtest.h"

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Emu/Emulator.h"
-#include "netvm/Emu/Options.h"
-#include "netvm/Emu/StatsJson.h"
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/emu/Emulator.h"
+#include "netvm/emu/Options.h"
+#include "netvm/emu/StatsJson.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/Target/ME/Assembler.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -73,7 +73,7 @@ static cl::opt<bool> progress(
              "terminal it is shown anyway, on one updated line)"),
     cl::cat(emuCategory));
 
-// The machine: options of netvm/Emu/Options.h, applied to the
+// The machine: options of netvm/emu/Options.h, applied to the
 // configuration by name, with the descriptions it gives. The value names are
 // those the typed options showed in --help.
 static const char *machineHelp(const char *name) {
@@ -348,7 +348,7 @@ static bool parseDumpSpec(const std::string &spec, Memory &memory,
 }
 
 namespace {
-/// The host code of --host-relay, on the C API of netvm/Emu/host.h: at each
+/// The host code of --host-relay, on the C API of netvm/emu/host.h: at each
 /// poll it reads how many words ring `from` holds and moves whole entries
 /// to ring `to`; an entry the destination has no room for waits for the
 /// next poll.

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Emu/Isa.h"
+#include "netvm/emu/Isa.h"
 #include "netvm/Target/ME/Assembler.h"
 
 #include "llvm/Support/CommandLine.h"

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/io/PacketIO.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"

@@ -11,7 +11,7 @@
 
 #include "netvm/Driver/Driver.h"
 #include "netvm/Runtime/Engine.h"
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/Target/Native.h"
 #include "netvm/runtime.h"
 
@@ -460,8 +460,8 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module,
   } else {
     native::CodegenOptions codegen;
     codegen.optLevel = level;
-    codegen.defaultInfoSize = infoSize;
-    codegen.forwardLinks = pipeline;
+    codegen.lowering.defaultInfoSize = infoSize;
+    codegen.lowering.forwardLinks = pipeline;
     auto compiled = native::jitCompile(module, codegen);
     if (!compiled) {
       fail(llvm::toString(compiled.takeError()));

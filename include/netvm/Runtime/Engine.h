@@ -25,8 +25,8 @@
 #ifndef NETVM_RUNTIME_ENGINE_H
 #define NETVM_RUNTIME_ENGINE_H
 
-#include "netvm/Runtime/PacketIO.h"
 #include "netvm/Runtime/Result.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/abi.h"
 
 #include "llvm/ADT/ArrayRef.h"

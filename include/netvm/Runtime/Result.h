@@ -12,7 +12,7 @@
 #ifndef NETVM_RUNTIME_RESULT_H
 #define NETVM_RUNTIME_RESULT_H
 
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/abi.h"
 #include "netvm/runtime.h"
 

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Target/ME/Assembler.h"
-#include "netvm/Emu/Isa.h"
+#include "netvm/emu/Isa.h"
 
 #include <algorithm>
 #include <cctype>

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Target/ME/Disassembler.h"
-#include "netvm/Emu/Isa.h"
+#include "netvm/emu/Isa.h"
 
 #include <cinttypes>
 #include <cstdio>

@@ -1,6 +1,6 @@
 //===- Assembler.h - Microengine assembler ----------------------*- C++ -*-===//
 //
-// Text -> loadable image (netvm/Emu/Image.h). The syntax is the one of
+// Text -> loadable image (netvm/emu/Image.h). The syntax is the one of
 // docs/me-isa.md ("Assembly syntax"): IXP-style bracketed instructions,
 // labels, comments and directives for code blocks, memory initialisation,
 // rings, constants and register names. Every mistake is reported as
@@ -12,8 +12,8 @@
 #ifndef NETVM_TARGET_ME_ASSEMBLER_H
 #define NETVM_TARGET_ME_ASSEMBLER_H
 
-#include "netvm/Emu/Image.h"
-#include "netvm/Emu/Machine.h"
+#include "netvm/emu/Image.h"
+#include "netvm/emu/Machine.h"
 
 #include <functional>
 #include <string>

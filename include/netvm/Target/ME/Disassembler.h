@@ -9,7 +9,7 @@
 #ifndef NETVM_TARGET_ME_DISASSEMBLER_H
 #define NETVM_TARGET_ME_DISASSEMBLER_H
 
-#include "netvm/Emu/Image.h"
+#include "netvm/emu/Image.h"
 
 #include <string>
 

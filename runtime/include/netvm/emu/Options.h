@@ -12,7 +12,7 @@
 #ifndef NETVM_EMU_OPTIONS_H
 #define NETVM_EMU_OPTIONS_H
 
-#include "netvm/Emu/Machine.h"
+#include "netvm/emu/Machine.h"
 
 #include <cstddef>
 #include <string>

@@ -15,9 +15,9 @@
 #ifndef NETVM_EMU_EMULATOR_H
 #define NETVM_EMU_EMULATOR_H
 
-#include "netvm/Emu/Image.h"
-#include "netvm/Emu/Machine.h"
-#include "netvm/Emu/host.h"
+#include "netvm/emu/Image.h"
+#include "netvm/emu/Machine.h"
+#include "netvm/emu/host.h"
 
 #include <cstdint>
 #include <memory>
@@ -103,7 +103,7 @@ struct RingStats {
   uint32_t maxOccupancy = 0, finalOccupancy = 0;
 };
 
-/// The host interface (include/netvm/Emu/host.h).
+/// The host interface (runtime/include/netvm/emu/host.h).
 struct HostStats {
   uint64_t calls = 0;     // of the host function
   uint64_t crossings = 0; // ring operations
@@ -188,7 +188,7 @@ public:
            void *user = nullptr, uint64_t progressCycles = 0);
 
   /// Attaches host-side code: `fn` runs first at cycle `firstCycle`, then
-  /// whenever it asks (include/netvm/Emu/host.h). Before run().
+  /// whenever it asks (runtime/include/netvm/emu/host.h). Before run().
   void attachHost(netvm_emu_host_fn fn, void *user, uint64_t firstCycle = 0);
 
   const Stats &stats() const;

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NETVM_RUNTIME_PACKETIO_H
-#define NETVM_RUNTIME_PACKETIO_H
+#ifndef NETVM_IO_PACKETIO_H
+#define NETVM_IO_PACKETIO_H
 
 #include "netvm/abi.h"
 
@@ -111,4 +111,4 @@ private:
 
 } // namespace netvm::rt
 
-#endif // NETVM_RUNTIME_PACKETIO_H
+#endif // NETVM_IO_PACKETIO_H

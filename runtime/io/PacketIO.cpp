@@ -1,10 +1,10 @@
-//===- PacketIO.cpp - Reading and writing packet traces -----------------------===//
+//===- PacketIO.cpp - Reading and writing packet traces -------------------===//
 //
 // pcap input and output through libpcap; hexadecimal text input.
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Runtime/PacketIO.h"
+#include "netvm/io/PacketIO.h"
 
 #include <pcap/pcap.h>
 

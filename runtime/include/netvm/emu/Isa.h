@@ -57,7 +57,7 @@ enum class Op : uint8_t {
   Invalid = 0,
 #define ME_INSTR(Name, Opcode, Mnemonic, Sub, Format, Cycles, Flags)          \
   Name = Opcode,
-#include "netvm/Emu/MEInstrs.def"
+#include "netvm/emu/MEInstrs.def"
 };
 
 struct InstrInfo {

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "netvm/Emu/host.h"
+#include "netvm/emu/host.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -121,7 +121,7 @@ int netvm_emu_set_port_input(netvm_emu *emu, unsigned port,
 
 /*--- Host code -------------------------------------------------------------*/
 
-/* Attaches host code (include/netvm/Emu/host.h): `fn` runs first at cycle
+/* Attaches host code (runtime/include/netvm/emu/host.h): `fn` runs first at cycle
  * `first_cycle`, then whenever it asks. One host function per emulator,
  * before the run. 0 or -1. */
 int netvm_emu_attach_host(netvm_emu *emu, netvm_emu_host_fn fn, void *user,
