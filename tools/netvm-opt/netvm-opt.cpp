@@ -8,7 +8,7 @@
 
 #include "NetVM/NetVMDialect.h"
 #include "NetVM/NetVMPasses.h"
-#include "netvm/Conversion/NetVMToLLVM.h"
+#include "netvm/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -21,7 +21,7 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   netvm::registerNetVMPasses();
-  netvm::registerNetVMToLLVMPass();
+  netvm::registerNetVMConversionPasses();
   mlir::DialectRegistry registry;
   registry.insert<netvm::NetVMDialect, mlir::arith::ArithDialect,
                   mlir::cf::ControlFlowDialect, mlir::math::MathDialect,

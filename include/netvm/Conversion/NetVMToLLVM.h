@@ -29,7 +29,6 @@
 namespace mlir {
 class LLVMTypeConverter;
 class RewritePatternSet;
-class Pass;
 } // namespace mlir
 
 namespace netvm {
@@ -78,10 +77,6 @@ mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
 /// The name of the descriptor lowerToLLVMDialect() exports for `appName`
 /// when no name is given.
 std::string defaultDescriptorSymbol(llvm::StringRef appName);
-
-/// The `netvm-to-llvm` pass (a thin wrapper of lowerToLLVMDialect).
-std::unique_ptr<mlir::Pass> createNetVMToLLVMPass();
-void registerNetVMToLLVMPass();
 
 } // namespace netvm
 

@@ -29,7 +29,6 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/StringExtras.h"
@@ -1841,55 +1840,4 @@ LogicalResult netvm::lowerToLLVMDialect(ModuleOp module,
   if (failed(applyFullConversion(module, target, std::move(patterns))))
     return failure();
   return finishNativeLowering(module, **state);
-}
-
-//===----------------------------------------------------------------------===//
-// Pass
-//===----------------------------------------------------------------------===//
-
-namespace {
-struct NetVMToLLVMPass
-    : public PassWrapper<NetVMToLLVMPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(NetVMToLLVMPass)
-  StringRef getArgument() const override { return "netvm-to-llvm"; }
-  StringRef getDescription() const override {
-    return "Lower a netvm.application to the LLVM dialect (handlers as "
-           "functions, direct linking of NetPEs, the application "
-           "descriptor); run netvm-insert-bounds-checks first";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<LLVM::LLVMDialect>();
-  }
-  NetVMToLLVMPass() = default;
-  NetVMToLLVMPass(const NetVMToLLVMPass &other) : PassWrapper(other) {}
-  void runOnOperation() override {
-    NativeLoweringOptions options;
-    options.forwardLinks = forwardLinks;
-    options.countHandlerRuns = counters;
-    options.defaultInfoSize = infoSize;
-    if (failed(lowerToLLVMDialect(getOperation(), options)))
-      signalPassFailure();
-  }
-  Option<bool> forwardLinks{
-      *this, "forward-links",
-      llvm::cl::desc("Connections between NetPEs through netvm_rt_forward "
-                     "(pipeline mode)"),
-      llvm::cl::init(false)};
-  Option<bool> counters{
-      *this, "counters",
-      llvm::cl::desc("Maintain the per-NetPE run and send counters"),
-      llvm::cl::init(true)};
-  Option<unsigned> infoSize{
-      *this, "info-size",
-      llvm::cl::desc("Info memory size when no NetPE declares more"),
-      llvm::cl::init(64)};
-};
-} // namespace
-
-std::unique_ptr<Pass> netvm::createNetVMToLLVMPass() {
-  return std::make_unique<NetVMToLLVMPass>();
-}
-
-void netvm::registerNetVMToLLVMPass() {
-  PassRegistration<NetVMToLLVMPass>();
 }

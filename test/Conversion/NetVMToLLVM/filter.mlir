@@ -1,5 +1,6 @@
 // RUN: netvm-opt --netvm-to-llvm %s | FileCheck %s
 // RUN: netvm-opt --netvm-to-llvm %s | netvm-opt | FileCheck %s --check-prefix=ROUNDTRIP
+// RUN: netvm-opt --netvm-to-llvm=descriptor=my_filter %s | FileCheck %s --check-prefix=NAMED
 
 // The lowering of a one-NetPE filter: the handler returns a verdict, the
 // source's route returns it, the entry counts it, the batch entry loops.
@@ -79,3 +80,7 @@ netvm.application @ip {
 // CHECK-NOT: pe_order
 
 // ROUNDTRIP: llvm.mlir.global external constant @netvm_app_ip
+
+// The pass option `descriptor` names the descriptor.
+// NAMED-NOT: @netvm_app_ip
+// NAMED: llvm.mlir.global external constant @my_filter()
