@@ -404,8 +404,8 @@ const netvm_app_desc *optimizeAndJit(ModuleOp module, Phases &phases,
     *keep = OwningOpRef<ModuleOp>(module.clone());
   native::CodegenOptions codegen;
   codegen.optLevel = 2;
-  codegen.countHandlerRuns = false;
-  codegen.forwardLinks = forwardLinks;
+  codegen.lowering.countHandlerRuns = false;
+  codegen.lowering.forwardLinks = forwardLinks;
   start = Clock::now();
   auto desc = native::jitCompile(module, codegen);
   double jit = msSince(start);
@@ -1341,7 +1341,7 @@ const netvm_app_desc *jitAt(MLIRContext &context, const std::string &path,
     return nullptr;
   native::CodegenOptions codegen;
   codegen.optLevel = llvmLevel;
-  codegen.countHandlerRuns = false;
+  codegen.lowering.countHandlerRuns = false;
   auto desc = native::jitCompile(*module, codegen);
   if (!desc) {
     llvm::errs() << "netvm-bench: " << llvm::toString(desc.takeError())

@@ -352,7 +352,7 @@ std::string Application::codegen(const std::string &triple,
   mlir::OwningOpRef<mlir::ModuleOp> clone = state->optimized->clone();
   native::CodegenOptions options;
   options.optLevel = level;
-  options.descriptorSymbol = descriptor;
+  options.lowering.descriptorSymbol = descriptor;
   return collecting(
       *state->context, state->sourceMgr, "code generation",
       [&](std::string &error) -> std::string {

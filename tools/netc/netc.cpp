@@ -327,17 +327,12 @@ int main(int argc, char **argv) {
 
   netvm::native::CodegenOptions codegen;
   codegen.optLevel = optLevel - '0';
-  codegen.countHandlerRuns = !noCounters;
-  codegen.descriptorSymbol = descriptorName;
-  codegen.forwardLinks = forwardLinks;
-  codegen.defaultInfoSize = infoSize;
+  codegen.lowering.countHandlerRuns = !noCounters;
+  codegen.lowering.descriptorSymbol = descriptorName;
+  codegen.lowering.forwardLinks = forwardLinks;
+  codegen.lowering.defaultInfoSize = infoSize;
   if (emit == Emit::LLVMDialect) {
-    netvm::NativeLoweringOptions lowering;
-    lowering.countHandlerRuns = codegen.countHandlerRuns;
-    lowering.descriptorSymbol = descriptorName;
-    lowering.forwardLinks = forwardLinks;
-    lowering.defaultInfoSize = infoSize;
-    if (failed(netvm::lowerToLLVMDialect(*module, lowering)))
+    if (failed(netvm::lowerToLLVMDialect(*module, codegen.lowering)))
       return 1;
     module->print(output->os());
     output->keep();

@@ -140,7 +140,7 @@ public:
     const netvm_app_desc *desc = nullptr;
     if (module && succeeded(driver::optimize(*module, 2))) {
       native::CodegenOptions codegen;
-      codegen.countHandlerRuns = false;
+      codegen.lowering.countHandlerRuns = false;
       auto compiled = native::jitCompile(*module, codegen);
       if (compiled)
         desc = *compiled;

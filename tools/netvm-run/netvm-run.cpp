@@ -324,8 +324,8 @@ int main(int argc, char **argv) {
   } else {
     native::CodegenOptions codegen;
     codegen.optLevel = level;
-    codegen.defaultInfoSize = infoSize;
-    codegen.forwardLinks = pipeline;
+    codegen.lowering.defaultInfoSize = infoSize;
+    codegen.lowering.forwardLinks = pipeline;
     auto compiled = native::jitCompile(*module, codegen);
     if (!compiled) {
       llvm::errs() << "netvm-run: " << llvm::toString(compiled.takeError())

@@ -13,6 +13,7 @@
 #ifndef NETVM_TARGET_NATIVE_H
 #define NETVM_TARGET_NATIVE_H
 
+#include "netvm/Conversion/NetVMToLLVM.h"
 #include "netvm/abi.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -33,14 +34,9 @@ namespace netvm::native {
 struct CodegenOptions {
   /// LLVM optimization level, 0 to 3.
   unsigned optLevel = 2;
-  /// Maintain per-NetPE run and send counters in generated code.
-  bool countHandlerRuns = true;
-  /// Name of the exported descriptor (default: netvm_app_<application>).
-  std::string descriptorSymbol;
-  /// Connections between NetPEs through the runtime (pipeline mode).
-  bool forwardLinks = false;
-  /// Info memory size when no NetPE declares more.
-  uint32_t defaultInfoSize = 64;
+  /// What the lowering to the LLVM dialect generates (counters, descriptor
+  /// name, forward links, info size).
+  NativeLoweringOptions lowering;
 };
 
 /// The triple of this machine, and the triples netvm can generate code for.

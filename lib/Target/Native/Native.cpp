@@ -191,12 +191,7 @@ netvm::native::generateLLVMIR(mlir::ModuleOp module,
                               llvm::TargetMachine &tm,
                               const CodegenOptions &options) {
   auto start = std::chrono::steady_clock::now();
-  NativeLoweringOptions lowering;
-  lowering.countHandlerRuns = options.countHandlerRuns;
-  lowering.descriptorSymbol = options.descriptorSymbol;
-  lowering.forwardLinks = options.forwardLinks;
-  lowering.defaultInfoSize = options.defaultInfoSize;
-  if (mlir::failed(lowerToLLVMDialect(module, lowering)))
+  if (mlir::failed(lowerToLLVMDialect(module, options.lowering)))
     return llvm::createStringError("lowering to the LLVM dialect failed");
   lastTimes.lowering = millisSince(start);
 
@@ -258,7 +253,7 @@ public:
   llvm::Expected<const netvm_app_desc *> add(mlir::ModuleOp module,
                                              CodegenOptions options) {
     std::lock_guard<std::mutex> lock(mutex);
-    options.descriptorSymbol =
+    options.lowering.descriptorSymbol =
         "netvm_jit_app_" + std::to_string(counter++);
     auto context = std::make_unique<llvm::LLVMContext>();
     auto start0 = std::chrono::steady_clock::now();
@@ -280,7 +275,7 @@ public:
     if (llvm::Error err = jit->addIRModule(llvm::orc::ThreadSafeModule(
             std::move(*llvmModule), std::move(context))))
       return std::move(err);
-    auto symbol = jit->lookup(options.descriptorSymbol);
+    auto symbol = jit->lookup(options.lowering.descriptorSymbol);
     if (!symbol)
       return symbol.takeError();
     lastTimes.codegen = millisSince(start);
