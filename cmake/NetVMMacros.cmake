@@ -13,7 +13,17 @@
 #
 # add_netvm_tool(name SOURCES ... [LINK_LIBS ...] [MLIR_LIBS ...])
 #   An executable in bin/, linked against libMLIR.so and libLLVM.so.
+#
+# Both add -Werror when NETVM_WERROR is on (scripts/setup.sh turns it on).
 #===----------------------------------------------------------------------===#
+
+# -Werror on a target of ours, when asked for. Warnings of system headers
+# (LLVM's and MLIR's come through -isystem) are not reported at all.
+function(netvm_target_werror name)
+  if(NETVM_WERROR)
+    target_compile_options(${name} PRIVATE -Werror)
+  endif()
+endfunction()
 
 function(add_netvm_library name)
   cmake_parse_arguments(ARG "EH;RUNTIME" ""
@@ -24,6 +34,7 @@ function(add_netvm_library name)
   else()
     target_link_libraries(${name} PUBLIC NetVMCompilerHeaders)
   endif()
+  netvm_target_werror(${name})
   if(ARG_EH)
     set(LLVM_REQUIRES_EH ON)
     set(LLVM_REQUIRES_RTTI ON)
@@ -46,6 +57,7 @@ function(add_netvm_tool name)
   add_llvm_executable(${name} ${ARG_SOURCES})
   llvm_update_compile_flags(${name})
   target_link_libraries(${name} PRIVATE NetVMCompilerHeaders)
+  netvm_target_werror(${name})
   if(ARG_LINK_LIBS)
     target_link_libraries(${name} PRIVATE ${ARG_LINK_LIBS})
   endif()

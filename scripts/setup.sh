@@ -74,6 +74,7 @@ if [[ ! -f $build/build.ninja ]]; then
     -DLLVM_USE_LINKER=lld \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DNETVM_WERROR=ON \
     -DPython_EXECUTABLE="$venv/bin/python" \
     "${launcher[@]}"
 elif ! grep -q "^Python_EXECUTABLE:[A-Z]*=$venv/bin/python\$" \

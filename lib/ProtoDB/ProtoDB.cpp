@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <tuple>
 
 using namespace netvm::protodb;
 using llvm::StringRef;
@@ -50,22 +51,24 @@ std::vector<std::string> Database::protocolNames() const {
 
 std::vector<std::string>
 Database::nearest(StringRef name, llvm::ArrayRef<std::string> candidates) {
-  std::vector<std::pair<unsigned, std::string>> scored;
+  // (distance, position, name): sorted, the nearest first and equally near
+  // ones in the order given. (Not std::stable_sort: libstdc++ 12's uses
+  // the deprecated get_temporary_buffer, which clang warns about.)
+  std::vector<std::tuple<unsigned, size_t, std::string>> scored;
   for (const std::string &c : candidates) {
     unsigned d = name.edit_distance(c, /*AllowReplacements=*/true);
     // Close enough to be a typo, or one name a prefix of the other.
     unsigned limit = std::max<unsigned>(2, name.size() / 3);
     if (d <= limit || (name.size() >= 2 && StringRef(c).starts_with(name)))
-      scored.emplace_back(d, c);
+      scored.emplace_back(d, scored.size(), c);
   }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](auto &a, auto &b) { return a.first < b.first; });
+  llvm::sort(scored);
   std::vector<std::string> out;
-  for (auto &s : scored) {
+  for (auto &[distance, position, candidate] : scored) {
     if (out.size() == 3)
       break;
-    if (!llvm::is_contained(out, s.second))
-      out.push_back(s.second);
+    if (!llvm::is_contained(out, candidate))
+      out.push_back(candidate);
   }
   return out;
 }

@@ -47,7 +47,8 @@ bool provenBefore(LoadOp at, const SplitOffset &offset, unsigned bytes) {
       continue;
     SplitOffset c = splitOffset(check.getOffset());
     int64_t clo = static_cast<int32_t>(c.constant);
-    if (c.base == offset.base && clo <= lo && hi <= clo + check.getExtent())
+    if (c.base == offset.base && clo <= lo &&
+        hi <= clo + static_cast<int64_t>(check.getExtent()))
       return true;
   }
   return false;

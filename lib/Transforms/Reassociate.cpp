@@ -18,6 +18,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <tuple>
+
 #define DEBUG_TYPE "netvm-reassociate"
 
 namespace netvm {
@@ -68,7 +70,9 @@ struct ReassociateChain : public OpRewritePattern<Op> {
       Op inner = innerOf(lhs);
       if (!inner)
         return failure();
-      auto [x, c1] = split(inner);
+      // Not a structured binding: the lambda below captures x (C++20).
+      Value x, c1;
+      std::tie(x, c1) = split(inner);
       if (isConstant(x))
         return failure();
       Value folded = Op::create(rw, op.getLoc(), c1, rhs);
