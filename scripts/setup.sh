@@ -15,8 +15,10 @@ build=${NETVM_BUILD_DIR:-$root/build}
 
 # Packages, one per line: what the build, the tests and the benchmarks use.
 packages=(
-  # toolchain: LLVM/MLIR 22 as shared libraries, clang, lld, lit/FileCheck
+  # toolchain: LLVM/MLIR 22 as shared libraries, clang, lld, lit/FileCheck;
+  # clang-format for scripts/check-format.sh
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
+  clang-format-22
   libclang-rt-22-dev
   cmake ninja-build ccache
   # packet I/O and the reference tool for tcpdump semantics

@@ -2,9 +2,10 @@
 #===- scripts/test.sh - Set up, build and run every netvm test ------------===#
 #
 # Installs what is missing (scripts/setup.sh), builds, runs the lit suites
-# (regression tests and the GoogleTest unit tests, which lit runs too) and
-# the Python package's pytest suite (test/Python), and prints one summary
-# line:  N passed, N failed[, N skipped]
+# (regression tests and the GoogleTest unit tests, which lit runs too), the
+# Python package's pytest suite (test/Python) and the format check
+# (scripts/check-format.sh, one test), and prints one summary line:
+#   N passed, N failed[, N skipped]
 # Exits non-zero if anything failed.
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -24,6 +25,8 @@ status=0
 PYTHONPATH="$build/python" NETVM_BUILD_DIR="$build" PYTHONDONTWRITEBYTECODE=1 \
   "$build/python-env/bin/python" -m pytest -q -p no:cacheprovider \
   --junitxml "$results/pytest.xml" "$root/test/Python" || status=$?
+# clang-format over our C and C++ sources: one test case in the count.
+"$root/scripts/check-format.sh" --junit "$results/format.xml" || status=$?
 
 python3 "$root/scripts/summarize-tests.py" "$results"/*.xml || status=1
 exit $status

@@ -32,6 +32,8 @@ llvm_config.with_environment("PATH", config.netvm_tools_dir, append_path=True)
 # Optional tools: tests that need them say REQUIRES: <feature>.
 if shutil.which("tcpdump"):
     config.available_features.add("tcpdump")
+if shutil.which("clang-format-22"):
+    config.available_features.add("clang-format")
 # Live capture on the loopback interface needs root (or CAP_NET_RAW).
 if hasattr(os, "geteuid") and os.geteuid() == 0 and os.path.exists(
         "/sys/class/net/lo"):

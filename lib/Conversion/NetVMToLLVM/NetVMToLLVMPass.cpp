@@ -21,8 +21,7 @@ using namespace mlir;
 using namespace netvm;
 
 namespace {
-struct NetVMToLLVMPass
-    : public netvm::impl::NetVMToLLVMBase<NetVMToLLVMPass> {
+struct NetVMToLLVMPass : public netvm::impl::NetVMToLLVMBase<NetVMToLLVMPass> {
   using NetVMToLLVMBase::NetVMToLLVMBase;
 
   void runOnOperation() override {

@@ -23,14 +23,14 @@ netvm.application @everything {
     netvm.port @pi pull_input
     // CHECK: netvm.port @po pull_output
     netvm.port @po pull_output
-    // CHECK: netvm.handler init attributes {max_stack = 4 : i32} {
+    // CHECK-LABEL: netvm.handler init attributes {max_stack = 4 : i32} {
     netvm.handler init attributes {max_stack = 4 : i32} {
       // CHECK: netvm.copro_init "lookup", 0
       %s = netvm.copro_init "lookup", 0
       // CHECK: netvm.ret
       netvm.ret
     }
-    // CHECK: netvm.handler push(%port) {
+    // CHECK-LABEL: netvm.handler push(%port) {
     netvm.handler push(%port) {
       %c0 = arith.constant 0 : i32
       %c4 = arith.constant 4 : i32
@@ -116,7 +116,7 @@ netvm.application @everything {
       // CHECK: netvm.send @o
       netvm.send @o
     }
-    // CHECK: netvm.handler pull(%port) {
+    // CHECK-LABEL: netvm.handler pull(%port) {
     netvm.handler pull(%port) {
       // CHECK: netvm.receive @pi
       netvm.receive @pi
