@@ -84,8 +84,13 @@ private:
       out = buffer->getBufferIdentifier().str() + ":" +
             std::to_string(loc.getLine()) + ":" + std::to_string(col + 1) +
             ": error: ";
+    // The caret goes under the character: one space per character (not
+    // per byte) before it.
+    size_t indent = llvm::count_if(line.take_front(col), [](char c) {
+      return (c & 0xC0) != 0x80;
+    });
     return out + message + "\n  " + line.str() + "\n  " +
-           std::string(col, ' ') + "^";
+           std::string(indent, ' ') + "^";
   }
 
   llvm::SourceMgr &sourceMgr;
