@@ -11,7 +11,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-
 #ifndef NETVM_LIB_FRONTEND_NETPFL_NETPFLINTERNAL_H
 #define NETVM_LIB_FRONTEND_NETPFL_NETPFLINTERNAL_H
 

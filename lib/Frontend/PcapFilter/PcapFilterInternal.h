@@ -12,7 +12,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-
 #ifndef NETVM_LIB_FRONTEND_PCAPFILTER_PCAPFILTERINTERNAL_H
 #define NETVM_LIB_FRONTEND_PCAPFILTER_PCAPFILTERINTERNAL_H
 
