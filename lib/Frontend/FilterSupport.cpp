@@ -2,6 +2,7 @@
 
 #include "FilterSupport.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -26,24 +27,36 @@ size_t filter::posOf(antlr4::tree::TerminalNode *t) {
   return t->getSymbol()->getStartIndex();
 }
 
-std::string filter::withCaret(StringRef filter, const FilterError &e,
-                              StringRef file) {
+FileLineColLoc filter::locationOf(MLIRContext &context,
+                                  const llvm::SourceMgr &sourceMgr,
+                                  unsigned bufferId, size_t offset) {
+  const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
+  StringRef text = buffer->getBuffer();
+  // From ANTLR's character index to a byte offset: skip `offset` UTF-8
+  // sequences.
+  size_t byte = 0;
+  for (size_t seen = 0; byte < text.size(); ++byte)
+    if ((text[byte] & 0xC0) != 0x80 && seen++ == offset)
+      break;
+  offset = byte;
   // An error at the end points just after the last word, not at a blank
   // line after it.
-  size_t offset = std::min(e.offset, filter.rtrim().size());
-  size_t lineStart = filter.substr(0, offset).rfind('\n');
-  lineStart = lineStart == StringRef::npos ? 0 : lineStart + 1;
-  size_t lineEnd = filter.find('\n', offset);
-  StringRef line = filter.slice(lineStart, lineEnd).rtrim("\r");
-  size_t col = std::min(offset - lineStart, line.size());
-  std::string out;
-  if (!file.empty()) {
-    size_t lineNo = filter.substr(0, lineStart).count('\n') + 1;
-    out = file.str() + ":" + std::to_string(lineNo) + ":" +
-          std::to_string(col + 1) + ": error: ";
-  }
-  return out + e.message + "\n  " + line.str() + "\n  " +
-         std::string(col, ' ') + "^";
+  offset = std::min(offset, text.rtrim().size());
+  auto [line, column] = sourceMgr.getLineAndColumn(
+      llvm::SMLoc::getFromPointer(text.data() + offset), bufferId);
+  return FileLineColLoc::get(&context, buffer->getBufferIdentifier(), line,
+                             column);
+}
+
+void filter::emitFilterError(MLIRContext &context,
+                             const llvm::SourceMgr &sourceMgr,
+                             unsigned bufferId, const FilterError &e) {
+  InFlightDiagnostic diag =
+      emitError(locationOf(context, sourceMgr, bufferId, e.offset), e.message);
+  for (const FilterNote &note : e.notes)
+    diag.attachNote(FileLineColLoc::get(&context, note.file, note.line,
+                                        note.column))
+        << note.message;
 }
 
 // ANTLR's wording, made plainer: "expecting {a, b, ...}" becomes a short
@@ -126,10 +139,10 @@ FilterApp filter::buildFilterApp(OpBuilder &b, Location loc,
   return f;
 }
 
-OwningOpRef<ModuleOp> filter::finishFilterApp(FilterApp &app,
-                                              std::string &error) {
+OwningOpRef<ModuleOp> filter::finishFilterApp(FilterApp &app) {
   if (failed(verify(*app.module))) {
-    error = "internal error: the generated code does not verify";
+    emitError(app.module->getLoc(),
+              "internal error: the generated code does not verify");
     return nullptr;
   }
   return std::move(app.module);

@@ -1,10 +1,10 @@
 //===- FilterSupport.h - What the filter front ends share --------*- C++ -*-===//
 //
 // The NetPFL and pcap-filter front ends compile one filter expression into
-// the same shape of application and report errors the same way: a message,
-// the line of the filter and a caret under the position. This header holds
-// that shared part: errors, ANTLR's syntax errors in plain words, the
-// parse, and the application skeleton.
+// the same shape of application and report errors the same way: through
+// MLIR's diagnostics, at the file:line:col of the filter's buffer in a
+// SourceMgr. This header holds that shared part: errors, ANTLR's syntax
+// errors in plain words, the parse, and the application skeleton.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,22 +16,38 @@
 #include "antlr4-runtime.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Location.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace netvm::filter {
 
-/// An error at a byte offset of the filter text.
+/// A note on an error, at a place outside the filter (such as the
+/// element of a protocol database that the error comes from).
+struct FilterNote {
+  std::string file;
+  unsigned line = 0, column = 0;
+  std::string message;
+};
+
+/// An error in the filter text.
 struct FilterError {
+  /// Where: the index of a character (a code point, as ANTLR counts them)
+  /// of the filter.
   size_t offset;
   std::string message;
+  std::vector<FilterNote> notes = {};
 };
 
 /// Stop compiling with an error at `offset` (or at a parse-tree node).
@@ -43,11 +59,19 @@ struct FilterError {
 size_t posOf(antlr4::ParserRuleContext *ctx);
 size_t posOf(antlr4::tree::TerminalNode *t);
 
-/// The message, then the line of the filter holding the error with a caret
-/// under it. A filter read from a file (`file` not empty) gets
-/// "file:line:col: error: " in front.
-std::string withCaret(llvm::StringRef filter, const FilterError &e,
-                      llvm::StringRef file = {});
+/// The place of character `offset` (FilterError::offset) of buffer
+/// `bufferId`: the buffer's identifier (a file name, or "<expression>"),
+/// then the 1-based line and column (in bytes). An offset in the blanks
+/// after the last word points just after it, not at a blank line after it.
+mlir::FileLineColLoc locationOf(mlir::MLIRContext &context,
+                                const llvm::SourceMgr &sourceMgr,
+                                unsigned bufferId, size_t offset);
+
+/// Report `e` (an error in buffer `bufferId`) as an MLIR diagnostic, with
+/// its notes attached.
+void emitFilterError(mlir::MLIRContext &context,
+                     const llvm::SourceMgr &sourceMgr, unsigned bufferId,
+                     const FilterError &e);
 
 /// How a front end words ANTLR's syntax errors.
 struct SyntaxWords {
@@ -114,14 +138,15 @@ public:
   }
 
 private:
-  /// `text`, or nothing with `bad` set to its first invalid byte when it
-  /// is not UTF-8.
+  /// `text`, or nothing with `bad` set to (the character index of) its
+  /// first invalid byte when it is not UTF-8.
   static std::string validText(llvm::StringRef text,
                                std::optional<size_t> &bad) {
     size_t offset = 0;
     if (llvm::json::isUTF8(text, &offset))
       return text.str();
-    bad = offset;
+    bad = llvm::count_if(text.take_front(offset),
+                         [](char c) { return (c & 0xC0) != 0x80; });
     return std::string();
   }
 
@@ -146,9 +171,9 @@ struct FilterApp {
 FilterApp buildFilterApp(mlir::OpBuilder &b, mlir::Location loc,
                          llvm::StringRef appName, llvm::StringRef out);
 
-/// Verify the finished application; an internal error if it does not.
-mlir::OwningOpRef<mlir::ModuleOp> finishFilterApp(FilterApp &app,
-                                                  std::string &error);
+/// Verify the finished application; an internal error (a diagnostic) and
+/// null if it does not.
+mlir::OwningOpRef<mlir::ModuleOp> finishFilterApp(FilterApp &app);
 
 } // namespace netvm::filter
 

@@ -127,7 +127,7 @@ private:
 } // namespace
 
 /// A filter front end's error: "FILE:LINE:COL: error: MESSAGE", then the
-/// filter line and a caret (see FilterSupport.h), or a plain message.
+/// filter line and a caret (see driver::compileFilter), or a plain message.
 static Diagnostic parseFilterError(const std::string &text) {
   Diagnostic d;
   d.severity = "error";

@@ -19,11 +19,13 @@
 #include "netvm/Target/Native.h"
 #include "netvm/runtime.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <arpa/inet.h>
@@ -394,9 +396,18 @@ int main(int argc, char **argv) {
     pcap_close(dead);
     return status;
   }
-  // The message of a compile error, without the expression and caret.
-  auto firstLine = [](const std::string &error) {
-    return llvm::StringRef(error).split('\n').first.trim().str();
+  // Compile `expr`; on error, `error` is the message of the first error.
+  auto compile = [&](const std::string &expr, std::string &error) {
+    llvm::SourceMgr sourceMgr;
+    unsigned bufferId = sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(expr, "<expression>"),
+        llvm::SMLoc());
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
+        error = diag.str();
+      return success();
+    });
+    return pcapfilter::compile(context, sourceMgr, bufferId, options);
   };
 
   Comparison tally(packets, known);
@@ -408,13 +419,13 @@ int main(int argc, char **argv) {
       ++invalid;
       // netvm must refuse it too, with the same message.
       std::string error;
-      if (pcapfilter::compile(context, expr, options, error)) {
+      if (compile(expr, error)) {
         ++lenient;
         llvm::outs() << "netvm accepts what libpcap rejects: " << expr
                      << " (libpcap: " << why << ")\n";
         continue;
       }
-      std::string ours = firstLine(error);
+      const std::string &ours = error;
       bool bothSyntax = why.find("syntax error") != std::string::npos &&
                         ours.find("syntax error") != std::string::npos;
       if (ours != why && !bothSyntax) {
@@ -427,7 +438,7 @@ int main(int argc, char **argv) {
       continue;
     }
     std::string error;
-    auto module = pcapfilter::compile(context, expr, options, error);
+    auto module = compile(expr, error);
     tally.run(std::move(module), error, theirs, expr);
   }
   pcap_close(dead);

@@ -16,9 +16,12 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
-#include "llvm/ADT/StringRef.h"
 
 #include <string>
+
+namespace llvm {
+class SourceMgr;
+}
 
 namespace netvm::protodb {
 class Database;
@@ -29,9 +32,9 @@ namespace netvm::netpfl {
 struct CompileOptions {
   /// Name of the application.
   std::string appName = "filter";
-  /// The file the filter came from; empty for a filter given on the
-  /// command line. With a file, errors start with file:line:col.
-  std::string fileName;
+  /// The NetPDL protocol database the filter names protocols of; null for
+  /// netvm's own (protodb::Database::builtin()).
+  const protodb::Database *database = nullptr;
 };
 
 /// The most headers one packet's parse visits; deeper headers are not
@@ -43,14 +46,17 @@ constexpr unsigned kMaxHeaders = 64;
 /// has no such field), in network byte order.
 constexpr unsigned kExtractedFieldSize = 4;
 
-/// Compile `filter` against the protocol database `db`. On error, returns
-/// null and sets `error` to a message followed by the filter with a caret
-/// under the position.
+/// Compile the filter in buffer `bufferId` of `sourceMgr` (whose
+/// identifier names it: a file name, or "<expression>" for a filter given
+/// on a command line) against `options.database`. Errors go to the
+/// context's diagnostic handlers, each at the FileLineColLoc (buffer
+/// identifier, 1-based line and column) of its place in the buffer, with
+/// notes where there is more to say (such as the database element an
+/// error comes from); then the result is null.
 mlir::OwningOpRef<mlir::ModuleOp> compile(mlir::MLIRContext &context,
-                                          llvm::StringRef filter,
-                                          const protodb::Database &db,
-                                          const CompileOptions &options,
-                                          std::string &error);
+                                          llvm::SourceMgr &sourceMgr,
+                                          unsigned bufferId,
+                                          const CompileOptions &options);
 
 } // namespace netvm::netpfl
 

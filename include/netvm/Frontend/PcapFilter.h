@@ -15,32 +15,34 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
-#include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <optional>
 #include <string>
+
+namespace llvm {
+class SourceMgr;
+}
 
 namespace netvm::pcapfilter {
 
 struct CompileOptions {
   /// Name of the application.
   std::string appName = "filter";
-  /// Where the expression came from, for locations ("<expression>" or a
-  /// file name).
-  std::string sourceName = "<expression>";
   /// The netmask of the capture's network, for `ip broadcast` (libpcap's
   /// pcap_compile argument); without one, `ip broadcast` is an error.
   std::optional<uint32_t> netmask;
 };
 
-/// Compile `expression`. On error, returns null and sets `error` to a
-/// message naming the position, followed by the expression with a caret
-/// under it.
+/// Compile the expression in buffer `bufferId` of `sourceMgr`, whose
+/// identifier names it (a file name, or "<expression>" for an expression
+/// given on a command line). Errors go to the context's diagnostic
+/// handlers, each at the FileLineColLoc (buffer identifier, 1-based line
+/// and column) of its place in the buffer; then the result is null.
 mlir::OwningOpRef<mlir::ModuleOp> compile(mlir::MLIRContext &context,
-                                          llvm::StringRef expression,
-                                          const CompileOptions &options,
-                                          std::string &error);
+                                          llvm::SourceMgr &sourceMgr,
+                                          unsigned bufferId,
+                                          const CompileOptions &options);
 
 } // namespace netvm::pcapfilter
 

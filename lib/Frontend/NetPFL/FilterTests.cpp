@@ -1,0 +1,377 @@
+//===- FilterTests.cpp - NetPFL's tests and verdict at each header --------===//
+//
+// What the filter asks of the headers the parse decodes: the chains'
+// automata stepped at each header, comparisons and string searches on
+// fields, `extractfields`, and the three-valued formula that decides the
+// verdict as early as it can.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NetPFLInternal.h"
+
+using namespace mlir;
+using namespace netvm;
+
+namespace netvm::netpfl::detail {
+
+Value CodeGen::matches(const Member &m, const Protocol &p) {
+  Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  Value r = yes;
+  if (m.index)
+    r = cmp(arith::CmpIPredicate::eq, get(var("count." + p.name)),
+            c32(m.index));
+  if (m.tunneled)
+    r = arith::AndIOp::create(b, loc, r, isTrue(get(var("tunneled"))));
+  if (m.pred)
+    r = arith::AndIOp::create(b, loc, r, predicate(*m.pred));
+  return r;
+}
+
+Value CodeGen::elementMatch(const Element &e, const Protocol &p) {
+  switch (e.kind) {
+  case Element::Any:
+    return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  case Element::Complement:
+    for (const Member &m : e.members)
+      if (m.proto == &p)
+        return nullptr;
+    return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  case Element::Set:
+    for (const Member &m : e.members)
+      if (m.proto == &p)
+        return matches(m, p);
+    return nullptr;
+  }
+  return nullptr;
+}
+
+std::pair<Value, Value> CodeGen::decided(const Formula &f) {
+  Value one = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  Value zero = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+  switch (f.kind) {
+  case Formula::Leaf: {
+    Value yes = isTrue(get(flagVar(f.chain)));
+    Value no = arith::AndIOp::create(
+        b, loc, chainDead(f.chain),
+        arith::XOrIOp::create(b, loc, yes, one));
+    return {yes, no};
+  }
+  case Formula::Not: {
+    auto [yes, no] = decided(f.kids[0]);
+    return {no, yes};
+  }
+  case Formula::And:
+  case Formula::Or: {
+    bool isAnd = f.kind == Formula::And;
+    Value yes = isAnd ? one : zero, no = isAnd ? zero : one;
+    for (const Formula &k : f.kids) {
+      auto [ky, kn] = decided(k);
+      if (isAnd) {
+        yes = arith::AndIOp::create(b, loc, yes, ky);
+        no = arith::OrIOp::create(b, loc, no, kn);
+      } else {
+        yes = arith::OrIOp::create(b, loc, yes, ky);
+        no = arith::AndIOp::create(b, loc, no, kn);
+      }
+    }
+    return {yes, no};
+  }
+  }
+  llvm_unreachable("unknown formula");
+}
+
+Value CodeGen::chainDead(size_t c) {
+  const Chain &chain = filter.chains[c];
+  size_t n = chain.elems.size();
+  Value never = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+  Value dead = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  // Anchored chains start at the first header only, which is behind.
+  if (!chain.anchored) {
+    uint32_t starts = closure(chain, 1);
+    for (size_t j = 0; j < n; ++j) {
+      if (!((starts >> j) & 1))
+        continue;
+      const Element &e = chain.elems[j];
+      if (e.kind != Element::Set)
+        return never;
+      for (const Member &m : e.members) {
+        if (!m.index)
+          return never;
+        dead = arith::AndIOp::create(
+            b, loc, dead,
+            cmp(arith::CmpIPredicate::uge,
+                get(var("count." + m.proto->name)), c32(m.index)));
+      }
+    }
+  }
+  if (n == 1 && !chain.anchored)
+    return dead; // no partial matches are kept
+  uint32_t partial = ((1u << n) - 1) & ~1u; // states 1 .. n-1
+  Value none = cmp(arith::CmpIPredicate::eq,
+                   arith::AndIOp::create(b, loc, get(chainVar(c)),
+                                         c32(partial)),
+                   c32(0));
+  return arith::AndIOp::create(b, loc, dead, none);
+}
+
+bool CodeGen::stepChain(size_t c, const Protocol &p) {
+  const Chain &chain = filter.chains[c];
+  size_t n = chain.elems.size();
+  bool relevantHere = false;
+  for (const Element &e : chain.elems)
+    if (e.kind != Element::Set ||
+        llvm::any_of(e.members,
+                     [&](const Member &m) { return m.proto == &p; }))
+      relevantHere = true;
+  if (n == 1 && !chain.anchored) {
+    // The common case: some header matches.
+    if (!relevantHere)
+      return false;
+    Value m = elementMatch(chain.elems[0], p);
+    set(flagVar(c), arith::OrIOp::create(b, loc, get(flagVar(c)),
+                                         toI32(m)));
+    return true;
+  }
+  Value old = get(chainVar(c));
+  if (!chain.anchored)
+    old = arith::OrIOp::create(b, loc, old, c32(closure(chain, 1)));
+  else if (&p == &db.start())
+    old = c32(closure(chain, 1));
+  Value next = c32(0);
+  for (size_t j = 0; j < n; ++j) {
+    const Element &e = chain.elems[j];
+    Value m = elementMatch(e, p);
+    if (!m)
+      continue;
+    // From state j (elements before j matched) to j+1; a repeated
+    // element also stays in j+1.
+    uint32_t from = 1u << j;
+    if (e.repeat == '*' || e.repeat == '+')
+      from |= 1u << (j + 1);
+    Value active = isTrue(arith::AndIOp::create(b, loc, old, c32(from)));
+    Value step = arith::AndIOp::create(b, loc, active, m);
+    Value bit = arith::SelectOp::create(
+        b, loc, step, c32(closure(chain, 1u << (j + 1))), c32(0));
+    next = arith::OrIOp::create(b, loc, next, bit);
+  }
+  set(chainVar(c), next);
+  Value done = isTrue(arith::AndIOp::create(b, loc, next, c32(1u << n)));
+  set(flagVar(c),
+      arith::OrIOp::create(b, loc, get(flagVar(c)), toI32(done)));
+  return true;
+}
+
+uint32_t CodeGen::closure(const Chain &chain, uint32_t states) {
+  for (size_t j = 0; j < chain.elems.size(); ++j)
+    if ((states >> j) & 1)
+      if (chain.elems[j].repeat == '?' || chain.elems[j].repeat == '*')
+        states |= 1u << (j + 1);
+  return states;
+}
+
+Value CodeGen::predicate(const Pred &p) {
+  Value result = var("pred");
+  set(result, c32(0));
+  Block *done = newBlock();
+  if (p.kind == Pred::Relation) {
+    if (p.lhs->kind == Arith::Bytes || p.rhs->kind == Arith::Bytes) {
+      const Arith &f = p.lhs->kind == Arith::Field ? *p.lhs : *p.rhs;
+      const Arith &lit = p.lhs->kind == Arith::Bytes ? *p.lhs : *p.rhs;
+      Value eq = wideEqual(f, lit.bytes, done);
+      if (p.rel == arith::CmpIPredicate::ne)
+        eq = arith::XOrIOp::create(
+            b, loc, eq, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+      set(result, toI32(eq));
+    } else {
+      Value l = arithValue(*p.lhs, done), r = arithValue(*p.rhs, done);
+      set(result, toI32(cmp(p.rel, l, r)));
+    }
+  } else {
+    set(result, toI32(stringTest(p, done)));
+  }
+  cf::BranchOp::create(b, loc, done);
+  startBlock(done);
+  return isTrue(get(result));
+}
+
+std::pair<Value, Value> CodeGen::fieldPosition(const FieldRef &ref,
+                                               Block *absent) {
+  Value off = get(var(fieldVar("off", ref.field->name)));
+  require(cmp(arith::CmpIPredicate::ne, off, c32(kAbsent)), absent);
+  return {off, get(var(fieldVar("len", ref.field->name)))};
+}
+
+Value CodeGen::arithValue(const Arith &a, Block *absent) {
+  switch (a.kind) {
+  case Arith::Const:
+    return c32(a.k);
+  case Arith::Field: {
+    auto [off, len] = fieldPosition(a.ref, absent);
+    const FieldInfo &f = *a.ref.field;
+    // A name declared with other sizes elsewhere in the header (ARP's
+    // addresses): only the declaration of the size compared counts.
+    require(cmp(arith::CmpIPredicate::eq, len, c32(f.size)), absent);
+    return fieldValue(checkedLoad(off, f.size, absent), f.mask);
+  }
+  case Arith::Slice: {
+    Value at = arith::AddIOp::create(b, loc, get(var("base")), c32(a.k));
+    return checkedLoad(at, a.size, absent);
+  }
+  case Arith::BitNot:
+    return arith::XOrIOp::create(b, loc, arithValue(*a.a, absent),
+                                 c32(0xFFFFFFFF));
+  case Arith::Binary:
+    break;
+  case Arith::Bytes:
+    llvm_unreachable("addresses are compared by wideEqual");
+  }
+  Value l = arithValue(*a.a, absent), r = arithValue(*a.b, absent);
+  switch (a.op) {
+  case '+': return arith::AddIOp::create(b, loc, l, r);
+  case '-': return arith::SubIOp::create(b, loc, l, r);
+  case '*': return arith::MulIOp::create(b, loc, l, r);
+  case '&': return arith::AndIOp::create(b, loc, l, r);
+  case '|': return arith::OrIOp::create(b, loc, l, r);
+  case '^': return arith::XOrIOp::create(b, loc, l, r);
+  case '<':
+  case '>': {
+    // Shifts by 32 or more give 0.
+    Value big = cmp(arith::CmpIPredicate::uge, r, c32(32));
+    Value safe = arith::AndIOp::create(b, loc, r, c32(31));
+    Value shifted =
+        a.op == '<' ? arith::ShLIOp::create(b, loc, l, safe).getResult()
+                    : arith::ShRUIOp::create(b, loc, l, safe).getResult();
+    return arith::SelectOp::create(b, loc, big, c32(0), shifted);
+  }
+  }
+  llvm_unreachable("unknown operator");
+}
+
+Value CodeGen::wideEqual(const Arith &f, const std::vector<uint8_t> &bytes,
+                         Block *absent) {
+  auto [off, len] = fieldPosition(f.ref, absent);
+  require(cmp(arith::CmpIPredicate::eq, len, c32(bytes.size())), absent);
+  require(inPacket(off, c32(bytes.size())), absent);
+  Value all = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  for (size_t i = 0; i < bytes.size();) {
+    unsigned chunk = bytes.size() - i >= 4 ? 4 : 2;
+    uint32_t want = 0;
+    for (unsigned k = 0; k < chunk; ++k)
+      want = want << 8 | bytes[i + k];
+    Value at = arith::AddIOp::create(b, loc, off, c32(i));
+    Value got = loadBytes(at, chunk);
+    all = arith::AndIOp::create(b, loc, all,
+                                cmp(arith::CmpIPredicate::eq, got,
+                                    c32(want)));
+    i += chunk;
+  }
+  return all;
+}
+
+Value CodeGen::stringTest(const Pred &p, Block *absent) {
+  auto [off, len] = fieldPosition(p.field, absent);
+  // Search the part of the field that was captured.
+  Value avail = arith::SelectOp::create(
+      b, loc, cmp(arith::CmpIPredicate::ule, off, pktLen),
+      arith::SubIOp::create(b, loc, pktLen, off), c32(0));
+  Value span = arith::MinUIOp::create(b, loc, len, avail);
+  if (p.kind == Pred::Matches) {
+    // The regexp coprocessor's range test (docs/netil.md, 7.1): pattern
+    // K in R0, the range in R1 and R2, operation 4, the answer in R0.
+    auto it = llvm::find(regexps, &p);
+    uint32_t k = it - regexps.begin();
+    CoproWriteOp::create(b, loc, kRegexp, 0, c32(k));
+    CoproWriteOp::create(b, loc, kRegexp, 1, off);
+    CoproWriteOp::create(b, loc, kRegexp, 2, span);
+    CoproInvokeOp::create(b, loc, kRegexp, 4);
+    return isTrue(CoproReadOp::create(b, loc, i32, kRegexp, 0));
+  }
+  uint32_t n = p.pattern.size();
+  require(cmp(arith::CmpIPredicate::uge, span, c32(n)), absent);
+  // Candidate starts: off .. off + span - n.
+  Value last = arith::AddIOp::create(
+      b, loc, off, arith::SubIOp::create(b, loc, span, c32(n)));
+  Value pos = var("search.pos");
+  set(pos, off);
+  Block *head = newBlock(), *found = newBlock(), *advance = newBlock();
+  cf::BranchOp::create(b, loc, head);
+  startBlock(head);
+  Value at = get(pos);
+  for (uint32_t k = 0; k < n; ++k) {
+    Value byte = LoadOp::create(
+        b, loc, b.getI8Type(), MemSpace::Packet,
+        k ? arith::AddIOp::create(b, loc, at, c32(k)).getResult() : at,
+        /*in_bounds=*/true);
+    Value v = toI32(byte);
+    unsigned char want = p.pattern[k];
+    if (!p.caseSensitive && llvm::isAlpha(want)) {
+      v = arith::OrIOp::create(b, loc, v, c32(0x20));
+      want = llvm::toLower(want);
+    }
+    Block *next = newBlock();
+    cf::CondBranchOp::create(b, loc,
+                             cmp(arith::CmpIPredicate::eq, v, c32(want)),
+                             next, advance);
+    startBlock(next);
+  }
+  cf::BranchOp::create(b, loc, found);
+  startBlock(advance);
+  Value again = cmp(arith::CmpIPredicate::ult, at, last);
+  set(pos, arith::AddIOp::create(b, loc, at, c32(1)));
+  cf::CondBranchOp::create(b, loc, again, head, absent);
+  startBlock(found);
+  return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+}
+
+void CodeGen::extractFields(const Protocol &p) {
+  for (size_t i = 0; i < filter.extracts.size(); ++i) {
+    const FieldRef &ref = filter.extracts[i].ref;
+    if (ref.proto != &p)
+      continue;
+    Block *store = newBlock(), *skip = newBlock();
+    Value off = get(var(fieldVar("off", ref.field->name)));
+    Value len = get(var(fieldVar("len", ref.field->name)));
+    // Only a field the capture holds entirely counts as extracted.
+    Value here = arith::AndIOp::create(
+        b, loc,
+        cmp(arith::CmpIPredicate::eq, get(var("count." + p.name)),
+            c32(ref.index)),
+        arith::AndIOp::create(
+            b, loc, cmp(arith::CmpIPredicate::ne, off, c32(kAbsent)),
+            inPacket(off, len)));
+    cf::CondBranchOp::create(b, loc, here, store, skip);
+    startBlock(store);
+    Value word = arith::OrIOp::create(
+        b, loc, arith::ShLIOp::create(b, loc, off, c32(16)),
+        arith::AndIOp::create(b, loc, len, c32(0xFFFF)));
+    StoreOp::create(b, loc, word, MemSpace::Info,
+                    c32(i * netpfl::kExtractedFieldSize));
+    cf::BranchOp::create(b, loc, skip);
+    startBlock(skip);
+  }
+}
+
+Value CodeGen::formula(const Formula &f) {
+  switch (f.kind) {
+  case Formula::Leaf:
+    return isTrue(get(flagVar(f.chain)));
+  case Formula::Not:
+    return arith::XOrIOp::create(
+        b, loc, formula(f.kids[0]),
+        arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+  case Formula::And:
+  case Formula::Or: {
+    Value acc = formula(f.kids[0]);
+    for (size_t i = 1; i < f.kids.size(); ++i) {
+      Value k = formula(f.kids[i]);
+      acc = f.kind == Formula::And
+                ? arith::AndIOp::create(b, loc, acc, k).getResult()
+                : arith::OrIOp::create(b, loc, acc, k).getResult();
+    }
+    return acc;
+  }
+  }
+  llvm_unreachable("unknown formula");
+}
+
+} // namespace netvm::netpfl::detail
