@@ -437,18 +437,33 @@ const netvm_app_desc *compileFiles(MLIRContext &context,
   return optimizeAndJit(*module, phases, keep, count, forwardLinks);
 }
 
+/// A filter through its front end (driver::load); null with the first
+/// error's message in `error` if it is refused.
+OwningOpRef<ModuleOp> compileFilter(MLIRContext &context, llvm::StringRef text,
+                                    driver::FilterLanguage language,
+                                    std::string &error) {
+  driver::Input input;
+  input.kind = driver::Input::Kind::Filter;
+  input.filter = text.str();
+  input.language = language;
+  llvm::SourceMgr sourceMgr;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
+      error = diag.str();
+    return success();
+  });
+  return driver::load(context, sourceMgr, input);
+}
+
 /// Compile a filter through a front end, optimize and JIT-compile it.
 const netvm_app_desc *compileText(MLIRContext &context, llvm::StringRef text,
                                   driver::FilterLanguage language,
                                   Phases &phases,
                                   OwningOpRef<ModuleOp> *keep = nullptr,
                                   bool count = false) {
-  driver::FilterOptions options;
-  options.language = language;
   std::string error;
   auto start = Clock::now();
-  OwningOpRef<ModuleOp> module =
-      driver::compileFilter(context, text, options, error);
+  OwningOpRef<ModuleOp> module = compileFilter(context, text, language, error);
   phases.frontEnd = msSince(start);
   if (!module) {
     llvm::errs() << "netvm-bench: '" << text << "': " << error << "\n";
@@ -1649,11 +1664,9 @@ int measureOptimizer(MLIRContext &context, std::vector<Trace> &traces,
   for (const FilterList &list : lists) {
     ListResult r{&list, {}, 0, 0};
     for (const std::string &text : list.filters) {
-      driver::FilterOptions options;
-      options.language = list.language;
       std::string error;
       OwningOpRef<ModuleOp> module =
-          driver::compileFilter(context, text, options, error);
+          compileFilter(context, text, list.language, error);
       Sized s;
       s.name = text;
       if (!module || !sizeAtLevels(*module, s)) {

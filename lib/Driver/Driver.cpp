@@ -10,9 +10,6 @@
 #include "netvm/Driver/Driver.h"
 #include "netvm/Frontend/Application.h"
 #include "netvm/Frontend/NetIL.h"
-#include "netvm/Frontend/NetPFL.h"
-#include "netvm/Frontend/PcapFilter.h"
-#include "netvm/ProtoDB/ProtoDB.h"
 
 #include "NetVM/NetVMDialect.h"
 #include "NetVM/NetVMOps.h"
@@ -43,117 +40,6 @@ using llvm::SMLoc;
 void netvm::driver::registerDialects(DialectRegistry &registry) {
   registry.insert<NetVMDialect, arith::ArithDialect, cf::ControlFlowDialect,
                   math::MathDialect>();
-}
-
-namespace {
-/// The filter front ends report errors as MLIR diagnostics. Until the
-/// tools print those themselves, compileFilter keeps its string: the first
-/// error, rendered as the front ends used to (the message, then the line
-/// of the filter and a caret under the place; a filter from a file gets
-/// "file:line:col: error: " in front).
-class FirstFilterError {
-public:
-  FirstFilterError(MLIRContext &context, llvm::SourceMgr &sourceMgr,
-                   unsigned bufferId)
-      : sourceMgr(sourceMgr), bufferId(bufferId),
-        handler(&context, [this](Diagnostic &diag) {
-          if (diag.getSeverity() == DiagnosticSeverity::Error &&
-              text.empty())
-            text = render(diag);
-          return success();
-        }) {}
-
-  std::string text;
-
-private:
-  std::string render(Diagnostic &diag) const {
-    std::string message = diag.str();
-    const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
-    auto loc = dyn_cast<FileLineColLoc>(diag.getLocation());
-    if (!loc || loc.getFilename() != buffer->getBufferIdentifier())
-      return message;
-    const char *start =
-        sourceMgr.FindLocForLineAndColumn(bufferId, loc.getLine(), 1)
-            .getPointer();
-    if (!start)
-      return message;
-    llvm::StringRef line =
-        llvm::StringRef(start, buffer->getBufferEnd() - start)
-            .split('\n')
-            .first.rtrim("\r");
-    size_t col = std::min<size_t>(loc.getColumn() - 1, line.size());
-    std::string out;
-    if (buffer->getBufferIdentifier() != "<expression>")
-      out = buffer->getBufferIdentifier().str() + ":" +
-            std::to_string(loc.getLine()) + ":" + std::to_string(col + 1) +
-            ": error: ";
-    // The caret goes under the character: one space per character (not
-    // per byte) before it.
-    size_t indent = llvm::count_if(line.take_front(col), [](char c) {
-      return (c & 0xC0) != 0x80;
-    });
-    return out + message + "\n  " + line.str() + "\n  " +
-           std::string(indent, ' ') + "^";
-  }
-
-  llvm::SourceMgr &sourceMgr;
-  unsigned bufferId;
-  ScopedDiagnosticHandler handler;
-};
-} // namespace
-
-OwningOpRef<ModuleOp>
-netvm::driver::compileFilter(MLIRContext &context, llvm::StringRef filter,
-                             const FilterOptions &options,
-                             std::string &error) {
-  std::unique_ptr<protodb::Database> db;
-  if (options.language == FilterLanguage::NetPFL &&
-      !options.protoDB.empty()) {
-    db = protodb::Database::load(options.protoDB, error);
-    if (!db)
-      return nullptr;
-  }
-  llvm::SourceMgr sourceMgr;
-  unsigned bufferId = sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(
-          filter, options.fileName.empty() ? "<expression>"
-                                           : options.fileName),
-      SMLoc());
-  FirstFilterError first(context, sourceMgr, bufferId);
-  OwningOpRef<ModuleOp> module;
-  if (options.language == FilterLanguage::PcapFilter) {
-    pcapfilter::CompileOptions o;
-    o.appName = options.appName;
-    module = pcapfilter::compile(context, sourceMgr, bufferId, o);
-  } else {
-    netpfl::CompileOptions o;
-    o.appName = options.appName;
-    o.database = db.get();
-    module = netpfl::compile(context, sourceMgr, bufferId, o);
-  }
-  if (!module)
-    error = first.text.empty() ? "internal error: the filter did not compile"
-                               : first.text;
-  return module;
-}
-
-OwningOpRef<ModuleOp>
-netvm::driver::compileFilterFile(MLIRContext &context, llvm::StringRef path,
-                                 FilterOptions options, std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
-  if (std::error_code ec = buffer.getError()) {
-    error = "cannot read '" + path.str() + "': " + ec.message();
-    return nullptr;
-  }
-  std::string text = (*buffer)->getBuffer().str();
-  // tcpdump -F blanks comments out; offsets (and columns) stay as written.
-  if (options.language == FilterLanguage::PcapFilter)
-    for (size_t i = 0; i < text.size(); ++i)
-      if (text[i] == '#')
-        for (; i < text.size() && text[i] != '\n'; ++i)
-          text[i] = ' ';
-  options.fileName = path == "-" ? "<stdin>" : path.str();
-  return compileFilter(context, text, options, error);
 }
 
 void netvm::driver::configureHelp(llvm::cl::OptionCategory &toolCategory,

@@ -8,6 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Driver/Driver.h"
+#include "netvm/Frontend/NetPFL.h"
+#include "netvm/Frontend/PcapFilter.h"
+#include "netvm/ProtoDB/ProtoDB.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
@@ -94,6 +97,55 @@ FailureOr<Input> netvm::driver::resolveInput(const InputOptions &options,
   return input;
 }
 
+/// Compile the filter of `input` through its front end; its text becomes a
+/// buffer of `sourceMgr`, where the front end's diagnostics point.
+static OwningOpRef<ModuleOp> compileFilter(MLIRContext &context,
+                                           llvm::SourceMgr &sourceMgr,
+                                           const Input &input) {
+  std::string text = input.filter, name = input.filterName;
+  if (input.kind == Input::Kind::FilterFile) {
+    auto buffer =
+        llvm::MemoryBuffer::getFileOrSTDIN(input.filter, /*IsText=*/true);
+    if (std::error_code ec = buffer.getError()) {
+      emitError(FileLineColLoc::get(&context, input.filter, 0, 0))
+          << "cannot read '" << input.filter << "': " << ec.message();
+      return nullptr;
+    }
+    text = (*buffer)->getBuffer().str();
+    name = input.filter == "-" ? "<stdin>" : input.filter;
+    // tcpdump -F blanks comments out; offsets (and columns) stay as
+    // written.
+    if (input.language == FilterLanguage::PcapFilter)
+      for (size_t i = 0; i < text.size(); ++i)
+        if (text[i] == '#')
+          for (; i < text.size() && text[i] != '\n'; ++i)
+            text[i] = ' ';
+  }
+  unsigned bufferId = sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, name), llvm::SMLoc());
+  std::string appName = input.appName.empty() ? "filter" : input.appName;
+  if (input.language == FilterLanguage::PcapFilter) {
+    pcapfilter::CompileOptions options;
+    options.appName = appName;
+    return pcapfilter::compile(context, sourceMgr, bufferId, options);
+  }
+  std::unique_ptr<protodb::Database> db;
+  if (!input.protoDB.empty()) {
+    protodb::LoadError error;
+    db = protodb::Database::load(input.protoDB, error);
+    if (!db) {
+      emitError(FileLineColLoc::get(&context, error.loc.file, error.loc.line,
+                                    error.loc.column))
+          << error.message;
+      return nullptr;
+    }
+  }
+  netpfl::CompileOptions options;
+  options.appName = appName;
+  options.database = db.get();
+  return netpfl::compile(context, sourceMgr, bufferId, options);
+}
+
 OwningOpRef<ModuleOp> netvm::driver::load(MLIRContext &context,
                                           llvm::SourceMgr &sourceMgr,
                                           const Input &input) {
@@ -105,19 +157,7 @@ OwningOpRef<ModuleOp> netvm::driver::load(MLIRContext &context,
     options.appName = input.appName;
     return loadApplication(context, sourceMgr, input.files, options);
   }
-  FilterOptions options;
-  options.language = input.language;
-  options.protoDB = input.protoDB;
-  if (!input.appName.empty())
-    options.appName = input.appName;
-  std::string error;
-  OwningOpRef<ModuleOp> module =
-      input.kind == Input::Kind::FilterFile
-          ? compileFilterFile(context, input.filter, options, error)
-          : compileFilter(context, input.filter, options, error);
-  if (!module)
-    emitError(FileLineColLoc::get(&context, input.filterName, 0, 0)) << error;
-  return module;
+  return compileFilter(context, sourceMgr, input);
 }
 
 //===----------------------------------------------------------------------===//
@@ -131,19 +171,37 @@ struct DiagnosticPrinter::Impl {
         handler(&context, [this](Diagnostic &diag) { return print(diag); }) {}
 
   /// A filter from the command line ("<expression>"): "tool: message",
-  /// then the filter and a caret. Anything else: MLIR's own rendering.
+  /// then the filter and a caret. A file without a position (one that
+  /// cannot be read): "file: error: message". Anything else: MLIR's own
+  /// rendering.
   LogicalResult print(Diagnostic &diag) {
     auto loc = dyn_cast<FileLineColLoc>(diag.getLocation());
-    if (!loc || loc.getFilename() != "<expression>")
+    if (!loc)
       return failure();
     llvm::raw_ostream &os = llvm::errs();
+    const char *severity =
+        diag.getSeverity() == DiagnosticSeverity::Warning ? "warning: "
+        : diag.getSeverity() == DiagnosticSeverity::Error ? "error: "
+                                                           : "note: ";
+    if (loc.getFilename() != "<expression>") {
+      if (loc.getLine() != 0)
+        return failure();
+      os << loc.getFilename().getValue() << ": " << severity << diag.str()
+         << "\n";
+      return success();
+    }
     os << tool << ": ";
     if (diag.getSeverity() == DiagnosticSeverity::Warning)
       os << "warning: ";
     os << diag.str() << "\n";
     if (std::optional<StringRef> line = sourceLine(loc)) {
+      // The caret goes under the character: one space per character (not
+      // per byte) before it.
+      StringRef before = line->take_front(loc.getColumn() - 1);
+      size_t indent =
+          llvm::count_if(before, [](char c) { return (c & 0xC0) != 0x80; });
       os << "  " << *line << "\n";
-      os << "  " << std::string(loc.getColumn() - 1, ' ') << "^\n";
+      os << "  " << std::string(indent, ' ') << "^\n";
     }
     for (Diagnostic &note : diag.getNotes())
       os << tool << ": note: " << note.str() << "\n";

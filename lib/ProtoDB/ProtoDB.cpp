@@ -87,10 +87,6 @@ std::string netvm::protodb::didYouMean(llvm::ArrayRef<std::string> names) {
 
 namespace netvm::protodb {
 
-struct LoadError {
-  SourceLoc loc;
-  std::string message;
-};
 
 //===----------------------------------------------------------------------===//
 // Expressions
@@ -922,20 +918,21 @@ private:
 } // namespace netvm::protodb
 
 std::unique_ptr<Database> Database::parse(StringRef text, StringRef bufferName,
-                                          std::string &error) {
+                                          LoadError &error) {
   try {
     return Loader(text, bufferName).run();
   } catch (const LoadError &e) {
-    error = e.loc.str() + ": error: " + e.message;
+    error = e;
     return nullptr;
   }
 }
 
-std::unique_ptr<Database> Database::load(StringRef path, std::string &error) {
+std::unique_ptr<Database> Database::load(StringRef path, LoadError &error) {
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (!buffer) {
-    error = path.str() + ": error: cannot read the protocol database: " +
-            buffer.getError().message();
+    error.loc.file = path.str();
+    error.message = "cannot read the protocol database: " +
+                    buffer.getError().message();
     return nullptr;
   }
   return parse((*buffer)->getBuffer(), path, error);
@@ -949,11 +946,12 @@ StringRef Database::builtinText() { return kBuiltinProtoDB; }
 
 const Database &Database::builtin() {
   static const std::unique_ptr<Database> db = [] {
-    std::string error;
+    LoadError error;
     auto d = parse(builtinText(), "netvm.netpdl.xml", error);
     if (!d)
       llvm::report_fatal_error(
-          llvm::Twine("the built-in protocol database is broken: ") + error);
+          llvm::Twine("the built-in protocol database is broken: ") +
+          error.loc.str() + ": " + error.message);
     return d;
   }();
   return *db;

@@ -24,7 +24,6 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -126,25 +125,6 @@ private:
 };
 } // namespace
 
-/// A filter front end's error: "FILE:LINE:COL: error: MESSAGE", then the
-/// filter line and a caret (see driver::compileFilter), or a plain message.
-static Diagnostic parseFilterError(const std::string &text) {
-  Diagnostic d;
-  d.severity = "error";
-  d.rendered = text;
-  llvm::StringRef first = llvm::StringRef(text).split('\n').first;
-  llvm::SmallVector<llvm::StringRef> m;
-  if (llvm::Regex("^(.*):([0-9]+):([0-9]+): error: (.*)$").match(first, &m)) {
-    d.file = m[1].str();
-    m[2].getAsInteger(10, d.line);
-    m[3].getAsInteger(10, d.column);
-    d.message = m[4].str();
-  } else {
-    d.message = first.str();
-  }
-  return d;
-}
-
 static std::string renderErrors(const std::vector<Diagnostic> &diagnostics) {
   std::string text;
   for (const Diagnostic &d : diagnostics)
@@ -157,11 +137,6 @@ static std::string renderErrors(const std::vector<Diagnostic> &diagnostics) {
 // Compiling
 //===----------------------------------------------------------------------===//
 
-static void addBuffer(llvm::SourceMgr &sourceMgr, const std::string &name,
-                      const std::string &text) {
-  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, name),
-                               llvm::SMLoc());
-}
 
 /// Whether an operation of the handlers of `app` may write packet memory.
 /// Only netvm operations touch memories; one that does not describe its
@@ -206,44 +181,36 @@ Application::compile(const CompileRequest &request,
 
   // Statistics counted before this compile belong to someone else.
   (void)takePassStatistics();
+  // What to compile, checked as netc and netvm-run check theirs.
   bool isFilter = request.language == Language::NetPFL ||
                   request.language == Language::PcapFilter;
-  if (isFilter) {
-    driver::FilterOptions options;
-    options.language = request.language == Language::NetPFL
-                           ? driver::FilterLanguage::NetPFL
-                           : driver::FilterLanguage::PcapFilter;
-    if (!request.name.empty())
-      options.appName = request.name;
-    options.protoDB = request.protoDB;
-    const auto &[fileName, text] = request.inputs.front();
-    std::string error;
-    if (text) {
-      // A file name puts "file:line:col" in front of the error, which is
-      // what the structured diagnostic is made from.
-      options.fileName = fileName;
-      state->input =
-          driver::compileFilter(context, *text, options, error);
-    } else {
-      state->input =
-          driver::compileFilterFile(context, fileName, options, error);
-    }
-    if (!state->input && !error.empty())
-      diagnostics.push_back(parseFilterError(error));
-  } else {
-    std::vector<std::string> paths;
-    for (const auto &[fileName, text] : request.inputs) {
-      if (text)
-        addBuffer(state->sourceMgr, fileName, *text);
-      paths.push_back(fileName);
-    }
-    for (const auto &[fileName, text] : request.files)
-      addBuffer(state->sourceMgr, fileName, text);
-    driver::LoadOptions options;
-    options.appName = request.name;
-    state->input =
-        driver::loadApplication(context, state->sourceMgr, paths, options);
+  driver::InputOptions in;
+  in.protoDB = request.protoDB;
+  in.appName = request.name;
+  std::vector<std::pair<std::string, std::string>> buffers;
+  for (const auto &[fileName, text] : request.inputs) {
+    if (isFilter && text)
+      (request.language == Language::NetPFL ? in.pfl : in.pcapFilter) = *text;
+    else if (isFilter)
+      in.filterFile = fileName;
+    else
+      in.files.push_back(fileName);
+    if (text && !isFilter)
+      buffers.emplace_back(fileName, *text);
   }
+  in.filterFileLanguage = request.language == Language::NetPFL
+                              ? driver::FilterLanguage::NetPFL
+                              : driver::FilterLanguage::PcapFilter;
+  std::string inputError;
+  mlir::FailureOr<driver::Input> input = driver::resolveInput(in, inputError);
+  if (mlir::failed(input))
+    throw std::invalid_argument(inputError);
+  if (isFilter && request.inputs.front().second)
+    input->filterName = request.inputs.front().first;
+  input->buffers = std::move(buffers);
+  for (const auto &[fileName, text] : request.files)
+    input->buffers.emplace_back(fileName, text);
+  state->input = driver::load(context, state->sourceMgr, *input);
   // Every failure leaves at least one error behind.
   auto fail = [&]() -> std::unique_ptr<Application> {
     if (llvm::none_of(diagnostics, [](const Diagnostic &d) {

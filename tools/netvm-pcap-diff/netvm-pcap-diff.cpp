@@ -298,9 +298,10 @@ int comparePairs(MLIRContext &context, pcap_t *dead, bpf_u_int32 netmask,
                  const std::vector<std::string> &pairs,
                  const std::set<std::string> &known,
                  std::vector<Packet> &packets) {
-  driver::FilterOptions options;
-  options.language = driver::FilterLanguage::NetPFL;
-  options.protoDB = protoDB;
+  driver::Input input;
+  input.kind = driver::Input::Kind::Filter;
+  input.language = driver::FilterLanguage::NetPFL;
+  input.protoDB = protoDB;
   Comparison tally(packets, known);
   unsigned invalid = 0;
   for (const std::string &pair : pairs) {
@@ -314,8 +315,16 @@ int comparePairs(MLIRContext &context, pcap_t *dead, bpf_u_int32 netmask,
                    << "\n";
       continue;
     }
+    // The first error's message says why netvm refuses it.
     std::string error;
-    auto module = driver::compileFilter(context, pfl, options, error);
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
+        error = diag.str();
+      return success();
+    });
+    input.filter = pfl.str();
+    llvm::SourceMgr sourceMgr;
+    auto module = driver::load(context, sourceMgr, input);
     tally.run(std::move(module), error, theirs, pair);
   }
   llvm::outs() << llvm::formatv(

@@ -82,32 +82,6 @@ enum class FilterLanguage {
   NetPFL,     // NetPFL over a NetPDL database (docs/netpfl.md)
 };
 
-struct FilterOptions {
-  FilterLanguage language = FilterLanguage::PcapFilter;
-  /// Name of the application.
-  std::string appName = "filter";
-  /// Where the filter came from: a file name, or empty for a filter given
-  /// on the command line. With a file, errors start with file:line:col.
-  std::string fileName;
-  /// NetPFL: the NetPDL protocol database to use; empty for netvm's own.
-  std::string protoDB;
-};
-
-/// Compile a filter into an application with one NetPE, `filter`, fed by
-/// source `in`, whose accepted packets go to sink `match` (NetPFL:
-/// `portN` after `returnpacket on port N`). On error returns null and sets
-/// `error` (the message, the filter line and a caret under the position).
-mlir::OwningOpRef<mlir::ModuleOp>
-compileFilter(mlir::MLIRContext &context, llvm::StringRef filter,
-              const FilterOptions &options, std::string &error);
-
-/// Compile the filter in file `path` ("-": standard input), as
-/// compileFilter with `options.fileName` set to it. A tcpdump expression
-/// file may hold comments from '#' to the end of the line, as with
-/// `tcpdump -F`.
-mlir::OwningOpRef<mlir::ModuleOp>
-compileFilterFile(mlir::MLIRContext &context, llvm::StringRef path,
-                  FilterOptions options, std::string &error);
 
 /// What to compile: NetIL files, an .nvapp or a .mlir file, or a filter
 /// (tcpdump or NetPFL; its text, or a file holding it). netc, netvm-run

@@ -124,16 +124,22 @@ struct Protocol {
   const FieldInfo *field(llvm::StringRef name) const;
 };
 
+/// Why a database was refused: where (line and column 0 when the file
+/// could not be read) and what.
+struct LoadError {
+  SourceLoc loc;
+  std::string message;
+};
+
 class Database {
 public:
-  /// Parse a NetPDL document. `bufferName` names it in errors. On error
-  /// returns null and sets `error` to "file:line:col: error: ...".
+  /// Parse a NetPDL document (`bufferName` names it in errors), or read and
+  /// parse a file; on error return null and set `error`.
   static std::unique_ptr<Database> parse(llvm::StringRef text,
                                          llvm::StringRef bufferName,
-                                         std::string &error);
-  /// Read and parse a file.
+                                         LoadError &error);
   static std::unique_ptr<Database> load(llvm::StringRef path,
-                                        std::string &error);
+                                        LoadError &error);
   /// netvm's own database, built into the library.
   static const Database &builtin();
   /// The text of the built-in database.

@@ -293,11 +293,13 @@ bool Dag::pullOne(int b, const Shape &sh, bool alongTrue) {
 bool Dag::pullup(int root) {
   Shape sh = shape(root);
   // Bottom up, as libpcap goes through its levels.
-  std::vector<int> byHeight(sh.order.begin(), sh.order.end());
-  std::stable_sort(byHeight.begin(), byHeight.end(), [&](int a, int c) {
-    return sh.height[a] < sh.height[c];
-  });
-  for (int b : byHeight) {
+  // Sorted by (height, position in the order): a stable sort by height.
+  std::vector<std::pair<int, size_t>> byHeight;
+  for (size_t i = 0; i < sh.order.size(); ++i)
+    byHeight.emplace_back(sh.height[sh.order[i]], i);
+  std::sort(byHeight.begin(), byHeight.end());
+  for (auto [height, position] : byHeight) {
+    int b = sh.order[position];
     // Edits make node numbers stand for other graphs: copy on write.
     if (pullOne(b, sh, /*alongTrue=*/false) ||
         pullOne(b, sh, /*alongTrue=*/true)) {
