@@ -1,8 +1,8 @@
 /*===- handwritten.c - The paper's five filters written by hand in C -------===*
  *
- * The peers of the examples/filters NetIL programs in the benchmark: what a careful
- * programmer writes for the same five tcpdump expressions, with the same
- * semantics as libpcap's code for them (a packet too short for a field is
+ * The peers of the examples/filters NetIL programs in the benchmark: what a
+ * careful programmer writes for the same five tcpdump expressions, with the
+ * same semantics as libpcap's code for them (a packet too short for a field is
  * rejected; TCP ports are read in first fragments only, after an IPv4
  * header of any length). Built with -O2 like the benchmark says.
  *
@@ -54,7 +54,7 @@ static inline int f_four_hosts(const uint8_t *p, uint32_t len) {
          src == 0x0A010101u;
 }
 
-#define FILTER(name)                                                          \
+#define FILTER(name)                                                           \
   int hand_##name(const uint8_t *p, uint32_t len) { return f_##name(p, len); } \
   uint64_t hand_loop_##name(const netvm_packet *packets, size_t count) {       \
     uint64_t accepted = 0;                                                     \

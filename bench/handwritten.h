@@ -1,4 +1,5 @@
-/*===- handwritten.h - Hand-written C peers of the benchmark filters -*- C -*-===*/
+/*===- handwritten.h - Hand-written C peers of the benchmark filters -*- C
+ * -*-===*/
 #ifndef NETVM_BENCH_HANDWRITTEN_H
 #define NETVM_BENCH_HANDWRITTEN_H
 

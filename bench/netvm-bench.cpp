@@ -1,4 +1,5 @@
-//===- netvm-bench.cpp - The paper's filters against their peers ------------===//
+//===- netvm-bench.cpp - The paper's filters against their peers
+//------------===//
 //
 // Measures, in one process and side by side, the five filters of the NetVM
 // paper (section 6.3.1) written in NetIL and run by netvm's JIT (batch entry
@@ -34,8 +35,8 @@
 
 #include "netvm/Driver/Driver.h"
 #include "netvm/Runtime/Engine.h"
-#include "netvm/io/PacketIO.h"
 #include "netvm/Target/Native.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/runtime.h"
 
 #include "NetVM/NetVMOps.h"
@@ -81,10 +82,10 @@ static cl::opt<std::string> largeTrace(
 static cl::opt<std::string>
     filterDir("filters", cl::desc("Directory of the NetIL filters"),
               cl::value_desc("dir"), cl::Required, cl::cat(benchCategory));
-static cl::opt<std::string> pipelineApp(
-    "pipeline-app",
-    cl::desc("A multi-NetPE application to time in pipeline mode"),
-    cl::value_desc("app.nvapp"), cl::cat(benchCategory));
+static cl::opt<std::string>
+    pipelineApp("pipeline-app",
+                cl::desc("A multi-NetPE application to time in pipeline mode"),
+                cl::value_desc("app.nvapp"), cl::cat(benchCategory));
 static cl::opt<double>
     minTime("min-time",
             cl::desc("Seconds each measurement runs at least (default 0.25)"),
@@ -283,14 +284,16 @@ const FrontEndFilter kFrontEndFilters[] = {
      "tcp%1.flags & 0x12 == 0x02",
      "", ""},
     {"vlan-ip", "vlan and ip",
-     "(ethernet%1.type == 0x8100 or ethernet%1.type == 0x88a8 or ethernet%1.type "
+     "(ethernet%1.type == 0x8100 or ethernet%1.type == 0x88a8 or "
+     "ethernet%1.type "
      "== 0x9100) and vlan%1.type == 0x800",
      "", ""},
     {"ip6-https", "ip6 and tcp dst port 443",
      "ethernet%1.type == 0x86dd and ipv6%1.nexthdr == 6 and tcp%1.dport == 443",
      "", ""},
     {"icmp-arp", "icmp or arp",
-     "(ethernet%1.type == 0x800 and ip%1.proto == 1) or ethernet%1.type == 0x806",
+     "(ethernet%1.type == 0x800 and ip%1.proto == 1) or ethernet%1.type == "
+     "0x806",
      "", ""},
     // libpcap's `net` also matches ARP and RARP addresses, and `port` also
     // SCTP ports, which the built-in NetPDL database does not know: the
@@ -323,8 +326,8 @@ bool frontEndFilters(std::vector<FrontEndFilter> &filters) {
                       "NETPFL-FILTER'\n";
       return false;
     }
-    filters.push_back({name.trim().str(), tcpdump.trim().str(),
-                       netpfl.trim().str(), "", ""});
+    filters.push_back(
+        {name.trim().str(), tcpdump.trim().str(), netpfl.trim().str(), "", ""});
   }
   return true;
 }
@@ -410,8 +413,7 @@ const netvm_app_desc *optimizeAndJit(ModuleOp module, Phases &phases,
   auto desc = native::jitCompile(module, codegen);
   double jit = msSince(start);
   if (!desc) {
-    llvm::errs() << "netvm-bench: " << llvm::toString(desc.takeError())
-                 << "\n";
+    llvm::errs() << "netvm-bench: " << llvm::toString(desc.takeError()) << "\n";
     return nullptr;
   }
   phases.jit = native::lastCompileTimes();
@@ -420,12 +422,10 @@ const netvm_app_desc *optimizeAndJit(ModuleOp module, Phases &phases,
 }
 
 /// Load NetIL files or an application, optimize and JIT-compile them.
-const netvm_app_desc *compileFiles(MLIRContext &context,
-                                   llvm::ArrayRef<std::string> files,
-                                   Phases &phases,
-                                   OwningOpRef<ModuleOp> *keep = nullptr,
-                                   bool count = false,
-                                   bool forwardLinks = false) {
+const netvm_app_desc *
+compileFiles(MLIRContext &context, llvm::ArrayRef<std::string> files,
+             Phases &phases, OwningOpRef<ModuleOp> *keep = nullptr,
+             bool count = false, bool forwardLinks = false) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   auto start = Clock::now();
@@ -600,16 +600,15 @@ uint64_t disagreements(llvm::StringRef filter, const Trace &t,
         peers, [&](const Verdicts &p) { return p.of[i] == peers[0].of[i]; });
     if (same || n++ >= 5)
       continue;
-    llvm::errs() << "netvm-bench: " << filter << ": packet " << i + 1
-                 << " of " << t.name << ":";
+    llvm::errs() << "netvm-bench: " << filter << ": packet " << i + 1 << " of "
+                 << t.name << ":";
     for (const Verdicts &p : peers)
       llvm::errs() << " " << p.peer << " " << int(p.of[i]);
     llvm::errs() << "\n";
   }
   if (n)
-    llvm::errs() << "netvm-bench: " << filter << ": " << n << " of "
-                 << t.size() << " packets of " << t.name
-                 << " get different verdicts\n";
+    llvm::errs() << "netvm-bench: " << filter << ": " << n << " of " << t.size()
+                 << " packets of " << t.name << " get different verdicts\n";
   return n;
 }
 
@@ -676,9 +675,10 @@ int measureFilters(MLIRContext &context, std::vector<Trace> &traces,
         continue;
       }
       if (verifyOnly) {
-        os << llvm::formatv("{0,-12} {1,-16} {2,8} of {3,8} packets accepted by "
-                            "all peers\n",
-                            f.name, t.name, acceptedByJit, t.size());
+        os << llvm::formatv(
+            "{0,-12} {1,-16} {2,8} of {3,8} packets accepted by "
+            "all peers\n",
+            f.name, t.name, acceptedByJit, t.size());
         continue;
       }
 
@@ -701,7 +701,9 @@ int measureFilters(MLIRContext &context, std::vector<Trace> &traces,
           },
           t.size());
       row.jitBatch = nsPerPacket(
-          [&] { netvm_instance_push_batch(c.vm, 0, t.packets.data(), t.size()); },
+          [&] {
+            netvm_instance_push_batch(c.vm, 0, t.packets.data(), t.size());
+          },
           t.size());
       row.jitCall = nsPerPacket(
           [&] {
@@ -838,11 +840,11 @@ int measureFilters(MLIRContext &context, std::vector<Trace> &traces,
 /// One front-end filter compiled every way, and what it measured.
 struct FrontEndRun {
   FrontEndFilter filter;
-  struct bpf_program bpf {};
+  struct bpf_program bpf{};
   Compiled pcap, pfl, netil, natural;
-  Phases pcapBuild, pflBuild, netilBuild;   // op counts
-  Phases pcapLatency, pflLatency;           // medians
-  double pcapCompileMs = 0;                 // pcap_compile, median
+  Phases pcapBuild, pflBuild, netilBuild; // op counts
+  Phases pcapLatency, pflLatency;         // medians
+  double pcapCompileMs = 0;               // pcap_compile, median
   struct PerTrace {
     uint64_t accepted = 0, naturalAccepted = 0, naturalDiffer = 0;
     double pcapJit = 0, pflJit = 0, netilJit = 0, bpf = 0, naturalJit = 0;
@@ -889,15 +891,16 @@ int measureFrontEnds(MLIRContext &context, std::vector<Trace> &traces,
         !compileBpf(dead, f.tcpdump, r.bpf))
       return 1;
     if (!f.netil.empty()) {
-      r.netil.desc = compileFiles(context, {filterDir + "/" + f.netil + ".netil"},
-                                  r.netilBuild, nullptr, /*count=*/true);
+      r.netil.desc =
+          compileFiles(context, {filterDir + "/" + f.netil + ".netil"},
+                       r.netilBuild, nullptr, /*count=*/true);
       if (!instantiate(r.netil))
         return 1;
     }
     if (!f.natural.empty()) {
       Phases unused;
-      r.natural.desc = compileText(context, f.natural, FilterLanguage::NetPFL,
-                                   unused);
+      r.natural.desc =
+          compileText(context, f.natural, FilterLanguage::NetPFL, unused);
       if (!instantiate(r.natural))
         return 1;
     }
@@ -953,7 +956,9 @@ int measureFrontEnds(MLIRContext &context, std::vector<Trace> &traces,
       FrontEndRun::PerTrace &result = r.traces[ti];
       auto batch = [&](netvm_instance *vm) {
         return nsPerPacket(
-            [&] { netvm_instance_push_batch(vm, 0, t.packets.data(), t.size()); },
+            [&] {
+              netvm_instance_push_batch(vm, 0, t.packets.data(), t.size());
+            },
             t.size());
       };
       result.pcapJit = batch(r.pcap.vm);
@@ -969,8 +974,8 @@ int measureFrontEnds(MLIRContext &context, std::vector<Trace> &traces,
     const FrontEndFilter &f = r.filter;
     if (!compileLatency(
             [&](Phases &p) {
-              return compileText(context, f.tcpdump,
-                                 FilterLanguage::PcapFilter, p);
+              return compileText(context, f.tcpdump, FilterLanguage::PcapFilter,
+                                 p);
             },
             r.pcapLatency) ||
         !compileLatency(
@@ -1027,10 +1032,9 @@ int measureFrontEnds(MLIRContext &context, std::vector<Trace> &traces,
         "pcap_compile |\n"
      << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (auto &r : runs)
-    for (auto [language, m] :
-         {std::pair<const char *, const Phases *>{"pcap-filter",
-                                                  &r->pcapLatency},
-          {"NetPFL", &r->pflLatency}})
+    for (auto [language, m] : {std::pair<const char *, const Phases *>{
+                                   "pcap-filter", &r->pcapLatency},
+                               {"NetPFL", &r->pflLatency}})
       os << llvm::formatv("| {0} | {1} | {2:f2} | {3:f2} | {4:f2} | {5:f2} | "
                           "{6:f2} | {7:f2} | {8:f3} | {9:f0} |\n",
                           r->filter.name, language, m->frontEnd, m->optimize,
@@ -1223,8 +1227,10 @@ std::optional<NetILCount> netilPushInstructions(const std::string &path) {
     if (line.empty() || line.starts_with("."))
       continue;
     first = line.take_until([](char c) { return llvm::isSpace(c); });
-    StringRef second = line.drop_front(first.size()).trim().take_until(
-        [](char c) { return llvm::isSpace(c); });
+    StringRef second =
+        line.drop_front(first.size()).trim().take_until([](char c) {
+          return llvm::isSpace(c);
+        });
     if (second.equals_insensitive("equ"))
       continue;
     ++n.instructions;
@@ -1359,8 +1365,7 @@ const netvm_app_desc *jitAt(MLIRContext &context, const std::string &path,
   codegen.lowering.countHandlerRuns = false;
   auto desc = native::jitCompile(*module, codegen);
   if (!desc) {
-    llvm::errs() << "netvm-bench: " << llvm::toString(desc.takeError())
-                 << "\n";
+    llvm::errs() << "netvm-bench: " << llvm::toString(desc.takeError()) << "\n";
     return nullptr;
   }
   return *desc;
@@ -1379,7 +1384,7 @@ std::string outcome(const rt::PacketResult &result) {
 
 /// NetBee's samples and their hand-written equivalents.
 struct NetBeeSample {
-  const char *sample; // samples/nbnetvm/netilsamples/<sample>.netil
+  const char *sample;     // samples/nbnetvm/netilsamples/<sample>.netil
   const char *equivalent; // a stem in --filters
 };
 const NetBeeSample kNetBeeSamples[] = {
@@ -1420,11 +1425,11 @@ bool sameOutcomes(MLIRContext &context, const std::string &name,
     return false;
   std::string error;
   rt::EngineOptions options;
-  auto ea = rt::Engine::interpreter(driver::getApplication(*ma), options,
-                                    error);
-  auto eb = ea ? rt::Engine::interpreter(driver::getApplication(*mb), options,
-                                         error)
-               : nullptr;
+  auto ea =
+      rt::Engine::interpreter(driver::getApplication(*ma), options, error);
+  auto eb =
+      ea ? rt::Engine::interpreter(driver::getApplication(*mb), options, error)
+         : nullptr;
   if (!ea || !eb) {
     llvm::errs() << "netvm-bench: " << error << "\n";
     return false;
@@ -1465,9 +1470,9 @@ int measureOptimizer(MLIRContext &context, std::vector<Trace> &traces,
                      pcap_t *dead, llvm::raw_ostream &os) {
   std::string examples = examplesDir;
   if (examples.empty())
-    examples = llvm::sys::path::parent_path(
-                   llvm::StringRef(filterDir).rtrim('/'))
-                   .str();
+    examples =
+        llvm::sys::path::parent_path(llvm::StringRef(filterDir).rtrim('/'))
+            .str();
 
   // JIT code at -O0 and -O2 must give every packet the C filter's verdict
   // before anything is timed.
@@ -1581,8 +1586,7 @@ int measureOptimizer(MLIRContext &context, std::vector<Trace> &traces,
       if (verifyOnly)
         os << llvm::formatv("optimizer: NetBee {0,-8} and {1}.netil: the same "
                             "outcome on {2} packets ({3} forwarded)\n",
-                            s.sample, s.equivalent, row.compared,
-                            row.accepted);
+                            s.sample, s.equivalent, row.compared, row.accepted);
       netbee.push_back(row);
     }
   }
@@ -1609,8 +1613,8 @@ int measureOptimizer(MLIRContext &context, std::vector<Trace> &traces,
     std::sort(files.begin(), files.end());
     for (const std::string &file : files) {
       Sized s;
-      s.name = std::string(pattern) + "/" +
-               llvm::sys::path::filename(file).str();
+      s.name =
+          std::string(pattern) + "/" + llvm::sys::path::filename(file).str();
       OwningOpRef<ModuleOp> module = loadFiles(context, {file});
       if (!module || !sizeAtLevels(*module, s)) {
         llvm::errs() << "netvm-bench: cannot compile " << file << "\n";
@@ -1743,8 +1747,7 @@ int measureOptimizer(MLIRContext &context, std::vector<Trace> &traces,
         v.push_back(get(*s));
       return evenMedian(v);
     };
-    auto summary = [&](driver::FilterLanguage language,
-                       const std::string &name,
+    auto summary = [&](driver::FilterLanguage language, const std::string &name,
                        llvm::ArrayRef<const Sized *> sized, unsigned failed,
                        unsigned refused) {
       RatioStats st = ratioStats(sized);
@@ -1757,8 +1760,8 @@ int measureOptimizer(MLIRContext &context, std::vector<Trace> &traces,
           languageName(language), name, sized.size(), notCompiled,
           medianOf(sized, [](const Sized &s) { return s.o0.total; }),
           medianOf(sized, [](const Sized &s) { return s.o2.total; }),
-          medianOf(sized, [](const Sized &s) { return s.o2.fast; }),
-          st.median, st.mean, st.min, st.max);
+          medianOf(sized, [](const Sized &s) { return s.o2.fast; }), st.median,
+          st.mean, st.min, st.max);
     };
     for (driver::FilterLanguage language :
          {driver::FilterLanguage::PcapFilter, driver::FilterLanguage::NetPFL}) {
@@ -1824,9 +1827,8 @@ int measureOptimizer(MLIRContext &context, std::vector<Trace> &traces,
           "| {0}.netil | {1} | {2} | {3} | {4} | filters/{5}.netil | {6} | "
           "{7} | {8} | {9} | {10} | {11} ({12}) |\n",
           r.sample, r.filter.empty() ? std::string("-") : code(r.filter),
-          insns(r.sampleInsns),
-          r.sampleSize.o0.total, r.sampleSize.o2.fast, r.equivalent,
-          insns(r.equivalentInsns), r.equivalentSize.o0.total,
+          insns(r.sampleInsns), r.sampleSize.o0.total, r.sampleSize.o2.fast,
+          r.equivalent, insns(r.equivalentInsns), r.equivalentSize.o0.total,
           r.equivalentSize.o2.fast,
           int(r.sampleSize.o2.fast) - int(r.equivalentSize.o2.fast),
           r.equivalentInsns

@@ -1,4 +1,5 @@
-//===- NetVMDialect.cpp - The netvm dialect ---------------------------------===//
+//===- NetVMDialect.cpp - The netvm dialect
+//---------------------------------===//
 //
 // Registers the operations and attributes of the netvm dialect.
 //

@@ -1,4 +1,5 @@
-//===- NetVMOps.cpp - Operations of the netvm dialect -----------------------===//
+//===- NetVMOps.cpp - Operations of the netvm dialect
+//-----------------------===//
 //
 // Builders, the handler's custom syntax, verifiers (structure, connections,
 // the acyclic NetPE graph, port and coprocessor references), memory effects
@@ -50,8 +51,7 @@ static HandlerOp getEnclosingHandler(Operation *op) {
 
 /// Packet and info memory belong to the exchange buffer, which an init
 /// handler does not have.
-static LogicalResult verifyExchangeBufferSpace(Operation *op,
-                                               MemSpace space) {
+static LogicalResult verifyExchangeBufferSpace(Operation *op, MemSpace space) {
   if (space != MemSpace::Packet && space != MemSpace::Info)
     return success();
   HandlerOp handler = getEnclosingHandler(op);
@@ -96,8 +96,8 @@ static FailureOr<Endpoint> resolveEndpoint(ApplicationOp app, ConnectOp conn,
   if (auto pe = dyn_cast<PEOp>(root)) {
     if (ref.getNestedReferences().size() != 1)
       return conn.emitOpError("must name a port of NetPE @")
-             << pe.getSymName() << " as @" << pe.getSymName()
-             << "::@port, not " << ref;
+             << pe.getSymName() << " as @" << pe.getSymName() << "::@port, not "
+             << ref;
     ep.port = pe.lookupPort(ref.getLeafReference());
     if (!ep.port)
       return conn.emitOpError("refers to unknown port ") << ref;
@@ -207,11 +207,11 @@ LogicalResult ApplicationOp::verifyRegions() {
       continue;
     if (sharedOwner &&
         sharedOwner.getSharedmemSize() != pe.getSharedmemSize()) {
-      InFlightDiagnostic diag =
-          pe.emitOpError("requests ")
-          << pe.getSharedmemSize() << " bytes of shared memory, but @"
-          << sharedOwner.getSymName() << " requests "
-          << sharedOwner.getSharedmemSize();
+      InFlightDiagnostic diag = pe.emitOpError("requests ")
+                                << pe.getSharedmemSize()
+                                << " bytes of shared memory, but @"
+                                << sharedOwner.getSymName() << " requests "
+                                << sharedOwner.getSharedmemSize();
       diag.attachNote(sharedOwner.getLoc()) << "first request here";
       return diag;
     }
@@ -317,8 +317,7 @@ void HandlerOp::print(OpAsmPrinter &p) {
     p.printOperand(port);
     p << ")";
   }
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
-                                     {getKindAttrName()});
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {getKindAttrName()});
   p << " ";
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/true);
@@ -358,8 +357,7 @@ ParseResult HandlerOp::parse(OpAsmParser &parser, OperationState &result) {
 
 void HandlerOp::getAsmBlockArgumentNames(Region &region,
                                          OpAsmSetValueNameFn setNameFn) {
-  if (&region == &getBody() && !region.empty() &&
-      region.getNumArguments() == 1)
+  if (&region == &getBody() && !region.empty() && region.getNumArguments() == 1)
     setNameFn(region.getArgument(0), "port");
 }
 
@@ -369,10 +367,9 @@ LogicalResult HandlerOp::verifyRegions() {
     return emitOpError("must have a body");
   unsigned expected = getKind() == HandlerKind::Init ? 0 : 1;
   if (body.getNumArguments() != expected)
-    return emitOpError("a ") << stringifyHandlerKind(getKind())
-                             << " handler takes " << expected
-                             << " argument(s), not "
-                             << body.getNumArguments();
+    return emitOpError("a ")
+           << stringifyHandlerKind(getKind()) << " handler takes " << expected
+           << " argument(s), not " << body.getNumArguments();
   if (expected == 1 && !body.getArgument(0).getType().isInteger(32))
     return emitOpError("the port argument must be i32");
   return success();
@@ -401,20 +398,15 @@ static LogicalResult verifyPortUse(Operation *op, FlatSymbolRefAttr port,
 }
 
 LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyPortUse(*this, getPortAttr(), PortKind::PushOutput,
-                       symbolTable);
+  return verifyPortUse(*this, getPortAttr(), PortKind::PushOutput, symbolTable);
 }
 
-LogicalResult
-SendDupOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyPortUse(*this, getPortAttr(), PortKind::PushOutput,
-                       symbolTable);
+LogicalResult SendDupOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyPortUse(*this, getPortAttr(), PortKind::PushOutput, symbolTable);
 }
 
-LogicalResult
-ReceiveOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyPortUse(*this, getPortAttr(), PortKind::PullInput,
-                       symbolTable);
+LogicalResult ReceiveOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyPortUse(*this, getPortAttr(), PortKind::PullInput, symbolTable);
 }
 
 LogicalResult DropOp::verify() {
@@ -476,10 +468,8 @@ LogicalResult CopyOp::verify() {
 void CopyOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  effects.emplace_back(MemoryEffects::Read::get(),
-                       getResource(getSrcSpace()));
-  effects.emplace_back(MemoryEffects::Write::get(),
-                       getResource(getDstSpace()));
+  effects.emplace_back(MemoryEffects::Read::get(), getResource(getSrcSpace()));
+  effects.emplace_back(MemoryEffects::Write::get(), getResource(getDstSpace()));
   if (!getInBounds())
     effects.emplace_back(MemoryEffects::Write::get(),
                          ExceptionStateResource::get());
@@ -491,8 +481,7 @@ static void packetRangeEffects(
     Operation *op, bool inBounds,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  effects.emplace_back(MemoryEffects::Read::get(),
-                       PacketMemoryResource::get());
+  effects.emplace_back(MemoryEffects::Read::get(), PacketMemoryResource::get());
   if (!inBounds)
     effects.emplace_back(MemoryEffects::Write::get(),
                          ExceptionStateResource::get());

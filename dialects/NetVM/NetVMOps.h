@@ -29,7 +29,7 @@ namespace netvm {
 /// unused load that would fail must still fail) and ordered with respect to
 /// the others.
 #define NETVM_RESOURCE(Class, Name)                                            \
-  struct Class : public mlir::SideEffects::Resource::Base<Class> {            \
+  struct Class : public mlir::SideEffects::Resource::Base<Class> {             \
     llvm::StringRef getName() final { return Name; }                           \
   };
 NETVM_RESOURCE(PacketMemoryResource, "netvm.packet")

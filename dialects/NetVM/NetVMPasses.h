@@ -25,8 +25,8 @@ namespace netvm {
 
 /// One of netvm's pass statistics, summed over the handlers a pass ran on.
 struct PassStatistic {
-  std::string pass;  // the pass argument, e.g. "netvm-simplify"
-  std::string name;  // e.g. "masks"
+  std::string pass; // the pass argument, e.g. "netvm-simplify"
+  std::string name; // e.g. "masks"
   uint64_t value = 0;
 };
 

@@ -33,22 +33,18 @@ static_assert(static_cast<uint32_t>(CrcKind::Crc32) == NETVM_CRC32 &&
 // runtime's name tables (netvm_exception_name, netvm_handler_name) spell
 // them as the enumerations' strings (test/Unit/SemanticsTest.cpp).
 #define NETVM_SAME(E, C) (static_cast<uint32_t>(E) == (C))
-static_assert(NETVM_SAME(ExceptionKind::PacketBounds, NETVM_EXC_PACKET_BOUNDS) &&
-                  NETVM_SAME(ExceptionKind::InfoBounds, NETVM_EXC_INFO_BOUNDS) &&
-                  NETVM_SAME(ExceptionKind::DataBounds, NETVM_EXC_DATA_BOUNDS) &&
-                  NETVM_SAME(ExceptionKind::SharedBounds,
-                             NETVM_EXC_SHARED_BOUNDS) &&
-                  NETVM_SAME(ExceptionKind::InitDataBounds,
-                             NETVM_EXC_INITDATA_BOUNDS) &&
-                  NETVM_SAME(ExceptionKind::DivisionByZero,
-                             NETVM_EXC_DIVISION_BY_ZERO) &&
-                  NETVM_SAME(ExceptionKind::Watchdog, NETVM_EXC_WATCHDOG) &&
-                  NETVM_SAME(ExceptionKind::Coprocessor,
-                             NETVM_EXC_COPROCESSOR) &&
-                  NETVM_SAME(ExceptionKind::NoExchangeBuffer,
-                             NETVM_EXC_NO_EXBUF) &&
-                  NETVM_SAME(ExceptionKind::Exit, NETVM_EXC_EXIT),
-              "ExceptionKind must match the C ABI's NETVM_EXC_*");
+static_assert(
+    NETVM_SAME(ExceptionKind::PacketBounds, NETVM_EXC_PACKET_BOUNDS) &&
+        NETVM_SAME(ExceptionKind::InfoBounds, NETVM_EXC_INFO_BOUNDS) &&
+        NETVM_SAME(ExceptionKind::DataBounds, NETVM_EXC_DATA_BOUNDS) &&
+        NETVM_SAME(ExceptionKind::SharedBounds, NETVM_EXC_SHARED_BOUNDS) &&
+        NETVM_SAME(ExceptionKind::InitDataBounds, NETVM_EXC_INITDATA_BOUNDS) &&
+        NETVM_SAME(ExceptionKind::DivisionByZero, NETVM_EXC_DIVISION_BY_ZERO) &&
+        NETVM_SAME(ExceptionKind::Watchdog, NETVM_EXC_WATCHDOG) &&
+        NETVM_SAME(ExceptionKind::Coprocessor, NETVM_EXC_COPROCESSOR) &&
+        NETVM_SAME(ExceptionKind::NoExchangeBuffer, NETVM_EXC_NO_EXBUF) &&
+        NETVM_SAME(ExceptionKind::Exit, NETVM_EXC_EXIT),
+    "ExceptionKind must match the C ABI's NETVM_EXC_*");
 static_assert(NETVM_SAME(HandlerKind::Init, NETVM_HANDLER_INIT) &&
                   NETVM_SAME(HandlerKind::Push, NETVM_HANDLER_PUSH) &&
                   NETVM_SAME(HandlerKind::Pull, NETVM_HANDLER_PULL),

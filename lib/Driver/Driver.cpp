@@ -1,4 +1,5 @@
-//===- Driver.cpp - The netvm compile pipeline as a library -------------------===//
+//===- Driver.cpp - The netvm compile pipeline as a library
+//-------------------===//
 //
 // Loading applications from NetIL files, application descriptions (.nvapp,
 // parsed by lib/Frontend/Application) and MLIR, and the optimization
@@ -121,9 +122,8 @@ static OwningOpRef<ModuleOp> loadNetIL(MLIRContext &context,
 
   SmallVector<PEOp> pes;
   for (const std::string &path : inputs) {
-    std::optional<unsigned> buffer =
-        loadFile(context, sourceMgr, path,
-                 FileLineColLoc::get(&context, path, 0, 0));
+    std::optional<unsigned> buffer = loadFile(
+        context, sourceMgr, path, FileLineColLoc::get(&context, path, 0, 0));
     if (!buffer)
       return nullptr;
     std::string name = stemOf(path);
@@ -196,8 +196,8 @@ OwningOpRef<ModuleOp>
 netvm::driver::loadApplication(MLIRContext &context, llvm::SourceMgr &sourceMgr,
                                ArrayRef<std::string> inputs,
                                const LoadOptions &options) {
-  context.loadDialect<NetVMDialect, arith::ArithDialect,
-                      cf::ControlFlowDialect, math::MathDialect>();
+  context.loadDialect<NetVMDialect, arith::ArithDialect, cf::ControlFlowDialect,
+                      math::MathDialect>();
   Location unknown = UnknownLoc::get(&context);
   if (inputs.empty()) {
     emitError(unknown) << "no input files";

@@ -38,10 +38,10 @@ FailureOr<Input> netvm::driver::resolveInput(const InputOptions &options,
                                              std::string &error) {
   int filters = options.pcapFilter.has_value() + options.pfl.has_value() +
                 options.filterFile.has_value();
-  std::string filterOptions = (options.pcapFilterOption + ", " +
-                               options.pflOption + " or " +
-                               options.filterFileOption)
-                                  .str();
+  std::string filterOptions =
+      (options.pcapFilterOption + ", " + options.pflOption + " or " +
+       options.filterFileOption)
+          .str();
   if (filters > 1) {
     error = "give one filter: " + filterOptions;
     return failure();
@@ -61,9 +61,8 @@ FailureOr<Input> netvm::driver::resolveInput(const InputOptions &options,
     }
     if (options.filterFile) {
       if (!options.filterFileLanguage) {
-        error = (options.filterFileOption + " needs " +
-                 options.languageOption + "=pfl or " +
-                 options.languageOption + "=pcap-filter")
+        error = (options.filterFileOption + " needs " + options.languageOption +
+                 "=pfl or " + options.languageOption + "=pcap-filter")
                     .str();
         return failure();
       }
@@ -166,8 +165,7 @@ OwningOpRef<ModuleOp> netvm::driver::load(MLIRContext &context,
 
 struct DiagnosticPrinter::Impl {
   Impl(llvm::SourceMgr &sourceMgr, MLIRContext &context, StringRef tool)
-      : sourceMgr(sourceMgr), tool(tool.str()),
-        fallback(sourceMgr, &context),
+      : sourceMgr(sourceMgr), tool(tool.str()), fallback(sourceMgr, &context),
         handler(&context, [this](Diagnostic &diag) { return print(diag); }) {}
 
   /// A filter from the command line ("<expression>"): "tool: message",
@@ -182,7 +180,7 @@ struct DiagnosticPrinter::Impl {
     const char *severity =
         diag.getSeverity() == DiagnosticSeverity::Warning ? "warning: "
         : diag.getSeverity() == DiagnosticSeverity::Error ? "error: "
-                                                           : "note: ";
+                                                          : "note: ";
     if (loc.getFilename() != "<expression>") {
       if (loc.getLine() != 0)
         return failure();

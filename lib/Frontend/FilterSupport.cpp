@@ -54,8 +54,8 @@ void filter::emitFilterError(MLIRContext &context,
   InFlightDiagnostic diag =
       emitError(locationOf(context, sourceMgr, bufferId, e.offset), e.message);
   for (const FilterNote &note : e.notes)
-    diag.attachNote(FileLineColLoc::get(&context, note.file, note.line,
-                                        note.column))
+    diag.attachNote(
+        FileLineColLoc::get(&context, note.file, note.line, note.column))
         << note.message;
 }
 
@@ -80,11 +80,11 @@ void SyntaxErrorListener::syntaxError(antlr4::Recognizer *,
     std::optional<std::string> described;
     if (words.describe)
       described = words.describe(items);
-    return described               ? *described
-           : expected == "<EOF>"   ? "the end of the " + words.noun.str()
-           : items.size() > 6      ? words.operand.str()
-           : items.size() == 1     ? expected.str()
-                                   : "one of " + expected.str();
+    return described             ? *described
+           : expected == "<EOF>" ? "the end of the " + words.noun.str()
+           : items.size() > 6    ? words.operand.str()
+           : items.size() == 1   ? expected.str()
+                                 : "one of " + expected.str();
   };
   std::string text = msg;
   size_t at = m.find("expecting ");
@@ -102,8 +102,8 @@ void SyntaxErrorListener::syntaxError(antlr4::Recognizer *,
                       "syntax error: " + text};
 }
 
-FilterApp filter::buildFilterApp(OpBuilder &b, Location loc,
-                                 StringRef appName, StringRef out) {
+FilterApp filter::buildFilterApp(OpBuilder &b, Location loc, StringRef appName,
+                                 StringRef out) {
   MLIRContext *context = b.getContext();
   FilterApp f;
   f.module = ModuleOp::create(loc);

@@ -1,4 +1,5 @@
-//===- FilterSupport.h - What the filter front ends share --------*- C++ -*-===//
+//===- FilterSupport.h - What the filter front ends share --------*- C++
+//-*-===//
 //
 // The NetPFL and pcap-filter front ends compile one filter expression into
 // the same shape of application and report errors the same way: through
@@ -102,8 +103,7 @@ private:
 
 /// Lexes and parses a filter with ANTLR (the grammar's start rule is
 /// `program` and its lexer ends with an ERROR_CHAR rule for anything else).
-template <typename Lexer, typename Parser>
-class FilterParser {
+template <typename Lexer, typename Parser> class FilterParser {
 public:
   FilterParser(llvm::StringRef text, const SyntaxWords &words)
       : input(validText(text, badByte)), lexer(&input), tokens(&lexer),

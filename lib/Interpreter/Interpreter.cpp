@@ -1,4 +1,5 @@
-//===- Interpreter.cpp - The reference interpreter of netvm -------------------===//
+//===- Interpreter.cpp - The reference interpreter of netvm
+//-------------------===//
 //
 // Walks the IR of handlers directly: every SSA value gets a slot in a
 // per-invocation array, operations are dispatched by kind, branches copy
@@ -127,8 +128,7 @@ struct Interpreter::Impl {
   ExBufPtr makeExBuf(const Packet &packet) {
     auto xb = std::make_unique<ExBuf>();
     xb->packet = packet.bytes;
-    xb->wireLength = std::max<uint32_t>(packet.wireLength,
-                                        xb->packet.size());
+    xb->wireLength = std::max<uint32_t>(packet.wireLength, xb->packet.size());
     xb->info.assign(infoSize, 0);
     xb->seconds = packet.seconds;
     xb->microseconds = packet.microseconds;
@@ -143,20 +143,19 @@ Interpreter::~Interpreter() = default;
 static bool isSupported(Operation *op) {
   return isa<
       // netvm
-      SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp, PacketLengthOp, WireLengthOp,
-      InfoLengthOp, InfoClearOp, TimestampOp, RandomOp, CheckOp, CheckBoundsOp, ByteSwapOp, FindBitOp,
-      BitOp, HashOp, ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp,
-      PacketCrcOp, FieldCmpOp, PacketScanOp, SendDupOp, ReceiveOp,
-      ExbufCreateOp, ExbufDeleteOp, CoproInitOp, CoproReadOp, CoproWriteOp,
-      CoproInvokeOp, CoproExbufOp,
+      SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp,
+      PacketLengthOp, WireLengthOp, InfoLengthOp, InfoClearOp, TimestampOp,
+      RandomOp, CheckOp, CheckBoundsOp, ByteSwapOp, FindBitOp, BitOp, HashOp,
+      ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp, PacketCrcOp, FieldCmpOp,
+      PacketScanOp, SendDupOp, ReceiveOp, ExbufCreateOp, ExbufDeleteOp,
+      CoproInitOp, CoproReadOp, CoproWriteOp, CoproInvokeOp, CoproExbufOp,
       // arith, math
       arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
       arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,
-      arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::ShLIOp,
-      arith::ShRUIOp, arith::ShRSIOp, arith::CmpIOp, arith::SelectOp,
-      arith::ExtUIOp, arith::ExtSIOp, arith::TruncIOp, arith::MaxUIOp,
-      arith::MinUIOp, arith::MaxSIOp, arith::MinSIOp,
-      math::CountLeadingZerosOp,
+      arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::ShLIOp, arith::ShRUIOp,
+      arith::ShRSIOp, arith::CmpIOp, arith::SelectOp, arith::ExtUIOp,
+      arith::ExtSIOp, arith::TruncIOp, arith::MaxUIOp, arith::MinUIOp,
+      arith::MaxSIOp, arith::MinSIOp, math::CountLeadingZerosOp,
       // cf
       cf::BranchOp, cf::CondBranchOp, cf::SwitchOp>(op);
 }
@@ -239,7 +238,8 @@ std::unique_ptr<Interpreter> Interpreter::create(ApplicationOp app,
       pull = impl->pes[from.index].ports[from.port].getKind() ==
              PortKind::PullOutput;
     if (to.kind == Endpoint::Port)
-      pull = impl->pes[to.index].ports[to.port].getKind() == PortKind::PullInput;
+      pull =
+          impl->pes[to.index].ports[to.port].getKind() == PortKind::PullInput;
     if (pull) {
       if (to.kind == Endpoint::Port)
         impl->pullUpstream[{to.index, to.port}] = from;
@@ -284,8 +284,8 @@ void Interpreter::Impl::deliver(unsigned pe, unsigned port, ExBufPtr xb,
   const std::vector<Endpoint> &dests = it->second;
   for (size_t i = 0; i < dests.size(); ++i) {
     // Each destination gets its own copy; the last one gets the original.
-    ExBufPtr buf = i + 1 == dests.size() ? std::move(xb)
-                                         : std::make_unique<ExBuf>(*xb);
+    ExBufPtr buf =
+        i + 1 == dests.size() ? std::move(xb) : std::make_unique<ExBuf>(*xb);
     enter(dests[i], std::move(buf), result);
   }
 }
@@ -319,8 +319,7 @@ void Interpreter::Impl::enter(const Endpoint &dest, ExBufPtr xb,
   }
 }
 
-ExBufPtr Interpreter::Impl::pullFrom(const Endpoint &upstream,
-                                     Result &result) {
+ExBufPtr Interpreter::Impl::pullFrom(const Endpoint &upstream, Result &result) {
   if (upstream.kind == Endpoint::Source) {
     if (!sourcePuller)
       return nullptr;
@@ -364,8 +363,8 @@ static unsigned bitsOf(Type t) { return t.getIntOrFloatBitWidth(); }
 /// "file:line:col" of the NetIL instruction an operation came from.
 static std::string locationString(Location loc) {
   if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
-            ":" + Twine(file.getColumn()))
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+            Twine(file.getColumn()))
         .str();
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -475,9 +474,12 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
         .Case([&](arith::ConstantOp c) {
           set(c, cast<IntegerAttr>(c.getValue()).getValue().getZExtValue());
         })
-        .Case([&](arith::AddIOp o) { set(o, get(o.getLhs()) + get(o.getRhs())); })
-        .Case([&](arith::SubIOp o) { set(o, get(o.getLhs()) - get(o.getRhs())); })
-        .Case([&](arith::MulIOp o) { set(o, get(o.getLhs()) * get(o.getRhs())); })
+        .Case(
+            [&](arith::AddIOp o) { set(o, get(o.getLhs()) + get(o.getRhs())); })
+        .Case(
+            [&](arith::SubIOp o) { set(o, get(o.getLhs()) - get(o.getRhs())); })
+        .Case(
+            [&](arith::MulIOp o) { set(o, get(o.getLhs()) * get(o.getRhs())); })
         .Case([&](arith::DivUIOp o) {
           uint64_t d = get(o.getRhs());
           set(o, d ? get(o.getLhs()) / d : 0);
@@ -488,17 +490,22 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
         })
         .Case([&](arith::DivSIOp o) {
           unsigned w = bitsOf(o.getType());
-          int64_t a = signExtend(get(o.getLhs()), w), d = signExtend(get(o.getRhs()), w);
+          int64_t a = signExtend(get(o.getLhs()), w),
+                  d = signExtend(get(o.getRhs()), w);
           set(o, d == 0 || (d == -1 && a == INT64_MIN) ? 0 : a / d);
         })
         .Case([&](arith::RemSIOp o) {
           unsigned w = bitsOf(o.getType());
-          int64_t a = signExtend(get(o.getLhs()), w), d = signExtend(get(o.getRhs()), w);
+          int64_t a = signExtend(get(o.getLhs()), w),
+                  d = signExtend(get(o.getRhs()), w);
           set(o, d == 0 || d == -1 ? 0 : a % d);
         })
-        .Case([&](arith::AndIOp o) { set(o, get(o.getLhs()) & get(o.getRhs())); })
-        .Case([&](arith::OrIOp o) { set(o, get(o.getLhs()) | get(o.getRhs())); })
-        .Case([&](arith::XOrIOp o) { set(o, get(o.getLhs()) ^ get(o.getRhs())); })
+        .Case(
+            [&](arith::AndIOp o) { set(o, get(o.getLhs()) & get(o.getRhs())); })
+        .Case(
+            [&](arith::OrIOp o) { set(o, get(o.getLhs()) | get(o.getRhs())); })
+        .Case(
+            [&](arith::XOrIOp o) { set(o, get(o.getLhs()) ^ get(o.getRhs())); })
         .Case([&](arith::ShLIOp o) {
           uint64_t n = get(o.getRhs());
           set(o, n >= bitsOf(o.getType()) ? 0 : get(o.getLhs()) << n);
@@ -520,13 +527,15 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
         })
         .Case([&](arith::MaxSIOp o) {
           unsigned w = bitsOf(o.getType());
-          set(o, static_cast<uint64_t>(std::max(signExtend(get(o.getLhs()), w),
-                                                signExtend(get(o.getRhs()), w))));
+          set(o,
+              static_cast<uint64_t>(std::max(signExtend(get(o.getLhs()), w),
+                                             signExtend(get(o.getRhs()), w))));
         })
         .Case([&](arith::MinSIOp o) {
           unsigned w = bitsOf(o.getType());
-          set(o, static_cast<uint64_t>(std::min(signExtend(get(o.getLhs()), w),
-                                                signExtend(get(o.getRhs()), w))));
+          set(o,
+              static_cast<uint64_t>(std::min(signExtend(get(o.getLhs()), w),
+                                             signExtend(get(o.getRhs()), w))));
         })
         .Case([&](arith::CmpIOp o) {
           unsigned w = bitsOf(o.getLhs().getType());
@@ -534,16 +543,36 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           int64_t sa = signExtend(a, w), sb = signExtend(b, w);
           bool r = false;
           switch (o.getPredicate()) {
-          case arith::CmpIPredicate::eq: r = a == b; break;
-          case arith::CmpIPredicate::ne: r = a != b; break;
-          case arith::CmpIPredicate::ult: r = a < b; break;
-          case arith::CmpIPredicate::ule: r = a <= b; break;
-          case arith::CmpIPredicate::ugt: r = a > b; break;
-          case arith::CmpIPredicate::uge: r = a >= b; break;
-          case arith::CmpIPredicate::slt: r = sa < sb; break;
-          case arith::CmpIPredicate::sle: r = sa <= sb; break;
-          case arith::CmpIPredicate::sgt: r = sa > sb; break;
-          case arith::CmpIPredicate::sge: r = sa >= sb; break;
+          case arith::CmpIPredicate::eq:
+            r = a == b;
+            break;
+          case arith::CmpIPredicate::ne:
+            r = a != b;
+            break;
+          case arith::CmpIPredicate::ult:
+            r = a < b;
+            break;
+          case arith::CmpIPredicate::ule:
+            r = a <= b;
+            break;
+          case arith::CmpIPredicate::ugt:
+            r = a > b;
+            break;
+          case arith::CmpIPredicate::uge:
+            r = a >= b;
+            break;
+          case arith::CmpIPredicate::slt:
+            r = sa < sb;
+            break;
+          case arith::CmpIPredicate::sle:
+            r = sa <= sb;
+            break;
+          case arith::CmpIPredicate::sgt:
+            r = sa > sb;
+            break;
+          case arith::CmpIPredicate::sge:
+            r = sa >= sb;
+            break;
           }
           set(o, r);
         })
@@ -602,8 +631,9 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
             return;
           }
           ++pe.counters.sent;
-          exit = HandlerExit{HandlerExit::Send,
-                             pe.op.getPortNumber(pe.op.lookupPort(o.getPort()))};
+          exit =
+              HandlerExit{HandlerExit::Send,
+                          pe.op.getPortNumber(pe.op.lookupPort(o.getPort()))};
         })
         .Case([&](DropOp) {
           ++pe.counters.dropped;
@@ -705,10 +735,18 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           int c = len ? std::memcmp(a, b, len) : 0;
           bool r = false;
           switch (o.getKind()) {
-          case FieldCmpKind::Eq: r = c == 0; break;
-          case FieldCmpKind::Ne: r = c != 0; break;
-          case FieldCmpKind::Lt: r = c < 0; break;
-          case FieldCmpKind::Gt: r = c > 0; break;
+          case FieldCmpKind::Eq:
+            r = c == 0;
+            break;
+          case FieldCmpKind::Ne:
+            r = c != 0;
+            break;
+          case FieldCmpKind::Lt:
+            r = c < 0;
+            break;
+          case FieldCmpKind::Gt:
+            r = c > 0;
+            break;
           }
           set(o, r);
         })
@@ -822,7 +860,8 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
 std::vector<Exception> Interpreter::initialize() {
   Result result;
   for (unsigned i = 0; i < impl->pes.size(); ++i) {
-    HandlerOp init = impl->pes[i].handlers[static_cast<unsigned>(HandlerKind::Init)];
+    HandlerOp init =
+        impl->pes[i].handlers[static_cast<unsigned>(HandlerKind::Init)];
     if (!init)
       continue;
     impl->resetBudget();

@@ -87,7 +87,6 @@ std::string netvm::protodb::didYouMean(llvm::ArrayRef<std::string> names) {
 
 namespace netvm::protodb {
 
-
 //===----------------------------------------------------------------------===//
 // Expressions
 //===----------------------------------------------------------------------===//
@@ -150,8 +149,7 @@ private:
   }
 
   static std::unique_ptr<Expr> binary(Expr::Op op, std::unique_ptr<Expr> l,
-                                      std::unique_ptr<Expr> r,
-                                      SourceLoc loc) {
+                                      std::unique_ptr<Expr> r, SourceLoc loc) {
     auto e = std::make_unique<Expr>();
     e->kind = Expr::Binary;
     e->op = op;
@@ -250,8 +248,8 @@ private:
       uint64_t v;
       if (digits.getAsInteger(radix, v) || v > UINT32_MAX) {
         pos = start;
-        fail("bad number '" + text.slice(start, start + 2 + digits.size()).str() +
-             "'");
+        fail("bad number '" +
+             text.slice(start, start + 2 + digits.size()).str() + "'");
       }
       e->kind = Expr::Number;
       e->value = v;
@@ -295,7 +293,8 @@ private:
                "' is not supported by netvm");
         fail("'" + word.str() +
              "' is not an expression: the value of a field is "
-             "buf2int(" + word.str() + ")");
+             "buf2int(" +
+             word.str() + ")");
       }
       expect("(");
       skipSpace();
@@ -352,8 +351,8 @@ public:
     // Keep the text as it is (no EOL normalisation) so that offsets map
     // back to lines and columns.
     pugi::xml_parse_result parsed = doc.load_buffer(
-        text.data(), text.size(),
-        pugi::parse_default & ~pugi::parse_eol, pugi::encoding_utf8);
+        text.data(), text.size(), pugi::parse_default & ~pugi::parse_eol,
+        pugi::encoding_utf8);
     if (!parsed)
       throw LoadError{locAt(parsed.offset),
                       std::string("malformed XML: ") + parsed.description()};
@@ -385,17 +384,17 @@ public:
       if (pugi::xml_attribute layer = p.attribute("layer")) {
         int v;
         if (StringRef(layer.value()).trim().getAsInteger(0, v))
-          throw LoadError{attrLoc(p, "layer"),
-                          "bad layer '" + std::string(layer.value()) +
-                              "' (an integer)"};
+          throw LoadError{attrLoc(p, "layer"), "bad layer '" +
+                                                   std::string(layer.value()) +
+                                                   "' (an integer)"};
         proto->layer = v;
         explicitLayer.insert(proto.get());
       }
       if (!db->byName_.try_emplace(proto->name, proto.get()).second)
-        throw LoadError{proto->loc,
-                        "protocol '" + proto->name + "' is defined twice (" +
-                            "first at " + db->lookup(proto->name)->loc.str() +
-                            ")"};
+        throw LoadError{proto->loc, "protocol '" + proto->name +
+                                        "' is defined twice (" + "first at " +
+                                        db->lookup(proto->name)->loc.str() +
+                                        ")"};
       xml.push_back(p);
       db->protocols_.push_back(std::move(proto));
     }
@@ -488,8 +487,8 @@ private:
     else
       bad = s.getAsInteger(0, x); // decimal or 0x hex
     if (bad || x > UINT32_MAX)
-      throw LoadError{attrLoc(n, attr), "bad number '" + v + "' in " +
-                                            attr + "=\"...\""};
+      throw LoadError{attrLoc(n, attr),
+                      "bad number '" + v + "' in " + attr + "=\"...\""};
     return uint32_t(x);
   }
   std::unique_ptr<Expr> expression(pugi::xml_node n, const char *attr) {
@@ -506,8 +505,8 @@ private:
         names.push_back(f.getKey().str());
       std::sort(names.begin(), names.end());
       std::string hint = didYouMean(Database::nearest(e.name, names));
-      throw LoadError{e.loc, "protocol '" + proto->name +
-                                 "' has no field '" + e.name + "'" +
+      throw LoadError{e.loc, "protocol '" + proto->name + "' has no field '" +
+                                 e.name + "'" +
                                  (hint.empty() ? "" : "; " + hint)};
     }
     if (e.lhs)
@@ -694,8 +693,8 @@ private:
     StringRef tag = x.name();
     auto fieldsOnly = [&] {
       if (encapsulation)
-        throw LoadError{n.loc, "<" + tag.str() +
-                                   "> cannot appear in <encapsulation>"};
+        throw LoadError{n.loc,
+                        "<" + tag.str() + "> cannot appear in <encapsulation>"};
     };
     if (tag == "field") {
       fieldsOnly();
@@ -732,7 +731,8 @@ private:
           throw LoadError{attrLoc(x, "size"),
                           "a bit field spans 1, 2 or 4 bytes"};
         n.mask = number(x, "mask");
-        uint64_t limit = n.size == 4 ? 0xffffffffull : (1ull << (8 * n.size)) - 1;
+        uint64_t limit =
+            n.size == 4 ? 0xffffffffull : (1ull << (8 * n.size)) - 1;
         if (n.mask == 0 || n.mask > limit)
           throw LoadError{attrLoc(x, "mask"),
                           "mask " + std::string(x.attribute("mask").value()) +
@@ -817,8 +817,7 @@ private:
           k.low = number(c, "value");
           k.high = c.attribute("maxvalue") ? number(c, "maxvalue") : k.low;
           if (k.high < k.low)
-            throw LoadError{attrLoc(c, "maxvalue"),
-                            "maxvalue is below value"};
+            throw LoadError{attrLoc(c, "maxvalue"), "maxvalue is below value"};
           k.body = sequence(c, inLoop, encapsulation);
           n.cases.push_back(std::move(k));
         } else if (ct == "default" && !n.hasDefault) {
@@ -931,8 +930,8 @@ std::unique_ptr<Database> Database::load(StringRef path, LoadError &error) {
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (!buffer) {
     error.loc.file = path.str();
-    error.message = "cannot read the protocol database: " +
-                    buffer.getError().message();
+    error.message =
+        "cannot read the protocol database: " + buffer.getError().message();
     return nullptr;
   }
   return parse((*buffer)->getBuffer(), path, error);

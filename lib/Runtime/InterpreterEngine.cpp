@@ -46,9 +46,7 @@ public:
   llvm::ArrayRef<std::string> sinkNames() const override {
     return vm->sinkNames();
   }
-  llvm::ArrayRef<std::string> peNames() const override {
-    return vm->peNames();
-  }
+  llvm::ArrayRef<std::string> peNames() const override { return vm->peNames(); }
   llvm::MutableArrayRef<uint8_t> dataMemory(unsigned pe) override {
     return vm->mutableDataMemory(pe);
   }
@@ -56,9 +54,7 @@ public:
     return vm->mutableSharedMemory();
   }
   Counters counters() const override { return tally.counters(); }
-  PECounters peCounters(unsigned pe) const override {
-    return vm->counters(pe);
-  }
+  PECounters peCounters(unsigned pe) const override { return vm->counters(pe); }
   SinkCounters sinkCounters(unsigned sink) const override {
     return tally.sink(sink);
   }

@@ -1,4 +1,5 @@
-//===- NativeEngine.cpp - Native code as an engine --------------------------===//
+//===- NativeEngine.cpp - Native code as an engine
+//--------------------------===//
 //
 // Native code (a JIT-compiled or linked netvm_app_desc) runs on one runner
 // of the C runtime (runtime.h): one thread, replicas on N threads, or a
@@ -65,8 +66,9 @@ public:
     p.seconds = packet.seconds;
     p.microseconds = packet.microseconds;
     p.wire_length = packet.wireLength;
-    return withHooks(
-        [&](netvm_instance *vm) { netvm_instance_push_batch(vm, source, &p, 1); });
+    return withHooks([&](netvm_instance *vm) {
+      netvm_instance_push_batch(vm, source, &p, 1);
+    });
   }
 
   PacketResult pull(unsigned sink) override {
@@ -256,8 +258,7 @@ std::unique_ptr<Engine> Engine::native(const netvm_app_desc *app,
   ro.batch = options.runnerBatch;
   ro.watchdog = options.watchdogBudget;
   char message[512] = {0};
-  netvm_runner *runner =
-      netvm_runner_create(app, &ro, message, sizeof message);
+  netvm_runner *runner = netvm_runner_create(app, &ro, message, sizeof message);
   if (!runner) {
     error = message;
     return nullptr;

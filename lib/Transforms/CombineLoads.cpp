@@ -31,7 +31,9 @@ namespace {
 
 constexpr llvm::StringLiteral kMinPacketLength = "netvm.min_packet_length";
 
-unsigned bytesOf(LoadOp load) { return load.getType().getIntOrFloatBitWidth() / 8; }
+unsigned bytesOf(LoadOp load) {
+  return load.getType().getIntOrFloatBitWidth() / 8;
+}
 
 /// Is [offset, offset + bytes) proven in bounds just before `at`?
 bool provenBefore(LoadOp at, const SplitOffset &offset, unsigned bytes) {
@@ -109,8 +111,8 @@ struct CombineLoadsPass
     Location loc = first.getLoc();
     unsigned bits = first.getType().getIntOrFloatBitWidth();
     Type narrow = first.getType(), wide = b.getIntegerType(2 * bits);
-    Value offset = firstIsHigh ? first.getOffset()
-                               : materializeOffset(b, loc, start);
+    Value offset =
+        firstIsHigh ? first.getOffset() : materializeOffset(b, loc, start);
     auto load = LoadOp::create(b, loc, wide, first.getSpace(), offset,
                                /*in_bounds=*/true, /*little_endian=*/false);
     if (Attribute known = first->getAttr(kMinPacketLength))

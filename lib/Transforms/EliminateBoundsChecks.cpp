@@ -95,14 +95,12 @@ struct EliminateBoundsChecksPass
         std::optional<Range> range = rangeOf(check);
         // Other checks of the same memory are transparent; of another
         // memory, they end what is open (their exception differs).
-        llvm::erase_if(open, [&](const Range &r) {
-          return r.space != check.getSpace();
-        });
+        llvm::erase_if(
+            open, [&](const Range &r) { return r.space != check.getSpace(); });
         if (!range || leftAlone(range->space))
           continue;
-        Range *into = llvm::find_if(open, [&](const Range &r) {
-          return r.base == range->base;
-        });
+        Range *into = llvm::find_if(
+            open, [&](const Range &r) { return r.base == range->base; });
         if (into == open.end()) {
           open.push_back(*range);
           continue;

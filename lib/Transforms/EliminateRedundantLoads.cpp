@@ -105,8 +105,7 @@ struct EliminateRedundantLoadsPass
     for (Operation &op : llvm::make_early_inc_range(block)) {
       if (auto load = dyn_cast<LoadOp>(&op)) {
         Place place = placeOf(load);
-        if (!written[place.space] ||
-            load.getSpace() == MemSpace::Shared)
+        if (!written[place.space] || load.getSpace() == MemSpace::Shared)
           continue;
         auto it = llvm::find_if(
             known, [&](const auto &entry) { return entry.first == place; });

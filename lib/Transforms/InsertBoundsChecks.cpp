@@ -1,4 +1,5 @@
-//===- InsertBoundsChecks.cpp - Explicit checks for every memory access -------===//
+//===- InsertBoundsChecks.cpp - Explicit checks for every memory access
+//-------===//
 //
 // Every access to a NetVM memory must stay inside it, or raise the memory's
 // bounds exception. This pass makes that check an explicit
@@ -30,7 +31,7 @@ namespace {
 struct Range {
   MemSpace space;
   Value offset;
-  Value length;        // null: `width` bytes
+  Value length; // null: `width` bytes
   uint64_t width = 0;
 };
 
@@ -48,8 +49,8 @@ struct InsertBoundsChecksPass
 
 } // namespace
 
-std::optional<uint64_t>
-InsertBoundsChecksPass::staticSize(MemSpace space, HandlerOp handler) {
+std::optional<uint64_t> InsertBoundsChecksPass::staticSize(MemSpace space,
+                                                           HandlerOp handler) {
   PEOp pe = handler.getPE();
   switch (space) {
   case MemSpace::Packet:
@@ -83,11 +84,13 @@ void InsertBoundsChecksPass::check(Operation *op, const Range &range,
     }
   }
   if (range.length)
-    CheckBoundsOp::create(b, loc, MemSpaceAttr::get(b.getContext(), range.space), range.offset, range.length,
-                          b.getI64IntegerAttr(0));
+    CheckBoundsOp::create(b, loc,
+                          MemSpaceAttr::get(b.getContext(), range.space),
+                          range.offset, range.length, b.getI64IntegerAttr(0));
   else
-    CheckBoundsOp::create(b, loc, MemSpaceAttr::get(b.getContext(), range.space), range.offset, Value(),
-                          b.getI64IntegerAttr(range.width));
+    CheckBoundsOp::create(
+        b, loc, MemSpaceAttr::get(b.getContext(), range.space), range.offset,
+        Value(), b.getI64IntegerAttr(range.width));
   NETVM_BUMP(numChecks);
 }
 
@@ -111,10 +114,12 @@ void InsertBoundsChecksPass::runOnOperation() {
   for (Operation *op : accesses) {
     SmallVector<Range, 2> ranges;
     if (auto load = dyn_cast<LoadOp>(op))
-      ranges.push_back({load.getSpace(), load.getOffset(), {},
-                        bytes(load.getType())});
+      ranges.push_back(
+          {load.getSpace(), load.getOffset(), {}, bytes(load.getType())});
     else if (auto store = dyn_cast<StoreOp>(op))
-      ranges.push_back({store.getSpace(), store.getOffset(), {},
+      ranges.push_back({store.getSpace(),
+                        store.getOffset(),
+                        {},
                         bytes(store.getValue().getType())});
     else if (auto copy = dyn_cast<CopyOp>(op)) {
       ranges.push_back({copy.getSrcSpace(), copy.getSrc(), copy.getLength()});

@@ -1,4 +1,5 @@
-//===- InsertWatchdog.cpp - Watchdogs at the head of every loop ---------------===//
+//===- InsertWatchdog.cpp - Watchdogs at the head of every loop
+//---------------===//
 //
 // Every cycle of a control-flow graph contains a retreating edge of any
 // depth-first search: an edge to a block still on the search stack. One

@@ -66,7 +66,8 @@ struct MergeTestsPass
     for (bool nextOnTrue : {false, true}) {
       Block *next = nextOnTrue ? first.getTrueDest() : first.getFalseDest();
       Block *exit = nextOnTrue ? first.getFalseDest() : first.getTrueDest();
-      if (next == exit || next == &pred || next->getSinglePredecessor() != &pred ||
+      if (next == exit || next == &pred ||
+          next->getSinglePredecessor() != &pred ||
           next->getNumArguments() != 0 || !first.getTrueOperands().empty() ||
           !first.getFalseOperands().empty())
         continue;
@@ -76,8 +77,7 @@ struct MergeTestsPass
       bool exitOnTrue = second.getTrueDest() == exit;
       if (!exitOnTrue && second.getFalseDest() != exit)
         continue;
-      if (!(exitOnTrue ? second.getTrueOperands()
-                       : second.getFalseOperands())
+      if (!(exitOnTrue ? second.getTrueOperands() : second.getFalseOperands())
                .empty())
         continue;
       Block *onward = exitOnTrue ? second.getFalseDest() : second.getTrueDest();
@@ -100,10 +100,9 @@ struct MergeTestsPass
       auto exitWhen = [&](Value cond, bool onTrue) -> Value {
         return onTrue ? cond : arith::XOrIOp::create(b, loc, cond, one);
       };
-      Value leave =
-          arith::OrIOp::create(b, loc, exitWhen(first.getCondition(),
-                                                !nextOnTrue),
-                               exitWhen(second.getCondition(), exitOnTrue));
+      Value leave = arith::OrIOp::create(
+          b, loc, exitWhen(first.getCondition(), !nextOnTrue),
+          exitWhen(second.getCondition(), exitOnTrue));
       SmallVector<Value> onwardArgs(exitOnTrue ? second.getFalseOperands()
                                                : second.getTrueOperands());
       cf::CondBranchOp::create(b, loc, leave, exit, ValueRange{}, onward,

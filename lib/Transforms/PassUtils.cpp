@@ -2,10 +2,10 @@
 
 #include "PassUtils.h"
 
+#include "NetVM/NetVMPasses.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "NetVM/NetVMPasses.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <mutex>
@@ -69,8 +69,8 @@ bool netvm::mayWrite(Operation *op, MemSpace space) {
   iface.getEffects(effects);
   SideEffects::Resource *resource = getResource(space);
   for (const MemoryEffects::EffectInstance &e : effects)
-    if (isa<MemoryEffects::Write, MemoryEffects::Allocate,
-            MemoryEffects::Free>(e.getEffect()) &&
+    if (isa<MemoryEffects::Write, MemoryEffects::Allocate, MemoryEffects::Free>(
+            e.getEffect()) &&
         (e.getResource() == resource ||
          isa<SideEffects::DefaultResource>(e.getResource())))
       return true;

@@ -42,8 +42,7 @@ struct Counts {
 /// op(op(x, c1), c2) -> op(x, op(c1, c2)), the inner constant folded;
 /// op(op(x, c), y) -> op(op(x, y), c) when the inner result has no other
 /// use, which moves the constant outwards.
-template <typename Op>
-struct ReassociateChain : public OpRewritePattern<Op> {
+template <typename Op> struct ReassociateChain : public OpRewritePattern<Op> {
   ReassociateChain(MLIRContext *context, Counts &counts)
       : OpRewritePattern<Op>(context, /*benefit=*/2), counts(counts) {}
   Counts &counts;
@@ -124,14 +123,15 @@ struct ReassociatePass
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
     Counts counts;
-    patterns.add<ReassociateChain<arith::AddIOp>, ReassociateChain<arith::OrIOp>,
-                 ReassociateChain<arith::XOrIOp>, ReassociateChain<arith::MulIOp>,
-                 ReassociateChain<arith::AndIOp>>(context, counts);
+    patterns
+        .add<ReassociateChain<arith::AddIOp>, ReassociateChain<arith::OrIOp>,
+             ReassociateChain<arith::XOrIOp>, ReassociateChain<arith::MulIOp>,
+             ReassociateChain<arith::AndIOp>>(context, counts);
     patterns.add<SubConstantAsAdd>(context);
     GreedyRewriteConfig config;
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
     NETVM_BUMP(numFolded, counts.folded);
     NETVM_BUMP(numHoisted, counts.hoisted);

@@ -42,8 +42,7 @@ uint64_t allOnes(unsigned width) {
 }
 
 Value constant(PatternRewriter &rw, Location loc, Type type, uint64_t v) {
-  return arith::ConstantIntOp::create(rw, loc, type,
-                                      static_cast<int64_t>(v));
+  return arith::ConstantIntOp::create(rw, loc, type, static_cast<int64_t>(v));
 }
 
 /// The bits of `v` known to be zero (a small, local analysis).
@@ -68,12 +67,10 @@ uint64_t knownZero(Value v, unsigned depth = 0) {
            knownZero(orOp.getRhs(), depth + 1);
   if (auto shr = dyn_cast<arith::ShRUIOp>(def))
     if (std::optional<uint64_t> k = constantOf(shr.getRhs()); k && *k < width)
-      return ((knownZero(shr.getLhs(), depth + 1) >> *k) |
-              ~(all >> *k)) & all;
+      return ((knownZero(shr.getLhs(), depth + 1) >> *k) | ~(all >> *k)) & all;
   if (auto shl = dyn_cast<arith::ShLIOp>(def))
     if (std::optional<uint64_t> k = constantOf(shl.getRhs()); k && *k < width)
-      return ((knownZero(shl.getLhs(), depth + 1) << *k) | allOnes(*k)) &
-             all;
+      return ((knownZero(shl.getLhs(), depth + 1) << *k) | allOnes(*k)) & all;
   return 0;
 }
 
@@ -138,15 +135,13 @@ struct SimplifyShift : public OpRewritePattern<ShiftOp> {
       return success();
     }
     rw.replaceOpWithNewOp<ShiftOp>(
-        op, inner.getLhs(),
-        constant(rw, op.getLoc(), op.getType(), *c1 + *c2));
+        op, inner.getLhs(), constant(rw, op.getLoc(), op.getType(), *c1 + *c2));
     return success();
   }
 };
 
 /// x * 2^k -> x << k; x /u 2^k -> x >> k; x %u 2^k -> x & (2^k - 1).
-template <typename Op>
-struct StrengthReduce : public OpRewritePattern<Op> {
+template <typename Op> struct StrengthReduce : public OpRewritePattern<Op> {
   using OpRewritePattern<Op>::OpRewritePattern;
   LogicalResult matchAndRewrite(Op op, PatternRewriter &rw) const override {
     Value x = op.getLhs();
@@ -163,8 +158,8 @@ struct StrengthReduce : public OpRewritePattern<Op> {
       rw.replaceOpWithNewOp<arith::ShLIOp>(op, x,
                                            constant(rw, loc, op.getType(), k));
     else if constexpr (std::is_same_v<Op, arith::DivUIOp>)
-      rw.replaceOpWithNewOp<arith::ShRUIOp>(
-          op, x, constant(rw, loc, op.getType(), k));
+      rw.replaceOpWithNewOp<arith::ShRUIOp>(op, x,
+                                            constant(rw, loc, op.getType(), k));
     else
       rw.replaceOpWithNewOp<arith::AndIOp>(
           op, x, constant(rw, loc, op.getType(), *c - 1));
@@ -223,8 +218,7 @@ struct DecideCompare : public OpRewritePattern<arith::CmpIOp> {
   }
 };
 
-struct SimplifyPass
-    : public netvm::impl::NetVMSimplifyBase<SimplifyPass> {
+struct SimplifyPass : public netvm::impl::NetVMSimplifyBase<SimplifyPass> {
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
@@ -239,8 +233,8 @@ struct SimplifyPass
     GreedyRewriteConfig config;
     config.setListener(&listener);
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
     NETVM_BUMP(numMasks, listener.applied("SimplifyMask"));
     NETVM_BUMP(numShifts, listener.applied("SimplifyShift"));

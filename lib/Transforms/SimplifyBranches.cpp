@@ -105,11 +105,12 @@ struct SimplifyBranchesPass
 
     Shape after = Shape::of(handler);
     NETVM_BUMP(numConstant, before.conditional > after.conditional
-                       ? before.conditional - after.conditional
-                       : 0);
-    NETVM_BUMP(numBlocks, before.blocks > after.blocks ? before.blocks - after.blocks
-                                              : 0);
-    NETVM_BUMP(numSwitches, before.cases > after.cases ? before.cases - after.cases : 0);
+                                ? before.conditional - after.conditional
+                                : 0);
+    NETVM_BUMP(numBlocks,
+               before.blocks > after.blocks ? before.blocks - after.blocks : 0);
+    NETVM_BUMP(numSwitches,
+               before.cases > after.cases ? before.cases - after.cases : 0);
     NETVM_BUMP(numThreaded, counter.threaded);
   }
 

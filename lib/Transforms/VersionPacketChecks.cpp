@@ -1,4 +1,5 @@
-//===- VersionPacketChecks.cpp - One length test for the common case ---------===//
+//===- VersionPacketChecks.cpp - One length test for the common case
+//---------===//
 //
 // Filters test packet fields one after the other, and every test at a new
 // offset brings its own bounds check. The checks must stay where they are
@@ -102,8 +103,8 @@ struct VersionPacketChecksPass
     Value length = PacketLengthOp::create(b, loc, b.getI32Type());
     Value needed = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
                                                 static_cast<int64_t>(end));
-    Value longEnough = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::uge, length, needed);
+    Value longEnough = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                             length, needed);
     cf::CondBranchOp::create(b, loc, longEnough, fastEntry, args, oldEntry,
                              args, ArrayRef<int32_t>{1000, 1});
   }

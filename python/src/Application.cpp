@@ -18,8 +18,8 @@
 #include "NetVM/NetVMPasses.h"
 
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -85,10 +85,11 @@ public:
   DiagnosticCollector(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
                       std::vector<Diagnostic> &out)
       : renderer(sourceMgr, &context, renderStream),
-        handler(&context, [this](mlir::Diagnostic &diag) {
-          collect(diag);
-          return mlir::success();
-        }),
+        handler(&context,
+                [this](mlir::Diagnostic &diag) {
+                  collect(diag);
+                  return mlir::success();
+                }),
         out(out) {}
 
   bool hasErrors() const { return errors; }
@@ -136,7 +137,6 @@ static std::string renderErrors(const std::vector<Diagnostic> &diagnostics) {
 //===----------------------------------------------------------------------===//
 // Compiling
 //===----------------------------------------------------------------------===//
-
 
 /// Whether an operation of the handlers of `app` may write packet memory.
 /// Only netvm operations touch memories; one that does not describe its
@@ -216,8 +216,13 @@ Application::compile(const CompileRequest &request,
     if (llvm::none_of(diagnostics, [](const Diagnostic &d) {
           return d.severity == "error";
         }))
-      diagnostics.push_back({"error", "compilation failed", "", 0, 0,
-                             "error: compilation failed", {}});
+      diagnostics.push_back({"error",
+                             "compilation failed",
+                             "",
+                             0,
+                             0,
+                             "error: compilation failed",
+                             {}});
     return nullptr;
   };
   if (!state->input || collector.hasErrors())

@@ -1,4 +1,5 @@
-//===- Application.h - Compiled applications for the Python package -*- C++ -*-===//
+//===- Application.h - Compiled applications for the Python package -*- C++
+//-*-===//
 //
 // What `netvm.compile` makes: an application loaded through lib/Driver
 // (NetIL, .nvapp, MLIR, NetPFL or tcpdump expressions, from files or from

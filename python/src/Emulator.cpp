@@ -1,4 +1,5 @@
-//===- Emulator.cpp - The ME emulator from Python --------------------------===//
+//===- Emulator.cpp - The ME emulator from Python
+//--------------------------===//
 //
 // netvm.emulate: assemble a microengine program (docs/me-isa.md) and run it
 // on the IXP-like emulator with packets from Python; returns the packets
@@ -9,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/emu/Emulator.h"
-#include "netvm/emu/StatsJson.h"
-#include "netvm/emu/Options.h"
 #include "netvm/Target/ME/Assembler.h"
+#include "netvm/emu/Options.h"
+#include "netvm/emu/StatsJson.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
@@ -69,11 +70,10 @@ nb::dict memoryStats(const MemoryStats &m) {
   return d;
 }
 
-nb::dict emulate(const std::string &source, const std::string &fileName,
-                 nb::list ports, unsigned mes, double clockMHz,
-                 uint64_t maxCycles,
-                 const std::vector<std::pair<std::string, std::string>>
-                     &machineOptions) {
+nb::dict emulate(
+    const std::string &source, const std::string &fileName, nb::list ports,
+    unsigned mes, double clockMHz, uint64_t maxCycles,
+    const std::vector<std::pair<std::string, std::string>> &machineOptions) {
   MachineConfig config;
   config.numMEs = mes;
   config.clockMHz = clockMHz;
@@ -137,10 +137,10 @@ nb::dict emulate(const std::string &source, const std::string &fileName,
   nb::dict result;
   nb::list sent;
   for (const Transmitted &t : out.sent)
-    sent.append(nb::make_tuple(
-        t.port, t.cycle,
-        nb::bytes(reinterpret_cast<const char *>(t.bytes.data()),
-                  t.bytes.size())));
+    sent.append(
+        nb::make_tuple(t.port, t.cycle,
+                       nb::bytes(reinterpret_cast<const char *>(t.bytes.data()),
+                                 t.bytes.size())));
   result["transmitted"] = sent;
   result["cycles"] = stats.cycles;
   result["seconds"] = stats.seconds();
@@ -184,8 +184,8 @@ nb::dict emulate(const std::string &source, const std::string &fileName,
 
 namespace netvm::python {
 void bindEmulator(nb::module_ &m) {
-  m.def("emulate", &emulate, "source"_a, "file_name"_a, "packets"_a,
-        "mes"_a, "clock_mhz"_a, "max_cycles"_a, "options"_a,
+  m.def("emulate", &emulate, "source"_a, "file_name"_a, "packets"_a, "mes"_a,
+        "clock_mhz"_a, "max_cycles"_a, "options"_a,
         "Assemble a microengine program and run it on the emulator.");
 }
 } // namespace netvm::python

@@ -106,8 +106,9 @@ static uint32_t lookupIndex(nb::handle which,
                               .c_str());
   }
   if (!PyIndex_Check(which.ptr()) || nb::isinstance<nb::bool_>(which))
-    throw nb::type_error((std::string(arg) + " must be an int or a name, "
-                                              "not " +
+    throw nb::type_error((std::string(arg) +
+                          " must be an int or a name, "
+                          "not " +
                           nb::type_name(which.type()).c_str())
                              .c_str());
   long long index = PyLong_AsLongLong(which.ptr());
@@ -125,7 +126,8 @@ static uint32_t lookupIndex(nb::handle which,
 
 template <typename T> static nb::object numpyArray(size_t n, T *&data) {
   data = new T[n ? n : 1];
-  nb::capsule owner(data, [](void *p) noexcept { delete[] static_cast<T *>(p); });
+  nb::capsule owner(data,
+                    [](void *p) noexcept { delete[] static_cast<T *>(p); });
   return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<1>>(data, {n}, owner));
 }
 
@@ -319,8 +321,7 @@ struct PyInstance {
     if (offsets.is_none()) {
       if (PyUnicode_Check(packets.ptr()) || PyBytes_Check(packets.ptr()) ||
           PyByteArray_Check(packets.ptr()) ||
-          PyMemoryView_Check(packets.ptr()) ||
-          !PySequence_Check(packets.ptr()))
+          PyMemoryView_Check(packets.ptr()) || !PySequence_Check(packets.ptr()))
         throw nb::type_error(
             ("run_batch takes a sequence of packets, or a buffer and "
              "offsets=, not " +
@@ -343,13 +344,11 @@ struct PyInstance {
         arena.insert(arena.end(), b.data(), b.data() + b.size());
       }
     } else {
-      const ByteView &buffer =
-          views.emplace_back(packets, "the packet buffer");
+      const ByteView &buffer = views.emplace_back(packets, "the packet buffer");
       nb::object array = nb::module_::import_("numpy").attr(
           "ascontiguousarray")(offsets, "dtype"_a = "int64");
-      auto offs = nb::cast<
-          nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig,
-                      nb::device::cpu>>(array);
+      auto offs = nb::cast<nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig,
+                                       nb::device::cpu>>(array);
       if (offs.shape(0) < 1)
         throw nb::value_error("offsets needs one entry more than there are "
                               "packets (the end of the last one)");
@@ -466,12 +465,11 @@ struct PyInstance {
   static void checkRange(uint64_t offset, uint64_t size, uint32_t memSize,
                          const char *what) {
     if (offset > memSize || size > memSize - offset)
-      throw nb::index_error((std::string(what) + " bytes " +
-                             std::to_string(offset) + ".." +
-                             std::to_string(offset + size) +
-                             " are outside its " + std::to_string(memSize) +
-                             " bytes")
-                                .c_str());
+      throw nb::index_error(
+          (std::string(what) + " bytes " + std::to_string(offset) + ".." +
+           std::to_string(offset + size) + " are outside its " +
+           std::to_string(memSize) + " bytes")
+              .c_str());
   }
   nb::bytes read(nb::handle which, uint64_t offset,
                  std::optional<uint64_t> size, const char *what) {
@@ -544,13 +542,11 @@ static Language parseLanguage(const std::string &lang) {
                             .c_str());
 }
 
-static nb::tuple compile(const std::string &lang,
-                         std::vector<std::pair<std::string,
-                                               std::optional<std::string>>>
-                             inputs,
-                         std::map<std::string, std::string> files,
-                         unsigned optLevel, const std::string &protoDB,
-                         const std::string &name) {
+static nb::tuple
+compile(const std::string &lang,
+        std::vector<std::pair<std::string, std::optional<std::string>>> inputs,
+        std::map<std::string, std::string> files, unsigned optLevel,
+        const std::string &protoDB, const std::string &name) {
   CompileRequest request;
   request.language = parseLanguage(lang);
   request.inputs = std::move(inputs);
@@ -606,15 +602,14 @@ NB_MODULE(_netvm, m) {
       .def_prop_ro("pes", &Application::pes)
       .def_prop_ro("opt_level", &Application::optLevel)
       .def_prop_ro("writes_packets", &Application::writesPackets)
-      .def_prop_ro("pass_statistics",
-                   [](const Application &a) {
-                     std::vector<std::tuple<std::string, std::string,
-                                            uint64_t>>
-                         out;
-                     for (const PassStatistic &s : a.passStatistics())
-                       out.emplace_back(s.pass, s.name, s.value);
-                     return out;
-                   })
+      .def_prop_ro(
+          "pass_statistics",
+          [](const Application &a) {
+            std::vector<std::tuple<std::string, std::string, uint64_t>> out;
+            for (const PassStatistic &s : a.passStatistics())
+              out.emplace_back(s.pass, s.name, s.value);
+            return out;
+          })
       .def("mlir", &Application::mlir, "stage"_a)
       .def("llvm_ir", &Application::llvmIR, "target"_a, "cpu"_a)
       .def("asm", &Application::assembly, "target"_a, "cpu"_a)
@@ -759,13 +754,11 @@ NB_MODULE(_netvm, m) {
       .def_prop_ro(
           "init_exceptions",
           [](const PyInstance &i) {
-            return exceptionList(*i.names,
-                                 i.init.exceptions);
+            return exceptionList(*i.names, i.init.exceptions);
           },
           "Exceptions the init handlers raised.")
       .def("run", &PyInstance::run, "packet"_a.none(), "port"_a.none() = 0,
-           nb::kw_only(),
-           "wire_length"_a = nb::none(), "seconds"_a = 0,
+           nb::kw_only(), "wire_length"_a = nb::none(), "seconds"_a = 0,
            "microseconds"_a = 0,
            "Push one packet through source `port` (an index or a name) and "
            "return what happened to it (a Result). The packet is copied: "
@@ -827,8 +820,7 @@ NB_MODULE(_netvm, m) {
           [](PyInstance &i, uint64_t offset, std::optional<uint64_t> size) {
             return i.read(nb::none(), offset, size, "shared memory");
           },
-          "offset"_a = 0, "size"_a = nb::none(),
-          "Copy bytes of shared memory.")
+          "offset"_a = 0, "size"_a = nb::none(), "Copy bytes of shared memory.")
       .def(
           "write_shared",
           [](PyInstance &i, uint64_t offset, nb::handle data) {

@@ -66,8 +66,8 @@ struct lookup_state {
   uint32_t pending_length;
 };
 
-static uint32_t lookup_bucket(const struct lookup_state *s,
-                              const uint32_t *key, uint32_t length) {
+static uint32_t lookup_bucket(const struct lookup_state *s, const uint32_t *key,
+                              uint32_t length) {
   return netvm_hash_words(key, length) & (s->num_buckets - 1);
 }
 
@@ -159,8 +159,8 @@ static int lookup_invoke(netvm_copro *c, uint32_t operation) {
       uint32_t b;
       e = calloc(1, sizeof(*e));
       if (!e)
-        return fail(c, "out of memory inserting key of words:",
-                    s->pending_length);
+        return fail(c,
+                    "out of memory inserting key of words:", s->pending_length);
       memcpy(e->key, s->pending, s->pending_length * sizeof(uint32_t));
       e->key_length = s->pending_length;
       b = lookup_bucket(s, e->key, e->key_length);
@@ -329,7 +329,7 @@ static const struct copro_ops *const copro_table[] = {
 const char *const *netvm_copro_names(void) {
   static const char *const names[] = {"associative", "lookup",
 #ifndef NETVM_NO_HYPERSCAN
-                                      "regexp",      "stringmatching",
+                                      "regexp", "stringmatching",
 #endif
                                       NULL};
   return names;

@@ -164,8 +164,10 @@ static int str_begin(netvm_copro *c, struct str_state *s, struct reader *r,
                      const char *what, uint32_t *count) {
   str_clear(s);
   if (!take_u16(r, count))
-    return netvm_copro_fail(c, "initialisation data too short for the %s "
-                               "count", what);
+    return netvm_copro_fail(c,
+                            "initialisation data too short for the %s "
+                            "count",
+                            what);
   s->dbs = calloc(*count ? *count : 1, sizeof(*s->dbs));
   if (!s->dbs)
     return netvm_copro_fail(c, "out of memory for %u %ss", *count, what);
@@ -401,9 +403,9 @@ static int regexp_invoke(netvm_copro *c, uint32_t op) {
   }
 }
 
-const struct copro_ops netvm_copro_regexp_ops = {
-    "regexp",    STR_REGISTERS, regexp_create, str_destroy,
-    regexp_init, regexp_invoke};
+const struct copro_ops netvm_copro_regexp_ops = {"regexp",      STR_REGISTERS,
+                                                 regexp_create, str_destroy,
+                                                 regexp_init,   regexp_invoke};
 
 /*===- stringmatching -----------------------------------------------------===*/
 
@@ -446,9 +448,8 @@ static int sm_add_group(netvm_copro *c, struct str_state *s, uint32_t group,
     ok = take_u16(r, &length) && take_u16(r, &nocase) && take_u32(r, &value) &&
          take_bytes(r, length, &bytes);
     if (!ok) {
-      netvm_copro_fail(c,
-                       "initialisation data ends inside string %u of group %u",
-                       i, group);
+      netvm_copro_fail(
+          c, "initialisation data ends inside string %u of group %u", i, group);
       goto done;
     }
     if (length == 0) {
@@ -490,8 +491,7 @@ static int sm_init(netvm_copro *c, const uint8_t *data, size_t size,
     uint32_t count;
     if (!take_u16(&r, &count)) {
       str_clear(s);
-      return netvm_copro_fail(c, "initialisation data ends before group %u",
-                              g);
+      return netvm_copro_fail(c, "initialisation data ends before group %u", g);
     }
     if (!sm_add_group(c, s, g, &r, count)) {
       str_clear(s);
@@ -567,5 +567,5 @@ static int sm_invoke(netvm_copro *c, uint32_t op) {
 }
 
 const struct copro_ops netvm_copro_stringmatching_ops = {
-    "stringmatching", STR_REGISTERS, sm_create, str_destroy, sm_init,
-    sm_invoke};
+    "stringmatching", STR_REGISTERS, sm_create,
+    str_destroy,      sm_init,       sm_invoke};

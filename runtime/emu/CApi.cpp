@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/emu/emu.h"
 #include "netvm/emu/Emulator.h"
 #include "netvm/emu/Options.h"
 #include "netvm/emu/StatsJson.h"
+#include "netvm/emu/emu.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -260,8 +260,8 @@ int netvm_emu_queue_packet_on(netvm_emu *emu, unsigned port,
   });
 }
 
-int netvm_emu_queue_packet(netvm_emu *emu, const uint8_t *bytes,
-                           size_t length, uint32_t wire_length) {
+int netvm_emu_queue_packet(netvm_emu *emu, const uint8_t *bytes, size_t length,
+                           uint32_t wire_length) {
   return netvm_emu_queue_packet_on(emu, 0, bytes, length, wire_length);
 }
 
@@ -375,8 +375,7 @@ uint64_t netvm_emu_packets_sent(const netvm_emu *emu) {
 }
 
 const char *netvm_emu_stop_reason(const netvm_emu *emu) {
-  return emu && emu->emulator ? emu->emulator->stats().stopReason.c_str()
-                              : "";
+  return emu && emu->emulator ? emu->emulator->stats().stopReason.c_str() : "";
 }
 
 size_t netvm_emu_fault_count(const netvm_emu *emu) {

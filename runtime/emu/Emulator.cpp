@@ -21,7 +21,7 @@ PacketInput::~PacketInput() = default;
 PacketOutput::~PacketOutput() = default;
 
 const char *netvm::me::stallReasonName(StallReason reason) {
-  static const char *const names[] = {"scratch", "sram", "dram",  "hash",
+  static const char *const names[] = {"scratch", "sram", "dram",   "hash",
                                       "rx",      "tx",   "signal", "done"};
   static_assert(sizeof(names) / sizeof(names[0]) == StallCount,
                 "one name per stall reason");
@@ -42,9 +42,9 @@ static void storeBE(uint8_t *p, uint32_t v) {
 
 Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
   config.numMEs = std::clamp(config.numMEs, 1u, maxMEs);
-  unsigned shortest = std::min({config.scratchLatency, config.sramLatency,
-                                config.dramLatency, config.hashLatency,
-                                config.rxLatency, config.txLatency});
+  unsigned shortest =
+      std::min({config.scratchLatency, config.sramLatency, config.dramLatency,
+                config.hashLatency, config.rxLatency, config.txLatency});
   config.quantum = std::max(1u, std::min(config.quantum, shortest));
   if (config.clockMHz <= 0)
     config.clockMHz = 600;
@@ -55,17 +55,26 @@ Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
   config.sramChannels = std::clamp(config.sramChannels, 1u, 8u);
   controllers.push_back(Controller{config.scratchCommandCycles,
                                    config.scratchBytesPerCycle,
-                                   config.scratchLatency, 0, {},
-                                   &stats.scratch, nullptr});
+                                   config.scratchLatency,
+                                   0,
+                                   {},
+                                   &stats.scratch,
+                                   nullptr});
   stats.sramChannels.resize(config.sramChannels);
   for (MemoryStats &channel : stats.sramChannels)
     controllers.push_back(Controller{config.sramCommandCycles,
                                      config.sramBytesPerCycle,
-                                     config.sramLatency, 0, {}, &stats.sram,
+                                     config.sramLatency,
+                                     0,
+                                     {},
+                                     &stats.sram,
                                      &channel});
   controllers.push_back(Controller{config.dramCommandCycles,
                                    config.dramBytesPerCycle,
-                                   config.dramLatency, 0, {}, &stats.dram,
+                                   config.dramLatency,
+                                   0,
+                                   {},
+                                   &stats.dram,
                                    nullptr});
   mes.resize(config.numMEs);
   stats.mes.resize(config.numMEs);
@@ -179,9 +188,8 @@ static DInst predecode(uint64_t word, unsigned n, unsigned contexts,
   d.defer = in.defer;
   d.csr = in.csr;
   d.sigMask = in.sigMask;
-  d.takenCost =
-      uint8_t(config.branchPenalty > in.defer ? config.branchPenalty - in.defer
-                                              : 0);
+  d.takenCost = uint8_t(
+      config.branchPenalty > in.defer ? config.branchPenalty - in.defer : 0);
   d.dst = resolve(in.dst, n, true, why);
   if (why.empty())
     d.a = resolve(in.a, n, false, why);
@@ -200,8 +208,7 @@ static DInst predecode(uint64_t word, unsigned n, unsigned contexts,
   if (why.empty() &&
       (info.format == Format::LdField || info.format == Format::ImmedHalf) &&
       !in.dst.isGpr())
-    why = "the destination of " + std::string(info.mnemonic) +
-          " must be a GPR";
+    why = "the destination of " + std::string(info.mnemonic) + " must be a GPR";
   d.bad = !why.empty();
   if (d.bad)
     d.op = Op::Invalid;
@@ -217,8 +224,7 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
       while (!((block.meMask >> me) & 1) || me < config.numMEs)
         ++me;
       error = "the image has code for ME " + std::to_string(me) +
-              " but the machine has " + std::to_string(config.numMEs) +
-              " MEs";
+              " but the machine has " + std::to_string(config.numMEs) + " MEs";
       return false;
     }
     if (block.meMask & seen) {
@@ -242,7 +248,8 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
       return false;
     }
   for (const RingConfig &ring : img.rings)
-    if (!memoryRange(Memory::Scratch, ring.base, uint64_t(ring.sizeWords) * 4)) {
+    if (!memoryRange(Memory::Scratch, ring.base,
+                     uint64_t(ring.sizeWords) * 4)) {
       error = "ring " + std::to_string(ring.ring) +
               " does not fit in scratch memory";
       return false;
@@ -276,16 +283,16 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
       me.code.clear();
       me.badReason.assign(block.words.size(), std::string());
       for (size_t pc = 0; pc < block.words.size(); ++pc)
-        me.code.push_back(predecode(block.words[pc], me.perBank,
-                                    me.numContexts, config, me.badReason[pc]));
+        me.code.push_back(predecode(block.words[pc], me.perBank, me.numContexts,
+                                    config, me.badReason[pc]));
       // Checks that need the whole program: targets and defer slots.
       for (size_t pc = 0; pc < me.code.size(); ++pc) {
         DInst &d = me.code[pc];
         if (d.bad)
           continue;
         const InstrInfo &info = *lookupOpcode(uint8_t(d.op));
-        bool hasTarget = info.format >= Format::Branch &&
-                         info.format <= Format::Jump;
+        bool hasTarget =
+            info.format >= Format::Branch && info.format <= Format::Jump;
         if (hasTarget && d.imm >= me.code.size()) {
           d.bad = true;
           d.op = Op::Invalid;
@@ -405,8 +412,8 @@ uint64_t Emulator::Impl::nextEventTime() const {
 
 uint64_t Controller::serve(uint64_t time, unsigned bytes) {
   uint64_t service =
-      command + (bytesPerCycle ? (bytes + bytesPerCycle - 1) / bytesPerCycle
-                               : 0);
+      command +
+      (bytesPerCycle ? (bytes + bytesPerCycle - 1) / bytesPerCycle : 0);
   while (!serviceEnds.empty() && serviceEnds.front() <= time)
     serviceEnds.pop_front();
   uint32_t ahead = uint32_t(serviceEnds.size());
@@ -592,7 +599,8 @@ void Emulator::Impl::retireContexts(MEState &me, uint64_t now) {
     if (c.state == Context::Waiting) {
       c.stats->waitCycles += now > c.waitSince ? now - c.waitSince : 0;
     } else if (c.state == Context::Ready && c.readyAt < now) {
-      c.stats->waitCycles += c.readyAt > c.waitSince ? c.readyAt - c.waitSince : 0;
+      c.stats->waitCycles +=
+          c.readyAt > c.waitSince ? c.readyAt - c.waitSince : 0;
       c.stats->readyCycles += now - c.readyAt;
     }
     if (c.state != Context::Off)
@@ -623,7 +631,7 @@ void Emulator::Impl::memoryEvent(Event &e) {
   MEState &me = mes[e.me];
   uint32_t *regs = me.ctx[e.ctx].regs;
   Op op = e.op;
-  Memory memory = op >= Op::DramRead  ? Memory::Dram
+  Memory memory = op >= Op::DramRead   ? Memory::Dram
                   : op >= Op::SramRead ? Memory::Sram
                                        : Memory::Scratch;
   MemoryStats &ms = memory == Memory::Scratch ? stats.scratch
@@ -804,8 +812,7 @@ extern "C" uint64_t netvm_emu_host_now(const netvm_emu_host *host) {
   return host->impl->hostClock;
 }
 
-extern "C" int netvm_emu_host_ring_count(netvm_emu_host *host,
-                                         unsigned ring) {
+extern "C" int netvm_emu_host_ring_count(netvm_emu_host *host, unsigned ring) {
   Emulator::Impl &m = *host->impl;
   m.hostCross(0);
   if (ring >= numRings || !m.rings[ring].configured)
@@ -985,10 +992,11 @@ void Emulator::Impl::applyEvent(Event &e) {
     if (e.aux != ~0u) {
       BufferedPacket &bp = inFlight[e.aux];
       const InputPacket &p = bp.packet;
-      uint32_t length = uint32_t(
-          std::min<size_t>(p.bytes.size(), config.maxPacketBytes));
+      uint32_t length =
+          uint32_t(std::min<size_t>(p.bytes.size(), config.maxPacketBytes));
       std::memcpy(dram.get() + e.addr, p.bytes.data(), length);
-      uint32_t wire = std::max<uint32_t>(p.wireLength, uint32_t(p.bytes.size()));
+      uint32_t wire =
+          std::max<uint32_t>(p.wireLength, uint32_t(p.bytes.size()));
       bool truncated = length < p.bytes.size();
       desc[0] = length;
       desc[1] = wire;
@@ -1222,8 +1230,8 @@ void Emulator::Impl::finish(uint64_t end) {
     for (unsigned r = 0; r < StallDone; ++r)
       attributed += s.idleCycles[r];
     uint64_t busy = std::min(s.busyCycles, end);
-    s.idleCycles[StallDone] = end > busy + attributed ? end - busy - attributed
-                                                      : 0;
+    s.idleCycles[StallDone] =
+        end > busy + attributed ? end - busy - attributed : 0;
     for (unsigned c = 0; c < me.numContexts; ++c) {
       Context &ctx = me.ctx[c];
       ThreadStats &ts = *ctx.stats;
@@ -1269,11 +1277,10 @@ std::string Emulator::Impl::dumpRegisters() const {
       if (!ctx.stats->enabled)
         continue;
       unsigned n = me.perBank;
-      std::snprintf(line, sizeof(line),
-                    "me%u.ctx%u pc=%u %s cc=%c%c%c%c\n", me.index, c, ctx.pc,
-                    me.stopped ? "stopped" : states[ctx.state],
-                    ctx.z ? 'Z' : 'z', ctx.n ? 'N' : 'n', ctx.c ? 'C' : 'c',
-                    ctx.v ? 'V' : 'v');
+      std::snprintf(
+          line, sizeof(line), "me%u.ctx%u pc=%u %s cc=%c%c%c%c\n", me.index, c,
+          ctx.pc, me.stopped ? "stopped" : states[ctx.state], ctx.z ? 'Z' : 'z',
+          ctx.n ? 'N' : 'n', ctx.c ? 'C' : 'c', ctx.v ? 'V' : 'v');
       out += line;
       const char *banks[] = {"a", "b", "$", "$$"};
       for (unsigned bank = 0; bank < 4; ++bank)

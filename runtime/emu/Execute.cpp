@@ -64,7 +64,8 @@ uint64_t Emulator::Impl::runME(MEState &me, uint64_t from, uint64_t until) {
       Context &c = me.ctx[pick];
       if (me.now > me.idleSince)
         me.stats->idleCycles[c.wakeReason] += me.now - me.idleSince;
-      c.stats->waitCycles += c.readyAt > c.waitSince ? c.readyAt - c.waitSince : 0;
+      c.stats->waitCycles +=
+          c.readyAt > c.waitSince ? c.readyAt - c.waitSince : 0;
       c.stats->readyCycles += me.now - c.readyAt;
       c.state = Context::Running;
       me.readyMask &= ~(1u << unsigned(pick));
@@ -417,7 +418,7 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
   }
   default: {
     bool dram = in.op == Op::DramRead || in.op == Op::DramWrite;
-    Memory memory = dram                   ? Memory::Dram
+    Memory memory = dram                    ? Memory::Dram
                     : in.op >= Op::SramRead ? Memory::Sram
                                             : Memory::Scratch;
     unsigned words = dram ? 2 * in.count : in.count;
@@ -581,17 +582,18 @@ void Emulator::Impl::execute(MEState &me, Context &c, uint64_t until) {
 
       // ALU.
       case Op::AluB: {
-        uint32_t res = shifted(in.shift, in.shiftAmount, SRC(in.b, in.imm),
-                               in.shift >= Shift::LslInd ? SRC(in.a, in.imm) : 0);
+        uint32_t res =
+            shifted(in.shift, in.shiftAmount, SRC(in.b, in.imm),
+                    in.shift >= Shift::LslInd ? SRC(in.a, in.imm) : 0);
         SETCC(res);
         c.c = c.v = false;
         DST(in.dst, res);
         break;
       }
       case Op::AluNotB: {
-        uint32_t res = ~shifted(in.shift, in.shiftAmount, SRC(in.b, in.imm),
-                                in.shift >= Shift::LslInd ? SRC(in.a, in.imm)
-                                                          : 0);
+        uint32_t res =
+            ~shifted(in.shift, in.shiftAmount, SRC(in.b, in.imm),
+                     in.shift >= Shift::LslInd ? SRC(in.a, in.imm) : 0);
         SETCC(res);
         c.c = c.v = false;
         DST(in.dst, res);
@@ -727,12 +729,11 @@ void Emulator::Impl::execute(MEState &me, Context &c, uint64_t until) {
         BRANCH(inputState(me, in.field) == (in.op == Op::BrInpState));
       case Op::Jump:
       case Op::Rtn: {
-        uint32_t target =
-            (in.op == Op::Jump ? in.imm : 0) + SRC(in.a, in.imm);
+        uint32_t target = (in.op == Op::Jump ? in.imm : 0) + SRC(in.a, in.imm);
         if (target >= size) {
           me.faultPending = true;
-          me.faultReason = "jump target " + printNumber(target) +
-                           " is beyond the program";
+          me.faultReason =
+              "jump target " + printNumber(target) + " is beyond the program";
           break;
         }
         TAKEN(target);
@@ -816,9 +817,8 @@ void Emulator::Impl::execute(MEState &me, Context &c, uint64_t until) {
       case Op::Hash64:
       case Op::MsfRx:
       case Op::MsfTx: {
-        uint32_t address = in.op == Op::Hash64
-                               ? 0
-                               : SRC(in.a, in.imm) + SRC(in.b, in.imm);
+        uint32_t address =
+            in.op == Op::Hash64 ? 0 : SRC(in.a, in.imm) + SRC(in.b, in.imm);
         c.pc = pc;
         if (in.sig)
           c.sigs &= uint16_t(~(1u << in.sig)); // a fresh signal

@@ -43,10 +43,10 @@ const char *netvm::me::memoryName(Memory memory) {
 
 void Image::sortSymbols() {
   std::sort(symbols.begin(), symbols.end(),
-                   [](const Symbol &x, const Symbol &y) {
-                     return std::make_tuple(x.kind, x.block, x.value, x.name) <
-                            std::make_tuple(y.kind, y.block, y.value, y.name);
-                   });
+            [](const Symbol &x, const Symbol &y) {
+              return std::make_tuple(x.kind, x.block, x.value, x.name) <
+                     std::make_tuple(y.kind, y.block, y.value, y.name);
+            });
 }
 
 namespace {
@@ -242,10 +242,10 @@ bool netvm::me::readImage(const uint8_t *data, size_t size, Image &image,
       ok = s.u32(block.meMask) && s.u8(block.ctxMode) &&
            s.u8(block.ctxEnable) && s.u8(pad0) && s.u8(pad1) && s.u32(count) &&
            s.left() == size_t(count) * 8;
-      if (ok && (block.meMask == 0 ||
-                 (block.ctxMode != 4 && block.ctxMode != 8) ||
-                 (block.ctxMode == 4 && (block.ctxEnable & 0xf0)) ||
-                 block.ctxEnable == 0)) {
+      if (ok &&
+          (block.meMask == 0 || (block.ctxMode != 4 && block.ctxMode != 8) ||
+           (block.ctxMode == 4 && (block.ctxEnable & 0xf0)) ||
+           block.ctxEnable == 0)) {
         error = what + ": bad ME mask, context mode or enabled contexts";
         return false;
       }
@@ -342,8 +342,7 @@ bool netvm::me::writeImageFile(const std::string &path, const Image &image,
 }
 
 bool netvm::me::readFileBytes(const std::string &path,
-                              std::vector<uint8_t> &bytes,
-                              std::string &error) {
+                              std::vector<uint8_t> &bytes, std::string &error) {
   FILE *file = std::fopen(path.c_str(), "rb");
   if (!file) {
     error = "cannot open '" + path + "': " + std::strerror(errno);

@@ -37,8 +37,8 @@ enum : uint16_t {
   special = 0x8000,
   opNone = special | 0x000,
   opImm = special | 0x100,
-  opLM = special | 0x200,     // | LM index bits of the specifier
-  opNN = special | 0x300,     // | register number
+  opLM = special | 0x200, // | LM index bits of the specifier
+  opNN = special | 0x300, // | register number
   opNnRing = special | 0x400,
   opXferIdx = special | 0x500, // | 1: $$ (DRAM) side, | 2: post-increment
 };
@@ -74,7 +74,7 @@ struct Context {
   uint32_t byteIndex = 0, tIndex = 0, crcRemainder = 0;
   uint64_t sigTime[numSignals] = {};
   uint8_t sigReason[numSignals] = {};
-  uint64_t readyAt = 0;   // Ready: from this cycle
+  uint64_t readyAt = 0; // Ready: from this cycle
   uint8_t wakeReason = StallDone;
   uint64_t waitSince = 0; // Waiting (or Ready): since this cycle
   uint64_t startedAt = 0; // Running: since this cycle
@@ -104,7 +104,7 @@ struct MEState {
   uint64_t nextWake = 0;
   int active = -1;
   uint32_t readyMask = 0; // contexts in state Ready
-  unsigned lastCtx = 7; // round robin starts after it
+  unsigned lastCtx = 7;   // round robin starts after it
   uint64_t idleSince = 0;
   bool idle = true;
   // Set by an instruction that faulted; checked after it.
@@ -261,8 +261,8 @@ public:
       return 0;
     if (memory == Memory::Dram)
       return unsigned(controllers.size()) - 1;
-    return 1 + unsigned(uint64_t(address) * config.sramChannels /
-                        config.sramBytes);
+    return 1 +
+           unsigned(uint64_t(address) * config.sramChannels / config.sramBytes);
   }
   const Image *image = nullptr;
   std::vector<Symbol> symbols;
@@ -284,7 +284,7 @@ public:
     uint64_t seq;
     uint32_t slot;
   };
-  std::vector<Entry> wheel[wheelSize]; // in sequence order
+  std::vector<Entry> wheel[wheelSize];    // in sequence order
   uint64_t wheelMap[wheelSize / 64] = {}; // non-empty buckets
   uint64_t wheelBase = 0; // every event before this cycle is applied
   size_t wheelCount = 0;

@@ -18,7 +18,7 @@
 using namespace netvm::me;
 
 static const InstrInfo table[] = {
-#define ME_INSTR(Name, Opcode, Mnemonic, Sub, Fmt, Cycles, Flags)             \
+#define ME_INSTR(Name, Opcode, Mnemonic, Sub, Fmt, Cycles, Flags)              \
   {Op::Name, Mnemonic, Sub, Format::Fmt, Cycles, Flags},
 #include "netvm/emu/MEInstrs.def"
 };
@@ -47,20 +47,19 @@ const InstrInfo *netvm::me::instrTable(size_t &count) {
 const InstrInfo &Instr::info() const { return *lookupOpcode(uint8_t(op)); }
 
 static const char *const csrNames[] = {
-    "active_lm_addr_0", "active_lm_addr_1", "byte_index",
-    "t_index",          "timestamp_low",    "timestamp_high",
-    "active_ctx_sts",   "same_me_signal",   "next_neighbor_signal",
+    "active_lm_addr_0", "active_lm_addr_1",     "byte_index",
+    "t_index",          "timestamp_low",        "timestamp_high",
+    "active_ctx_sts",   "same_me_signal",       "next_neighbor_signal",
     "crc_remainder",    "prev_neighbor_signal", "interthread_signal"};
 static_assert(sizeof(csrNames) / sizeof(csrNames[0]) == size_t(Csr::Count),
               "one name per CSR");
 
 const char *netvm::me::formatName(Format format) {
   static const char *const names[] = {
-      "None",     "CtxArb",   "Alu",      "Immed",         "ImmedHalf",
-      "LdField",  "ByteAlign", "Branch",  "BrByte",        "BrBit",
-      "BrCtx",    "BrSignal", "BrState",  "Jump",          "Rtn",
-      "CsrRd",    "CsrWr",    "DstSrc",   "CamWrite",      "CamWriteState",
-      "Crc",      "Mem",      "Hash"};
+      "None",      "CtxArb",        "Alu",    "Immed", "ImmedHalf", "LdField",
+      "ByteAlign", "Branch",        "BrByte", "BrBit", "BrCtx",     "BrSignal",
+      "BrState",   "Jump",          "Rtn",    "CsrRd", "CsrWr",     "DstSrc",
+      "CamWrite",  "CamWriteState", "Crc",    "Mem",   "Hash"};
   static_assert(sizeof(names) / sizeof(names[0]) == size_t(Format::Hash) + 1,
                 "one name per format");
   return names[size_t(format)];
@@ -111,29 +110,29 @@ static Layout layoutOf(Format format) {
   enum : uint8_t { D = 1, A = 2, B = 4, RawA = 8, RawB = 16, I = 32, T = 64 };
   // One entry per Format, in declaration order.
   static const uint8_t layouts[] = {
-      0,             // None
-      0,             // CtxArb: mode in X, signal mask in IMM
-      D | A | B | I, // Alu
-      D,             // Immed: value in bits 31..0
-      D,             // ImmedHalf: value in IMM
+      0,                // None
+      0,                // CtxArb: mode in X, signal mask in IMM
+      D | A | B | I,    // Alu
+      D,                // Immed: value in bits 31..0
+      D,                // ImmedHalf: value in IMM
       D | RawA | B | I, // LdField: byte mask in A
-      D | A | B | I, // ByteAlign
-      T,             // Branch
-      A | RawB | T,  // BrByte: compared byte in B
-      A | T,         // BrBit
-      T,             // BrCtx
-      T,             // BrSignal
-      T,             // BrState
-      A | T,         // Jump
-      A,             // Rtn
-      D,             // CsrRd
-      A | I,         // CsrWr
-      D | B | I,     // DstSrc
-      A | B | I,     // CamWrite
-      A | I,         // CamWriteState
-      D | B | I,     // Crc
-      D | A | B | I, // Mem
-      D,             // Hash
+      D | A | B | I,    // ByteAlign
+      T,                // Branch
+      A | RawB | T,     // BrByte: compared byte in B
+      A | T,            // BrBit
+      T,                // BrCtx
+      T,                // BrSignal
+      T,                // BrState
+      A | T,            // Jump
+      A,                // Rtn
+      D,                // CsrRd
+      A | I,            // CsrWr
+      D | B | I,        // DstSrc
+      A | B | I,        // CamWrite
+      A | I,            // CamWriteState
+      D | B | I,        // Crc
+      D | A | B | I,    // Mem
+      D,                // Hash
   };
   static_assert(sizeof(layouts) == size_t(Format::Hash) + 1,
                 "one layout per format");
@@ -276,9 +275,7 @@ bool netvm::me::isAtomic(Op op) {
 }
 
 /// Whether `op` may be written.
-static bool writable(Operand op) {
-  return !op.isImm();
-}
+static bool writable(Operand op) { return !op.isImm(); }
 
 bool netvm::me::decode(uint64_t word, Instr &in, std::string &why) {
   in = Instr();
@@ -470,7 +467,8 @@ bool netvm::me::decode(uint64_t word, Instr &in, std::string &why) {
     in.count = uint8_t(((x >> 6) & 15) + 1);
     in.sig = uint8_t((x >> 2) & 15);
     in.sigMode = SigMode(x & 3);
-    if (unsigned(in.sigMode) > 2 || (in.sigMode == SigMode::None) != (in.sig == 0)) {
+    if (unsigned(in.sigMode) > 2 ||
+        (in.sigMode == SigMode::None) != (in.sig == 0)) {
       why = "bad signal field " + printNumber(x & 63);
       return false;
     }
@@ -484,13 +482,13 @@ bool netvm::me::decode(uint64_t word, Instr &in, std::string &why) {
       why = "count " + std::to_string(in.count) + " too large for the command";
       return false;
     }
-    if (in.dst.isNone() && (in.op == Op::ScratchIncr ||
-                            in.op == Op::ScratchDecr ||
-                            in.op == Op::SramIncr || in.op == Op::SramDecr))
+    if (in.dst.isNone() &&
+        (in.op == Op::ScratchIncr || in.op == Op::ScratchDecr ||
+         in.op == Op::SramIncr || in.op == Op::SramDecr))
       return true;
-    OperandClass want =
-        (in.op == Op::DramRead || in.op == Op::DramWrite) ? OperandClass::XferD
-                                                           : OperandClass::XferS;
+    OperandClass want = (in.op == Op::DramRead || in.op == Op::DramWrite)
+                            ? OperandClass::XferD
+                            : OperandClass::XferS;
     if (in.dst.cls() != want) {
       why = std::string("the transfer operand is not a ") +
             (want == OperandClass::XferD ? "$$" : "$") + " register";
@@ -590,7 +588,9 @@ static std::string printShift(Shift shift, unsigned amount) {
 
 static const char *const crcKindNames[] = {"crc_32", "crc_32c"};
 
-static std::string printSignal(unsigned sig) { return "s" + std::to_string(sig); }
+static std::string printSignal(unsigned sig) {
+  return "s" + std::to_string(sig);
+}
 
 std::string
 netvm::me::printInstr(const Instr &in,

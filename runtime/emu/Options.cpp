@@ -1,7 +1,7 @@
 //===- Options.cpp - Named options of the emulated machine ----------------===//
 //
-// The table of machine options (runtime/include/netvm/emu/Options.h): each entry
-// names a MachineConfig field (or a group of them, for the latencies and
+// The table of machine options (runtime/include/netvm/emu/Options.h): each
+// entry names a MachineConfig field (or a group of them, for the latencies and
 // the controllers) and how its value is parsed and checked, so a new
 // configuration field needs one entry here and is then settable from
 // netvm-emu, the C API and Python alike.
@@ -22,8 +22,7 @@ using namespace netvm::me;
 
 /// An unsigned integer, decimal or 0x-hexadecimal, all of `text`, at most
 /// `max`.
-static bool parseInteger(std::string_view text, uint64_t max,
-                         uint64_t &value) {
+static bool parseInteger(std::string_view text, uint64_t max, uint64_t &value) {
   unsigned base = 10;
   if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
     base = 16;
@@ -153,8 +152,8 @@ static bool setLatency(MachineConfig &config, std::string_view text,
   uint64_t value = 0;
   if (eq != std::string_view::npos)
     for (const LatencyUnit &u : latencyUnits)
-      if (unit == u.name && parseInteger(text.substr(eq + 1), maxLatency,
-                                         value) &&
+      if (unit == u.name &&
+          parseInteger(text.substr(eq + 1), maxLatency, value) &&
           value >= u.min) {
         config.*u.field = unsigned(value);
         return true;
@@ -307,8 +306,7 @@ const MachineOptionInfo *netvm::me::findMachineOption(std::string_view name) {
   return entry ? &entry->info : nullptr;
 }
 
-bool netvm::me::applyMachineOption(MachineConfig &config,
-                                   std::string_view name,
+bool netvm::me::applyMachineOption(MachineConfig &config, std::string_view name,
                                    std::string_view value, std::string &error,
                                    std::string_view spelling) {
   const OptionEntry *entry = findEntry(name);

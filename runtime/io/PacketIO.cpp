@@ -151,8 +151,8 @@ std::unique_ptr<PacketReader> PacketReader::openLive(const std::string &device,
   pcap_set_timeout(handle, 100);
   int rc = pcap_activate(handle);
   if (rc < 0) {
-    std::string why = rc == PCAP_ERROR ? pcap_geterr(handle)
-                                       : pcap_statustostr(rc);
+    std::string why =
+        rc == PCAP_ERROR ? pcap_geterr(handle) : pcap_statustostr(rc);
     if (rc == PCAP_ERROR_PERM_DENIED)
       why += " (capturing needs root or CAP_NET_RAW)";
     error = device + ": " + why;
@@ -212,9 +212,8 @@ PcapWriter::~PcapWriter() {
     pcap_close(static_cast<pcap_t *>(pcap));
 }
 
-std::unique_ptr<PcapWriter> PcapWriter::create(const std::string &path,
-                                               int linkType,
-                                               std::string &error) {
+std::unique_ptr<PcapWriter>
+PcapWriter::create(const std::string &path, int linkType, std::string &error) {
   std::unique_ptr<PcapWriter> writer(new PcapWriter());
   pcap_t *handle = pcap_open_dead(linkType, 262144);
   if (!handle) {

@@ -26,19 +26,19 @@ struct netvm_recorder;
 typedef struct netvm_worker {
   netvm_ctx ctx; /* first: generated code sees only this part */
   netvm_instance *vm;
-  uint32_t stage;         /* pipeline stage (0 outside pipelines) */
-  netvm_exbuf input;      /* packets pushed by copy */
-  netvm_exbuf scratch;    /* packets pushed in place (batches) */
-  uint8_t *spare;         /* packet memory for `scratch` once the */
+  uint32_t stage;          /* pipeline stage (0 outside pipelines) */
+  netvm_exbuf input;       /* packets pushed by copy */
+  netvm_exbuf scratch;     /* packets pushed in place (batches) */
+  uint8_t *spare;          /* packet memory for `scratch` once the */
   uint32_t spare_capacity; /* application replaces its packet */
-  netvm_exbuf **pool;     /* free clones */
+  netvm_exbuf **pool;      /* free clones */
   uint32_t pool_size, pool_capacity;
-  uint64_t *sink_stats;   /* 2 per sink, ctx.sink_stats */
-  uint64_t *pe_drops;     /* ctx.pe_drops */
+  uint64_t *sink_stats; /* 2 per sink, ctx.sink_stats */
+  uint64_t *pe_drops;   /* ctx.pe_drops */
   uint64_t *pe_exceptions;
   uint64_t packets, unconnected, drops_total;
   uint64_t exceptions[NETVM_EXC_KINDS];
-  uint64_t sequence;      /* of the packet being run (for events) */
+  uint64_t sequence;               /* of the packet being run (for events) */
   struct netvm_pipeline *pipeline; /* non-NULL in pipeline mode */
   struct netvm_recorder *recorder; /* non-NULL when recording events */
   uint32_t events_wanted;          /* a runner listens to this worker */
@@ -53,7 +53,7 @@ struct netvm_instance {
   uint64_t budget;
   uint64_t sequence;
   uint64_t exception_sequence; /* of the packet in the exception hook */
-  int clear_info; /* some NetPE writes info memory */
+  int clear_info;              /* some NetPE writes info memory */
   netvm_output_fn output;
   void *output_user;
   netvm_exception_fn on_exception;

@@ -12,7 +12,8 @@
  * or, with the prebuilt runtime (build/lib for the host, build/aarch64 for
  * AArch64) and an object exporting `netvm_app`:
  *
- *   netc app.netil --target=aarch64-linux-gnu -c -o app.o --descriptor=netvm_app
+ *   netc app.netil --target=aarch64-linux-gnu -c -o app.o
+ * --descriptor=netvm_app
  *   aarch64-linux-gnu-gcc -static app.o build/aarch64/netvm-main.o \
  *      build/aarch64/libnetvm-rt.a -o app
  * It reads packets from standard input, one per line as whitespace-separated

@@ -34,7 +34,8 @@
 #include <string.h>
 #include <time.h>
 
-/*===- Event logs ----------------------------------------------------------===*/
+/*===- Event logs
+ * ----------------------------------------------------------===*/
 
 typedef struct record {
   uint32_t type, index;
@@ -86,7 +87,8 @@ static void log_free(event_log *log) {
   memset(log, 0, sizeof(*log));
 }
 
-/*===- Rings ---------------------------------------------------------------===*/
+/*===- Rings
+ * ---------------------------------------------------------------===*/
 
 enum {
   MSG_FORWARD,   /* xb for input `b` of NetPE `a` */
@@ -188,7 +190,8 @@ static void ring_pop(ring *q) {
       memory_order_release);
 }
 
-/*===- The runner ----------------------------------------------------------===*/
+/*===- The runner
+ * ----------------------------------------------------------===*/
 
 struct netvm_recorder {
   netvm_runner *runner;
@@ -311,7 +314,8 @@ static void flush_log(netvm_runner *r, event_log *log) {
   log->size = 0;
 }
 
-/*===- Hooks called by runtime.c -------------------------------------------===*/
+/*===- Hooks called by runtime.c
+ * -------------------------------------------===*/
 
 static void stage_send(netvm_worker *w, message *m);
 
@@ -362,8 +366,7 @@ static int on_event(netvm_worker *w, uint32_t type, uint32_t index,
       out->flags = xb->flags & NETVM_XB_NONE;
       memcpy(log->data + out->offset, xb->packet, xb->length);
       if (xb->info_length)
-        memcpy(log->data + out->offset + xb->length, xb->info,
-               xb->info_length);
+        memcpy(log->data + out->offset + xb->length, xb->info, xb->info_length);
     }
   }
   return 1;
@@ -399,7 +402,8 @@ void netvm_runner_forward(netvm_worker *w, uint32_t to, uint32_t port,
   netvm_worker_release(w, xb);
 }
 
-/*===- Run to completion ---------------------------------------------------===*/
+/*===- Run to completion
+ * ---------------------------------------------------===*/
 
 /* Run packets [first, first + n) of the current job on worker `w`. */
 static void run_packets(netvm_runner *r, netvm_worker *w, size_t first,
@@ -537,7 +541,8 @@ static void run_to_completion(netvm_runner *r, uint32_t source,
     flush_ready(r, 1);
 }
 
-/*===- Pipeline ------------------------------------------------------------===*/
+/*===- Pipeline
+ * ------------------------------------------------------------===*/
 
 static void stage_send(netvm_worker *w, message *m) {
   (void)m;
@@ -681,15 +686,15 @@ static void run_pipeline(netvm_runner *r, uint32_t source,
       uint64_t drops = w->drops_total, unconnected = w->unconnected;
       w->sequence = xb->sequence = r->sequence + i;
       r->app->batches[source](&w->ctx, xb, packets + i, 1);
-      send_control(r, MSG_DONE, w->sequence,
-                   (uint32_t)(w->drops_total - drops),
+      send_control(r, MSG_DONE, w->sequence, (uint32_t)(w->drops_total - drops),
                    (uint32_t)(w->unconnected - unconnected));
     }
   }
   pipeline_sync(r);
 }
 
-/*===- Creation and the public API -----------------------------------------===*/
+/*===- Creation and the public API
+ * -----------------------------------------===*/
 
 static void *rtc_thread(void *arg) {
   netvm_runner *r = ((void **)arg)[0];
@@ -882,9 +887,8 @@ netvm_runner *netvm_runner_create(const netvm_app_desc *app,
         netvm_instance_create_workers(app, workers, error, error_size);
     if (!r->replicas[i])
       goto fail;
-    netvm_instance_set_watchdog(r->replicas[i], options->watchdog
-                                                    ? options->watchdog
-                                                    : (1u << 20));
+    netvm_instance_set_watchdog(
+        r->replicas[i], options->watchdog ? options->watchdog : (1u << 20));
     r->recorders[i].runner = r;
   }
   r->tids = calloc(r->threads, sizeof(pthread_t));

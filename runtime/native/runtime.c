@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*===- Exchange buffers ----------------------------------------------------===*/
+/*===- Exchange buffers
+ * ----------------------------------------------------===*/
 
 /* Grow the allocation `*memory` of `*capacity` bytes to hold `length`. */
 static int grow(uint8_t **memory, uint32_t *capacity, uint32_t length) {
@@ -116,7 +117,8 @@ void netvm_worker_release(netvm_worker *w, netvm_exbuf *xb) {
   w->pool[w->pool_size++] = xb;
 }
 
-/*===- Called by generated code --------------------------------------------===*/
+/*===- Called by generated code
+ * --------------------------------------------===*/
 
 void netvm_rt_emit(netvm_ctx *ctx, uint32_t sink, netvm_exbuf *xb) {
   netvm_worker *w = netvm_worker_of(ctx);
@@ -265,7 +267,7 @@ static void crc_fill(void) {
 }
 
 uint32_t netvm_rt_crc(uint32_t kind, const uint8_t *data, uint32_t length) {
-  const uint32_t(*t)[256];
+  const uint32_t (*t)[256];
   uint32_t crc = 0xFFFFFFFFu;
   if (kind > 1)
     return netvm_crc(kind, data, length);
@@ -304,7 +306,8 @@ int32_t netvm_rt_memcmp(const uint8_t *a, const uint8_t *b, uint32_t length) {
   return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
-/*===- Workers -------------------------------------------------------------===*/
+/*===- Workers
+ * -------------------------------------------------------------===*/
 
 static int worker_init(netvm_instance *vm, netvm_worker *w, uint32_t stage) {
   const netvm_app_desc *app = vm->app;
@@ -362,7 +365,8 @@ void netvm_worker_push_batch(netvm_worker *w, uint32_t source,
   app->batches[source](&w->ctx, xb, packets, count);
 }
 
-/*===- Instances -----------------------------------------------------------===*/
+/*===- Instances
+ * -----------------------------------------------------------===*/
 
 netvm_instance *netvm_instance_create_workers(const netvm_app_desc *app,
                                               uint32_t workers, char *error,
@@ -551,8 +555,8 @@ int netvm_instance_pull(netvm_instance *vm, uint32_t sink) {
 }
 
 int netvm_exbuf_assign(netvm_instance *vm, netvm_exbuf *xb,
-                       const uint8_t *packet, uint32_t length,
-                       uint32_t seconds, uint32_t microseconds) {
+                       const uint8_t *packet, uint32_t length, uint32_t seconds,
+                       uint32_t microseconds) {
   netvm_worker *w = &vm->workers[0];
   if (!netvm_exbuf_fill(w, xb, packet, length))
     return 0;
@@ -618,14 +622,15 @@ void netvm_instance_sink_counters(const netvm_instance *vm, uint32_t sink,
 
 const char *netvm_exception_name(uint32_t kind) {
   static const char *const names[NETVM_EXC_KINDS] = {
-      "packet_bounds",  "info_bounds",      "data_bounds", "shared_bounds",
-      "initdata_bounds", "division_by_zero", "watchdog",    "coprocessor",
-      "no_exbuf",       "exit"};
+      "packet_bounds", "info_bounds",     "data_bounds",
+      "shared_bounds", "initdata_bounds", "division_by_zero",
+      "watchdog",      "coprocessor",     "no_exbuf",
+      "exit"};
   return kind < NETVM_EXC_KINDS ? names[kind] : "unknown";
 }
 
 const char *netvm_handler_name(uint32_t handler) {
   static const char *const names[NETVM_HANDLER_KINDS] = {"init", "push",
-                                                          "pull"};
+                                                         "pull"};
   return handler < NETVM_HANDLER_KINDS ? names[handler] : "unknown";
 }

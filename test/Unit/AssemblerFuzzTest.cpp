@@ -1,4 +1,5 @@
-//===- AssemblerFuzzTest.cpp - Mutated NetIL never crashes the assembler -----===//
+//===- AssemblerFuzzTest.cpp - Mutated NetIL never crashes the assembler
+//-----===//
 //
 // Feeds the assembler thousands of deterministic mutations (truncations,
 // deleted, duplicated and swapped lines, replaced tokens, random and
@@ -52,8 +53,8 @@ private:
 /// NetIL programs to mutate: the examples and the test suite's inputs.
 std::vector<std::string> loadCorpus() {
   std::vector<std::string> corpus;
-  for (const char *dir : {"examples/netil", "test/Frontend/NetIL",
-                          "test/Interpreter"}) {
+  for (const char *dir :
+       {"examples/netil", "test/Frontend/NetIL", "test/Interpreter"}) {
     llvm::SmallString<256> root(NETVM_SOURCE_DIR);
     llvm::sys::path::append(root, dir);
     std::error_code ec;
@@ -70,14 +71,15 @@ std::vector<std::string> loadCorpus() {
 }
 
 const char *const kTokens[] = {
-    "push",       "pop",      "add",        "jcmp.eq",   "jump",    "switch",
-    "ret",        "pkt.send", "upload.16",  "pstore.32", "locload", "locstore",
-    "segment",    "ends",     ".push",      ".init",     ".ports",  ".data",
-    ".locals",    "0",        "0xffffffff", "4294967296", "-1",     "1.2.3.4",
-    "aa:bb:cc:dd", ":",       ",",          "(",         ")",       "label:",
-    "default:",   "equ",      "\"str",      "\"\\x4",    "copro.init",
-    "mod",        "hash",     "popi 255",   "switch 2:", "9: label", "in",
-    "out",        "push_input", "db",       ".maxstacksize 1"};
+    "push",       "pop",        "add",        "jcmp.eq",   "jump",
+    "switch",     "ret",        "pkt.send",   "upload.16", "pstore.32",
+    "locload",    "locstore",   "segment",    "ends",      ".push",
+    ".init",      ".ports",     ".data",      ".locals",   "0",
+    "0xffffffff", "4294967296", "-1",         "1.2.3.4",   "aa:bb:cc:dd",
+    ":",          ",",          "(",          ")",         "label:",
+    "default:",   "equ",        "\"str",      "\"\\x4",    "copro.init",
+    "mod",        "hash",       "popi 255",   "switch 2:", "9: label",
+    "in",         "out",        "push_input", "db",        ".maxstacksize 1"};
 
 std::string mutate(const std::string &text, Rng &rng) {
   std::string s = text;
@@ -114,8 +116,7 @@ std::string mutate(const std::string &text, Rng &rng) {
     }
     case 5: // insert a token
       s.insert(rng.below(s.size() + 1),
-               std::string(" ") + kTokens[rng.below(std::size(kTokens))] +
-                   " ");
+               std::string(" ") + kTokens[rng.below(std::size(kTokens))] + " ");
       continue;
     case 6: // random bytes, including NUL and non-ASCII
       for (unsigned k = 0, n = 1 + rng.below(4); k < n; ++k)
@@ -152,10 +153,10 @@ TEST(AssemblerFuzz, MutantsNeverCrash) {
   for (unsigned i = 0; i < kMutants; ++i) {
     std::string source = mutate(corpus[rng.below(corpus.size())], rng);
     llvm::SourceMgr sourceMgr;
-    unsigned id = sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(source,
-                                             "mutant" + std::to_string(i)),
-        llvm::SMLoc());
+    unsigned id =
+        sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(
+                                         source, "mutant" + std::to_string(i)),
+                                     llvm::SMLoc());
     mlir::OpBuilder builder(&context);
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::ModuleOp::create(builder.getUnknownLoc());
@@ -209,14 +210,14 @@ TEST(AssemblerFuzz, MutantApplicationsRun) {
       os << mutate(corpus[rng.below(corpus.size())], rng);
     }
     llvm::SourceMgr sourceMgr;
-    auto module = driver::loadApplication(context, sourceMgr,
-                                          {std::string(path)});
+    auto module =
+        driver::loadApplication(context, sourceMgr, {std::string(path)});
     if (!module || mlir::failed(driver::optimize(*module, i % 3)))
       continue;
     interp::Options options;
     options.watchdogBudget = 5000;
-    auto vm = interp::Interpreter::create(driver::getApplication(*module),
-                                          options);
+    auto vm =
+        interp::Interpreter::create(driver::getApplication(*module), options);
     if (!vm)
       continue;
     vm->initialize();

@@ -1,4 +1,5 @@
-//===- CoprocessorTest.cpp - The virtual coprocessors -------------------------===//
+//===- CoprocessorTest.cpp - The virtual coprocessors
+//-------------------------===//
 //
 // The register protocols of the coprocessors of the C runtime (shared by the
 // interpreter and native code): lookup, associative, and the string
@@ -154,9 +155,7 @@ struct InitData {
     bytes.push_back(static_cast<uint8_t>(v >> 8));
     return *this;
   }
-  InitData &u32(uint32_t v) {
-    return u16(v & 0xFFFF).u16(v >> 16);
-  }
+  InitData &u32(uint32_t v) { return u16(v & 0xFFFF).u16(v >> 16); }
   InitData &text(std::string_view s) {
     bytes.insert(bytes.end(), s.begin(), s.end());
     return *this;
@@ -222,13 +221,13 @@ TEST(Coprocessor, RegexpMatchesInRanges) {
   Copro c = make("regexp");
   InitData d;
   d.u16(7)
-      .regexp("", "GET /[a-z]+\\.html")   // 0
-      .regexp("i", "host: *example")      // 1
-      .regexp("", "host: *example")       // 2: case-sensitive
-      .regexp("", "^GET")                 // 3: anchored at the range start
-      .regexp("A", "HTTP")                // 4: NetBee's 'A' flag
-      .regexp("s", "1\\.1..HOST")         // 5: '.' matches \n only with 's'
-      .regexp("", "1\\.1..HOST");         // 6
+      .regexp("", "GET /[a-z]+\\.html") // 0
+      .regexp("i", "host: *example")    // 1
+      .regexp("", "host: *example")     // 2: case-sensitive
+      .regexp("", "^GET")               // 3: anchored at the range start
+      .regexp("A", "HTTP")              // 4: NetBee's 'A' flag
+      .regexp("s", "1\\.1..HOST")       // 5: '.' matches \n only with 's'
+      .regexp("", "1\\.1..HOST");       // 6
   EXPECT_EQ(init(c.get(), d), 0u);
   attach(c.get(), kHttp);
   const uint32_t n = kHttp.size();
@@ -299,8 +298,8 @@ TEST(Coprocessor, RegexpErrors) {
   expectFailure(c.get(), 5, "unknown regexp operation 5");
   EXPECT_TRUE(netvm_copro_invoke(c.get(), 0)); // reset needs no patterns
   auto initFails = [&](const InitData &d, const char *message) {
-    EXPECT_FALSE(netvm_copro_init(c.get(), d.bytes.data(), d.bytes.size(),
-                                  &status));
+    EXPECT_FALSE(
+        netvm_copro_init(c.get(), d.bytes.data(), d.bytes.size(), &status));
     EXPECT_STREQ(netvm_copro_error(c.get()), message);
   };
   initFails(InitData().u16(2).regexp("", "a").regexp("", "(b"),
@@ -431,8 +430,8 @@ TEST(Coprocessor, StringmatchingErrors) {
   expectFailure(c.get(), 2, "operation 2 before copro.init");
   expectFailure(c.get(), 7, "unknown stringmatching operation 7");
   auto initFails = [&](const InitData &d, const char *message) {
-    EXPECT_FALSE(netvm_copro_init(c.get(), d.bytes.data(), d.bytes.size(),
-                                  &status));
+    EXPECT_FALSE(
+        netvm_copro_init(c.get(), d.bytes.data(), d.bytes.size(), &status));
     EXPECT_STREQ(netvm_copro_error(c.get()), message);
   };
   initFails(InitData().u16(1).u16(2).string("a", false, 0).string("", false, 0),

@@ -36,9 +36,10 @@ static int failures = 0;
     int status_ = (call);                                                      \
     const char *message_ = netvm_emu_error(emu);                               \
     if (status_ != -1 || !strstr(message_, text)) {                            \
-      fprintf(stderr, "%s:%d: %s: expected -1 and an error with '%s', got "    \
-              "%d '%s'\n", __FILE__, __LINE__, #call, text, status_,           \
-              message_);                                                       \
+      fprintf(stderr,                                                          \
+              "%s:%d: %s: expected -1 and an error with '%s', got "            \
+              "%d '%s'\n",                                                     \
+              __FILE__, __LINE__, #call, text, status_, message_);             \
       ++failures;                                                              \
     }                                                                          \
   } while (0)
@@ -235,8 +236,7 @@ static void testMisuse(const char *imagePath, const char *twoMEs) {
                "already attached");
 
   EXPECT(netvm_emu_load_image(emu, image, size) == 0);
-  EXPECT_ERROR(netvm_emu_load_image(emu, image, size), emu,
-               "already loaded");
+  EXPECT_ERROR(netvm_emu_load_image(emu, image, size), emu, "already loaded");
   EXPECT_ERROR(netvm_emu_load_file(emu, imagePath), emu, "already loaded");
   EXPECT_ERROR(netvm_emu_set_option(emu, "mes", "1"), emu,
                "after the image was loaded");
@@ -369,8 +369,7 @@ static void testHost(const char *imagePath) {
     EXPECT(jsonNumber(json, "\"host\"", "gets") == PACKETS + 1);
     EXPECT(jsonNumber(json, "\"host\"", "puts") == PACKETS + 1);
     EXPECT(jsonNumber(json, "\"host\"", "words") == 6 * (PACKETS + 1));
-    printf("host: %llu gets, %llu puts\n",
-           jsonNumber(json, "\"host\"", "gets"),
+    printf("host: %llu gets, %llu puts\n", jsonNumber(json, "\"host\"", "gets"),
            jsonNumber(json, "\"host\"", "puts"));
     netvm_emu_free(json);
   }

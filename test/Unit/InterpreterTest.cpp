@@ -1,4 +1,5 @@
-//===- InterpreterTest.cpp - The reference interpreter ------------------------===//
+//===- InterpreterTest.cpp - The reference interpreter
+//------------------------===//
 //
 // Applications assembled from NetIL through the driver, run packet by packet:
 // outputs, drops, fan-out duplication, info memory carried between NetPEs,
@@ -6,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Driver/Driver.h"
 #include "netvm/Interpreter/Interpreter.h"
+#include "netvm/Driver/Driver.h"
 
 #include "NetVM/NetVMOps.h"
 
@@ -31,9 +32,8 @@ protected:
     mlir::DialectRegistry registry;
     driver::registerDialects(registry);
     context = std::make_unique<mlir::MLIRContext>(registry);
-    context->getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
-      diagnostics += d.str() + "\n";
-    });
+    context->getDiagEngine().registerHandler(
+        [this](mlir::Diagnostic &d) { diagnostics += d.str() + "\n"; });
     llvm::SmallString<128> dir;
     llvm::sys::fs::createUniqueDirectory("netvm-interp", dir);
     tempDir = std::string(dir);
@@ -102,7 +102,8 @@ ends
   // Too short for the ethertype: a packet_bounds exception, not a crash.
   r = vm->push(0, packet({1, 2, 3}));
   ASSERT_EQ(r.exceptions.size(), 1u);
-  EXPECT_EQ(r.exceptions[0].kind, static_cast<uint32_t>(ExceptionKind::PacketBounds));
+  EXPECT_EQ(r.exceptions[0].kind,
+            static_cast<uint32_t>(ExceptionKind::PacketBounds));
   EXPECT_EQ(vm->peNames()[r.exceptions[0].pe], "f");
   EXPECT_TRUE(r.outputs.empty());
 }
@@ -233,7 +234,8 @@ ends
   ASSERT_NE(vm, nullptr) << diagnostics;
   Result r = vm->push(0, packet({1}));
   ASSERT_EQ(r.exceptions.size(), 1u);
-  EXPECT_EQ(r.exceptions[0].kind, static_cast<uint32_t>(ExceptionKind::Watchdog));
+  EXPECT_EQ(r.exceptions[0].kind,
+            static_cast<uint32_t>(ExceptionKind::Watchdog));
   // The loop body is the watchdog and the branch: two operations an
   // iteration, 1000 iterations, then the failing watchdog.
   EXPECT_EQ(vm->operationsExecuted(), 2 * 1000 + 2u);
@@ -259,7 +261,8 @@ ends
   EXPECT_EQ(r.outputs[0].bytes[0], 1); // 7 % 3
   r = vm->push(0, packet({0}));
   ASSERT_EQ(r.exceptions.size(), 1u);
-  EXPECT_EQ(r.exceptions[0].kind, static_cast<uint32_t>(ExceptionKind::DivisionByZero));
+  EXPECT_EQ(r.exceptions[0].kind,
+            static_cast<uint32_t>(ExceptionKind::DivisionByZero));
 }
 
 TEST_F(InterpreterTest, InitHandlerRunsOnce) {

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/emu/Emulator.h"
-#include "netvm/emu/Isa.h"
 #include "netvm/Target/ME/Assembler.h"
 #include "netvm/Target/ME/Disassembler.h"
+#include "netvm/emu/Emulator.h"
+#include "netvm/emu/Isa.h"
 
 #include "gtest/gtest.h"
 
@@ -294,14 +294,16 @@ struct TableWriter {
     if (w.done) {
       // Called again after the flag landed: the ME saw it and answered.
       uint8_t answer[4];
-      EXPECT_EQ(netvm_emu_host_read(host, NETVM_EMU_SCRATCH, 0x104, answer, 4), 0);
+      EXPECT_EQ(netvm_emu_host_read(host, NETVM_EMU_SCRATCH, 0x104, answer, 4),
+                0);
       w.seenFlag = uint32_t(answer[0]) << 24 | answer[1] << 16 |
                    answer[2] << 8 | answer[3];
       return 0;
     }
     w.firstCall = netvm_emu_host_now(host);
     uint8_t table[16];
-    EXPECT_EQ(netvm_emu_host_read(host, NETVM_EMU_SRAM, 0x400010, table, 16), 0);
+    EXPECT_EQ(netvm_emu_host_read(host, NETVM_EMU_SRAM, 0x400010, table, 16),
+              0);
     EXPECT_EQ(netvm_emu_host_now(host), w.firstCall + 100 + 4 * 5);
     for (uint8_t &b : table)
       b = uint8_t(2 * b);
@@ -313,8 +315,9 @@ struct TableWriter {
     EXPECT_EQ(back[7], table[3]);
     // ... refused accesses pay a crossing and change nothing.
     uint64_t before = netvm_emu_host_now(host);
-    EXPECT_EQ(netvm_emu_host_write(host, NETVM_EMU_SCRATCH, 16 * 1024 - 2,
-                                   table, 4), -1);
+    EXPECT_EQ(
+        netvm_emu_host_write(host, NETVM_EMU_SCRATCH, 16 * 1024 - 2, table, 4),
+        -1);
     EXPECT_EQ(netvm_emu_host_read(host, 7, 0, back, 4), -1);
     EXPECT_EQ(netvm_emu_host_now(host), before + 200);
     uint8_t flag[4] = {0, 0, 0, 1};
@@ -363,8 +366,8 @@ poll:
   EXPECT_EQ(writer.seenFlag, 2u * (1 + 2 + 3 + 4));
   std::vector<uint8_t> seenAt;
   ASSERT_TRUE(emulator.readMemory(Memory::Scratch, 0x108, 4, seenAt));
-  uint32_t cycle = uint32_t(seenAt[0]) << 24 | seenAt[1] << 16 |
-                   seenAt[2] << 8 | seenAt[3];
+  uint32_t cycle =
+      uint32_t(seenAt[0]) << 24 | seenAt[1] << 16 | seenAt[2] << 8 | seenAt[3];
   // Not before the write landed, and within a poll (a scratch read) after.
   EXPECT_GE(cycle, writer.wroteAt);
   EXPECT_LT(cycle, writer.wroteAt + 80);

@@ -1,4 +1,5 @@
-//===- PacketIOTest.cpp - pcap and hex packet I/O ----------------------------===//
+//===- PacketIOTest.cpp - pcap and hex packet I/O
+//----------------------------===//
 
 #include "netvm/io/PacketIO.h"
 

@@ -1,4 +1,5 @@
-//===- RuntimeTest.cpp - The native runtime against the reference -----------===//
+//===- RuntimeTest.cpp - The native runtime against the reference
+//-----------===//
 //
 // The runtime's fast versions of the reference computations (semantics.h)
 // must give the same values on every input.
@@ -24,8 +25,7 @@ TEST(Runtime, CrcMatchesTheBitwiseReference) {
       for (uint32_t length = 0; length + offset <= data.size(); length += 7)
         ASSERT_EQ(netvm_rt_crc(kind, data.data() + offset, length),
                   netvm_crc(kind, data.data() + offset, length))
-            << "kind " << kind << " offset " << offset << " length "
-            << length;
+            << "kind " << kind << " offset " << offset << " length " << length;
 }
 
 TEST(Runtime, CrcKnownAnswers) {

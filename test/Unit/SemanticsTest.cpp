@@ -1,4 +1,5 @@
-//===- SemanticsTest.cpp - Reference semantics of netvm computations ---------===//
+//===- SemanticsTest.cpp - Reference semantics of netvm computations
+//---------===//
 //
 // Known-answer tests for the functions in NetVM/Semantics.h, which every
 // execution path shares.
@@ -63,9 +64,9 @@ TEST(Semantics, ChecksumRFC1071Example) {
 
 TEST(Semantics, ChecksumOfValidIPv4HeaderIsAllOnes) {
   // A real IPv4 header with a correct checksum (0xb861).
-  const uint8_t hdr[] = {0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00,
-                         0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00, 0x01,
-                         0xc0, 0xa8, 0x00, 0xc7};
+  const uint8_t hdr[] = {0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40,
+                         0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8,
+                         0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7};
   EXPECT_EQ(checksum(hdr, sizeof(hdr)), 0xFFFFu);
 }
 

@@ -1,4 +1,5 @@
-//===- netc.cpp - The netvm compiler driver -----------------------------------===//
+//===- netc.cpp - The netvm compiler driver
+//-----------------------------------===//
 //
 // netc assembles NetVM applications (NetIL files, application descriptions,
 // or MLIR), checks them, optimizes them and prints the result of the
@@ -6,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/Driver/Driver.h"
 #include "NetVM/NetVMPasses.h"
-#include "netvm/Frontend/NetIL.h"
 #include "netvm/Conversion/NetVMToLLVM.h"
+#include "netvm/Driver/Driver.h"
+#include "netvm/Frontend/NetIL.h"
 #include "netvm/Target/Native.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -51,28 +52,30 @@ static cl::opt<std::string> pflFilter(
              "application whose NetPE 'filter' sends matching packets to "
              "sink 'match' (or 'portN' after 'returnpacket on port N')"),
     cl::value_desc("filter"), cl::cat(netcCategory));
-static cl::opt<std::string> filterFile(
-    "filter-file",
-    cl::desc("Read the --pfl or --pcap-filter filter from this file "
-             "instead (errors then give file:line:col); use with "
-             "--filter-language"),
-    cl::value_desc("file"), cl::cat(netcCategory));
+static cl::opt<std::string>
+    filterFile("filter-file",
+               cl::desc("Read the --pfl or --pcap-filter filter from this file "
+                        "instead (errors then give file:line:col); use with "
+                        "--filter-language"),
+               cl::value_desc("file"), cl::cat(netcCategory));
 namespace {
 enum class FilterLang { None, PcapFilter, NetPFL };
 } // namespace
-static cl::opt<FilterLang> filterLanguage(
-    "filter-language", cl::desc("The language of --filter-file:"),
-    cl::init(FilterLang::None), cl::cat(netcCategory),
-    cl::values(clEnumValN(FilterLang::PcapFilter, "pcap-filter",
-                          "tcpdump expressions"),
-               clEnumValN(FilterLang::NetPFL, "pfl", "NetPFL")));
+static cl::opt<FilterLang>
+    filterLanguage("filter-language",
+                   cl::desc("The language of --filter-file:"),
+                   cl::init(FilterLang::None), cl::cat(netcCategory),
+                   cl::values(clEnumValN(FilterLang::PcapFilter, "pcap-filter",
+                                         "tcpdump expressions"),
+                              clEnumValN(FilterLang::NetPFL, "pfl", "NetPFL")));
 static cl::opt<std::string> protoDB(
     "protodb",
     cl::desc("The NetPDL protocol database NetPFL filters use (default: "
              "netvm's own, see docs/protodb.md)"),
     cl::value_desc("file.xml"), cl::cat(netcCategory));
-static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: "
-                                                     "standard output)"),
+static cl::opt<std::string> outputFile("o",
+                                       cl::desc("Output file (default: "
+                                                "standard output)"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(netcCategory));
 
@@ -91,8 +94,7 @@ static cl::opt<Emit> emit(
         clEnumValN(Emit::LLVMDialect, "llvm-dialect",
                    "the MLIR LLVM dialect after netvm-to-llvm"),
         clEnumValN(Emit::LLVM, "llvm", "LLVM IR, optimized at the -O level"),
-        clEnumValN(Emit::Assembly, "asm",
-                   "assembly for --target (same as -S)"),
+        clEnumValN(Emit::Assembly, "asm", "assembly for --target (same as -S)"),
         clEnumValN(Emit::Object, "obj",
                    "an object file for --target (same as -c)"),
         clEnumValN(Emit::None, "none",
@@ -141,10 +143,11 @@ static cl::opt<char> optLevel(
     "O", cl::desc("Optimization level: -O0 (none), -O1, -O2 (default), -O3"),
     cl::Prefix, cl::init('2'), cl::cat(netcCategory));
 
-static cl::opt<std::string> appName(
-    "app-name", cl::desc("Name of the application (default: the stem of the "
-                         "first input)"),
-    cl::value_desc("name"), cl::cat(netcCategory));
+static cl::opt<std::string>
+    appName("app-name",
+            cl::desc("Name of the application (default: the stem of the "
+                     "first input)"),
+            cl::value_desc("name"), cl::cat(netcCategory));
 
 static cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
@@ -245,14 +248,14 @@ int main(int argc, char **argv) {
     for (const std::string &file : input->files) {
       auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(file, true);
       if (std::error_code ec = buffer.getError()) {
-        llvm::errs() << "netc: cannot read '" << file
-                     << "': " << ec.message() << "\n";
+        llvm::errs() << "netc: cannot read '" << file << "': " << ec.message()
+                     << "\n";
         return 1;
       }
       sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
     }
-    verifier = std::make_unique<SourceMgrDiagnosticVerifierHandler>(
-        sourceMgr, &context);
+    verifier = std::make_unique<SourceMgrDiagnosticVerifierHandler>(sourceMgr,
+                                                                    &context);
   } else {
     printer = std::make_unique<netvm::driver::DiagnosticPrinter>(
         sourceMgr, context, "netc");
@@ -261,17 +264,16 @@ int main(int argc, char **argv) {
       netvm::driver::load(context, sourceMgr, *input);
   bool ok = static_cast<bool>(module);
   if (ok)
-    ok = succeeded(netvm::driver::optimize(
-        *module, optLevel - '0',
-        [&](PassManager &pm) {
+    ok = succeeded(
+        netvm::driver::optimize(*module, optLevel - '0', [&](PassManager &pm) {
           pm.enableTiming(timingScope);
           return applyPassManagerCLOptions(pm);
         }));
 
   // MLIR's statistics report is empty with Debian's release LLVM (its
   // counters are compiled out): netvm's passes keep their own.
-  if (auto *stats = llvm::cl::getRegisteredOptions().lookup(
-          "mlir-pass-statistics");
+  if (auto *stats =
+          llvm::cl::getRegisteredOptions().lookup("mlir-pass-statistics");
       stats && stats->getNumOccurrences())
     netvm::printPassStatistics(llvm::errs());
 
@@ -312,7 +314,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   auto tm = netvm::native::createTargetMachine(targetTriple, codegen.optLevel,
-                                              cpuName);
+                                               cpuName);
   if (!tm) {
     llvm::errs() << "netc: " << llvm::toString(tm.takeError()) << "\n";
     return 1;
@@ -321,8 +323,7 @@ int main(int argc, char **argv) {
   auto llvmModule =
       netvm::native::generateLLVMIR(*module, llvmContext, **tm, codegen);
   if (!llvmModule) {
-    llvm::errs() << "netc: " << llvm::toString(llvmModule.takeError())
-                 << "\n";
+    llvm::errs() << "netc: " << llvm::toString(llvmModule.takeError()) << "\n";
     return 1;
   }
   if (emit == Emit::LLVM) {

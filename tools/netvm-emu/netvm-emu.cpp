@@ -7,11 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "netvm/Target/ME/Assembler.h"
 #include "netvm/emu/Emulator.h"
 #include "netvm/emu/Options.h"
 #include "netvm/emu/StatsJson.h"
 #include "netvm/io/PacketIO.h"
-#include "netvm/Target/ME/Assembler.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -21,8 +21,8 @@
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <unistd.h>
 #include <optional>
+#include <unistd.h>
 
 namespace cl = llvm::cl;
 using namespace netvm::me;
@@ -36,11 +36,11 @@ static cl::list<std::string>
               cl::desc("Receive packets from this pcap file; repeated, the "
                        "k-th file feeds receive port k"),
               cl::value_desc("in.pcap"), cl::cat(emuCategory));
-static cl::opt<std::string> hexFile(
-    "hex",
-    cl::desc("Receive packets from a text file: one packet per line as "
-             "hexadecimal bytes (as netvm-run --hex)"),
-    cl::value_desc("packets.txt"), cl::cat(emuCategory));
+static cl::opt<std::string>
+    hexFile("hex",
+            cl::desc("Receive packets from a text file: one packet per line as "
+                     "hexadecimal bytes (as netvm-run --hex)"),
+            cl::value_desc("packets.txt"), cl::cat(emuCategory));
 static cl::list<std::string>
     writeFiles("w",
                cl::desc("Write transmitted packets to this pcap file; "
@@ -67,11 +67,11 @@ static cl::opt<bool> hostTime("time",
                               cl::desc("Report host time and simulation speed "
                                        "on standard error"),
                               cl::cat(emuCategory));
-static cl::opt<bool> progress(
-    "progress",
-    cl::desc("Show progress on standard error every 100M cycles (on a "
-             "terminal it is shown anyway, on one updated line)"),
-    cl::cat(emuCategory));
+static cl::opt<bool>
+    progress("progress",
+             cl::desc("Show progress on standard error every 100M cycles (on a "
+                      "terminal it is shown anyway, on one updated line)"),
+             cl::cat(emuCategory));
 
 // The machine: options of netvm/emu/Options.h, applied to the
 // configuration by name, with the descriptions it gives. The value names are
@@ -99,8 +99,7 @@ static cl::opt<std::string> sramChannels("sram-channels",
                                          cl::value_desc("uint"),
                                          cl::cat(emuCategory));
 static cl::opt<std::string> rbufs("rbufs", cl::desc(machineHelp("rbufs")),
-                                  cl::value_desc("uint"),
-                                  cl::cat(emuCategory));
+                                  cl::value_desc("uint"), cl::cat(emuCategory));
 static cl::opt<std::string> maxCycles("max-cycles",
                                       cl::desc(machineHelp("max-cycles")),
                                       cl::value_desc("ulong"),
@@ -197,8 +196,7 @@ static bool configure(MachineConfig &config) {
   };
   for (cl::opt<std::string> *option :
        {&numMEs, &controlStore, &clockMHz, &lineRate, &sramChannels, &rbufs,
-        &maxCycles,
-        &quantum, &ringOverflow, &hostCost})
+        &maxCycles, &quantum, &ringOverflow, &hostCost})
     if (option->getNumOccurrences() && !apply(*option, *option))
       return false;
   auto applyList = [&](const cl::list<std::string> &option) {
@@ -218,9 +216,9 @@ static double ratio(uint64_t part, uint64_t whole) {
 
 static void printSummary(llvm::raw_ostream &os, const Stats &s) {
   double seconds = s.seconds();
-  os << "cycles: " << s.cycles << " ("
-     << llvm::format("%.2f", seconds * 1e6) << " us at "
-     << llvm::format("%g", s.clockMHz) << " MHz); " << s.stopReason << "\n";
+  os << "cycles: " << s.cycles << " (" << llvm::format("%.2f", seconds * 1e6)
+     << " us at " << llvm::format("%g", s.clockMHz) << " MHz); " << s.stopReason
+     << "\n";
   os << "packets: " << s.packetsOffered << " offered, " << s.packetsReceived
      << " received, " << s.packetsDropped << " dropped, " << s.packetsSent
      << " sent";
@@ -256,8 +254,7 @@ static void printSummary(llvm::raw_ostream &os, const Stats &s) {
          << ", ready "
          << llvm::format("%.1f%%", 100 * ratio(t.readyCycles, s.cycles))
          << ", waiting "
-         << llvm::format("%.1f%%", 100 * ratio(t.waitCycles, s.cycles))
-         << "\n";
+         << llvm::format("%.1f%%", 100 * ratio(t.waitCycles, s.cycles)) << "\n";
     }
   }
   // Busy and queue depth per controller (SRAM has one per channel).
@@ -274,12 +271,12 @@ static void printSummary(llvm::raw_ostream &os, const Stats &s) {
        << llvm::format("%.1f%%", 100 * ratio(m.busyCycles, capacity))
        << ", queue depth mean "
        << llvm::format("%.2f", ratio(m.queueCycles + m.busyCycles, capacity))
-       << " max " << m.maxQueue << ", " << m.queueCycles
-       << " cycles queued";
+       << " max " << m.maxQueue << ", " << m.queueCycles << " cycles queued";
     if (controllers > 1) {
       os << " (busy per channel";
       for (const MemoryStats &c : s.sramChannels)
-        os << " " << llvm::format("%.1f%%", 100 * ratio(c.busyCycles, s.cycles));
+        os << " "
+           << llvm::format("%.1f%%", 100 * ratio(c.busyCycles, s.cycles));
       os << ")";
     }
     os << "\n";
@@ -293,10 +290,10 @@ static void printSummary(llvm::raw_ostream &os, const Stats &s) {
     os << "host: " << s.host.calls << " calls, " << s.host.crossings
        << " crossings, " << s.host.words << " words, busy "
        << llvm::format("%.1f%%", 100 * ratio(s.host.busyCycles, s.cycles))
-       << " (" << s.host.busyCycles << " cycles); " << s.host.gets
-       << " gets, " << s.host.puts << " puts, " << s.host.failedGets
-       << " failed gets, " << s.host.failedPuts << " failed puts, "
-       << s.host.overflows << " overflows"
+       << " (" << s.host.busyCycles << " cycles); " << s.host.gets << " gets, "
+       << s.host.puts << " puts, " << s.host.failedGets << " failed gets, "
+       << s.host.failedPuts << " failed puts, " << s.host.overflows
+       << " overflows"
        << (s.host.memoryReads || s.host.memoryWrites || s.host.failedMemory
                ? "; " + std::to_string(s.host.memoryReads) + " reads, " +
                      std::to_string(s.host.memoryWrites) + " writes (" +
@@ -400,8 +397,8 @@ struct Progress {
                        " packets received, " + std::to_string(s.packetsSent) +
                        " sent";
     if (host > 0)
-      line += ", " + std::to_string(uint64_t(cycle / host / 1e6)) +
-              "M cycles/s";
+      line +=
+          ", " + std::to_string(uint64_t(cycle / host / 1e6)) + "M cycles/s";
     if (p.terminal) {
       llvm::errs() << "\r" << line << "\x1b[K";
       p.shown = true;
@@ -543,13 +540,13 @@ int main(int argc, char **argv) {
   meter.start = meter.last = start;
   bool showProgress = progress || meter.terminal;
   emulator.run(showProgress ? Progress::report : nullptr, &meter,
-               !showProgress     ? 0
+               !showProgress    ? 0
                : meter.terminal ? 10000000
-                                 : 100000000);
+                                : 100000000);
   meter.end();
-  double host = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+  double host =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   const Stats &stats = emulator.stats();
   for (size_t k = 0; k < inputs.size(); ++k) {
     const std::string &message = inputs[k]->error;

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "netvm/emu/Isa.h"
 #include "netvm/Target/ME/Assembler.h"
+#include "netvm/emu/Isa.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -17,11 +17,9 @@ namespace cl = llvm::cl;
 using namespace netvm::me;
 
 static cl::OptionCategory asCategory("netvm-me-as options");
-static cl::opt<std::string> inputFile(cl::Positional,
-                                      cl::desc("<program.s>"),
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<program.s>"),
                                       cl::cat(asCategory));
-static cl::opt<std::string> outputFile("o",
-                                       cl::desc("Output image"),
+static cl::opt<std::string> outputFile("o", cl::desc("Output image"),
                                        cl::value_desc("image"),
                                        cl::cat(asCategory));
 static cl::opt<unsigned> numMEs("mes",
@@ -34,16 +32,17 @@ static cl::opt<unsigned>
                           "(default 4096)"),
                  cl::init(4096), cl::cat(asCategory));
 
-static cl::opt<bool> printTable(
-    "print-opcode-table",
-    cl::desc("Print the instruction table as the Markdown table of "
-             "docs/me-isa.md and exit"),
-    cl::cat(asCategory));
+static cl::opt<bool>
+    printTable("print-opcode-table",
+               cl::desc("Print the instruction table as the Markdown table of "
+                        "docs/me-isa.md and exit"),
+               cl::cat(asCategory));
 
 /// The opcode table of docs/me-isa.md, straight from MEInstrs.def.
 static void printOpcodeTable() {
-  llvm::outs() << "| opcode | mnemonic | operation | format | cycles | flags |\n"
-                  "|---|---|---|---|---|---|\n";
+  llvm::outs()
+      << "| opcode | mnemonic | operation | format | cycles | flags |\n"
+         "|---|---|---|---|---|---|\n";
   size_t count;
   const InstrInfo *rows = instrTable(count);
   for (size_t i = 0; i < count; ++i) {

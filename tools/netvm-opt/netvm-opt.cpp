@@ -1,4 +1,5 @@
-//===- netvm-opt.cpp - mlir-opt for the netvm dialects ----------------------===//
+//===- netvm-opt.cpp - mlir-opt for the netvm dialects
+//----------------------===//
 //
 // The MLIR optimizer driver with the netvm dialect, the upstream dialects its
 // handlers use (arith, cf, math) and MLIR's generic transformation passes
@@ -26,6 +27,6 @@ int main(int argc, char **argv) {
   registry.insert<netvm::NetVMDialect, mlir::arith::ArithDialect,
                   mlir::cf::ControlFlowDialect, mlir::math::MathDialect,
                   mlir::LLVM::LLVMDialect>();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "netvm optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "netvm optimizer driver\n", registry));
 }

@@ -1,4 +1,5 @@
-//===- netvm-pcap-diff.cpp - netvm's filters against libpcap ------------------===//
+//===- netvm-pcap-diff.cpp - netvm's filters against libpcap
+//------------------===//
 //
 // Compiles tcpdump expressions with netvm's pcap-filter front end (JIT, -O2)
 // and with libpcap (pcap_compile, optimized, as tcpdump does), runs both
@@ -15,8 +16,8 @@
 
 #include "netvm/Driver/Driver.h"
 #include "netvm/Frontend/PcapFilter.h"
-#include "netvm/io/PacketIO.h"
 #include "netvm/Target/Native.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/runtime.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -39,8 +40,8 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory diffCategory("netvm-pcap-diff options");
 static cl::list<std::string> traces("r", cl::desc("A pcap trace (repeatable)"),
-                                    cl::value_desc("trace.pcap"),
-                                    cl::OneOrMore, cl::cat(diffCategory));
+                                    cl::value_desc("trace.pcap"), cl::OneOrMore,
+                                    cl::cat(diffCategory));
 static cl::list<std::string>
     expressionFiles("f",
                     cl::desc("A file of expressions (with --pfl, of pairs), "
@@ -59,11 +60,11 @@ static cl::opt<bool> pflMode(
              "NetPFL filter netvm refuses and on a tcpdump expression "
              "libpcap refuses"),
     cl::cat(diffCategory));
-static cl::opt<std::string> protoDB(
-    "protodb",
-    cl::desc("With --pfl: the NetPDL protocol database of the NetPFL "
-             "filters (default: netvm's built-in one)"),
-    cl::value_desc("file.xml"), cl::cat(diffCategory));
+static cl::opt<std::string>
+    protoDB("protodb",
+            cl::desc("With --pfl: the NetPDL protocol database of the NetPFL "
+                     "filters (default: netvm's built-in one)"),
+            cl::value_desc("file.xml"), cl::cat(diffCategory));
 static cl::opt<bool> requireAll(
     "require-all",
     cl::desc("Also fail when netvm refuses an expression libpcap accepts"),
@@ -175,8 +176,8 @@ public:
   bool accepts(Packet &p) {
     uint64_t before, after, bytes;
     netvm_instance_sink_counters(vm, 0, &before, &bytes);
-    netvm_packet np{p.bytes.data(), static_cast<uint32_t>(p.bytes.size()), 0,
-                    0, p.wireLength};
+    netvm_packet np{p.bytes.data(), static_cast<uint32_t>(p.bytes.size()), 0, 0,
+                    p.wireLength};
     netvm_instance_push_batch(vm, 0, &np, 1);
     netvm_instance_sink_counters(vm, 0, &after, &bytes);
     return after != before;
@@ -455,8 +456,8 @@ int main(int argc, char **argv) {
       "{0} expressions, {1} packets: {2} agree, {3} disagree ({7} more "
       "known to), {4} refused by netvm, {5} invalid for libpcap ({6} of them "
       "accepted by netvm, {8} refused with another message)\n",
-      list.size(), packets.size(), tally.agree, tally.disagree,
-      tally.refused, invalid, lenient, tally.knownCount, otherMessage);
+      list.size(), packets.size(), tally.agree, tally.disagree, tally.refused,
+      invalid, lenient, tally.knownCount, otherMessage);
   return tally.disagree || lenient || (requireAll && tally.refused) ||
                  (sameMessages && otherMessage)
              ? 1

@@ -1,4 +1,5 @@
-//===- netvm-pcapgen.cpp - Generate reproducible packet traces ----------------===//
+//===- netvm-pcapgen.cpp - Generate reproducible packet traces
+//----------------===//
 //
 // Writes pcap traces (through libpcap) of synthetic but well-formed traffic
 // for tests, examples and benchmarks: Ethernet II with IPv4 (TCP, UDP, ICMP,
@@ -12,9 +13,9 @@
 #include "netvm/io/PacketIO.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -28,7 +29,8 @@ static cl::OptionCategory genCategory("netvm-pcapgen options");
 static cl::opt<std::string> output("o", cl::desc("Output pcap file"),
                                    cl::value_desc("file"), cl::Required,
                                    cl::cat(genCategory));
-static cl::opt<uint64_t> count("n", cl::desc("Number of packets (default 1000)"),
+static cl::opt<uint64_t> count("n",
+                               cl::desc("Number of packets (default 1000)"),
                                cl::init(1000), cl::cat(genCategory));
 static cl::opt<uint64_t> seed("seed", cl::desc("Random seed (default 1)"),
                               cl::init(1), cl::cat(genCategory));
@@ -175,7 +177,8 @@ void transport(Builder &b, Random &rng, uint32_t protocol) {
   }
   case 1:  // ICMP echo
   case 58: // ICMPv6 echo
-    b.u8(protocol == 1 ? (rng.chance(50) ? 8 : 0) : (rng.chance(50) ? 128 : 129));
+    b.u8(protocol == 1 ? (rng.chance(50) ? 8 : 0)
+                       : (rng.chance(50) ? 128 : 129));
     b.u8(0);
     b.u16(0);
     b.u32(rng.next());

@@ -1,4 +1,5 @@
-//===- netvm-run.cpp - Run a NetVM application over packets -------------------===//
+//===- netvm-run.cpp - Run a NetVM application over packets
+//-------------------===//
 //
 // Loads an application (NetIL, .nvapp or .mlir), instantiates it (init
 // handlers), feeds it packets from a pcap file or from hexadecimal text and
@@ -11,8 +12,8 @@
 
 #include "netvm/Driver/Driver.h"
 #include "netvm/Runtime/Engine.h"
-#include "netvm/io/PacketIO.h"
 #include "netvm/Target/Native.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/runtime.h"
 
 #include "NetVM/NetVMOps.h"
@@ -60,14 +61,15 @@ static cl::opt<std::string> pflFilter(
              "application: matching packets leave through sink 'match' (or "
              "'portN' after 'returnpacket on port N')"),
     cl::value_desc("filter"), cl::cat(runCategory));
-static cl::opt<std::string> protoDB(
-    "protodb",
-    cl::desc("The NetPDL protocol database of --pfl (default: netvm's "
-             "own, see docs/protodb.md)"),
-    cl::value_desc("file.xml"), cl::cat(runCategory));
 static cl::opt<std::string>
-    pcapInput("r", cl::desc("Read packets from a pcap file"),
-              cl::value_desc("trace.pcap"), cl::cat(runCategory));
+    protoDB("protodb",
+            cl::desc("The NetPDL protocol database of --pfl (default: netvm's "
+                     "own, see docs/protodb.md)"),
+            cl::value_desc("file.xml"), cl::cat(runCategory));
+static cl::opt<std::string> pcapInput("r",
+                                      cl::desc("Read packets from a pcap file"),
+                                      cl::value_desc("trace.pcap"),
+                                      cl::cat(runCategory));
 static cl::opt<std::string> hexInput(
     "hex",
     cl::desc("Read packets from a text file: one packet per line, as "
@@ -80,9 +82,10 @@ static cl::opt<std::string> liveDevice(
              "libpcap (needs root or CAP_NET_RAW); stops after -c packets or "
              "on Ctrl-C"),
     cl::value_desc("interface"), cl::cat(runCategory));
-static cl::opt<bool> promiscuous(
-    "promiscuous", cl::desc("With -i: put the interface in promiscuous mode"),
-    cl::cat(runCategory));
+static cl::opt<bool>
+    promiscuous("promiscuous",
+                cl::desc("With -i: put the interface in promiscuous mode"),
+                cl::cat(runCategory));
 static cl::list<std::string> hexPackets(
     "hex-packet",
     cl::desc("Read one packet from a file of hexadecimal bytes spread over "
@@ -127,10 +130,10 @@ static cl::opt<bool> resultsFormat(
              "for comparing engines: '#N out SINK HEX info HEX', '#N exception "
              "KIND PE HANDLER LOCATION', '#N dropped N', 'data PE HEX'"),
     cl::cat(runCategory));
-static cl::opt<bool> dumpData(
-    "dump-data",
-    cl::desc("Print every NetPE's data memory after the run"),
-    cl::cat(runCategory));
+static cl::opt<bool>
+    dumpData("dump-data",
+             cl::desc("Print every NetPE's data memory after the run"),
+             cl::cat(runCategory));
 static cl::opt<uint64_t> pullCount(
     "pull",
     cl::desc("Pull mode: pull up to this many packets out of every sink fed "
@@ -138,18 +141,17 @@ static cl::opt<uint64_t> pullCount(
              "application asks for them"),
     cl::value_desc("count"), cl::init(0), cl::cat(runCategory));
 static cl::opt<bool> useInterpreter(
-    "interp",
-    cl::desc("Run the reference interpreter instead of native code"),
+    "interp", cl::desc("Run the reference interpreter instead of native code"),
     cl::init(false), cl::cat(runCategory));
 static cl::opt<char> optLevel(
     "O",
     cl::desc("Optimization level -O0..-O3 (default: -O2 for native code; "
              "the interpreter runs -O0 IR unless -O is given)"),
     cl::Prefix, cl::init('2'), cl::cat(runCategory));
-static cl::opt<bool> compileTime(
-    "compile-time",
-    cl::desc("Report how long JIT compilation took, by phase"),
-    cl::cat(runCategory));
+static cl::opt<bool>
+    compileTime("compile-time",
+                cl::desc("Report how long JIT compilation took, by phase"),
+                cl::cat(runCategory));
 static cl::opt<unsigned> threads(
     "j",
     cl::desc("Native code: threads to run packets on (default 1). Stateless "
@@ -310,8 +312,8 @@ public:
          << llvm::toHex(out.bytes, true) << " info "
          << llvm::toHex(out.info, true) << "\n";
     for (const rt::ExceptionReport &e : result.exceptions)
-      os << "#" << number << " exception " << e.kindName() << " "
-         << peName(e) << " " << e.handlerName() << " " << e.location << "\n";
+      os << "#" << number << " exception " << e.kindName() << " " << peName(e)
+         << " " << e.handlerName() << " " << e.location << "\n";
     if (result.drops)
       os << "#" << number << " dropped " << result.drops << "\n";
     if (result.unconnected)
@@ -370,8 +372,8 @@ public:
       os << "\n";
       for (auto [i, name] : llvm::enumerate(sinks)) {
         rt::SinkCounters s = engine.sinkCounters(i);
-        os << llvm::formatv("sink {0,-16} {1,10} packets {2,12} bytes\n",
-                            name, s.packets, s.bytes);
+        os << llvm::formatv("sink {0,-16} {1,10} packets {2,12} bytes\n", name,
+                            s.packets, s.bytes);
       }
       os << llvm::formatv("dropped {0,23}\n", c.dropped);
       if (c.unconnected)
@@ -396,13 +398,12 @@ public:
     }
     if (dumpData) {
       for (auto [i, name] : llvm::enumerate(engine.peNames())) {
-        os << "data memory of @" << name << " ("
-           << engine.dataMemory(i).size() << " bytes)\n";
+        os << "data memory of @" << name << " (" << engine.dataMemory(i).size()
+           << " bytes)\n";
         printBytes(os, engine.dataMemory(i));
       }
       if (!engine.sharedMemory().empty()) {
-        os << "shared memory (" << engine.sharedMemory().size()
-           << " bytes)\n";
+        os << "shared memory (" << engine.sharedMemory().size() << " bytes)\n";
         printBytes(os, engine.sharedMemory());
       }
     }
@@ -455,8 +456,8 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module,
   std::string error;
   std::unique_ptr<rt::Engine> engine;
   if (useInterpreter) {
-    engine = rt::Engine::interpreter(driver::getApplication(module), options,
-                                     error);
+    engine =
+        rt::Engine::interpreter(driver::getApplication(module), options, error);
   } else {
     native::CodegenOptions codegen;
     codegen.optLevel = level;
@@ -563,10 +564,9 @@ int main(int argc, char **argv) {
   if (resultsFormat)
     report.resultLines(0, init);
   for (const rt::ExceptionReport &e : init.exceptions)
-    llvm::errs() << "netvm-run: warning: init handler of @"
-                 << report.peName(e) << " raised " << e.kindName()
-                 << " at " << e.location << (e.detail.empty() ? "" : ": ")
-                 << e.detail << "\n";
+    llvm::errs() << "netvm-run: warning: init handler of @" << report.peName(e)
+                 << " raised " << e.kindName() << " at " << e.location
+                 << (e.detail.empty() ? "" : ": ") << e.detail << "\n";
 
   rt::StreamStats stats;
   bool inputOk = true;
@@ -601,9 +601,9 @@ int main(int argc, char **argv) {
                       result.outputs.empty() ? 0 : result.outputs[0].length,
                       result);
       }
-    stats.processSeconds = std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - start)
-                               .count();
+    stats.processSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
   } else {
     rt::StreamOptions streamOptions;
     streamOptions.maxPackets = maxPackets;
@@ -625,11 +625,10 @@ int main(int argc, char **argv) {
     std::string how =
         useInterpreter ? "interpreter"
         : pullCount    ? "one thread"
-                       : llvm::formatv("{0} thread{1}, {2}", engine->threads(),
-                                       engine->threads() == 1 ? "" : "s",
-                                       pipeline ? "pipeline"
-                                                : "run to completion")
-                             .str();
+                    : llvm::formatv("{0} thread{1}, {2}", engine->threads(),
+                                    engine->threads() == 1 ? "" : "s",
+                                    pipeline ? "pipeline" : "run to completion")
+                          .str();
     llvm::errs() << llvm::formatv(
         "netvm-run: {0} packets: reading {1:f1} ms, processing {2:f1} ms "
         "({3:f2} Mpackets/s; {4})\n",

@@ -60,19 +60,19 @@ prepareNativeLowering(mlir::ModuleOp module,
 
 /// Patterns converting the netvm operations inside the functions made by
 /// prepareNativeLowering() to the LLVM dialect.
-void populateNetVMToLLVMConversionPatterns(
-    mlir::LLVMTypeConverter &converter, mlir::RewritePatternSet &patterns,
-    NativeLoweringState &state);
+void populateNetVMToLLVMConversionPatterns(mlir::LLVMTypeConverter &converter,
+                                           mlir::RewritePatternSet &patterns,
+                                           NativeLoweringState &state);
 
 /// Emit the application descriptor, once the patterns have run (they number
 /// the exception sites it lists).
 mlir::LogicalResult finishNativeLowering(mlir::ModuleOp module,
-                                   NativeLoweringState &state);
+                                         NativeLoweringState &state);
 
 /// All of the above plus the upstream arith, cf and math lowerings: on
 /// success `module` holds only LLVM dialect operations.
 mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
-                                 const NativeLoweringOptions &options);
+                                       const NativeLoweringOptions &options);
 
 /// The name of the descriptor lowerToLLVMDialect() exports for `appName`
 /// when no name is given.

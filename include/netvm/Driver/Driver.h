@@ -82,7 +82,6 @@ enum class FilterLanguage {
   NetPFL,     // NetPFL over a NetPDL database (docs/netpfl.md)
 };
 
-
 /// What to compile: NetIL files, an .nvapp or a .mlir file, or a filter
 /// (tcpdump or NetPFL; its text, or a file holding it). netc, netvm-run
 /// and the Python package all describe their input with it, checked by
@@ -158,10 +157,10 @@ ApplicationOp getApplication(mlir::ModuleOp module);
 /// Run the optimization pipeline of level `optLevel` (0-3) on `module`.
 /// `configure` may adjust the pass manager first (instrumentation, IR
 /// printing, timing).
-mlir::LogicalResult
-optimize(mlir::ModuleOp module, unsigned optLevel,
-         llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)>
-             configure = nullptr);
+mlir::LogicalResult optimize(
+    mlir::ModuleOp module, unsigned optLevel,
+    llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
+        nullptr);
 
 } // namespace driver
 } // namespace netvm

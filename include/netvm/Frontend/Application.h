@@ -1,4 +1,5 @@
-//===- Application.h - The .nvapp application description front end -*- C++ -*-===//
+//===- Application.h - The .nvapp application description front end -*- C++
+//-*-===//
 //
 // Application descriptions (.nvapp, docs/applications.md) name an
 // application's NetPEs and their NetIL files, its sources and sinks and
@@ -40,10 +41,11 @@ using FileLoader = llvm::function_ref<std::optional<unsigned>(
 /// its NetPEs into a verified module with one netvm.application, named
 /// `appName` if given (else as the description says, else after the
 /// file). Errors are MLIR diagnostics; returns null after them.
-mlir::OwningOpRef<mlir::ModuleOp>
-parseDescription(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
-                 unsigned bufferId, llvm::StringRef appName,
-                 FileLoader loadFile);
+mlir::OwningOpRef<mlir::ModuleOp> parseDescription(mlir::MLIRContext &context,
+                                                   llvm::SourceMgr &sourceMgr,
+                                                   unsigned bufferId,
+                                                   llvm::StringRef appName,
+                                                   FileLoader loadFile);
 
 } // namespace netvm::application
 

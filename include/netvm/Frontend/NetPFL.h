@@ -1,4 +1,5 @@
-//===- NetPFL.h - NetPFL filters to the netvm dialect ------------*- C++ -*-===//
+//===- NetPFL.h - NetPFL filters to the netvm dialect ------------*- C++
+//-*-===//
 //
 // The NetPFL front end (docs/netpfl.md): compiles a filter such as
 // `tcp.dport == 80 and ip.src == 10.1.1.1`, `ip in ip`, or

@@ -1,4 +1,5 @@
-//===- PcapFilter.h - tcpdump expressions to the netvm dialect ---*- C++ -*-===//
+//===- PcapFilter.h - tcpdump expressions to the netvm dialect ---*- C++
+//-*-===//
 //
 // The pcap-filter front end: compiles an expression in tcpdump's language
 // (man pcap-filter) for Ethernet links into a netvm application with one

@@ -49,8 +49,23 @@ struct Expr {
     Binary,        // lhs op rhs
   };
   enum Op {
-    Add, Sub, Mul, Div, Mod, BitAnd, BitOr, BitNot,
-    Eq, Ne, Lt, Le, Gt, Ge, And, Or, Not,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    BitAnd,
+    BitOr,
+    BitNot,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    Not,
   };
   Kind kind = Number;
   Op op = Add;
@@ -135,11 +150,9 @@ class Database {
 public:
   /// Parse a NetPDL document (`bufferName` names it in errors), or read and
   /// parse a file; on error return null and set `error`.
-  static std::unique_ptr<Database> parse(llvm::StringRef text,
-                                         llvm::StringRef bufferName,
-                                         LoadError &error);
-  static std::unique_ptr<Database> load(llvm::StringRef path,
-                                        LoadError &error);
+  static std::unique_ptr<Database>
+  parse(llvm::StringRef text, llvm::StringRef bufferName, LoadError &error);
+  static std::unique_ptr<Database> load(llvm::StringRef path, LoadError &error);
   /// netvm's own database, built into the library.
   static const Database &builtin();
   /// The text of the built-in database.

@@ -26,8 +26,8 @@
 #define NETVM_RUNTIME_ENGINE_H
 
 #include "netvm/Runtime/Result.h"
-#include "netvm/io/PacketIO.h"
 #include "netvm/abi.h"
+#include "netvm/io/PacketIO.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"

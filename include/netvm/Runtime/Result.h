@@ -1,4 +1,5 @@
-//===- Result.h - What happened to a packet, whatever the engine -*- C++ -*-===//
+//===- Result.h - What happened to a packet, whatever the engine -*- C++
+//-*-===//
 //
 // The one result type of netvm: what one packet (or one pull, or the init
 // handlers) did inside an application, as every engine reports it. The
@@ -12,8 +13,8 @@
 #ifndef NETVM_RUNTIME_RESULT_H
 #define NETVM_RUNTIME_RESULT_H
 
-#include "netvm/io/PacketIO.h"
 #include "netvm/abi.h"
+#include "netvm/io/PacketIO.h"
 #include "netvm/runtime.h"
 
 #include <cstdint>

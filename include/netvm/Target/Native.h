@@ -69,7 +69,9 @@ jitCompile(mlir::ModuleOp module, const CodegenOptions &options);
 /// Milliseconds spent in the last jitCompile on this thread, by phase.
 struct CompileTimes {
   double lowering = 0, translation = 0, optimization = 0, codegen = 0;
-  double total() const { return lowering + translation + optimization + codegen; }
+  double total() const {
+    return lowering + translation + optimization + codegen;
+  }
 };
 CompileTimes lastCompileTimes();
 

@@ -1,4 +1,5 @@
-//===- NetVMToLLVM.cpp - Lowering netvm to the LLVM dialect -------------------===//
+//===- NetVMToLLVM.cpp - Lowering netvm to the LLVM dialect
+//-------------------===//
 //
 // Three steps (see NetVMToLLVM.h):
 //  1. prepareNativeLowering: one LLVM function per handler (the handler body
@@ -123,11 +124,13 @@ public:
   Type ptr() { return LLVM::LLVMPointerType::get(b.getContext()); }
 
   Value c32(uint64_t v) {
-    return LLVM::ConstantOp::create(b, loc, i32(),
-                                    static_cast<int64_t>(static_cast<uint32_t>(v)));
+    return LLVM::ConstantOp::create(
+        b, loc, i32(), static_cast<int64_t>(static_cast<uint32_t>(v)));
   }
   Value c64(int64_t v) { return LLVM::ConstantOp::create(b, loc, i64(), v); }
-  Value cInt(Type t, int64_t v) { return LLVM::ConstantOp::create(b, loc, t, v); }
+  Value cInt(Type t, int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, t, v);
+  }
 
   /// `base + offset` bytes.
   Value gep(Value base, Value offset) {
@@ -137,8 +140,9 @@ public:
   Value gep(Value base, int64_t offset) {
     if (offset == 0)
       return base;
-    return LLVM::GEPOp::create(b, loc, ptr(), i8(), base,
-                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
+    return LLVM::GEPOp::create(
+        b, loc, ptr(), i8(), base,
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
   }
   Value load(Type t, Value base, int64_t offset = 0, unsigned align = 0) {
     return LLVM::LoadOp::create(b, loc, t, gep(base, offset), align);
@@ -202,30 +206,20 @@ struct Runtime {
   LLVM::LLVMFuncOp get(StringRef name) {
     struct Sig {
       const char *name;
-      int result; // 0 void, 1 i32, 2 ptr
+      int result;       // 0 void, 1 i32, 2 ptr
       const char *args; // p = ptr, i = i32, l = i64
     };
     static const Sig sigs[] = {
-        {"netvm_rt_emit", 0, "pip"},
-        {"netvm_rt_forward", 0, "piip"},
-        {"netvm_rt_drop", 0, "pip"},
-        {"netvm_rt_discard", 0, "pip"},
-        {"netvm_rt_unconnected", 0, "pip"},
-        {"netvm_rt_exception", 0, "piip"},
-        {"netvm_rt_clone", 2, "pp"},
-        {"netvm_rt_exbuf_create", 1, "ppi"},
-        {"netvm_rt_pull_source", 0, "pip"},
-        {"netvm_rt_hash", 1, "pi"},
-        {"netvm_rt_checksum", 1, "pi"},
-        {"netvm_rt_crc", 1, "ipi"},
-        {"netvm_rt_crc_word", 1, "ii"},
-        {"netvm_rt_pscan", 1, "piiii"},
-        {"netvm_rt_memcmp", 1, "ppi"},
-        {"netvm_copro_init", 1, "pplp"},
-        {"netvm_copro_read", 1, "pip"},
-        {"netvm_copro_write", 1, "pii"},
-        {"netvm_copro_invoke", 1, "pi"},
-        {"netvm_copro_attach", 0, "ppi"},
+        {"netvm_rt_emit", 0, "pip"},        {"netvm_rt_forward", 0, "piip"},
+        {"netvm_rt_drop", 0, "pip"},        {"netvm_rt_discard", 0, "pip"},
+        {"netvm_rt_unconnected", 0, "pip"}, {"netvm_rt_exception", 0, "piip"},
+        {"netvm_rt_clone", 2, "pp"},        {"netvm_rt_exbuf_create", 1, "ppi"},
+        {"netvm_rt_pull_source", 0, "pip"}, {"netvm_rt_hash", 1, "pi"},
+        {"netvm_rt_checksum", 1, "pi"},     {"netvm_rt_crc", 1, "ipi"},
+        {"netvm_rt_crc_word", 1, "ii"},     {"netvm_rt_pscan", 1, "piiii"},
+        {"netvm_rt_memcmp", 1, "ppi"},      {"netvm_copro_init", 1, "pplp"},
+        {"netvm_copro_read", 1, "pip"},     {"netvm_copro_write", 1, "pii"},
+        {"netvm_copro_invoke", 1, "pi"},    {"netvm_copro_attach", 0, "ppi"},
     };
     for (const Sig &s : sigs) {
       if (name != s.name)
@@ -336,7 +330,8 @@ void emitPull(OpBuilder &b, Location loc, NativeLoweringState &state,
   }
   emitClearExbuf(e, xb);
   if (upstream) // a pull handler's verdict is always NONE
-    e.call(state.handlers[upstream->index][static_cast<unsigned>(HandlerKind::Pull)],
+    e.call(state.handlers[upstream->index]
+                         [static_cast<unsigned>(HandlerKind::Pull)],
            {ctx, xb, e.c32(upstream->port)});
 }
 
@@ -361,9 +356,9 @@ LLVM::LLVMFuncOp buildExitHelper(OpBuilder &b, Location loc,
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = b.getI32Type();
   auto type = LLVM::LLVMFunctionType::get(i32, {ptr, i32, ptr});
-  auto func = LLVM::LLVMFuncOp::create(
-      b, loc, state.prefix + (drop ? "drop" : "emit"), type,
-      LLVM::Linkage::Internal);
+  auto func =
+      LLVM::LLVMFuncOp::create(b, loc, state.prefix + (drop ? "drop" : "emit"),
+                               type, LLVM::Linkage::Internal);
   func.setAlwaysInline(true);
   setNoAlias(func);
   OpBuilder::InsertionGuard guard(b);
@@ -415,11 +410,10 @@ LLVM::LLVMFuncOp buildCountHelper(OpBuilder &b, Location loc,
       b, loc, e.icmp(LLVM::ICmpPredicate::eq, v, e.c32(NETVM_VERDICT_NONE)),
       done, notNone);
   b.setInsertionPointToEnd(notNone);
-  LLVM::CondBrOp::create(
-      b, loc,
-      e.icmp(LLVM::ICmpPredicate::ne, e.and_(v, e.c32(NETVM_VERDICT_DROP)),
-             e.c32(0)),
-      dropped, sent);
+  LLVM::CondBrOp::create(b, loc,
+                         e.icmp(LLVM::ICmpPredicate::ne,
+                                e.and_(v, e.c32(NETVM_VERDICT_DROP)), e.c32(0)),
+                         dropped, sent);
   b.setInsertionPointToEnd(dropped);
   {
     Value pe = e.zext(e.and_(v, e.c32(~NETVM_VERDICT_DROP)), e.i64());
@@ -476,8 +470,8 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
   SmallVector<Location> headerLocs(1 + numAcc, loc);
 
   Block *fastPre = b.createBlock(&region, region.end());
-  Block *fastHeader = b.createBlock(&region, region.end(), headerTypes,
-                                    headerLocs);
+  Block *fastHeader =
+      b.createBlock(&region, region.end(), headerTypes, headerLocs);
   Block *fastBody = b.createBlock(&region, region.end());
   Block *fastExit = b.createBlock(&region, region.end());
   Block *slowHeader = b.createBlock(&region, region.end(), {i64}, {loc});
@@ -492,10 +486,9 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
       e.c32(1), alignof(netvm_exbuf));
   Value first = e.load(e.i64(), xb, offsetof(netvm_exbuf, sequence));
   Value hooks = e.load(e.i32(), c, offsetof(netvm_ctx, hooks));
-  LLVM::CondBrOp::create(b, loc,
-                         e.icmp(LLVM::ICmpPredicate::ne, hooks, e.c32(0)),
-                         slowHeader, ValueRange{e.c64(0)}, fastPre,
-                         ValueRange(), kUnlikely);
+  LLVM::CondBrOp::create(
+      b, loc, e.icmp(LLVM::ICmpPredicate::ne, hooks, e.c32(0)), slowHeader,
+      ValueRange{e.c64(0)}, fastPre, ValueRange(), kUnlikely);
 
   auto packetAt = [&](Value i) {
     return e.gep(packets,
@@ -515,9 +508,9 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
     // The flags every packet: LLVM then sees them as constants where the
     // packet leaves, and in the fast loop the emission and drop paths fold
     // into a verdict.
-    e.store(e.c32(full ? NETVM_XB_BORROWED | NETVM_XB_LISTENED
-                       : NETVM_XB_BORROWED),
-            xb, offsetof(netvm_exbuf, flags));
+    e.store(
+        e.c32(full ? NETVM_XB_BORROWED | NETVM_XB_LISTENED : NETVM_XB_BORROWED),
+        xb, offsetof(netvm_exbuf, flags));
     if (full || resetExbuf)
       e.store(e.c32(state.infoSize), xb, offsetof(netvm_exbuf, info_length));
     // Capacity and sequence number matter only to the runtime's listeners
@@ -563,21 +556,21 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
 
   SmallVector<Value> next{e.add(i, e.c64(1))};
   if (inRegisters) {
-    Value length = sinks ? e.zext(e.load(e.i32(), local,
-                                         offsetof(netvm_exbuf, length)),
-                                  e.i64())
-                         : Value();
+    Value length =
+        sinks ? e.zext(e.load(e.i32(), local, offsetof(netvm_exbuf, length)),
+                       e.i64())
+              : Value();
     for (unsigned k = 0; k < sinks; ++k) {
-      Value hit = e.icmp(LLVM::ICmpPredicate::eq, v,
-                         e.c32(NETVM_VERDICT_SINK + k));
-      next.push_back(e.add(fastHeader->getArgument(1 + 2 * k),
-                           e.zext(hit, e.i64())));
+      Value hit =
+          e.icmp(LLVM::ICmpPredicate::eq, v, e.c32(NETVM_VERDICT_SINK + k));
+      next.push_back(
+          e.add(fastHeader->getArgument(1 + 2 * k), e.zext(hit, e.i64())));
       next.push_back(e.add(fastHeader->getArgument(2 + 2 * k),
                            e.select(hit, length, e.c64(0))));
     }
     for (unsigned k = 0; k < pes; ++k) {
-      Value hit = e.icmp(LLVM::ICmpPredicate::eq, v,
-                         e.c32(NETVM_VERDICT_DROP | k));
+      Value hit =
+          e.icmp(LLVM::ICmpPredicate::eq, v, e.c32(NETVM_VERDICT_DROP | k));
       next.push_back(e.add(fastHeader->getArgument(1 + 2 * sinks + k),
                            e.zext(hit, e.i64())));
     }
@@ -722,8 +715,8 @@ netvm::prepareNativeLowering(ModuleOp module,
   state->sourceRoutes.resize(state->sourceNames.size());
   state->sinkUpstreams.resize(state->sinkNames.size());
   for (ConnectOp conn : app.getBodyBlock()->getOps<ConnectOp>()) {
-    auto resolve = [&](SymbolRefAttr ref) -> std::tuple<Operation *, unsigned,
-                                                        PortOp> {
+    auto resolve =
+        [&](SymbolRefAttr ref) -> std::tuple<Operation *, unsigned, PortOp> {
       Operation *root = app.lookupSymbol(ref.getRootReference());
       if (auto pe = dyn_cast<PEOp>(root)) {
         PortOp port = pe.lookupPort(ref.getLeafReference());
@@ -747,9 +740,9 @@ netvm::prepareNativeLowering(ModuleOp module,
         state->sinkUpstreams[toIdx] = up;
       continue;
     }
-    Dest dest = toPort ? Dest{Dest::PE, toIdx,
-                              cast<PEOp>(toOp).getPortNumber(toPort)}
-                       : Dest{Dest::Sink, toIdx, 0};
+    Dest dest =
+        toPort ? Dest{Dest::PE, toIdx, cast<PEOp>(toOp).getPortNumber(toPort)}
+               : Dest{Dest::Sink, toIdx, 0};
     if (fromPort)
       state->pushRoutes[{fromIdx, cast<PEOp>(fromOp).getPortNumber(fromPort)}]
           .push_back(dest);
@@ -804,18 +797,16 @@ netvm::prepareNativeLowering(ModuleOp module,
     for (HandlerOp handler : pe.getBodyBlock()->getOps<HandlerOp>()) {
       std::string name = state->prefix + state->peNames[index] + "." +
                          stringifyHandlerKind(handler.getKind()).str();
-      auto func = LLVM::LLVMFuncOp::create(b, handler.getLoc(), name,
-                                           handlerType,
-                                           LLVM::Linkage::Internal);
+      auto func = LLVM::LLVMFuncOp::create(
+          b, handler.getLoc(), name, handlerType, LLVM::Linkage::Internal);
       setNoAlias(func);
       func->setAttr("netvm.pe", b.getI32IntegerAttr(index));
       func->setAttr("netvm.handler",
                     b.getI32IntegerAttr(static_cast<int>(handler.getKind())));
       state->handlers[index][static_cast<unsigned>(handler.getKind())] = func;
       bool lacks = handler.getKind() == HandlerKind::Pull;
-      handler.walk([&](Operation *op) {
-        lacks |= isa<ExbufDeleteOp, ReceiveOp>(op);
-      });
+      handler.walk(
+          [&](Operation *op) { lacks |= isa<ExbufDeleteOp, ReceiveOp>(op); });
       if (lacks)
         state->mayLackExbuf.insert(func);
     }
@@ -854,9 +845,9 @@ netvm::prepareNativeLowering(ModuleOp module,
   // Sources: a route (deliver, return the verdict), inlined into the entry
   // function (which counts the verdict) and into the batch loop.
   for (auto [index, name] : llvm::enumerate(state->sourceNames)) {
-    auto route = LLVM::LLVMFuncOp::create(
-        b, loc, state->prefix + "route." + name, routeType,
-        LLVM::Linkage::Internal);
+    auto route =
+        LLVM::LLVMFuncOp::create(b, loc, state->prefix + "route." + name,
+                                 routeType, LLVM::Linkage::Internal);
     route.setAlwaysInline(true);
     setNoAlias(route);
     {
@@ -869,9 +860,9 @@ netvm::prepareNativeLowering(ModuleOp module,
       LLVM::ReturnOp::create(b, loc, ValueRange{verdict});
     }
     state->routeFuncs.push_back(route);
-    auto func = LLVM::LLVMFuncOp::create(
-        b, loc, state->prefix + "source." + name, entryType,
-        LLVM::Linkage::Internal);
+    auto func =
+        LLVM::LLVMFuncOp::create(b, loc, state->prefix + "source." + name,
+                                 entryType, LLVM::Linkage::Internal);
     setNoAlias(func);
     Block *entry = func.addEntryBlock(b);
     OpBuilder::InsertionGuard guard(b);
@@ -894,8 +885,7 @@ netvm::prepareNativeLowering(ModuleOp module,
       state->sinkPullFuncs.push_back({});
       continue;
     }
-    auto func = LLVM::LLVMFuncOp::create(b, loc,
-                                         state->prefix + "pull." + name,
+    auto func = LLVM::LLVMFuncOp::create(b, loc, state->prefix + "pull." + name,
                                          entryType, LLVM::Linkage::Internal);
     Block *entry = func.addEntryBlock(b);
     OpBuilder::InsertionGuard guard(b);
@@ -929,7 +919,8 @@ netvm::prepareNativeLowering(ModuleOp module,
     Emitter e(b, loc);
     Value null = LLVM::ZeroOp::create(b, loc, ptr);
     for (auto &funcs : state->handlers)
-      if (LLVM::LLVMFuncOp init = funcs[static_cast<unsigned>(HandlerKind::Init)])
+      if (LLVM::LLVMFuncOp init =
+              funcs[static_cast<unsigned>(HandlerKind::Init)])
         e.call(init, {entry->getArgument(0), null, e.c32(0)});
     LLVM::ReturnOp::create(b, loc, ValueRange());
   }
@@ -945,8 +936,7 @@ namespace {
 
 /// Common base: access to the lowering state and helpers shared by all
 /// netvm operation patterns.
-template <typename OpTy>
-class Lowering : public OpConversionPattern<OpTy> {
+template <typename OpTy> class Lowering : public OpConversionPattern<OpTy> {
 public:
   Lowering(LLVMTypeConverter &converter, NativeLoweringState &state)
       : OpConversionPattern<OpTy>(converter, &converter.getContext()),
@@ -1111,9 +1101,9 @@ NETVM_LOWERING(TrapOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
   unsigned site = state.addSite(fi.pe, fi.kind, op.getLoc());
-  e.call(runtime(op).get("netvm_rt_exception"),
-         {fi.ctx, e.c32(static_cast<uint32_t>(op.getKind())), e.c32(site),
-          fi.xb});
+  e.call(
+      runtime(op).get("netvm_rt_exception"),
+      {fi.ctx, e.c32(static_cast<uint32_t>(op.getKind())), e.c32(site), fi.xb});
   rw.replaceOpWithNewOp<LLVM::ReturnOp>(op,
                                         ValueRange{e.c32(NETVM_VERDICT_NONE)});
   return success();
@@ -1195,10 +1185,10 @@ NETVM_LOWERING(StoreOp) {
 NETVM_LOWERING(CopyOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
-  Value src = e.gep(base(e, op.getSrcSpace(), fi),
-                    e.zext(adaptor.getSrc(), e.i64()));
-  Value dst = e.gep(base(e, op.getDstSpace(), fi),
-                    e.zext(adaptor.getDst(), e.i64()));
+  Value src =
+      e.gep(base(e, op.getSrcSpace(), fi), e.zext(adaptor.getSrc(), e.i64()));
+  Value dst =
+      e.gep(base(e, op.getDstSpace(), fi), e.zext(adaptor.getDst(), e.i64()));
   LLVM::MemmoveOp::create(rw, op.getLoc(), dst, src,
                           e.zext(adaptor.getLength(), e.i64()), false);
   rw.eraseOp(op);
@@ -1215,8 +1205,7 @@ NETVM_LOWERING(PacketLengthOp) {
 NETVM_LOWERING(WireLengthOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
-  rw.replaceOp(op,
-               e.load(e.i32(), fi.xb, offsetof(netvm_exbuf, wire_length)));
+  rw.replaceOp(op, e.load(e.i32(), fi.xb, offsetof(netvm_exbuf, wire_length)));
   return success();
 }
 
@@ -1232,8 +1221,8 @@ NETVM_LOWERING(InfoClearOp) {
   Emitter e(rw, op.getLoc());
   Value info = base(e, MemSpace::Info, fi);
   Value length = e.zext(size(e, MemSpace::Info, fi), e.i64());
-  LLVM::MemsetOp::create(rw, op.getLoc(), info,
-                         e.cInt(e.i8(), 0), length, false);
+  LLVM::MemsetOp::create(rw, op.getLoc(), info, e.cInt(e.i8(), 0), length,
+                         false);
   rw.eraseOp(op);
   return success();
 }
@@ -1408,8 +1397,7 @@ NETVM_LOWERING(PacketScanOp) {
   rw.replaceOp(op, e.call(runtime(op).get("netvm_rt_pscan"),
                           {base(e, MemSpace::Packet, fi),
                            size(e, MemSpace::Packet, fi), adaptor.getOffset(),
-                           e.zext(adaptor.getValue(), e.i32()),
-                           e.c32(width)}));
+                           e.zext(adaptor.getValue(), e.i32()), e.c32(width)}));
   return success();
 }
 
@@ -1487,9 +1475,9 @@ NETVM_LOWERING(CoproReadOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
   Value slot = outSlot(rw, op.getLoc(), fi);
-  Value status = e.call(runtime(op).get("netvm_copro_read"),
-                        {coprocessor(e, op.getCopro(), fi), e.c32(op.getReg()),
-                         slot});
+  Value status =
+      e.call(runtime(op).get("netvm_copro_read"),
+             {coprocessor(e, op.getCopro(), fi), e.c32(op.getReg()), slot});
   guardCopro(rw, op, status, fi);
   rw.replaceOp(op, Emitter(rw, op.getLoc()).load(e.i32(), slot, 0, 4));
   return success();
@@ -1509,9 +1497,9 @@ NETVM_LOWERING(CoproWriteOp) {
 NETVM_LOWERING(CoproInvokeOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
-  Value status = e.call(runtime(op).get("netvm_copro_invoke"),
-                        {coprocessor(e, op.getCopro(), fi),
-                         e.c32(op.getOpcode())});
+  Value status =
+      e.call(runtime(op).get("netvm_copro_invoke"),
+             {coprocessor(e, op.getCopro(), fi), e.c32(op.getOpcode())});
   guardCopro(rw, op, status, fi);
   rw.eraseOp(op);
   return success();
@@ -1532,23 +1520,22 @@ NETVM_LOWERING(CoproExbufOp) {
 
 } // namespace
 
-void netvm::populateNetVMToLLVMConversionPatterns(
-    LLVMTypeConverter &converter, RewritePatternSet &patterns,
-    NativeLoweringState &state) {
-  patterns.add<SendOpLowering, SendDupOpLowering, DropOpLowering,
-               RetOpLowering, TrapOpLowering, CheckOpLowering,
-               CheckBoundsOpLowering, WatchdogOpLowering, LoadOpLowering,
-               StoreOpLowering, CopyOpLowering, PacketLengthOpLowering,
-               WireLengthOpLowering,
-               InfoLengthOpLowering, InfoClearOpLowering, TimestampOpLowering,
-               RandomOpLowering, ByteSwapOpLowering, FindBitOpLowering,
-               BitOpLowering, HashOpLowering, ChecksumOpLowering,
-               ChecksumAddOpLowering, ChecksumSubOpLowering, CrcOpLowering,
-               PacketCrcOpLowering, FieldCmpOpLowering, PacketScanOpLowering,
-               ReceiveOpLowering, ExbufCreateOpLowering,
-               ExbufDeleteOpLowering, CoproInitOpLowering,
-               CoproReadOpLowering, CoproWriteOpLowering,
-               CoproInvokeOpLowering, CoproExbufOpLowering>(converter, state);
+void netvm::populateNetVMToLLVMConversionPatterns(LLVMTypeConverter &converter,
+                                                  RewritePatternSet &patterns,
+                                                  NativeLoweringState &state) {
+  patterns
+      .add<SendOpLowering, SendDupOpLowering, DropOpLowering, RetOpLowering,
+           TrapOpLowering, CheckOpLowering, CheckBoundsOpLowering,
+           WatchdogOpLowering, LoadOpLowering, StoreOpLowering, CopyOpLowering,
+           PacketLengthOpLowering, WireLengthOpLowering, InfoLengthOpLowering,
+           InfoClearOpLowering, TimestampOpLowering, RandomOpLowering,
+           ByteSwapOpLowering, FindBitOpLowering, BitOpLowering, HashOpLowering,
+           ChecksumOpLowering, ChecksumAddOpLowering, ChecksumSubOpLowering,
+           CrcOpLowering, PacketCrcOpLowering, FieldCmpOpLowering,
+           PacketScanOpLowering, ReceiveOpLowering, ExbufCreateOpLowering,
+           ExbufDeleteOpLowering, CoproInitOpLowering, CoproReadOpLowering,
+           CoproWriteOpLowering, CoproInvokeOpLowering, CoproExbufOpLowering>(
+          converter, state);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1585,8 +1572,8 @@ public:
   std::string global(StringRef name, Type type,
                      function_ref<Value(OpBuilder &)> fill,
                      LLVM::Linkage linkage = LLVM::Linkage::Internal) {
-    auto g = LLVM::GlobalOp::create(b, loc, type, true, linkage, name,
-                                    Attribute());
+    auto g =
+        LLVM::GlobalOp::create(b, loc, type, true, linkage, name, Attribute());
     Block *init = b.createBlock(&g.getInitializerRegion());
     OpBuilder inner = OpBuilder::atBlockEnd(init);
     Value v = fill(inner);
@@ -1597,7 +1584,8 @@ public:
 
   /// An array of pointers to `symbols` (null for empty names).
   std::string pointerArray(StringRef name, ArrayRef<std::string> symbols) {
-    auto type = LLVM::LLVMArrayType::get(ptr, std::max<size_t>(symbols.size(), 1));
+    auto type =
+        LLVM::LLVMArrayType::get(ptr, std::max<size_t>(symbols.size(), 1));
     return global(name, type, [&](OpBuilder &ib) -> Value {
       Value array = LLVM::UndefOp::create(ib, loc, type);
       for (auto [i, symbol] : llvm::enumerate(symbols)) {
@@ -1609,9 +1597,9 @@ public:
                                             ArrayRef<int64_t>{int64_t(i)});
       }
       if (symbols.empty())
-        array = LLVM::InsertValueOp::create(
-            ib, loc, array, LLVM::ZeroOp::create(ib, loc, ptr),
-            ArrayRef<int64_t>{0});
+        array = LLVM::InsertValueOp::create(ib, loc, array,
+                                            LLVM::ZeroOp::create(ib, loc, ptr),
+                                            ArrayRef<int64_t>{0});
       return array;
     });
   }
@@ -1636,8 +1624,8 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
         .getResult();
   };
   auto c32 = [&](OpBuilder &ib, uint64_t v) -> Value {
-    return LLVM::ConstantOp::create(ib, loc, i32,
-                                    static_cast<int64_t>(static_cast<uint32_t>(v)));
+    return LLVM::ConstantOp::create(
+        ib, loc, i32, static_cast<int64_t>(static_cast<uint32_t>(v)));
   };
   auto addr = [&](OpBuilder &ib, StringRef symbol) -> Value {
     if (symbol.empty())
@@ -1658,10 +1646,10 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
     coproArrays.push_back(g.pointerArray(
         state.prefix + "copros." + std::to_string(i), coproNames));
   }
-  auto peArrayType =
-      LLVM::LLVMArrayType::get(peDescType, std::max<size_t>(state.peNames.size(), 1));
-  std::string peArray = g.global(
-      state.prefix + "pes", peArrayType, [&](OpBuilder &ib) -> Value {
+  auto peArrayType = LLVM::LLVMArrayType::get(
+      peDescType, std::max<size_t>(state.peNames.size(), 1));
+  std::string peArray =
+      g.global(state.prefix + "pes", peArrayType, [&](OpBuilder &ib) -> Value {
         Value array = LLVM::UndefOp::create(ib, loc, peArrayType);
         for (size_t i = 0; i < state.peNames.size(); ++i) {
           Value d = LLVM::UndefOp::create(ib, loc, peDescType);
@@ -1678,8 +1666,7 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
       });
 
   // Sources, sinks and their functions.
-  SmallVector<std::string> sourceNameSyms, sinkNameSyms, sourceFuncs,
-      sinkFuncs;
+  SmallVector<std::string> sourceNameSyms, sinkNameSyms, sourceFuncs, sinkFuncs;
   for (const std::string &name : state.sourceNames)
     sourceNameSyms.push_back(g.string(name));
   for (const std::string &name : state.sinkNames)
@@ -1692,7 +1679,8 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
       g.pointerArray(state.prefix + "source_names", sourceNameSyms);
   std::string sinkNamesArr =
       g.pointerArray(state.prefix + "sink_names", sinkNameSyms);
-  std::string sourcesArr = g.pointerArray(state.prefix + "sources", sourceFuncs);
+  std::string sourcesArr =
+      g.pointerArray(state.prefix + "sources", sourceFuncs);
   std::string sinkPullsArr =
       g.pointerArray(state.prefix + "sink_pulls", sinkFuncs);
   SmallVector<std::string> batchFuncs, pushHandlers;
@@ -1737,14 +1725,13 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
               --indegree[d.index];
     }
     auto type = LLVM::LLVMArrayType::get(i32, std::max<size_t>(n, 1));
-    peOrderArr = g.global(state.prefix + "pe_order", type,
-                          [&](OpBuilder &ib) -> Value {
-                            Value array = LLVM::UndefOp::create(ib, loc, type);
-                            for (size_t i = 0; i < std::max<size_t>(n, 1); ++i)
-                              array = insert(ib, array,
-                                             c32(ib, i < n ? order[i] : 0), i);
-                            return array;
-                          });
+    peOrderArr =
+        g.global(state.prefix + "pe_order", type, [&](OpBuilder &ib) -> Value {
+          Value array = LLVM::UndefOp::create(ib, loc, type);
+          for (size_t i = 0; i < std::max<size_t>(n, 1); ++i)
+            array = insert(ib, array, c32(ib, i < n ? order[i] : 0), i);
+          return array;
+        });
   }
 
   // Exception sites: {pe, handler, location}.
@@ -1752,8 +1739,8 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
   SmallVector<std::string> siteLocs;
   for (const Site &s : state.sites)
     siteLocs.push_back(g.string(s.location));
-  auto siteArrayType =
-      LLVM::LLVMArrayType::get(siteType, std::max<size_t>(state.sites.size(), 1));
+  auto siteArrayType = LLVM::LLVMArrayType::get(
+      siteType, std::max<size_t>(state.sites.size(), 1));
   std::string sitesArr = g.global(
       state.prefix + "sites", siteArrayType, [&](OpBuilder &ib) -> Value {
         Value array = LLVM::UndefOp::create(ib, loc, siteArrayType);

@@ -96,8 +96,7 @@ std::vector<DescriptionParser::Token> DescriptionParser::lex(StringRef line) {
       break;
     if (llvm::isAlnum(c) || c == '_') {
       size_t j = i;
-      while (j < line.size() &&
-             (llvm::isAlnum(line[j]) || line[j] == '_'))
+      while (j < line.size() && (llvm::isAlnum(line[j]) || line[j] == '_'))
         ++j;
       toks.push_back({Token::Word, line.slice(i, j), at});
       i = j;
@@ -119,7 +118,7 @@ std::vector<DescriptionParser::Token> DescriptionParser::lex(StringRef line) {
       i += 2;
       continue;
     }
-    Token::Kind kind = c == '=' ? Token::Equal
+    Token::Kind kind = c == '='   ? Token::Equal
                        : c == '.' ? Token::Dot
                        : c == ',' ? Token::Comma
                                   : Token::Bad;
@@ -170,8 +169,7 @@ OwningOpRef<ModuleOp> DescriptionParser::parse(StringRef appName) {
   OpBuilder builder(&context);
   builder.setInsertionPointToEnd(module->getBody());
   auto app = ApplicationOp::create(
-      builder, fileLoc,
-      appName.empty() ? stemOf(path) : appName.str());
+      builder, fileLoc, appName.empty() ? stemOf(path) : appName.str());
   bool named = !appName.empty();
 
   struct PEDecl {
@@ -222,8 +220,8 @@ OwningOpRef<ModuleOp> DescriptionParser::parse(StringRef appName) {
       if (toks[i].kind == Token::Equal)
         ++i;
       if (toks[i].kind != Token::String) {
-        error(toks[i].loc) << "expected the NetIL file of NetPE '"
-                           << decl.name << "' as a quoted path";
+        error(toks[i].loc) << "expected the NetIL file of NetPE '" << decl.name
+                           << "' as a quoted path";
         continue;
       }
       decl.file = toks[i].text.str();
@@ -279,8 +277,7 @@ OwningOpRef<ModuleOp> DescriptionParser::parse(StringRef appName) {
       file = dir;
       llvm::sys::path::append(file, decl.file);
     }
-    std::optional<unsigned> pebuf =
-        loadFile(file, loc(decl.fileLoc));
+    std::optional<unsigned> pebuf = loadFile(file, loc(decl.fileLoc));
     if (!pebuf)
       return nullptr;
     if (!netil::assemble(sourceMgr, *pebuf, app, decl.name,
@@ -302,24 +299,23 @@ OwningOpRef<ModuleOp> DescriptionParser::parse(StringRef appName) {
           return {};
         }
         if (!pe.lookupPort(ep.port)) {
-          auto diag = error(ep.loc)
-                      << "NetPE '" << ep.node << "' has no port '" << ep.port
-                      << "'";
+          auto diag = error(ep.loc) << "NetPE '" << ep.node << "' has no port '"
+                                    << ep.port << "'";
           SmallVector<std::string> ports;
           for (PortOp p : pe.getPorts())
-            ports.push_back((p.getSymName() + " (" +
-                             stringifyPortKind(p.getKind()) + ")")
-                                .str());
+            ports.push_back(
+                (p.getSymName() + " (" + stringifyPortKind(p.getKind()) + ")")
+                    .str());
           diag << "; its ports: " << llvm::join(ports, ", ");
           return {};
         }
-        return SymbolRefAttr::get(
-            &context, ep.node,
-            {FlatSymbolRefAttr::get(&context, ep.port)});
+        return SymbolRefAttr::get(&context, ep.node,
+                                  {FlatSymbolRefAttr::get(&context, ep.port)});
       }
       if (!ep.port.empty()) {
-        error(ep.loc) << "'" << ep.node << "' is a source or sink and has "
-                                           "no ports";
+        error(ep.loc) << "'" << ep.node
+                      << "' is a source or sink and has "
+                         "no ports";
         return {};
       }
       return FlatSymbolRefAttr::get(&context, ep.node);
@@ -333,11 +329,9 @@ OwningOpRef<ModuleOp> DescriptionParser::parse(StringRef appName) {
   return module;
 }
 
-OwningOpRef<ModuleOp>
-netvm::application::parseDescription(MLIRContext &context,
-                                     llvm::SourceMgr &sourceMgr,
-                                     unsigned bufferId, StringRef appName,
-                                     FileLoader loadFile) {
+OwningOpRef<ModuleOp> netvm::application::parseDescription(
+    MLIRContext &context, llvm::SourceMgr &sourceMgr, unsigned bufferId,
+    StringRef appName, FileLoader loadFile) {
   return DescriptionParser(context, sourceMgr, bufferId, loadFile)
       .parse(appName);
 }

@@ -66,12 +66,12 @@ struct SwitchCase {
 
 struct Instr {
   const OpcodeInfo *info = nullptr;
-  llvm::SMLoc loc;        // the mnemonic
-  uint32_t imm = 0;       // Imm32, Imm8, CoproReg register/operation
-  uint32_t imm2 = 0;      // second value of push2
-  std::string name;       // Label, port or coprocessor name
-  llvm::SMLoc nameLoc;    // position of `name`
-  std::string dataLabel;  // copro.init's initialised-data label
+  llvm::SMLoc loc;       // the mnemonic
+  uint32_t imm = 0;      // Imm32, Imm8, CoproReg register/operation
+  uint32_t imm2 = 0;     // second value of push2
+  std::string name;      // Label, port or coprocessor name
+  llvm::SMLoc nameLoc;   // position of `name`
+  std::string dataLabel; // copro.init's initialised-data label
   llvm::SMLoc dataLoc;
   std::vector<SwitchCase> cases;
   std::optional<SwitchCase> defaultCase;

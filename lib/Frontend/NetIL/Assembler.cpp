@@ -1,4 +1,5 @@
-//===- Assembler.cpp - NetIL stack code to netvm SSA --------------------------===//
+//===- Assembler.cpp - NetIL stack code to netvm SSA
+//--------------------------===//
 //
 // Turns a parsed NetIL program into a `netvm.pe`:
 //
@@ -50,11 +51,11 @@ namespace {
 struct Exit {
   enum Kind { Jump, CondBr, Switch, Send, Drop, Ret, Trap } kind = Jump;
   Location loc;
-  Value condition;                                // CondBr, Switch selector
-  unsigned target = 0, other = 0;                 // Jump/CondBr(true, false)
+  Value condition;                                  // CondBr, Switch selector
+  unsigned target = 0, other = 0;                   // Jump/CondBr(true, false)
   SmallVector<std::pair<uint32_t, unsigned>> cases; // Switch
-  std::string port;                               // Send
-  ExceptionKind trap = ExceptionKind::Exit;       // Trap
+  std::string port;                                 // Send
+  ExceptionKind trap = ExceptionKind::Exit;         // Trap
   explicit Exit(Location loc) : loc(loc) {}
 };
 
@@ -79,8 +80,7 @@ inline unsigned localVar(unsigned local) { return 2 * local + 1; }
 class HandlerBuilder {
 public:
   HandlerBuilder(Diags &diags, Program &prog, const Handler &h, PEOp pe)
-      : diags(diags), prog(prog), h(h), pe(pe),
-        builder(pe.getContext()) {}
+      : diags(diags), prog(prog), h(h), pe(pe), builder(pe.getContext()) {}
 
   /// Build the handler op at the end of the NetPE body. Returns failure
   /// after reporting errors.
@@ -130,8 +130,8 @@ private:
   HandlerOp handlerOp;
 
   std::vector<BasicBlock> blocks;
-  std::vector<unsigned> blockOf; // first instruction index -> block id
-  unsigned entry = 0;            // id of the entry block
+  std::vector<unsigned> blockOf;     // first instruction index -> block id
+  unsigned entry = 0;                // id of the entry block
   std::vector<unsigned> labelTarget; // per instruction: resolved target block
 
   // Per-block translation state.
@@ -246,10 +246,9 @@ LogicalResult HandlerBuilder::buildCFG() {
     case Opcode::SWITCH:
       for (const SwitchCase &c : last.cases)
         succs.push_back(target(c.label, c.loc));
-      succs.push_back(last.defaultCase
-                          ? target(last.defaultCase->label,
-                                   last.defaultCase->loc)
-                          : fallthrough);
+      succs.push_back(last.defaultCase ? target(last.defaultCase->label,
+                                                last.defaultCase->loc)
+                                       : fallthrough);
       break;
     case Opcode::RET:
     case Opcode::SNDPKT:
@@ -321,8 +320,7 @@ LogicalResult HandlerBuilder::analyzeStack() {
       BasicBlock &succ = blocks[s];
       if (s == endBlock) {
         diags.error(exitLoc)
-            << "execution can run past the end of the "
-            << segmentName(h.kind)
+            << "execution can run past the end of the " << segmentName(h.kind)
             << " segment here; end every path with 'ret' or 'pkt.send'";
         ok = false;
         continue;
@@ -363,8 +361,8 @@ void HandlerBuilder::checkLocals() {
       if (instr.imm >= numLocals) {
         auto diag = diags.error(instr.loc)
                     << "local " << instr.imm << " is out of range: the "
-                    << segmentName(h.kind) << " segment declares "
-                    << numLocals << " local(s)";
+                    << segmentName(h.kind) << " segment declares " << numLocals
+                    << " local(s)";
         if (h.locals)
           diag.attachNote(diags.loc(h.localsLoc)) << "declared here";
         else
@@ -375,7 +373,8 @@ void HandlerBuilder::checkLocals() {
   if (numLocals == 0)
     return;
   // Forward data flow: locals definitely (must) and possibly (may) written.
-  std::vector<llvm::BitVector> mustIn(nblocks, llvm::BitVector(numLocals, true)),
+  std::vector<llvm::BitVector> mustIn(nblocks,
+                                      llvm::BitVector(numLocals, true)),
       mayIn(nblocks, llvm::BitVector(numLocals));
   auto transfer = [&](unsigned b, llvm::BitVector set) {
     for (unsigned i = blocks[b].begin; i < blocks[b].end; ++i)
@@ -423,8 +422,7 @@ void HandlerBuilder::checkLocals() {
         if (!may.test(instr.imm))
           // NetBee zeroes locals and its programs rely on it, so this is a
           // warning, not an error.
-          diags.warning(instr.loc) << "use of uninitialized local "
-                                   << instr.imm
+          diags.warning(instr.loc) << "use of uninitialized local " << instr.imm
                                    << ": no path writes it before this read "
                                       "(it reads as 0)";
         else if (!must.test(instr.imm))
@@ -624,11 +622,10 @@ void HandlerBuilder::emitTerminators() {
                            edgeArgs(b, exit.target));
       break;
     case Exit::CondBr:
-      cf::CondBranchOp::create(builder, exit.loc, cond,
-                               blocks[exit.target].block,
-                               edgeArgs(b, exit.target),
-                               blocks[exit.other].block,
-                               edgeArgs(b, exit.other));
+      cf::CondBranchOp::create(
+          builder, exit.loc, cond, blocks[exit.target].block,
+          edgeArgs(b, exit.target), blocks[exit.other].block,
+          edgeArgs(b, exit.other));
       break;
     case Exit::Switch: {
       SmallVector<int32_t> values;
@@ -641,10 +638,8 @@ void HandlerBuilder::emitTerminators() {
       }
       SmallVector<ValueRange> operands(operandStorage.begin(),
                                        operandStorage.end());
-      cf::SwitchOp::create(builder, exit.loc, cond,
-                           blocks[exit.target].block,
-                           edgeArgs(b, exit.target), values, dests,
-                           operands);
+      cf::SwitchOp::create(builder, exit.loc, cond, blocks[exit.target].block,
+                           edgeArgs(b, exit.target), values, dests, operands);
       break;
     }
     case Exit::Send:
@@ -692,10 +687,9 @@ bool HandlerBuilder::requireExchangeBuffer(const Instr &instr) {
 bool HandlerBuilder::requireCoprocessor(const Instr &instr) {
   if (pe.getCoprocessorIndex(instr.name) >= 0)
     return true;
-  diags.error(instr.nameLoc)
-      << "coprocessor '" << instr.name
-      << "' is not declared; add '.use_coprocessor " << instr.name
-      << "' to the .metadata segment";
+  diags.error(instr.nameLoc) << "coprocessor '" << instr.name
+                             << "' is not declared; add '.use_coprocessor "
+                             << instr.name << "' to the .metadata segment";
   return false;
 }
 
@@ -780,59 +774,101 @@ struct MemAccess {
 
 static std::optional<MemAccess> loadAccess(Opcode op) {
   switch (op) {
-  case Opcode::PBLDS: return MemAccess{MemSpace::Packet, 8, true};
-  case Opcode::PBLDU: return MemAccess{MemSpace::Packet, 8, false};
-  case Opcode::PSLDS: return MemAccess{MemSpace::Packet, 16, true};
-  case Opcode::PSLDU: return MemAccess{MemSpace::Packet, 16, false};
-  case Opcode::PILD: return MemAccess{MemSpace::Packet, 32, false};
-  case Opcode::DBLDS: return MemAccess{MemSpace::Data, 8, true};
-  case Opcode::DBLDU: return MemAccess{MemSpace::Data, 8, false};
-  case Opcode::DSLDS: return MemAccess{MemSpace::Data, 16, true};
-  case Opcode::DSLDU: return MemAccess{MemSpace::Data, 16, false};
-  case Opcode::DILD: return MemAccess{MemSpace::Data, 32, false};
-  case Opcode::SBLDS: return MemAccess{MemSpace::Shared, 8, true};
-  case Opcode::SBLDU: return MemAccess{MemSpace::Shared, 8, false};
-  case Opcode::SSLDS: return MemAccess{MemSpace::Shared, 16, true};
-  case Opcode::SSLDU: return MemAccess{MemSpace::Shared, 16, false};
-  case Opcode::SILD: return MemAccess{MemSpace::Shared, 32, false};
-  case Opcode::ISBLD: return MemAccess{MemSpace::Info, 8, false};
-  case Opcode::ISSLD: return MemAccess{MemSpace::Info, 16, false};
-  case Opcode::ISSBLD: return MemAccess{MemSpace::Info, 8, true};
-  case Opcode::ISSSLD: return MemAccess{MemSpace::Info, 16, true};
-  case Opcode::ISSILD: return MemAccess{MemSpace::Info, 32, false};
-  default: return std::nullopt;
+  case Opcode::PBLDS:
+    return MemAccess{MemSpace::Packet, 8, true};
+  case Opcode::PBLDU:
+    return MemAccess{MemSpace::Packet, 8, false};
+  case Opcode::PSLDS:
+    return MemAccess{MemSpace::Packet, 16, true};
+  case Opcode::PSLDU:
+    return MemAccess{MemSpace::Packet, 16, false};
+  case Opcode::PILD:
+    return MemAccess{MemSpace::Packet, 32, false};
+  case Opcode::DBLDS:
+    return MemAccess{MemSpace::Data, 8, true};
+  case Opcode::DBLDU:
+    return MemAccess{MemSpace::Data, 8, false};
+  case Opcode::DSLDS:
+    return MemAccess{MemSpace::Data, 16, true};
+  case Opcode::DSLDU:
+    return MemAccess{MemSpace::Data, 16, false};
+  case Opcode::DILD:
+    return MemAccess{MemSpace::Data, 32, false};
+  case Opcode::SBLDS:
+    return MemAccess{MemSpace::Shared, 8, true};
+  case Opcode::SBLDU:
+    return MemAccess{MemSpace::Shared, 8, false};
+  case Opcode::SSLDS:
+    return MemAccess{MemSpace::Shared, 16, true};
+  case Opcode::SSLDU:
+    return MemAccess{MemSpace::Shared, 16, false};
+  case Opcode::SILD:
+    return MemAccess{MemSpace::Shared, 32, false};
+  case Opcode::ISBLD:
+    return MemAccess{MemSpace::Info, 8, false};
+  case Opcode::ISSLD:
+    return MemAccess{MemSpace::Info, 16, false};
+  case Opcode::ISSBLD:
+    return MemAccess{MemSpace::Info, 8, true};
+  case Opcode::ISSSLD:
+    return MemAccess{MemSpace::Info, 16, true};
+  case Opcode::ISSILD:
+    return MemAccess{MemSpace::Info, 32, false};
+  default:
+    return std::nullopt;
   }
 }
 
 static std::optional<MemAccess> storeAccess(Opcode op) {
   switch (op) {
-  case Opcode::DBSTR: return MemAccess{MemSpace::Data, 8, false};
-  case Opcode::DSSTR: return MemAccess{MemSpace::Data, 16, false};
-  case Opcode::DISTR: return MemAccess{MemSpace::Data, 32, false};
-  case Opcode::PBSTR: return MemAccess{MemSpace::Packet, 8, false};
-  case Opcode::PSSTR: return MemAccess{MemSpace::Packet, 16, false};
-  case Opcode::PISTR: return MemAccess{MemSpace::Packet, 32, false};
-  case Opcode::SBSTR: return MemAccess{MemSpace::Shared, 8, false};
-  case Opcode::SSSTR: return MemAccess{MemSpace::Shared, 16, false};
-  case Opcode::SISTR: return MemAccess{MemSpace::Shared, 32, false};
-  case Opcode::IBSTR: return MemAccess{MemSpace::Info, 8, false};
-  case Opcode::ISSTR: return MemAccess{MemSpace::Info, 16, false};
-  case Opcode::IISTR: return MemAccess{MemSpace::Info, 32, false};
-  default: return std::nullopt;
+  case Opcode::DBSTR:
+    return MemAccess{MemSpace::Data, 8, false};
+  case Opcode::DSSTR:
+    return MemAccess{MemSpace::Data, 16, false};
+  case Opcode::DISTR:
+    return MemAccess{MemSpace::Data, 32, false};
+  case Opcode::PBSTR:
+    return MemAccess{MemSpace::Packet, 8, false};
+  case Opcode::PSSTR:
+    return MemAccess{MemSpace::Packet, 16, false};
+  case Opcode::PISTR:
+    return MemAccess{MemSpace::Packet, 32, false};
+  case Opcode::SBSTR:
+    return MemAccess{MemSpace::Shared, 8, false};
+  case Opcode::SSSTR:
+    return MemAccess{MemSpace::Shared, 16, false};
+  case Opcode::SISTR:
+    return MemAccess{MemSpace::Shared, 32, false};
+  case Opcode::IBSTR:
+    return MemAccess{MemSpace::Info, 8, false};
+  case Opcode::ISSTR:
+    return MemAccess{MemSpace::Info, 16, false};
+  case Opcode::IISTR:
+    return MemAccess{MemSpace::Info, 32, false};
+  default:
+    return std::nullopt;
   }
 }
 
 /// Source and destination memories of the copy instructions.
 static std::optional<std::pair<MemSpace, MemSpace>> copySpaces(Opcode op) {
   switch (op) {
-  case Opcode::DPMCPY: return std::make_pair(MemSpace::Data, MemSpace::Packet);
-  case Opcode::PDMCPY: return std::make_pair(MemSpace::Packet, MemSpace::Data);
-  case Opcode::DSMCPY: return std::make_pair(MemSpace::Data, MemSpace::Shared);
-  case Opcode::SDMCPY: return std::make_pair(MemSpace::Shared, MemSpace::Data);
-  case Opcode::SPMCPY: return std::make_pair(MemSpace::Shared, MemSpace::Packet);
-  case Opcode::PSMCPY: return std::make_pair(MemSpace::Packet, MemSpace::Shared);
-  case Opcode::IPMCPY: return std::make_pair(MemSpace::InitData, MemSpace::Packet);
-  default: return std::nullopt;
+  case Opcode::DPMCPY:
+    return std::make_pair(MemSpace::Data, MemSpace::Packet);
+  case Opcode::PDMCPY:
+    return std::make_pair(MemSpace::Packet, MemSpace::Data);
+  case Opcode::DSMCPY:
+    return std::make_pair(MemSpace::Data, MemSpace::Shared);
+  case Opcode::SDMCPY:
+    return std::make_pair(MemSpace::Shared, MemSpace::Data);
+  case Opcode::SPMCPY:
+    return std::make_pair(MemSpace::Shared, MemSpace::Packet);
+  case Opcode::PSMCPY:
+    return std::make_pair(MemSpace::Packet, MemSpace::Shared);
+  case Opcode::IPMCPY:
+    return std::make_pair(MemSpace::InitData, MemSpace::Packet);
+  default:
+    return std::nullopt;
   }
 }
 
@@ -879,44 +915,45 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
   auto threeWay = [&](Value top, Value below, bool isSigned) -> Value {
     Value eq = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
                                      top, below);
-    Value gt = arith::CmpIOp::create(
-        builder, loc,
-        isSigned ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::ugt, top,
-        below);
+    Value gt = arith::CmpIOp::create(builder, loc,
+                                     isSigned ? arith::CmpIPredicate::sgt
+                                              : arith::CmpIPredicate::ugt,
+                                     top, below);
     Value sign =
         arith::SelectOp::create(builder, loc, gt, constant(1), constant(~0u));
     return arith::SelectOp::create(builder, loc, eq, constant(0), sign);
   };
 
   if (std::optional<MemAccess> access = loadAccess(instr.op())) {
-    if ((access->space == MemSpace::Packet || access->space == MemSpace::Info) &&
+    if ((access->space == MemSpace::Packet ||
+         access->space == MemSpace::Info) &&
         !requireExchangeBuffer(instr)) {
       drop(1);
       push(constant(0));
       return failure();
     }
     Value offset = pop(b);
-    Value v = LoadOp::create(builder, loc,
-                             builder.getIntegerType(access->bits),
+    Value v = LoadOp::create(builder, loc, builder.getIntegerType(access->bits),
                              access->space, offset, /*in_bounds=*/false);
     push(extend(v, access->bits, access->isSigned));
     return success();
   }
   if (std::optional<MemAccess> access = storeAccess(instr.op())) {
-    if ((access->space == MemSpace::Packet || access->space == MemSpace::Info) &&
+    if ((access->space == MemSpace::Packet ||
+         access->space == MemSpace::Info) &&
         !requireExchangeBuffer(instr)) {
       drop(2);
       return failure();
     }
     Value address = pop(b);
     Value value = pop(b);
-    StoreOp::create(builder, loc, truncate(value, access->bits),
-                    access->space, address, /*in_bounds=*/false);
+    StoreOp::create(builder, loc, truncate(value, access->bits), access->space,
+                    address, /*in_bounds=*/false);
     return success();
   }
   if (auto spaces = copySpaces(instr.op())) {
-    bool needsExbuf = spaces->first == MemSpace::Packet ||
-                      spaces->second == MemSpace::Packet;
+    bool needsExbuf =
+        spaces->first == MemSpace::Packet || spaces->second == MemSpace::Packet;
     if (needsExbuf && !requireExchangeBuffer(instr)) {
       drop(3);
       return failure();
@@ -1006,10 +1043,9 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
     bool inc = instr.op() == Opcode::IINC_1 || instr.op() == Opcode::IINC_2 ||
                instr.op() == Opcode::IINC_3 || instr.op() == Opcode::IINC_4;
     Value v = peekAt(b, depth);
-    Value r = inc ? arith::AddIOp::create(builder, loc, v, constant(1))
-                        .getResult()
-                  : arith::SubIOp::create(builder, loc, v, constant(1))
-                        .getResult();
+    Value r =
+        inc ? arith::AddIOp::create(builder, loc, v, constant(1)).getResult()
+            : arith::SubIOp::create(builder, loc, v, constant(1)).getResult();
     setAt(depth, r);
     return success();
   }
@@ -1033,7 +1069,8 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
     bool left = instr.op() == Opcode::ROTL;
     binary([&](Value s, Value t) {
       Value n = maskShift(t);
-      Value back = maskShift(arith::SubIOp::create(builder, loc, constant(32), n));
+      Value back =
+          maskShift(arith::SubIOp::create(builder, loc, constant(32), n));
       Value a = left ? arith::ShLIOp::create(builder, loc, s, n).getResult()
                      : arith::ShRUIOp::create(builder, loc, s, n).getResult();
       Value c = left ? arith::ShRUIOp::create(builder, loc, s, back).getResult()
@@ -1072,7 +1109,8 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
   case Opcode::JCMPLE_S: {
     Value t = pop(b);
     Value s = pop(b);
-    branchTo(arith::CmpIOp::create(builder, loc, predicateFor(instr.op()), s, t));
+    branchTo(
+        arith::CmpIOp::create(builder, loc, predicateFor(instr.op()), s, t));
     return success();
   }
   case Opcode::JEQ:
@@ -1106,8 +1144,7 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
         diag.attachNote(diags.loc(it->second)) << "first case here";
         continue;
       }
-      bb.exit->cases.emplace_back(
-          c.value, blockOf[h.labels.lookup(c.label)]);
+      bb.exit->cases.emplace_back(c.value, blockOf[h.labels.lookup(c.label)]);
     }
     bb.exit->target = instr.defaultCase
                           ? blockOf[h.labels.lookup(instr.defaultCase->label)]
@@ -1193,7 +1230,8 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
                         : instr.op() == Opcode::JFLDNEQ ? FieldCmpKind::Ne
                         : instr.op() == Opcode::JFLDLT  ? FieldCmpKind::Lt
                                                         : FieldCmpKind::Gt;
-    branchTo(FieldCmpOp::create(builder, loc, builder.getI1Type(), kind, lhs, rhs, length));
+    branchTo(FieldCmpOp::create(builder, loc, builder.getI1Type(), kind, lhs,
+                                rhs, length));
     return success();
   }
   case Opcode::PSCANB:
@@ -1209,7 +1247,8 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
                                                    : 32;
     Value value = pop(b);
     Value offset = pop(b);
-    push(PacketScanOp::create(builder, loc, i32, offset, truncate(value, bits)));
+    push(
+        PacketScanOp::create(builder, loc, i32, offset, truncate(value, bits)));
     return success();
   }
   case Opcode::SNDPKT: {
@@ -1344,8 +1383,8 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
       push(sum);
       return success();
     }
-    branchTo(arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
-                                   sum, constant(0xffff)));
+    branchTo(arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, sum,
+                                   constant(0xffff)));
     return success();
   }
   case Opcode::CRCCALC:
@@ -1374,9 +1413,8 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
     return success();
   }
   case Opcode::LOCLD:
-    push(instr.imm < h.locals.value_or(0)
-             ? readVariable(localVar(instr.imm), b)
-             : constant(0));
+    push(instr.imm < h.locals.value_or(0) ? readVariable(localVar(instr.imm), b)
+                                          : constant(0));
     return success();
   case Opcode::LOCST: {
     Value v = pop(b);
@@ -1391,8 +1429,8 @@ LogicalResult HandlerBuilder::translate(const Instr &instr, unsigned b,
     }
     auto it = prog.dataLabels.find(instr.dataLabel);
     if (it == prog.dataLabels.end()) {
-      diags.error(instr.dataLoc) << "unknown .data label '" << instr.dataLabel
-                                 << "'";
+      diags.error(instr.dataLoc)
+          << "unknown .data label '" << instr.dataLabel << "'";
       push(constant(0));
       return failure();
     }
@@ -1646,14 +1684,15 @@ static LogicalResult collectDeclarations(Diags &diags, Program &prog) {
       }
       bool isData = instr.op() == Opcode::SDMSIZE;
       if (instr.imm > (64u << 20)) {
-        diags.error(instr.loc) << "'" << instr.info->mnemonic << " "
-                               << instr.imm
-                               << "' asks for more than the 64 MiB limit of "
-                                  "a NetVM memory";
+        diags.error(instr.loc)
+            << "'" << instr.info->mnemonic << " " << instr.imm
+            << "' asks for more than the 64 MiB limit of "
+               "a NetVM memory";
         ok = false;
         continue;
       }
-      std::optional<uint32_t> &slot = isData ? prog.datamemSize : prog.sharedSize;
+      std::optional<uint32_t> &slot =
+          isData ? prog.datamemSize : prog.sharedSize;
       SMLoc &slotLoc = isData ? prog.datamemLoc : prog.sharedLoc;
       if (!slot) {
         slot = instr.imm;
@@ -1683,8 +1722,8 @@ PEOp netvm::netil::assemble(llvm::SourceMgr &sourceMgr, unsigned bufferId,
   if (failed(collectDeclarations(diags, prog)))
     return {};
 
-  bool hasCode = llvm::any_of(prog.handlers,
-                              [](const auto &h) { return h.has_value(); });
+  bool hasCode =
+      llvm::any_of(prog.handlers, [](const auto &h) { return h.has_value(); });
   if (!hasCode) {
     diags.error(prog.fileLoc) << "no code segment: a NetPE needs at least "
                                  "one of .init, .push, .pull";

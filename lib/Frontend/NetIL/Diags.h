@@ -26,9 +26,8 @@ public:
   mlir::Location loc(llvm::SMLoc pos) const {
     auto [line, col] = sourceMgr.getLineAndColumn(pos, bufferId);
     return mlir::FileLineColLoc::get(
-        context,
-        sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier(), line,
-        col);
+        context, sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier(),
+        line, col);
   }
 
   mlir::InFlightDiagnostic error(llvm::SMLoc pos) {

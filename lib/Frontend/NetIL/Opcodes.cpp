@@ -1,4 +1,5 @@
-//===- Opcodes.cpp - The NetIL opcode table -----------------------------------===//
+//===- Opcodes.cpp - The NetIL opcode table
+//-----------------------------------===//
 //
 // Lookup of mnemonics and the stack effects and control-flow properties of
 // NetIL instructions.

@@ -1,4 +1,5 @@
-//===- Parser.cpp - NetIL lexer and parser ------------------------------------===//
+//===- Parser.cpp - NetIL lexer and parser
+//------------------------------------===//
 //
 // Reads NetIL source in NetBee's syntax into a netil::Program: segments
 // (.ports, .metadata, .coprocessors, .init, .push, .pull, .data), directives,
@@ -48,8 +49,8 @@ enum class Tok {
 struct Token {
   Tok kind = Tok::Eof;
   StringRef text;
-  uint32_t value = 0;   // Number
-  std::string str;      // String, unescaped
+  uint32_t value = 0; // Number
+  std::string str;    // String, unescaped
   SMLoc loc() const { return SMLoc::getFromPointer(text.data()); }
   bool is(Tok k) const { return kind == k; }
   bool isIdent(StringRef s) const { return kind == Tok::Ident && text == s; }
@@ -145,8 +146,8 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
           unsigned byte = 0;
           part.getAsInteger(10, byte);
           if (byte > 255) {
-            diags.lexError(t->loc()) << "dotted quad '" << text
-                                  << "' has a component above 255";
+            diags.lexError(t->loc())
+                << "dotted quad '" << text << "' has a component above 255";
             t->kind = Tok::Invalid;
           }
           v = (v << 8) | (byte & 0xff);
@@ -162,8 +163,8 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
         bad = text.getAsInteger(10, v);
       if (bad) {
         diags.lexError(t->loc()) << "invalid numeric literal '" << text
-                              << "' (expected decimal, 0x hexadecimal, a "
-                                 "dotted quad or a colon quad)";
+                                 << "' (expected decimal, 0x hexadecimal, a "
+                                    "dotted quad or a colon quad)";
         t->kind = Tok::Invalid;
       } else if (v > 0xFFFFFFFFull) {
         diags.lexError(t->loc())
@@ -195,17 +196,30 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
         if (*q == '\\' && q + 1 < end) {
           char e = q[1];
           if ((e == 'x' || e == 'X') && isHex2(q + 2)) {
-            value.push_back(static_cast<char>(llvm::hexFromNibbles(q[2], q[3])));
+            value.push_back(
+                static_cast<char>(llvm::hexFromNibbles(q[2], q[3])));
             q += 4;
             continue;
           }
           switch (e) {
-          case '\\': value.push_back('\\'); break;
-          case '"': value.push_back('"'); break;
-          case 'n': value.push_back('\n'); break;
-          case 't': value.push_back('\t'); break;
-          case 'r': value.push_back('\r'); break;
-          case '0': value.push_back('\0'); break;
+          case '\\':
+            value.push_back('\\');
+            break;
+          case '"':
+            value.push_back('"');
+            break;
+          case 'n':
+            value.push_back('\n');
+            break;
+          case 't':
+            value.push_back('\t');
+            break;
+          case 'r':
+            value.push_back('\r');
+            break;
+          case '0':
+            value.push_back('\0');
+            break;
           default:
             diags.lexError(SMLoc::getFromPointer(q))
                 << "unknown escape sequence '\\" << e
@@ -219,7 +233,7 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
       if (!closed) {
         Token *t = make(Tok::Invalid, p, q);
         diags.lexError(t->loc()) << "string is not closed before the end of "
-                                 "the line";
+                                    "the line";
         p = q;
         continue;
       }
@@ -231,25 +245,44 @@ static std::vector<Token> tokenize(StringRef buffer, Diags &diags) {
 
     Tok kind = Tok::Invalid;
     switch (c) {
-    case ':': kind = Tok::Colon; break;
-    case ',': kind = Tok::Comma; break;
-    case '+': kind = Tok::Plus; break;
-    case '-': kind = Tok::Minus; break;
-    case '*': kind = Tok::Star; break;
-    case '/': kind = Tok::Slash; break;
-    case '(': kind = Tok::LParen; break;
-    case ')': kind = Tok::RParen; break;
-    default: break;
+    case ':':
+      kind = Tok::Colon;
+      break;
+    case ',':
+      kind = Tok::Comma;
+      break;
+    case '+':
+      kind = Tok::Plus;
+      break;
+    case '-':
+      kind = Tok::Minus;
+      break;
+    case '*':
+      kind = Tok::Star;
+      break;
+    case '/':
+      kind = Tok::Slash;
+      break;
+    case '(':
+      kind = Tok::LParen;
+      break;
+    case ')':
+      kind = Tok::RParen;
+      break;
+    default:
+      break;
     }
     Token *t = make(kind, p, p + 1);
     if (kind == Tok::Invalid) {
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)
-        diags.lexError(t->loc()) << "invalid character (byte 0x"
-                              << llvm::utohexstr(static_cast<unsigned char>(c))
-                              << ") in NetIL source";
+      if (static_cast<unsigned char>(c) < 0x20 ||
+          static_cast<unsigned char>(c) >= 0x7f)
+        diags.lexError(t->loc())
+            << "invalid character (byte 0x"
+            << llvm::utohexstr(static_cast<unsigned char>(c))
+            << ") in NetIL source";
       else
-        diags.lexError(t->loc()) << "invalid character '" << c
-                              << "' in NetIL source";
+        diags.lexError(t->loc())
+            << "invalid character '" << c << "' in NetIL source";
     }
     ++p;
   }
@@ -297,8 +330,8 @@ private:
   bool expectLineEnd(StringRef what) {
     if (atLineEnd())
       return true;
-    diags.error(tok().loc()) << "unexpected '" << tok().text << "' after "
-                             << what;
+    diags.error(tok().loc())
+        << "unexpected '" << tok().text << "' after " << what;
     skipLine();
     return false;
   }
@@ -351,8 +384,8 @@ private:
 
 bool Parser::parseName(std::string &name, SMLoc &loc, StringRef what) {
   if (!tok().is(Tok::Ident)) {
-    diags.error(tok().loc()) << "expected " << what << ", got "
-                             << describe(tok());
+    diags.error(tok().loc())
+        << "expected " << what << ", got " << describe(tok());
     return false;
   }
   name = tok().text.str();
@@ -370,8 +403,8 @@ std::optional<int64_t> Parser::parseExpr() {
     std::optional<int64_t> rhs = parseTerm();
     if (!rhs)
       return std::nullopt;
-    lhs = static_cast<int64_t>(static_cast<uint32_t>(plus ? *lhs + *rhs
-                                                          : *lhs - *rhs));
+    lhs = static_cast<int64_t>(
+        static_cast<uint32_t>(plus ? *lhs + *rhs : *lhs - *rhs));
   }
   return lhs;
 }
@@ -438,8 +471,8 @@ std::optional<int64_t> Parser::parsePrimary() {
   if (t.is(Tok::Ident)) {
     auto it = constants.find(t.text);
     if (it == constants.end()) {
-      auto diag = diags.error(t.loc()) << "use of undefined constant '"
-                                       << t.text << "'";
+      auto diag = diags.error(t.loc())
+                  << "use of undefined constant '" << t.text << "'";
       // A later definition is a common mistake: NetIL constants must be
       // defined before they are used.
       for (size_t i = pos + 1; i + 1 < tokens.size(); ++i)
@@ -629,9 +662,8 @@ void Parser::parsePorts() {
         skipLine();
         break;
       }
-      auto dup = llvm::find_if(prog.ports, [&](const PortDecl &p) {
-        return p.name == port.name;
-      });
+      auto dup = llvm::find_if(
+          prog.ports, [&](const PortDecl &p) { return p.name == port.name; });
       if (dup != prog.ports.end()) {
         auto diag = diags.error(port.loc)
                     << "port '" << port.name << "' is declared twice";
@@ -711,9 +743,8 @@ void Parser::parseMetadata(bool coprocessorsOnly) {
       bool isData = d.isIdent(".datamem_size");
       std::optional<uint32_t> &slot = isData ? prog.datamemSize : prog.infoSize;
       SMLoc &slotLoc = isData ? prog.datamemLoc : prog.infoLoc;
-      std::optional<uint32_t> v =
-          parseUnsigned(isData ? "data memory size" : "info memory size",
-                        64u << 20);
+      std::optional<uint32_t> v = parseUnsigned(
+          isData ? "data memory size" : "info memory size", 64u << 20);
       if (!v) {
         skipLine();
         continue;
@@ -723,9 +754,9 @@ void Parser::parseMetadata(bool coprocessorsOnly) {
         diag.attachNote(diags.loc(slotLoc)) << "first given here";
       } else if (slot && *slot != *v) {
         // Given first in a code segment (see parseDirectiveInCode).
-        auto diag = diags.error(d.loc()) << d.text << " " << *v
-                                         << " conflicts with the size "
-                                         << *slot << " given before";
+        auto diag = diags.error(d.loc())
+                    << d.text << " " << *v << " conflicts with the size "
+                    << *slot << " given before";
         diag.attachNote(diags.loc(slotLoc)) << "the size was given here";
       } else {
         slot = v;
@@ -804,8 +835,8 @@ void Parser::parseData() {
         int64_t lo = width == 4 ? INT32_MIN : -(int64_t(1) << (8 * width - 1));
         int64_t hi = width == 4 ? UINT32_MAX : (int64_t(1) << (8 * width)) - 1;
         if (*v < lo || *v > hi)
-          diags.error(vloc) << "value " << *v << " does not fit in "
-                            << width * 8 << " bits";
+          diags.error(vloc)
+              << "value " << *v << " does not fit in " << width * 8 << " bits";
         uint32_t u = static_cast<uint32_t>(*v);
         for (unsigned i = 0; i < width; ++i) {
           unsigned shift = bigEndian ? 8 * (width - 1 - i) : 8 * i;
@@ -860,9 +891,9 @@ void Parser::parseCode(Handler &handler) {
       continue;
     }
     if (parseInstruction(handler))
-      expectLineEnd(("the '" + handler.code.back().info->mnemonic +
-                     "' instruction")
-                        .str());
+      expectLineEnd(
+          ("the '" + handler.code.back().info->mnemonic + "' instruction")
+              .str());
     else
       skipLine();
   }
@@ -910,9 +941,9 @@ bool Parser::parseDirectiveInCode(Handler &handler) {
       slot = v;
       slotLoc = d.loc();
     } else if (*slot != *v) {
-      auto diag = diags.error(d.loc()) << d.text << " " << *v
-                                       << " conflicts with the size " << *slot
-                                       << " given before";
+      auto diag = diags.error(d.loc())
+                  << d.text << " " << *v << " conflicts with the size " << *slot
+                  << " given before";
       diag.attachNote(diags.loc(slotLoc)) << "the size was given here";
     }
     return expectLineEnd(d.text);
@@ -948,8 +979,7 @@ bool Parser::parseInstruction(Handler &handler) {
     return false;
   }
   if (!info->unsupported.empty()) {
-    diags.error(m.loc()) << "'" << m.text
-                         << "' is not supported by netvm: "
+    diags.error(m.loc()) << "'" << m.text << "' is not supported by netvm: "
                          << info->unsupported;
     return false;
   }
@@ -976,8 +1006,8 @@ bool Parser::parseInstruction(Handler &handler) {
     break;
   case OperandKind::Imm32: {
     if (atLineEnd()) {
-      diags.error(tok().loc()) << "'" << info->mnemonic
-                               << "' needs a value operand";
+      diags.error(tok().loc())
+          << "'" << info->mnemonic << "' needs a value operand";
       return false;
     }
     std::optional<uint32_t> v = parseU32("operand");
@@ -999,8 +1029,8 @@ bool Parser::parseInstruction(Handler &handler) {
   }
   case OperandKind::Imm8: {
     if (atLineEnd()) {
-      diags.error(tok().loc()) << "'" << info->mnemonic
-                               << "' needs an 8-bit operand";
+      diags.error(tok().loc())
+          << "'" << info->mnemonic << "' needs an 8-bit operand";
       return false;
     }
     std::optional<uint32_t> v = parseUnsigned("operand", 255);
@@ -1015,8 +1045,8 @@ bool Parser::parseInstruction(Handler &handler) {
     break;
   case OperandKind::OptLabel:
     if (tok().is(Tok::Ident)) {
-      diags.warning(tok().loc()) << "the label operand of '"
-                                 << info->mnemonic << "' is ignored";
+      diags.warning(tok().loc())
+          << "the label operand of '" << info->mnemonic << "' is ignored";
       consume();
     }
     break;
@@ -1065,8 +1095,8 @@ bool Parser::parseSwitchTable(Instr &instr) {
     skipNewlines();
     const Token &t = tok();
     bool isDefault = t.isIdent("default") && peek().is(Tok::Colon);
-    bool isValue = t.is(Tok::Number) ||
-                   (t.is(Tok::Minus) && peek().is(Tok::Number));
+    bool isValue =
+        t.is(Tok::Number) || (t.is(Tok::Minus) && peek().is(Tok::Number));
     if (!isDefault && !isValue) {
       pos = lineStart; // the table ended on the previous line
       break;
@@ -1104,8 +1134,8 @@ bool Parser::parseSwitchTable(Instr &instr) {
       instr.cases.push_back(std::move(c));
     }
     if (!atLineEnd()) {
-      diags.error(tok().loc()) << "unexpected '" << tok().text
-                               << "' after a switch case";
+      diags.error(tok().loc())
+          << "unexpected '" << tok().text << "' after a switch case";
       return false;
     }
   }

@@ -51,9 +51,8 @@ std::pair<Value, Value> CodeGen::decided(const Formula &f) {
   switch (f.kind) {
   case Formula::Leaf: {
     Value yes = isTrue(get(flagVar(f.chain)));
-    Value no = arith::AndIOp::create(
-        b, loc, chainDead(f.chain),
-        arith::XOrIOp::create(b, loc, yes, one));
+    Value no = arith::AndIOp::create(b, loc, chainDead(f.chain),
+                                     arith::XOrIOp::create(b, loc, yes, one));
     return {yes, no};
   }
   case Formula::Not: {
@@ -97,20 +96,19 @@ Value CodeGen::chainDead(size_t c) {
       for (const Member &m : e.members) {
         if (!m.index)
           return never;
-        dead = arith::AndIOp::create(
-            b, loc, dead,
-            cmp(arith::CmpIPredicate::uge,
-                get(var("count." + m.proto->name)), c32(m.index)));
+        dead = arith::AndIOp::create(b, loc, dead,
+                                     cmp(arith::CmpIPredicate::uge,
+                                         get(var("count." + m.proto->name)),
+                                         c32(m.index)));
       }
     }
   }
   if (n == 1 && !chain.anchored)
-    return dead; // no partial matches are kept
+    return dead;                            // no partial matches are kept
   uint32_t partial = ((1u << n) - 1) & ~1u; // states 1 .. n-1
-  Value none = cmp(arith::CmpIPredicate::eq,
-                   arith::AndIOp::create(b, loc, get(chainVar(c)),
-                                         c32(partial)),
-                   c32(0));
+  Value none = cmp(
+      arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, loc, get(chainVar(c)), c32(partial)), c32(0));
   return arith::AndIOp::create(b, loc, dead, none);
 }
 
@@ -120,16 +118,14 @@ bool CodeGen::stepChain(size_t c, const Protocol &p) {
   bool relevantHere = false;
   for (const Element &e : chain.elems)
     if (e.kind != Element::Set ||
-        llvm::any_of(e.members,
-                     [&](const Member &m) { return m.proto == &p; }))
+        llvm::any_of(e.members, [&](const Member &m) { return m.proto == &p; }))
       relevantHere = true;
   if (n == 1 && !chain.anchored) {
     // The common case: some header matches.
     if (!relevantHere)
       return false;
     Value m = elementMatch(chain.elems[0], p);
-    set(flagVar(c), arith::OrIOp::create(b, loc, get(flagVar(c)),
-                                         toI32(m)));
+    set(flagVar(c), arith::OrIOp::create(b, loc, get(flagVar(c)), toI32(m)));
     return true;
   }
   Value old = get(chainVar(c));
@@ -156,8 +152,7 @@ bool CodeGen::stepChain(size_t c, const Protocol &p) {
   }
   set(chainVar(c), next);
   Value done = isTrue(arith::AndIOp::create(b, loc, next, c32(1u << n)));
-  set(flagVar(c),
-      arith::OrIOp::create(b, loc, get(flagVar(c)), toI32(done)));
+  set(flagVar(c), arith::OrIOp::create(b, loc, get(flagVar(c)), toI32(done)));
   return true;
 }
 
@@ -227,20 +222,26 @@ Value CodeGen::arithValue(const Arith &a, Block *absent) {
   }
   Value l = arithValue(*a.a, absent), r = arithValue(*a.b, absent);
   switch (a.op) {
-  case '+': return arith::AddIOp::create(b, loc, l, r);
-  case '-': return arith::SubIOp::create(b, loc, l, r);
-  case '*': return arith::MulIOp::create(b, loc, l, r);
-  case '&': return arith::AndIOp::create(b, loc, l, r);
-  case '|': return arith::OrIOp::create(b, loc, l, r);
-  case '^': return arith::XOrIOp::create(b, loc, l, r);
+  case '+':
+    return arith::AddIOp::create(b, loc, l, r);
+  case '-':
+    return arith::SubIOp::create(b, loc, l, r);
+  case '*':
+    return arith::MulIOp::create(b, loc, l, r);
+  case '&':
+    return arith::AndIOp::create(b, loc, l, r);
+  case '|':
+    return arith::OrIOp::create(b, loc, l, r);
+  case '^':
+    return arith::XOrIOp::create(b, loc, l, r);
   case '<':
   case '>': {
     // Shifts by 32 or more give 0.
     Value big = cmp(arith::CmpIPredicate::uge, r, c32(32));
     Value safe = arith::AndIOp::create(b, loc, r, c32(31));
-    Value shifted =
-        a.op == '<' ? arith::ShLIOp::create(b, loc, l, safe).getResult()
-                    : arith::ShRUIOp::create(b, loc, l, safe).getResult();
+    Value shifted = a.op == '<'
+                        ? arith::ShLIOp::create(b, loc, l, safe).getResult()
+                        : arith::ShRUIOp::create(b, loc, l, safe).getResult();
     return arith::SelectOp::create(b, loc, big, c32(0), shifted);
   }
   }
@@ -261,8 +262,7 @@ Value CodeGen::wideEqual(const Arith &f, const std::vector<uint8_t> &bytes,
     Value at = arith::AddIOp::create(b, loc, off, c32(i));
     Value got = loadBytes(at, chunk);
     all = arith::AndIOp::create(b, loc, all,
-                                cmp(arith::CmpIPredicate::eq, got,
-                                    c32(want)));
+                                cmp(arith::CmpIPredicate::eq, got, c32(want)));
     i += chunk;
   }
   return all;
@@ -309,9 +309,8 @@ Value CodeGen::stringTest(const Pred &p, Block *absent) {
       want = llvm::toLower(want);
     }
     Block *next = newBlock();
-    cf::CondBranchOp::create(b, loc,
-                             cmp(arith::CmpIPredicate::eq, v, c32(want)),
-                             next, advance);
+    cf::CondBranchOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, v, c32(want)), next, advance);
     startBlock(next);
   }
   cf::BranchOp::create(b, loc, found);
@@ -336,9 +335,9 @@ void CodeGen::extractFields(const Protocol &p) {
         b, loc,
         cmp(arith::CmpIPredicate::eq, get(var("count." + p.name)),
             c32(ref.index)),
-        arith::AndIOp::create(
-            b, loc, cmp(arith::CmpIPredicate::ne, off, c32(kAbsent)),
-            inPacket(off, len)));
+        arith::AndIOp::create(b, loc,
+                              cmp(arith::CmpIPredicate::ne, off, c32(kAbsent)),
+                              inPacket(off, len)));
     cf::CondBranchOp::create(b, loc, here, store, skip);
     startBlock(store);
     Value word = arith::OrIOp::create(

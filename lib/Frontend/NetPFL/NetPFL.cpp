@@ -121,15 +121,15 @@ OwningOpRef<ModuleOp> netvm::netpfl::compile(MLIRContext &context,
                                              const CompileOptions &options) {
   const Database &db =
       options.database ? *options.database : Database::builtin();
-  context.loadDialect<NetVMDialect, arith::ArithDialect,
-                      cf::ControlFlowDialect, memref::MemRefDialect>();
+  context.loadDialect<NetVMDialect, arith::ArithDialect, cf::ControlFlowDialect,
+                      memref::MemRefDialect>();
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
   auto report = [&](const FilterError &e) {
     filter::emitFilterError(context, sourceMgr, bufferId, e);
     return nullptr;
   };
-  filter::FilterParser<netvm_netpfl::NetPFLLexer, P> parser(
-      buffer->getBuffer(), kSyntaxWords);
+  filter::FilterParser<netvm_netpfl::NetPFLLexer, P> parser(buffer->getBuffer(),
+                                                            kSyntaxWords);
   std::optional<FilterError> syntaxError;
   P::ProgramContext *tree = parser.parse(syntaxError);
   if (!tree)

@@ -19,8 +19,8 @@
 #include "NetVM/NetVMOps.h"
 #include "netvm/ProtoDB/ProtoDB.h"
 
-#include "NetPFLParser.h"
 #include "FilterSupport.h"
+#include "NetPFLParser.h"
 #include "antlr4-runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -28,16 +28,16 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Interfaces/MemorySlotInterfaces.h"
-#include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/Mem2Reg.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/bit.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/bit.h"
 
 #include <arpa/inet.h>
 #include <hs/hs.h>
@@ -66,10 +66,10 @@ using mlir::Region;
 using mlir::Type;
 using mlir::Value;
 using P = netvm_netpfl::NetPFLParser;
-using llvm::StringRef;
 using filter::fail;
 using filter::FilterError;
 using filter::posOf;
+using llvm::StringRef;
 
 //===----------------------------------------------------------------------===//
 // The filter, resolved
@@ -200,11 +200,11 @@ constexpr llvm::StringLiteral kRegexp = "regexp";
 
 /// What the filter needs from one protocol.
 struct ProtoNeeds {
-  bool relevant = false;      // parsed at all
-  bool encapsulation = false; // some successor is relevant
-  bool count = false;         // header index used
-  llvm::StringSet<> recorded; // fields whose position the filter reads
-  llvm::StringSet<> values;   // fields whose value NetPDL expressions read
+  bool relevant = false;          // parsed at all
+  bool encapsulation = false;     // some successor is relevant
+  bool count = false;             // header index used
+  llvm::StringSet<> recorded;     // fields whose position the filter reads
+  llvm::StringSet<> values;       // fields whose value NetPDL expressions read
   std::set<const Node *> skipped; // size loops decoded as one jump
 };
 

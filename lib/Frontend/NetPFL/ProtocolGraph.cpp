@@ -48,17 +48,17 @@ void CodeGen::run() {
   }
 
   b.setInsertionPointToEnd(finish);
-  Value verdict = filter.formula ? formula(*filter.formula)
-                                 : Value(arith::ConstantIntOp::create(
-                                       b, loc, b.getI1Type(), 1));
+  Value verdict =
+      filter.formula
+          ? formula(*filter.formula)
+          : Value(arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
   cf::CondBranchOp::create(b, loc, verdict, accept, reject);
 }
 
 LogicalResult CodeGen::promote(Operation *scope) {
   SmallVector<PromotableAllocationOpInterface> allocas;
   for (auto &[name, v] : vars)
-    allocas.push_back(
-        cast<PromotableAllocationOpInterface>(v.getDefiningOp()));
+    allocas.push_back(cast<PromotableAllocationOpInterface>(v.getDefiningOp()));
   // Code after a branch (a <nextproto>, a <loopctrl>) went into blocks
   // nothing reaches: drop them first, so that no value of theirs is
   // left undefined.
@@ -295,8 +295,8 @@ Value CodeGen::loadBytes(Value offset, unsigned size) {
     return load(offset, size);
   Value hi = load(offset, 2);
   Value lo = load(arith::AddIOp::create(b, loc, offset, c32(2)), 1);
-  return arith::OrIOp::create(
-      b, loc, arith::ShLIOp::create(b, loc, hi, c32(8)), lo);
+  return arith::OrIOp::create(b, loc, arith::ShLIOp::create(b, loc, hi, c32(8)),
+                              lo);
 }
 
 Value CodeGen::checkedLoad(Value offset, unsigned size, Block *otherwise) {
@@ -309,8 +309,7 @@ Value CodeGen::fieldValue(Value raw, uint32_t mask) {
     return raw;
   Value v = arith::AndIOp::create(b, loc, raw, c32(mask));
   unsigned shift = llvm::countr_zero(mask);
-  return shift ? arith::ShRUIOp::create(b, loc, v, c32(shift)).getResult()
-               : v;
+  return shift ? arith::ShRUIOp::create(b, loc, v, c32(shift)).getResult() : v;
 }
 
 Block *CodeGen::headerBlock(const Protocol *p) {
@@ -384,10 +383,10 @@ void CodeGen::emitHeader(const Protocol &p) {
                 b, loc, yes,
                 arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
             accept);
-    require(arith::XOrIOp::create(
-                b, loc, no,
-                arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
-            reject);
+    require(
+        arith::XOrIOp::create(
+            b, loc, no, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
+        reject);
   }
   if (!n.encapsulation) {
     cf::BranchOp::create(b, loc, finish);
@@ -418,7 +417,8 @@ void CodeGen::decoded(const Node &x, Value at, Value size, unsigned loadSize) {
       throw FilterError{0,
                         "protocol database: '" + proto->name + "." + x.name +
                             "' is read with buf2int but is not a field of 1 "
-                            "to 4 bytes (" + x.loc.str() + ")",
+                            "to 4 bytes (" +
+                            x.loc.str() + ")",
                         {{x.loc.file, x.loc.line, x.loc.column,
                           "the field '" + x.name + "' is declared here"}}};
     set(var(fieldVar("val", x.name)),
@@ -457,8 +457,7 @@ void CodeGen::emitNode(const Node &x) {
     Value rel = arith::SubIOp::create(b, loc, at, get(var("base")));
     Value rem = arith::RemUIOp::create(b, loc, rel, c32(x.size));
     Value pad = arith::RemUIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, c32(x.size), rem),
-        c32(x.size));
+        b, loc, arith::SubIOp::create(b, loc, c32(x.size), rem), c32(x.size));
     set(curSlot, arith::AddIOp::create(b, loc, at, pad));
     return;
   }
@@ -537,8 +536,8 @@ void CodeGen::emitLoop(const Node &x, ProtoNeeds &n) {
     Block *head = newBlock(), *bodyBlock = newBlock(), *exit = newBlock();
     cf::BranchOp::create(b, loc, head);
     startBlock(head);
-    Value more = cmp(arith::CmpIPredicate::ult, get(curSlot),
-                     get(var(endName)));
+    Value more =
+        cmp(arith::CmpIPredicate::ult, get(curSlot), get(var(endName)));
     cf::CondBranchOp::create(b, loc, more, bodyBlock, exit);
     startBlock(bodyBlock);
     loopBody(x, head, exit);
@@ -551,8 +550,8 @@ void CodeGen::emitLoop(const Node &x, ProtoNeeds &n) {
   if (x.loopKind == Node::TimesLoop)
     set(var(countName), expr(*x.expr));
   Block *head = newBlock(), *bodyBlock = newBlock(), *exit = newBlock();
-  cf::BranchOp::create(b, loc, x.loopKind == Node::DoWhileLoop ? bodyBlock
-                                                               : head);
+  cf::BranchOp::create(b, loc,
+                       x.loopKind == Node::DoWhileLoop ? bodyBlock : head);
   startBlock(head);
   Value more;
   if (x.loopKind == Node::TimesLoop) {
@@ -581,8 +580,7 @@ void CodeGen::loopBody(const Node &x, Block *head, Block *exit) {
   Value cur = get(curSlot);
   Value moved = cmp(arith::CmpIPredicate::ugt, cur, get(var(startName)));
   Value inside = cmp(arith::CmpIPredicate::ult, cur, pktLen);
-  cf::CondBranchOp::create(b, loc, arith::AndIOp::create(b, loc, moved,
-                                                         inside),
+  cf::CondBranchOp::create(b, loc, arith::AndIOp::create(b, loc, moved, inside),
                            head, exit);
 }
 
@@ -631,9 +629,12 @@ Value CodeGen::expr(const Expr &e) {
   }
   Value l = expr(*e.lhs), r = expr(*e.rhs);
   switch (e.op) {
-  case Expr::Add: return arith::AddIOp::create(b, loc, l, r);
-  case Expr::Sub: return arith::SubIOp::create(b, loc, l, r);
-  case Expr::Mul: return arith::MulIOp::create(b, loc, l, r);
+  case Expr::Add:
+    return arith::AddIOp::create(b, loc, l, r);
+  case Expr::Sub:
+    return arith::SubIOp::create(b, loc, l, r);
+  case Expr::Mul:
+    return arith::MulIOp::create(b, loc, l, r);
   case Expr::Div:
   case Expr::Mod:
     // A database dividing by zero cannot decode this packet further.
@@ -641,15 +642,24 @@ Value CodeGen::expr(const Expr &e) {
     if (e.op == Expr::Div)
       return arith::DivUIOp::create(b, loc, l, r);
     return arith::RemUIOp::create(b, loc, l, r);
-  case Expr::BitAnd: return arith::AndIOp::create(b, loc, l, r);
-  case Expr::BitOr: return arith::OrIOp::create(b, loc, l, r);
-  case Expr::Eq: return toI32(cmp(arith::CmpIPredicate::eq, l, r));
-  case Expr::Ne: return toI32(cmp(arith::CmpIPredicate::ne, l, r));
-  case Expr::Lt: return toI32(cmp(arith::CmpIPredicate::ult, l, r));
-  case Expr::Le: return toI32(cmp(arith::CmpIPredicate::ule, l, r));
-  case Expr::Gt: return toI32(cmp(arith::CmpIPredicate::ugt, l, r));
-  case Expr::Ge: return toI32(cmp(arith::CmpIPredicate::uge, l, r));
-  default: break;
+  case Expr::BitAnd:
+    return arith::AndIOp::create(b, loc, l, r);
+  case Expr::BitOr:
+    return arith::OrIOp::create(b, loc, l, r);
+  case Expr::Eq:
+    return toI32(cmp(arith::CmpIPredicate::eq, l, r));
+  case Expr::Ne:
+    return toI32(cmp(arith::CmpIPredicate::ne, l, r));
+  case Expr::Lt:
+    return toI32(cmp(arith::CmpIPredicate::ult, l, r));
+  case Expr::Le:
+    return toI32(cmp(arith::CmpIPredicate::ule, l, r));
+  case Expr::Gt:
+    return toI32(cmp(arith::CmpIPredicate::ugt, l, r));
+  case Expr::Ge:
+    return toI32(cmp(arith::CmpIPredicate::uge, l, r));
+  default:
+    break;
   }
   llvm_unreachable("unknown NetPDL operator");
 }

@@ -47,19 +47,17 @@ void Walker::program(P::ProgramContext *ctx) {
     sawExtract = true;
     for (P::FieldItemContext *item : ef->fieldItem()) {
       if (item->MULTIFIELD())
-        fail(posOf(item), "'" + item->getText() +
-                              "' (every instance of a field) is not "
-                              "supported; name one instance, e.g. '" +
-                              StringRef(item->getText()).split('*').first.str() +
-                              "%2." +
-                              StringRef(item->getText()).split('.').second.str() +
-                              "'");
+        fail(posOf(item),
+             "'" + item->getText() +
+                 "' (every instance of a field) is not "
+                 "supported; name one instance, e.g. '" +
+                 StringRef(item->getText()).split('*').first.str() + "%2." +
+                 StringRef(item->getText()).split('.').second.str() + "'");
       FieldRef ref = fieldRef(item->FIELD());
       for (const Extract &e : out.extracts)
         if (e.ref.proto == ref.proto && e.ref.index == ref.index &&
             e.ref.field == ref.field)
-          fail(posOf(item), "'" + item->getText() +
-                                "' is already extracted");
+          fail(posOf(item), "'" + item->getText() + "' is already extracted");
       if (ref.index == 0)
         ref.index = 1; // the first instance
       out.extracts.push_back({ref});
@@ -145,8 +143,8 @@ Element Walker::element(P::ChainElementContext *ctx, bool notin) {
     m.tunneled = set->TUNNELED() != nullptr;
     for (const Member &other : e.members)
       if (other.proto == m.proto)
-        fail(posOf(op), "protocol '" + m.proto->name +
-                            "' appears twice in the same set");
+        fail(posOf(op),
+             "protocol '" + m.proto->name + "' appears twice in the same set");
     if (m.index && e.repeat)
       fail(posOf(op), "a header index and a repeater ('" +
                           std::string(1, e.repeat) +
@@ -162,8 +160,7 @@ Element Walker::element(P::ChainElementContext *ctx, bool notin) {
 const Protocol *Walker::protocol(StringRef name, size_t pos) {
   const Protocol *p = db.lookup(name);
   if (!p) {
-    std::string hint =
-        didYouMean(Database::nearest(name, db.protocolNames()));
+    std::string hint = didYouMean(Database::nearest(name, db.protocolNames()));
     fail(pos, "unknown protocol '" + name.str() + "'" +
                   (hint.empty() ? "" : "; " + hint));
   }
@@ -196,9 +193,9 @@ FieldRef Walker::fieldRef(antlr4::tree::TerminalNode *tok) {
     for (const FieldInfo &fi : proto->fields)
       names.push_back(fi.name);
     std::string hint = didYouMean(Database::nearest(fieldName, names));
-    fail(pos + inst.size() + 1,
-         "protocol '" + proto->name + "' has no field '" + fieldName.str() +
-             "'" + (hint.empty() ? "" : "; " + hint));
+    fail(pos + inst.size() + 1, "protocol '" + proto->name +
+                                    "' has no field '" + fieldName.str() + "'" +
+                                    (hint.empty() ? "" : "; " + hint));
   }
   return FieldRef{proto, index, f, pos};
 }
@@ -233,7 +230,7 @@ Member Walker::member(P::OperandContext *ctx) {
   pred->lhs = arith(r->arith(0));
   pred->rhs = arith(r->arith(1));
   std::string op = r->relop()->getText();
-  pred->rel = op == "==" ? arith::CmpIPredicate::eq
+  pred->rel = op == "=="   ? arith::CmpIPredicate::eq
               : op == "!=" ? arith::CmpIPredicate::ne
               : op == "<"  ? arith::CmpIPredicate::ult
               : op == "<=" ? arith::CmpIPredicate::ule
@@ -243,17 +240,15 @@ Member Walker::member(P::OperandContext *ctx) {
   std::optional<FieldRef> owner;
   std::function<void(const ArithP &)> visit = [&](const ArithP &a) {
     if (a->kind == Arith::Field || a->kind == Arith::Slice) {
-      if (owner && (owner->proto != a->ref.proto ||
-                    owner->index != a->ref.index))
-        fail(a->pos, "a comparison looks at one header: this names '" +
-                         a->ref.proto->name +
-                         (a->ref.index ? "%" + std::to_string(a->ref.index)
-                                       : "") +
-                         "' but the comparison already uses '" +
-                         owner->proto->name +
-                         (owner->index ? "%" + std::to_string(owner->index)
-                                       : "") +
-                         "'");
+      if (owner &&
+          (owner->proto != a->ref.proto || owner->index != a->ref.index))
+        fail(a->pos,
+             "a comparison looks at one header: this names '" +
+                 a->ref.proto->name +
+                 (a->ref.index ? "%" + std::to_string(a->ref.index) : "") +
+                 "' but the comparison already uses '" + owner->proto->name +
+                 (owner->index ? "%" + std::to_string(owner->index) : "") +
+                 "'");
       owner = a->ref;
     }
     if (a->a)
@@ -281,25 +276,24 @@ void Walker::checkWide(const Pred &p) {
   auto describe = [](const ArithP &a) -> std::string {
     if (a->kind == Arith::Bytes)
       return "a " + std::to_string(a->bytes.size()) + "-byte address";
-    return "field '" + a->ref.proto->name + "." + a->ref.field->name +
-           "' (" + std::to_string(a->ref.field->size) + " bytes)";
+    return "field '" + a->ref.proto->name + "." + a->ref.field->name + "' (" +
+           std::to_string(a->ref.field->size) + " bytes)";
   };
   for (const ArithP *side : {&p.lhs, &p.rhs}) {
-    std::function<void(const ArithP &, bool)> inner =
-        [&](const ArithP &a, bool top) {
-          if (!top && wide(a))
-            fail(a->pos, describe(a) + " cannot take part in arithmetic");
-          if (a->kind == Arith::Field && a->ref.field->size == 0 &&
-              a->ref.field->kind == Node::VariableField)
-            fail(a->pos, "field '" + a->ref.proto->name + "." +
-                             a->ref.field->name +
-                             "' has a variable length: test it with "
-                             "'contains' or 'matches', or compare a slice");
-          if (a->a)
-            inner(a->a, false);
-          if (a->b)
-            inner(a->b, false);
-        };
+    std::function<void(const ArithP &, bool)> inner = [&](const ArithP &a,
+                                                          bool top) {
+      if (!top && wide(a))
+        fail(a->pos, describe(a) + " cannot take part in arithmetic");
+      if (a->kind == Arith::Field && a->ref.field->size == 0 &&
+          a->ref.field->kind == Node::VariableField)
+        fail(a->pos, "field '" + a->ref.proto->name + "." + a->ref.field->name +
+                         "' has a variable length: test it with "
+                         "'contains' or 'matches', or compare a slice");
+      if (a->a)
+        inner(a->a, false);
+      if (a->b)
+        inner(a->b, false);
+    };
     inner(*side, true);
   }
   bool lw = wide(p.lhs), rw = wide(p.rhs);
@@ -335,11 +329,21 @@ std::string Walker::unquote(antlr4::tree::TerminalNode *tok, bool regexp) {
       continue;
     }
     switch (e) {
-    case 'n': out += '\n'; break;
-    case 'r': out += '\r'; break;
-    case 't': out += '\t'; break;
-    case '\\': out += '\\'; break;
-    case '"': out += '"'; break;
+    case 'n':
+      out += '\n';
+      break;
+    case 'r':
+      out += '\r';
+      break;
+    case 't':
+      out += '\t';
+      break;
+    case '\\':
+      out += '\\';
+      break;
+    case '"':
+      out += '"';
+      break;
     case 'x': {
       unsigned v;
       if (i + 2 >= text.size() - 1 ||
@@ -350,9 +354,8 @@ std::string Walker::unquote(antlr4::tree::TerminalNode *tok, bool regexp) {
       break;
     }
     default:
-      fail(posOf(tok) + i - 1,
-           std::string("unknown escape '\\") + e +
-               "' (known: \\n \\r \\t \\\\ \\\" \\xHH)");
+      fail(posOf(tok) + i - 1, std::string("unknown escape '\\") + e +
+                                   "' (known: \\n \\r \\t \\\\ \\\" \\xHH)");
     }
   }
   return out;
@@ -391,8 +394,9 @@ ArithP Walker::arith(P::ArithContext *ctx) {
     }
     in6_addr addr;
     if (inet_pton(AF_INET6, text.c_str(), &addr) != 1)
-      fail(a->pos, "'" + text + "' is neither a MAC address "
-                                "(00:11:22:33:44:55) nor an IPv6 address");
+      fail(a->pos, "'" + text +
+                       "' is neither a MAC address "
+                       "(00:11:22:33:44:55) nor an IPv6 address");
     a->bytes.assign(addr.s6_addr, addr.s6_addr + 16);
     return a;
   }

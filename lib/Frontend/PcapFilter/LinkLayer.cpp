@@ -14,15 +14,15 @@ using namespace netvm;
 namespace netvm::pcapfilter::detail {
 
 PredP Generator::ieee8023() {
-  return negate(cmp(offLinkType, 2, ETHERMTU, 0xFFFFFFFFu,
-                    arith::CmpIPredicate::ugt));
+  return negate(
+      cmp(offLinkType, 2, ETHERMTU, 0xFFFFFFFFu, arith::CmpIPredicate::ugt));
 }
 
 PredP Generator::snap(uint32_t orgcode, uint32_t type) {
   return bytesEqual(offLinkPayload,
                     {LLCSAP_SNAP, LLCSAP_SNAP, 0x03, uint8_t(orgcode >> 16),
-                     uint8_t(orgcode >> 8), uint8_t(orgcode), uint8_t(type >> 8),
-                     uint8_t(type)});
+                     uint8_t(orgcode >> 8), uint8_t(orgcode),
+                     uint8_t(type >> 8), uint8_t(type)});
 }
 
 PredP Generator::linktype(uint32_t type, antlr4::ParserRuleContext *at) {
@@ -46,8 +46,7 @@ PredP Generator::linktype(uint32_t type, antlr4::ParserRuleContext *at) {
     PredP frames = disj(cmp(offLinkPayload, 1, LLCSAP_IPX),
                         cmp(offLinkPayload, 2, 0xFFFF));
     frames = disj(snap(0x000000, ETHERTYPE_IPX), frames);
-    return disj(cmp(offLinkType, 2, ETHERTYPE_IPX),
-                conj(ieee8023(), frames));
+    return disj(cmp(offLinkType, 2, ETHERTYPE_IPX), conj(ieee8023(), frames));
   }
   case ETHERTYPE_ATALK:
   case ETHERTYPE_AARP: {
@@ -71,8 +70,8 @@ PredP Generator::vlan(std::optional<uint32_t> id,
                  linktype(0x9100, at));
   if (id) {
     if (*id > 0x0FFF)
-      fail(at, "VLAN tag " + std::to_string(*id) +
-                   " greater than maximum 4095");
+      fail(at,
+           "VLAN tag " + std::to_string(*id) + " greater than maximum 4095");
     b = conj(b, cmp(net(), 2, *id, 0x0FFF));
   }
   offLinkPayload += 4;
@@ -135,9 +134,8 @@ PredP Generator::multicast(Proto p, antlr4::ParserRuleContext *at) {
     return makeRelation(arith::CmpIPredicate::ne,
                         binary('&', load(0, 1), constant(1)), constant(0));
   case Proto::IP:
-    return conj(linktype(ETHERTYPE_IP, at),
-                cmp(net() + 16, 1, 224, 0xFFFFFFFFu,
-                    arith::CmpIPredicate::uge));
+    return conj(linktype(ETHERTYPE_IP, at), cmp(net() + 16, 1, 224, 0xFFFFFFFFu,
+                                                arith::CmpIPredicate::uge));
   case Proto::IP6:
     return conj(linktype(ETHERTYPE_IPV6, at), cmp(net() + 24, 1, 255));
   default:

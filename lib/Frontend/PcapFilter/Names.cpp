@@ -37,8 +37,7 @@ bool port(const std::string &name, int &port, int &proto) {
         break;
       }
       if (ai->ai_addr->sa_family == AF_INET6) {
-        found =
-            ntohs(reinterpret_cast<sockaddr_in6 *>(ai->ai_addr)->sin6_port);
+        found = ntohs(reinterpret_cast<sockaddr_in6 *>(ai->ai_addr)->sin6_port);
         break;
       }
     }
@@ -85,8 +84,8 @@ bool portRange(const std::string &name, int &lo, int &hi, int &proto) {
 std::optional<uint32_t> ipProtocol(const std::string &name) {
   struct protoent entry, *found = nullptr;
   char buffer[1024];
-  if (getprotobyname_r(name.c_str(), &entry, buffer, sizeof buffer,
-                       &found) != 0 ||
+  if (getprotobyname_r(name.c_str(), &entry, buffer, sizeof buffer, &found) !=
+          0 ||
       !found)
     return std::nullopt;
   return static_cast<uint32_t>(found->p_proto);
@@ -95,14 +94,22 @@ std::optional<uint32_t> ipProtocol(const std::string &name) {
 /// pcap_nametoeproto, then pcap_nametollc: libpcap's own tables.
 std::optional<uint32_t> etherProtocol(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<uint32_t>>(name)
-      .Case("aarp", ETHERTYPE_AARP).Case("arp", ETHERTYPE_ARP)
-      .Case("atalk", ETHERTYPE_ATALK).Case("decnet", ETHERTYPE_DN)
-      .Case("ip", ETHERTYPE_IP).Case("ip6", ETHERTYPE_IPV6)
-      .Case("lat", ETHERTYPE_LAT).Case("loopback", ETHERTYPE_LOOPBACK)
-      .Case("mopdl", ETHERTYPE_MOPDL).Case("moprc", ETHERTYPE_MOPRC)
-      .Case("rarp", ETHERTYPE_REVARP).Case("sca", ETHERTYPE_SCA)
-      .Case("iso", LLCSAP_ISONS).Case("stp", LLCSAP_8021D)
-      .Case("ipx", LLCSAP_IPX).Case("netbeui", LLCSAP_NETBEUI)
+      .Case("aarp", ETHERTYPE_AARP)
+      .Case("arp", ETHERTYPE_ARP)
+      .Case("atalk", ETHERTYPE_ATALK)
+      .Case("decnet", ETHERTYPE_DN)
+      .Case("ip", ETHERTYPE_IP)
+      .Case("ip6", ETHERTYPE_IPV6)
+      .Case("lat", ETHERTYPE_LAT)
+      .Case("loopback", ETHERTYPE_LOOPBACK)
+      .Case("mopdl", ETHERTYPE_MOPDL)
+      .Case("moprc", ETHERTYPE_MOPRC)
+      .Case("rarp", ETHERTYPE_REVARP)
+      .Case("sca", ETHERTYPE_SCA)
+      .Case("iso", LLCSAP_ISONS)
+      .Case("stp", LLCSAP_8021D)
+      .Case("ipx", LLCSAP_IPX)
+      .Case("netbeui", LLCSAP_NETBEUI)
       .Default(std::nullopt);
 }
 
@@ -153,16 +160,15 @@ PredP Walker::scode(P::NamedContext *ctx, const Qual &q) {
     int wanted = portProtocol(q, ctx), port, proto;
     if (!names::port(name, port, proto))
       fail(ctx, "unknown port '" + name + "'");
-    return ports(port, port, transportOf(wanted, proto, "port", name, ctx),
-                 q, ctx);
+    return ports(port, port, transportOf(wanted, proto, "port", name, ctx), q,
+                 ctx);
   }
   case Addr::PortRange: {
     int wanted = portProtocol(q, ctx), lo, hi, proto;
     if (!names::portRange(name, lo, hi, proto))
       fail(ctx, "unknown port in range '" + name + "'");
-    return ports(lo, hi,
-                 transportOf(wanted, proto, "port in range", name, ctx), q,
-                 ctx);
+    return ports(lo, hi, transportOf(wanted, proto, "port in range", name, ctx),
+                 q, ctx);
   }
   case Addr::Gateway:
     // libpcap built with IPv6 support has no 'gateway'.
@@ -182,7 +188,7 @@ int Walker::transportOf(int wanted, int found, const char *what,
     return found;
   if (found >= 0 && found != wanted)
     fail(at, std::string(what) + " '" + name + "' is " +
-                 (found == IPPROTO_TCP ? "tcp"
+                 (found == IPPROTO_TCP   ? "tcp"
                   : found == IPPROTO_UDP ? "udp"
                                          : "sctp"));
   return wanted;
@@ -239,14 +245,13 @@ PredP Walker::hostName(const std::string &name, const Qual &q,
       if (q.proto == Proto::IP6)
         continue;
       auto *sin = reinterpret_cast<sockaddr_in *>(ai->ai_addr);
-      one = gen.host(ntohl(sin->sin_addr.s_addr), 0xFFFFFFFFu, q.proto,
-                     q.dir, what, at);
+      one = gen.host(ntohl(sin->sin_addr.s_addr), 0xFFFFFFFFu, q.proto, q.dir,
+                     what, at);
     } else if (ai->ai_family == AF_INET6) {
       if (q.proto == Proto::IP)
         continue;
       auto *sin6 = reinterpret_cast<sockaddr_in6 *>(ai->ai_addr);
-      one = gen.host6(sin6->sin6_addr.s6_addr, all, q.proto, q.dir, what,
-                      at);
+      one = gen.host6(sin6->sin6_addr.s6_addr, all, q.proto, q.dir, what, at);
     } else {
       continue;
     }
@@ -254,9 +259,8 @@ PredP Walker::hostName(const std::string &name, const Qual &q,
   }
   if (!b)
     fail(at, "unknown host '" + name + "'" +
-                 (q.proto == Proto::Default
-                      ? ""
-                      : " for specified address family"));
+                 (q.proto == Proto::Default ? ""
+                                            : " for specified address family"));
   return b;
 }
 

@@ -28,8 +28,7 @@ PredP Generator::proto(uint32_t v, Proto p, Dir dir,
   case Proto::IP6: {
     // The next header, or after a fragment header.
     PredP fragment = conj(ip6Proto(44), cmp(net() + 40, 1, v));
-    return conj(linktype(ETHERTYPE_IPV6, at),
-                disj(ip6Proto(v), fragment));
+    return conj(linktype(ETHERTYPE_IPV6, at), disj(ip6Proto(v), fragment));
   }
   case Proto::ISO:
     // The NLPID after the 802.2 header.
@@ -41,8 +40,8 @@ PredP Generator::proto(uint32_t v, Proto p, Dir dir,
                 cmp(offLinkPayload + offNetworkNoSnap + 4, 1, v));
   case Proto::ARP:
   case Proto::RARP:
-    fail(at, std::string(protoName(p)) +
-                 " does not encapsulate another protocol");
+    fail(at,
+         std::string(protoName(p)) + " does not encapsulate another protocol");
   case Proto::ATALK:
     fail(at, "AppleTalk encapsulation is not specifiable");
   case Proto::DECNET:
@@ -86,18 +85,30 @@ PredP Generator::abbreviation(Proto p, antlr4::ParserRuleContext *at) {
     return proto(*ipProtocolOf(p), Proto::IP, Dir::Default, at);
   case Proto::ICMP6:
     return proto(58, Proto::IP6, Dir::Default, at);
-  case Proto::IP: return linktype(ETHERTYPE_IP, at);
-  case Proto::IP6: return linktype(ETHERTYPE_IPV6, at);
-  case Proto::ARP: return linktype(ETHERTYPE_ARP, at);
-  case Proto::RARP: return linktype(ETHERTYPE_REVARP, at);
-  case Proto::ATALK: return linktype(ETHERTYPE_ATALK, at);
-  case Proto::AARP: return linktype(ETHERTYPE_AARP, at);
-  case Proto::DECNET: return linktype(ETHERTYPE_DN, at);
-  case Proto::SCA: return linktype(ETHERTYPE_SCA, at);
-  case Proto::LAT: return linktype(ETHERTYPE_LAT, at);
-  case Proto::MOPDL: return linktype(ETHERTYPE_MOPDL, at);
-  case Proto::MOPRC: return linktype(ETHERTYPE_MOPRC, at);
-  case Proto::ISO: return linktype(LLCSAP_ISONS, at);
+  case Proto::IP:
+    return linktype(ETHERTYPE_IP, at);
+  case Proto::IP6:
+    return linktype(ETHERTYPE_IPV6, at);
+  case Proto::ARP:
+    return linktype(ETHERTYPE_ARP, at);
+  case Proto::RARP:
+    return linktype(ETHERTYPE_REVARP, at);
+  case Proto::ATALK:
+    return linktype(ETHERTYPE_ATALK, at);
+  case Proto::AARP:
+    return linktype(ETHERTYPE_AARP, at);
+  case Proto::DECNET:
+    return linktype(ETHERTYPE_DN, at);
+  case Proto::SCA:
+    return linktype(ETHERTYPE_SCA, at);
+  case Proto::LAT:
+    return linktype(ETHERTYPE_LAT, at);
+  case Proto::MOPDL:
+    return linktype(ETHERTYPE_MOPDL, at);
+  case Proto::MOPRC:
+    return linktype(ETHERTYPE_MOPRC, at);
+  case Proto::ISO:
+    return linktype(LLCSAP_ISONS, at);
   case Proto::ESIS:
     return proto(ISO9542_ESIS, Proto::ISO, Dir::Default, at);
   case Proto::ISIS:
@@ -106,16 +117,26 @@ PredP Generator::abbreviation(Proto p, antlr4::ParserRuleContext *at) {
     return proto(ISO8473_CLNP, Proto::ISO, Dir::Default, at);
   // IS-IS PDU types: LAN hellos 15 (L1) and 16 (L2), point-to-point
   // hello 17, LSPs 18 and 20, CSNPs 24 and 25, PSNPs 26 and 27.
-  case Proto::ISIS_L1: return isis({15, 17, 18, 24, 26});
-  case Proto::ISIS_L2: return isis({16, 17, 20, 25, 27});
-  case Proto::ISIS_IIH: return isis({15, 16, 17});
-  case Proto::ISIS_LSP: return isis({18, 20});
-  case Proto::ISIS_SNP: return isis({24, 25, 26, 27});
-  case Proto::ISIS_CSNP: return isis({24, 25});
-  case Proto::ISIS_PSNP: return isis({26, 27});
-  case Proto::STP: return linktype(LLCSAP_8021D, at);
-  case Proto::IPX: return linktype(LLCSAP_IPX, at);
-  case Proto::NETBEUI: return linktype(LLCSAP_NETBEUI, at);
+  case Proto::ISIS_L1:
+    return isis({15, 17, 18, 24, 26});
+  case Proto::ISIS_L2:
+    return isis({16, 17, 20, 25, 27});
+  case Proto::ISIS_IIH:
+    return isis({15, 16, 17});
+  case Proto::ISIS_LSP:
+    return isis({18, 20});
+  case Proto::ISIS_SNP:
+    return isis({24, 25, 26, 27});
+  case Proto::ISIS_CSNP:
+    return isis({24, 25});
+  case Proto::ISIS_PSNP:
+    return isis({26, 27});
+  case Proto::STP:
+    return linktype(LLCSAP_8021D, at);
+  case Proto::IPX:
+    return linktype(LLCSAP_IPX, at);
+  case Proto::NETBEUI:
+    return linktype(LLCSAP_NETBEUI, at);
   case Proto::Link:
     fail(at, "link layer applied in wrong context");
   case Proto::RADIO:
@@ -215,8 +236,7 @@ PredP Generator::host(uint32_t addr, uint32_t mask, Proto p, Dir dir,
     fail(at, llvm::StringRef(protoName(p)).upper() +
                  " host filtering not implemented");
   default:
-    fail(at, std::string("'") + protoName(p) + "' modifier applied to " +
-                 what);
+    fail(at, std::string("'") + protoName(p) + "' modifier applied to " + what);
   }
 }
 
@@ -226,8 +246,8 @@ PredP Generator::host6(const uint8_t addr[16], const uint8_t mask[16], Proto p,
   if (p == Proto::Link)
     fail(at, std::string("link-layer modifier applied to ip6 ") + what);
   if (p != Proto::Default && p != Proto::IP6)
-    fail(at, std::string("'") + protoName(p) + "' modifier applied to ip6 " +
-                 what);
+    fail(at,
+         std::string("'") + protoName(p) + "' modifier applied to ip6 " + what);
   std::function<PredP(Dir)> op = [&](Dir d) -> PredP {
     if (d == Dir::And)
       return conj(op(Dir::Src), op(Dir::Dst));
@@ -263,8 +283,7 @@ PredP Generator::protochain(uint32_t v, Proto p,
   chain->kind = Val::Chain;
   chain->k = net();
   chain->ipv6 = ipv6;
-  return conj(type, makeRelation(arith::CmpIPredicate::eq, chain,
-                                 constant(v)));
+  return conj(type, makeRelation(arith::CmpIPredicate::eq, chain, constant(v)));
 }
 
 } // namespace netvm::pcapfilter::detail

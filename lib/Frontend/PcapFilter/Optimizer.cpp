@@ -79,16 +79,30 @@ ValP simplify(const ValP &v) {
     if (a->kind == Val::Const) {
       uint32_t x = a->k;
       switch (v->op) {
-      case '+': return constant(x + k);
-      case '-': return constant(x - k);
-      case '*': return constant(x * k);
-      case '&': return constant(x & k);
-      case '|': return constant(x | k);
-      case '^': return constant(x ^ k);
-      case '/': if (k) return constant(x / k); break;
-      case '%': if (k) return constant(x % k); break;
-      case '<': return constant(k < 32 ? x << k : 0);
-      case '>': return constant(k < 32 ? x >> k : 0);
+      case '+':
+        return constant(x + k);
+      case '-':
+        return constant(x - k);
+      case '*':
+        return constant(x * k);
+      case '&':
+        return constant(x & k);
+      case '|':
+        return constant(x | k);
+      case '^':
+        return constant(x ^ k);
+      case '/':
+        if (k)
+          return constant(x / k);
+        break;
+      case '%':
+        if (k)
+          return constant(x % k);
+        break;
+      case '<':
+        return constant(k < 32 ? x << k : 0);
+      case '>':
+        return constant(k < 32 ? x >> k : 0);
       }
     } else if (k == 0) {
       if (v->op == '+' || v->op == '-' || v->op == '|' || v->op == '^' ||
@@ -121,20 +135,34 @@ int Dag::compile(const PredP &p, int t, int f) {
   Test::Code code;
   bool swap = false;
   switch (p->rel) {
-  case arith::CmpIPredicate::eq: code = Test::JEQ; break;
-  case arith::CmpIPredicate::ne: code = Test::JEQ; swap = true; break;
-  case arith::CmpIPredicate::ugt: code = Test::JGT; break;
-  case arith::CmpIPredicate::ule: code = Test::JGT; swap = true; break;
-  case arith::CmpIPredicate::uge: code = Test::JGE; break;
-  default: code = Test::JGE; swap = true; break; // ult
+  case arith::CmpIPredicate::eq:
+    code = Test::JEQ;
+    break;
+  case arith::CmpIPredicate::ne:
+    code = Test::JEQ;
+    swap = true;
+    break;
+  case arith::CmpIPredicate::ugt:
+    code = Test::JGT;
+    break;
+  case arith::CmpIPredicate::ule:
+    code = Test::JGT;
+    swap = true;
+    break;
+  case arith::CmpIPredicate::uge:
+    code = Test::JGE;
+    break;
+  default:
+    code = Test::JGE;
+    swap = true;
+    break; // ult
   }
   if (swap)
     std::swap(t, f);
   // libpcap's peephole rule: "and #k; jeq #0" becomes "jset #k" with its
   // branches swapped.
-  if (optimizing && code == Test::JEQ && b->kind == Val::Const &&
-      b->k == 0 && a->kind == Val::Binary && a->op == '&' &&
-      a->b->kind == Val::Const) {
+  if (optimizing && code == Test::JEQ && b->kind == Val::Const && b->k == 0 &&
+      a->kind == Val::Binary && a->op == '&' && a->b->kind == Val::Const) {
     code = Test::JSET;
     b = a->b;
     a = a->a;
@@ -380,9 +408,9 @@ int Dag::thread(int root, bool &changed) {
     auto it = rebuilt.find(n);
     if (it != rebuilt.end())
       return it->second;
-    auto [t, f] = succs.count(n) ? succs[n]
-                                 : std::pair<int, int>{nodes[n].jt,
-                                                       nodes[n].jf};
+    auto [t, f] = succs.count(n)
+                      ? succs[n]
+                      : std::pair<int, int>{nodes[n].jt, nodes[n].jf};
     int r = node(nodes[n].test, rebuild(t), rebuild(f));
     if (r != n)
       changed = true;

@@ -63,8 +63,7 @@ class CodeGen {
 public:
   CodeGen(OpBuilder &b, Location loc, Region &body, Dag &dag, Block *accept,
           Block *reject)
-      : b(b), loc(loc), body(body), dag(dag), accept(accept),
-        reject(reject) {}
+      : b(b), loc(loc), body(body), dag(dag), accept(accept), reject(reject) {}
 
   /// The block that runs node `n`.
   Block *blockOf(int n) {
@@ -107,9 +106,8 @@ private:
   void emitNode(int n) {
     const Dag::Node &node = dag.nodes[n];
     const Test &t = dag.tests[node.test];
-    Value lhs = t.lhs->kind == Val::Chain
-                    ? chain(*t.lhs, t.rhs->k)
-                    : val(t.lhs);
+    Value lhs =
+        t.lhs->kind == Val::Chain ? chain(*t.lhs, t.rhs->k) : val(t.lhs);
     Value rhs = val(t.rhs);
     Value c;
     if (t.code == Test::JSET) {
@@ -150,8 +148,8 @@ private:
   /// overflow, and the bytes must be in the packet. Zero-extended to i32.
   Value loadIndexed(Value x, uint32_t k, unsigned size) {
     Value offset = arith::AddIOp::create(b, loc, x, c32(k));
-    require(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, offset,
-                                  x));
+    require(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, offset, x));
     Value loaded = LoadOp::create(b, loc, b.getIntegerType(8 * size),
                                   MemSpace::Packet, offset,
                                   /*in_bounds=*/false);
@@ -171,12 +169,14 @@ private:
     uint32_t base = v.k;
     Value a0, x0;
     if (v.ipv6) {
-      a0 = arith::ExtUIOp::create(b, loc, i32, loadByte(base + 6, b.getI8Type()));
+      a0 = arith::ExtUIOp::create(b, loc, i32,
+                                  loadByte(base + 6, b.getI8Type()));
       x0 = c32(40);
     } else {
-      a0 = arith::ExtUIOp::create(b, loc, i32, loadByte(base + 9, b.getI8Type()));
-      Value first = arith::ExtUIOp::create(b, loc, i32,
-                                           loadByte(base, b.getI8Type()));
+      a0 = arith::ExtUIOp::create(b, loc, i32,
+                                  loadByte(base + 9, b.getI8Type()));
+      Value first =
+          arith::ExtUIOp::create(b, loc, i32, loadByte(base, b.getI8Type()));
       x0 = arith::ShLIOp::create(
           b, loc, arith::AndIOp::create(b, loc, first, c32(0x0F)), c32(2));
     }
@@ -217,9 +217,8 @@ private:
       Value len = loadIndexed(ax, base + 1, 1);
       Value nx = arith::AddIOp::create(
           b, loc,
-          arith::MulIOp::create(b, loc,
-                                arith::AddIOp::create(b, loc, len, c32(1)),
-                                c32(8)),
+          arith::MulIOp::create(
+              b, loc, arith::AddIOp::create(b, loc, len, c32(1)), c32(8)),
           ax);
       cf::BranchOp::create(b, loc, again, ValueRange{next, nx});
     } else {
@@ -264,9 +263,9 @@ private:
             b, loc, i32, loadByte(v->ipHeaderAt, b.getI8Type()));
         Value x = arith::ShLIOp::create(
             b, loc, arith::AndIOp::create(b, loc, first, c32(0x0F)), c32(2));
-        variable = variable ? arith::AddIOp::create(b, loc, variable, x)
-                                  .getResult()
-                            : x;
+        variable = variable
+                       ? arith::AddIOp::create(b, loc, variable, x).getResult()
+                       : x;
       }
       Value offset = c32(v->k);
       if (variable) {
@@ -278,37 +277,42 @@ private:
       Type t = b.getIntegerType(8 * v->size);
       Value loaded = LoadOp::create(b, loc, t, MemSpace::Packet, offset,
                                     /*in_bounds=*/false);
-      return v->size == 4 ? loaded
-                          : arith::ExtUIOp::create(b, loc, i32, loaded)
-                                .getResult();
+      return v->size == 4
+                 ? loaded
+                 : arith::ExtUIOp::create(b, loc, i32, loaded).getResult();
     }
     case Val::Binary: {
       Value l = val(v->a), r = val(v->b);
       switch (v->op) {
-      case '+': return arith::AddIOp::create(b, loc, l, r);
-      case '-': return arith::SubIOp::create(b, loc, l, r);
-      case '*': return arith::MulIOp::create(b, loc, l, r);
-      case '&': return arith::AndIOp::create(b, loc, l, r);
-      case '|': return arith::OrIOp::create(b, loc, l, r);
-      case '^': return arith::XOrIOp::create(b, loc, l, r);
+      case '+':
+        return arith::AddIOp::create(b, loc, l, r);
+      case '-':
+        return arith::SubIOp::create(b, loc, l, r);
+      case '*':
+        return arith::MulIOp::create(b, loc, l, r);
+      case '&':
+        return arith::AndIOp::create(b, loc, l, r);
+      case '|':
+        return arith::OrIOp::create(b, loc, l, r);
+      case '^':
+        return arith::XOrIOp::create(b, loc, l, r);
       case '/':
       case '%':
         // bpf_filter rejects the packet on a division by zero.
-        require(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r,
-                                      c32(0)));
+        require(
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, c32(0)));
         if (v->op == '/')
           return arith::DivUIOp::create(b, loc, l, r);
         return arith::RemUIOp::create(b, loc, l, r);
       case '<':
       case '>': {
         // Shifts by 32 or more give 0, as in bpf_filter.
-        Value big = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
-                                          r, c32(32));
+        Value big = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, r,
+                                          c32(32));
         Value safe = arith::AndIOp::create(b, loc, r, c32(31));
         Value shifted =
-            v->op == '<'
-                ? arith::ShLIOp::create(b, loc, l, safe).getResult()
-                : arith::ShRUIOp::create(b, loc, l, safe).getResult();
+            v->op == '<' ? arith::ShLIOp::create(b, loc, l, safe).getResult()
+                         : arith::ShRUIOp::create(b, loc, l, safe).getResult();
         return arith::SelectOp::create(b, loc, big, c32(0), shifted);
       }
       }
@@ -332,8 +336,8 @@ private:
 OwningOpRef<ModuleOp>
 netvm::pcapfilter::compile(MLIRContext &context, llvm::SourceMgr &sourceMgr,
                            unsigned bufferId, const CompileOptions &options) {
-  context.loadDialect<NetVMDialect, arith::ArithDialect,
-                      cf::ControlFlowDialect>();
+  context
+      .loadDialect<NetVMDialect, arith::ArithDialect, cf::ControlFlowDialect>();
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
   llvm::StringRef expression = buffer->getBuffer();
   auto report = [&](const FilterError &e) {

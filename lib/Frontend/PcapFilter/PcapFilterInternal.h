@@ -25,10 +25,10 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <arpa/inet.h>
+#include <cstdio>
 #include <netdb.h>
 #include <netinet/ether.h>
 #include <netinet/in.h>
-#include <cstdio>
 // net/ethernet.h's macros; the names below are libpcap's constants.
 #undef ETHERTYPE_IP
 #undef ETHERTYPE_ARP
@@ -69,13 +69,13 @@ struct Val {
   /// Chain: the header type libpcap's protochain loop ends at, from the
   /// network header at offset k (IPv6 if `ipv6`, else IPv4).
   enum Kind { Const, Load, WireLen, Binary, Neg, Chain } kind = Const;
-  uint32_t k = 0;     // Const: the value; Load: constant part of the offset
-  bool ipv6 = false;  // Chain
-  unsigned size = 0;  // Load: 1, 2 or 4 bytes
+  uint32_t k = 0;        // Const: the value; Load: constant part of the offset
+  bool ipv6 = false;     // Chain
+  unsigned size = 0;     // Load: 1, 2 or 4 bytes
   bool ipHeader = false; // Load: add the IPv4 header length,
   uint32_t ipHeaderAt = 0; //   4*(p[ipHeaderAt] & 15)
-  ValP index;         // Load: variable part of the offset (may be null)
-  char op = 0;        // Binary: + - * / % & | ^ < (shl) > (shr)
+  ValP index;              // Load: variable part of the offset (may be null)
+  char op = 0;             // Binary: + - * / % & | ^ < (shl) > (shr)
   ValP a, b;
 };
 
@@ -138,15 +138,70 @@ enum : uint32_t {
 
 /// Protocol qualifiers (libpcap's Q_*).
 enum class Proto {
-  Default, Link, IP, IP6, ARP, RARP, TCP, UDP, ICMP, ICMP6, IGMP, SCTP, AH,
-  ESP, PIM, VRRP, IGRP, CARP, ATALK, AARP, DECNET, LAT, SCA, MOPRC, MOPDL,
-  ISO, ESIS, ISIS, ISIS_L1, ISIS_L2, ISIS_IIH, ISIS_LSP, ISIS_SNP, ISIS_CSNP,
-  ISIS_PSNP, CLNP, STP, IPX, NETBEUI, RADIO
+  Default,
+  Link,
+  IP,
+  IP6,
+  ARP,
+  RARP,
+  TCP,
+  UDP,
+  ICMP,
+  ICMP6,
+  IGMP,
+  SCTP,
+  AH,
+  ESP,
+  PIM,
+  VRRP,
+  IGRP,
+  CARP,
+  ATALK,
+  AARP,
+  DECNET,
+  LAT,
+  SCA,
+  MOPRC,
+  MOPDL,
+  ISO,
+  ESIS,
+  ISIS,
+  ISIS_L1,
+  ISIS_L2,
+  ISIS_IIH,
+  ISIS_LSP,
+  ISIS_SNP,
+  ISIS_CSNP,
+  ISIS_PSNP,
+  CLNP,
+  STP,
+  IPX,
+  NETBEUI,
+  RADIO
 };
 /// Direction qualifiers; Addr1 to TA are 802.11's.
-enum class Dir { Default, Src, Dst, Or, And, Addr1, Addr2, Addr3, Addr4, RA, TA };
+enum class Dir {
+  Default,
+  Src,
+  Dst,
+  Or,
+  And,
+  Addr1,
+  Addr2,
+  Addr3,
+  Addr4,
+  RA,
+  TA
+};
 enum class Addr {
-  Default, Host, Net, Port, PortRange, Proto, ProtoChain, Gateway
+  Default,
+  Host,
+  Net,
+  Port,
+  PortRange,
+  Proto,
+  ProtoChain,
+  Gateway
 };
 /// The qualifiers a term leaves for a bare operand after it; `valid` is
 /// false after terms that leave none (libpcap's qerr).
@@ -162,9 +217,9 @@ const char *protoName(Proto p);
 
 /// libpcap's message for an 802.11 direction qualifier used on another
 /// address (`onMac`: on an Ethernet address), or on `what` (ports).
-std::string wlanDirError(Dir d, bool onMac,
-                         const char *what =
-                             "addresses other than 802.11 MAC addresses");
+std::string
+wlanDirError(Dir d, bool onMac,
+             const char *what = "addresses other than 802.11 MAC addresses");
 bool isWlanDir(Dir d);
 
 /// The IP protocol number of a transport qualifier.
@@ -247,8 +302,8 @@ public:
 
   /// gen_host6: 16 bytes at 8 (source) or 24 (destination) of the IPv6
   /// header, a word at a time.
-  PredP host6(const uint8_t addr[16], const uint8_t mask[16], Proto p,
-              Dir dir, const char *what, antlr4::ParserRuleContext *at);
+  PredP host6(const uint8_t addr[16], const uint8_t mask[16], Proto p, Dir dir,
+              const char *what, antlr4::ParserRuleContext *at);
 
   /// gen_ehostop: an Ethernet address (source at 6, destination at 0),
   /// compared as libpcap's gen_bcmp does: the last four bytes, then the
@@ -276,8 +331,8 @@ public:
   PredP portDir(uint32_t lo, uint32_t hi, Dir dir, bool ipv6,
                 antlr4::ParserRuleContext *at);
   /// gen_portop(6): one transport protocol.
-  PredP portOp(uint32_t lo, uint32_t hi, uint32_t ipproto, Dir dir,
-               bool ipv6, antlr4::ParserRuleContext *at);
+  PredP portOp(uint32_t lo, uint32_t hi, uint32_t ipproto, Dir dir, bool ipv6,
+               antlr4::ParserRuleContext *at);
   /// gen_port(6) for `proto` (TCP, UDP, SCTP or all three).
   PredP portFamily(uint32_t lo, uint32_t hi, Proto p, Dir dir, bool ipv6,
                    antlr4::ParserRuleContext *at);

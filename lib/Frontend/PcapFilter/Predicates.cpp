@@ -73,19 +73,20 @@ PredP makeRelation(arith::CmpIPredicate rel, ValP lhs, ValP rhs) {
 /// The keyword of a protocol qualifier, as libpcap names it in messages.
 const char *protoName(Proto p) {
   static const char *const names[] = {
-      "default", "link", "ip", "ip6", "arp", "rarp", "tcp", "udp", "icmp",
-      "icmp6", "igmp", "sctp", "ah", "esp", "pim", "vrrp", "igrp", "carp",
-      "atalk", "aarp", "decnet", "lat", "sca", "moprc", "mopdl", "iso",
-      "esis", "isis", "l1", "l2", "iih", "lsp", "snp", "csnp", "psnp",
-      "clnp", "stp", "ipx", "netbeui", "radio"};
+      "default", "link", "ip",    "ip6",     "arp",   "rarp", "tcp",
+      "udp",     "icmp", "icmp6", "igmp",    "sctp",  "ah",   "esp",
+      "pim",     "vrrp", "igrp",  "carp",    "atalk", "aarp", "decnet",
+      "lat",     "sca",  "moprc", "mopdl",   "iso",   "esis", "isis",
+      "l1",      "l2",   "iih",   "lsp",     "snp",   "csnp", "psnp",
+      "clnp",    "stp",  "ipx",   "netbeui", "radio"};
   return names[static_cast<int>(p)];
 }
 
 /// libpcap's message for an 802.11 direction qualifier used on another
 /// address (`onMac`: on an Ethernet address), or on `what` (ports).
 std::string wlanDirError(Dir d, bool onMac, const char *what) {
-  static const char *const names[] = {"addr1", "addr2", "addr3", "addr4",
-                                      "ra", "ta"};
+  static const char *const names[] = {"addr1", "addr2", "addr3",
+                                      "addr4", "ra",    "ta"};
   int i = static_cast<int>(d) - static_cast<int>(Dir::Addr1);
   std::string q = names[i];
   std::string which = i < 4 ? "'" + q + "' and 'address" + q.substr(4) + "' are"
@@ -100,19 +101,32 @@ bool isWlanDir(Dir d) { return d >= Dir::Addr1; }
 /// The IP protocol number of a transport qualifier.
 std::optional<uint32_t> ipProtocolOf(Proto p) {
   switch (p) {
-  case Proto::TCP: return 6;
-  case Proto::UDP: return 17;
-  case Proto::SCTP: return 132;
-  case Proto::ICMP: return 1;
-  case Proto::IGMP: return 2;
-  case Proto::IGRP: return 9;
-  case Proto::AH: return 51;
-  case Proto::ESP: return 50;
-  case Proto::PIM: return 103;
-  case Proto::VRRP: return 112;
-  case Proto::CARP: return 112;
-  case Proto::ICMP6: return 58;
-  default: return std::nullopt;
+  case Proto::TCP:
+    return 6;
+  case Proto::UDP:
+    return 17;
+  case Proto::SCTP:
+    return 132;
+  case Proto::ICMP:
+    return 1;
+  case Proto::IGMP:
+    return 2;
+  case Proto::IGRP:
+    return 9;
+  case Proto::AH:
+    return 51;
+  case Proto::ESP:
+    return 50;
+  case Proto::PIM:
+    return 103;
+  case Proto::VRRP:
+    return 112;
+  case Proto::CARP:
+    return 112;
+  case Proto::ICMP6:
+    return 58;
+  default:
+    return std::nullopt;
   }
 }
 

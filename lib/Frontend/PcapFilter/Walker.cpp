@@ -19,25 +19,40 @@ namespace netvm::pcapfilter::detail {
 /// Named numbers of libpcap's scanner (icmptype, tcp-syn, ...).
 std::optional<uint32_t> namedConstant(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<uint32_t>>(name)
-      .Case("icmptype", 0).Case("icmpcode", 1)
-      .Case("icmp-echoreply", 0).Case("icmp-unreach", 3)
-      .Case("icmp-sourcequench", 4).Case("icmp-redirect", 5)
-      .Case("icmp-echo", 8).Case("icmp-routeradvert", 9)
-      .Case("icmp-routersolicit", 10).Case("icmp-timxceed", 11)
-      .Case("icmp-paramprob", 12).Case("icmp-tstamp", 13)
-      .Case("icmp-tstampreply", 14).Case("icmp-ireq", 15)
-      .Case("icmp-ireqreply", 16).Case("icmp-maskreq", 17)
+      .Case("icmptype", 0)
+      .Case("icmpcode", 1)
+      .Case("icmp-echoreply", 0)
+      .Case("icmp-unreach", 3)
+      .Case("icmp-sourcequench", 4)
+      .Case("icmp-redirect", 5)
+      .Case("icmp-echo", 8)
+      .Case("icmp-routeradvert", 9)
+      .Case("icmp-routersolicit", 10)
+      .Case("icmp-timxceed", 11)
+      .Case("icmp-paramprob", 12)
+      .Case("icmp-tstamp", 13)
+      .Case("icmp-tstampreply", 14)
+      .Case("icmp-ireq", 15)
+      .Case("icmp-ireqreply", 16)
+      .Case("icmp-maskreq", 17)
       .Case("icmp-maskreply", 18)
-      .Case("icmp6type", 0).Case("icmp6code", 1)
-      .Case("icmp6-destinationunreach", 1).Case("icmp6-packettoobig", 2)
-      .Case("icmp6-timeexceeded", 3).Case("icmp6-parameterproblem", 4)
-      .Case("icmp6-echo", 128).Case("icmp6-echoreply", 129)
+      .Case("icmp6type", 0)
+      .Case("icmp6code", 1)
+      .Case("icmp6-destinationunreach", 1)
+      .Case("icmp6-packettoobig", 2)
+      .Case("icmp6-timeexceeded", 3)
+      .Case("icmp6-parameterproblem", 4)
+      .Case("icmp6-echo", 128)
+      .Case("icmp6-echoreply", 129)
       .Case("icmp6-multicastlistenerquery", 130)
       .Case("icmp6-multicastlistenerreportv1", 131)
       .Case("icmp6-multicastlistenerdone", 132)
-      .Case("icmp6-routersolicit", 133).Case("icmp6-routeradvert", 134)
-      .Case("icmp6-neighborsolicit", 135).Case("icmp6-neighboradvert", 136)
-      .Case("icmp6-redirect", 137).Case("icmp6-routerrenum", 138)
+      .Case("icmp6-routersolicit", 133)
+      .Case("icmp6-routeradvert", 134)
+      .Case("icmp6-neighborsolicit", 135)
+      .Case("icmp6-neighboradvert", 136)
+      .Case("icmp6-redirect", 137)
+      .Case("icmp6-routerrenum", 138)
       .Case("icmp6-nodeinformationquery", 139)
       .Case("icmp6-nodeinformationresponse", 140)
       .Case("icmp6-ineighbordiscoverysolicit", 141)
@@ -52,9 +67,15 @@ std::optional<uint32_t> namedConstant(llvm::StringRef name) {
       .Case("icmp6-multicastrouteradvert", 151)
       .Case("icmp6-multicastroutersolicit", 152)
       .Case("icmp6-multicastrouterterm", 153)
-      .Case("tcpflags", 13).Case("tcp-fin", 0x01).Case("tcp-syn", 0x02)
-      .Case("tcp-rst", 0x04).Case("tcp-push", 0x08).Case("tcp-ack", 0x10)
-      .Case("tcp-urg", 0x20).Case("tcp-ece", 0x40).Case("tcp-cwr", 0x80)
+      .Case("tcpflags", 13)
+      .Case("tcp-fin", 0x01)
+      .Case("tcp-syn", 0x02)
+      .Case("tcp-rst", 0x04)
+      .Case("tcp-push", 0x08)
+      .Case("tcp-ack", 0x10)
+      .Case("tcp-urg", 0x20)
+      .Case("tcp-ece", 0x40)
+      .Case("tcp-cwr", 0x80)
       .Default(std::nullopt);
 }
 
@@ -108,11 +129,11 @@ bool isWlanTypeName(llvm::StringRef name) {
 /// The subtype names of each 802.11 type (management, control, data).
 const std::vector<std::vector<llvm::StringRef>> &wlanSubtypes() {
   static const std::vector<std::vector<llvm::StringRef>> names = {
-      {"assocreq", "assoc-req", "assocresp", "assoc-resp", "reassocreq",
-       "reassoc-req", "reassocresp", "reassoc-resp", "probereq", "probe-req",
-       "proberesp", "probe-resp", "beacon", "atim", "disassoc",
-       "disassociation", "auth", "authentication", "deauth",
-       "deauthentication"},
+      {"assocreq",   "assoc-req",      "assocresp",   "assoc-resp",
+       "reassocreq", "reassoc-req",    "reassocresp", "reassoc-resp",
+       "probereq",   "probe-req",      "proberesp",   "probe-resp",
+       "beacon",     "atim",           "disassoc",    "disassociation",
+       "auth",       "authentication", "deauth",      "deauthentication"},
       {"ps-poll", "rts", "cts", "ack", "cf-end", "cf-end-ack"},
       {"data", "data-cf-ack", "data-cf-poll", "data-cf-ack-poll", "null",
        "cf-ack", "cf-poll", "cf-ack-poll", "qos-data", "qos-data-cf-ack",
@@ -132,11 +153,9 @@ Walker::Result Walker::expr(P::ExprContext *ctx, Qual before) {
     return term(t->term(), before);
   auto *b = static_cast<P::BinaryExprContext *>(ctx);
   auto [lhs, lq] = expr(b->expr(), before);
-  Result rhs = b->operand()->term()
-                   ? term(b->operand()->term(), lq)
-                   : Result{id(b->operand()->id(), lq), lq};
-  PredP p = isAnd(b->boolop()) ? conj(lhs, rhs.first)
-                               : disj(lhs, rhs.first);
+  Result rhs = b->operand()->term() ? term(b->operand()->term(), lq)
+                                    : Result{id(b->operand()->id(), lq), lq};
+  PredP p = isAnd(b->boolop()) ? conj(lhs, rhs.first) : disj(lhs, rhs.first);
   return {p, rhs.second};
 }
 
@@ -159,8 +178,7 @@ Walker::Result Walker::rterm(P::RtermContext *ctx, Qual before) {
     return {gen.abbreviation(pname(p->pname()), p), Qual()};
   if (auto *r = dynamic_cast<P::RelationContext *>(ctx))
     return {relation(r), Qual()};
-  return {other(static_cast<P::OtherPrimitiveContext *>(ctx)->other()),
-          Qual()};
+  return {other(static_cast<P::OtherPrimitiveContext *>(ctx)->other()), Qual()};
 }
 
 Proto Walker::pname(P::PnameContext *ctx) {
@@ -202,10 +220,10 @@ Qual Walker::head(P::HeadContext *ctx) {
   auto aqual = [&](P::AqualContext *a) {
     if (!a)
       return;
-    q.addr = a->HOST()        ? Addr::Host
-             : a->NET()       ? Addr::Net
-             : a->PORT()      ? Addr::Port
-                              : Addr::PortRange;
+    q.addr = a->HOST()   ? Addr::Host
+             : a->NET()  ? Addr::Net
+             : a->PORT() ? Addr::Port
+                         : Addr::PortRange;
   };
   if (auto *h = dynamic_cast<P::HeadDirectionContext *>(ctx)) {
     q.proto = pname(h->pname());
@@ -277,8 +295,8 @@ PredP Walker::id(P::IdContext *ctx, Qual q) {
     v <<= 32 - bits;
     m <<= 32 - mbits;
     if (v & ~m)
-      fail(ctx, "non-network bits set in \"" + n->HID(0)->getText() +
-                    " mask " + n->HID(1)->getText() + "\"");
+      fail(ctx, "non-network bits set in \"" + n->HID(0)->getText() + " mask " +
+                    n->HID(1)->getText() + "\"");
     return mcode(v, m, q, ctx);
   }
   if (auto *n = dynamic_cast<P::Ipv6Context *>(ctx))
@@ -313,8 +331,8 @@ PredP Walker::ports(int lo, int hi, int ipproto, const Qual &q,
   if (isWlanDir(q.dir))
     fail(at, wlanDirError(q.dir, false,
                           q.addr == Addr::Port ? "ports" : "port ranges"));
-  Proto p = ipproto == IPPROTO_TCP   ? Proto::TCP
-            : ipproto == IPPROTO_UDP ? Proto::UDP
+  Proto p = ipproto == IPPROTO_TCP    ? Proto::TCP
+            : ipproto == IPPROTO_UDP  ? Proto::UDP
             : ipproto == IPPROTO_SCTP ? Proto::SCTP
                                       : Proto::Default;
   return gen.port(static_cast<uint32_t>(lo), static_cast<uint32_t>(hi), p,
@@ -323,10 +341,14 @@ PredP Walker::ports(int lo, int hi, int ipproto, const Qual &q,
 
 int Walker::portProtocol(const Qual &q, antlr4::ParserRuleContext *at) {
   switch (q.proto) {
-  case Proto::TCP: return IPPROTO_TCP;
-  case Proto::UDP: return IPPROTO_UDP;
-  case Proto::SCTP: return IPPROTO_SCTP;
-  case Proto::Default: return -1;
+  case Proto::TCP:
+    return IPPROTO_TCP;
+  case Proto::UDP:
+    return IPPROTO_UDP;
+  case Proto::SCTP:
+    return IPPROTO_SCTP;
+  case Proto::Default:
+    return -1;
   default:
     fail(at, std::string("illegal qualifier of '") +
                  (q.addr == Addr::Port ? "port" : "portrange") + "'");
@@ -404,8 +426,8 @@ PredP Walker::mcode6(const std::string &text, uint32_t len, const Qual &q,
                                  : uint8_t(0xFF << (8 - (len - 8 * i)));
   for (unsigned i = 0; i < 16; ++i)
     if (addr[i] & ~mask[i])
-      fail(at, "non-network bits set in \"" + text + "/" +
-                   std::to_string(len) + "\"");
+      fail(at, "non-network bits set in \"" + text + "/" + std::to_string(len) +
+                   "\"");
   switch (q.addr) {
   case Addr::Default:
   case Addr::Host:
@@ -442,12 +464,12 @@ PredP Walker::ecode(const std::string &text, const Qual &q,
 PredP Walker::relation(P::RelationContext *ctx) {
   Arith a0 = arith(ctx->arith(0)), a1 = arith(ctx->arith(1));
   P::RelopContext *op = ctx->relop();
-  arith::CmpIPredicate rel = op->GT()     ? arith::CmpIPredicate::ugt
-                             : op->GE()   ? arith::CmpIPredicate::uge
-                             : op->LT()   ? arith::CmpIPredicate::ult
-                             : op->LE()   ? arith::CmpIPredicate::ule
-                             : op->NE()   ? arith::CmpIPredicate::ne
-                                          : arith::CmpIPredicate::eq;
+  arith::CmpIPredicate rel = op->GT()   ? arith::CmpIPredicate::ugt
+                             : op->GE() ? arith::CmpIPredicate::uge
+                             : op->LT() ? arith::CmpIPredicate::ult
+                             : op->LE() ? arith::CmpIPredicate::ule
+                             : op->NE() ? arith::CmpIPredicate::ne
+                                        : arith::CmpIPredicate::eq;
   // libpcap: the checks of the left operand, then of the right one, then
   // the comparison.
   return conj(conj(a0.checks, a1.checks),
@@ -508,7 +530,9 @@ Walker::Arith Walker::arith(P::ArithContext *ctx) {
   };
   if (auto *b = dynamic_cast<P::MulDivContext *>(ctx))
     return bin(b->arith(0), b->arith(1),
-               b->STAR() ? '*' : b->SLASH() ? '/' : '%');
+               b->STAR()    ? '*'
+               : b->SLASH() ? '/'
+                            : '%');
   if (auto *b = dynamic_cast<P::AddSubContext *>(ctx))
     return bin(b->arith(0), b->arith(1), b->PLUS() ? '+' : '-');
   if (auto *b = dynamic_cast<P::ShiftContext *>(ctx))
@@ -572,8 +596,8 @@ Walker::Arith Walker::access(P::AccessContext *ctx) {
     // IPv6), then not a later fragment.
     v = load(gen.net(), size, index.value, /*ipHeader=*/true, gen.net());
     checks = conj(gen.linktype(ETHERTYPE_IP, ctx),
-                  conj(index.checks, conj(gen.abbreviation(p, ctx),
-                                          gen.ipFirstFragment())));
+                  conj(index.checks,
+                       conj(gen.abbreviation(p, ctx), gen.ipFirstFragment())));
     break;
   case Proto::ICMP6:
     v = load(gen.net() + 40, size, index.value);
@@ -644,19 +668,19 @@ PredP Walker::other(P::OtherContext *ctx) {
     fail(ctx, "srnr supported only on PF linktype");
   if (auto *r = dynamic_cast<P::PfReasonContext *>(ctx)) {
     static const std::set<std::string> reasons = {
-        "match", "bad-offset", "fragment", "short", "normalize",
-        "memory", "bad-timestamp", "congestion", "ip-option",
-        "proto-cksum", "state-mismatch", "state-insert", "state-limit",
-        "src-limit", "synproxy"};
-    if (r->name() && !reasons.count(llvm::StringRef(r->name()->getText())
-                                        .lower()))
+        "match",       "bad-offset",  "fragment",       "short",
+        "normalize",   "memory",      "bad-timestamp",  "congestion",
+        "ip-option",   "proto-cksum", "state-mismatch", "state-insert",
+        "state-limit", "src-limit",   "synproxy"};
+    if (r->name() &&
+        !reasons.count(llvm::StringRef(r->name()->getText()).lower()))
       fail(ctx, "unknown PF reason \"" + r->name()->getText() + "\"");
     fail(ctx, "reason supported only on PF linktype");
   }
   if (auto *a = dynamic_cast<P::PfActionContext *>(ctx)) {
     static const std::set<std::string> actions = {
-        "pass", "accept", "drop", "block", "scrub", "noscrub", "nat",
-        "nonat", "binat", "nobinat", "rdr", "nordr", "synproxy-drop"};
+        "pass",  "accept", "drop",    "block", "scrub", "noscrub",      "nat",
+        "nonat", "binat",  "nobinat", "rdr",   "nordr", "synproxy-drop"};
     if (!actions.count(llvm::StringRef(a->name()->getText()).lower()))
       fail(ctx, "unknown PF action \"" + a->name()->getText() + "\"");
     fail(ctx, "action supported only on PF linktype");
@@ -665,17 +689,15 @@ PredP Walker::other(P::OtherContext *ctx) {
     return wlanType(t);
   if (auto *s = dynamic_cast<P::WlanSubtypeContext *>(ctx)) {
     for (const auto &subtypes : wlanSubtypes())
-      if (llvm::is_contained(subtypes, llvm::StringRef(s->WORD()->getText())
-                                           .lower()))
+      if (llvm::is_contained(subtypes,
+                             llvm::StringRef(s->WORD()->getText()).lower()))
         fail(ctx, "802.11 link-layer types supported only on 802.11");
     fail(ctx, "unknown 802.11 type name");
   }
   if (auto *d = dynamic_cast<P::WlanDirContext *>(ctx)) {
-    if (d->WORD() && !llvm::is_contained({"nods", "tods", "fromds",
-                                          "dstods"},
-                                         llvm::StringRef(
-                                             d->WORD()->getText())
-                                             .lower()))
+    if (d->WORD() &&
+        !llvm::is_contained({"nods", "tods", "fromds", "dstods"},
+                            llvm::StringRef(d->WORD()->getText()).lower()))
       fail(ctx, "unknown 802.11 direction");
     fail(ctx, "frame direction supported only with 802.11 headers");
   }
@@ -693,8 +715,7 @@ PredP Walker::other(P::OtherContext *ctx) {
     if (word == "lsu")
       word = "lssu";
     bool hsl = word[0] == 'h';
-    fail(ctx, "'" + word + "' supported only on MTP2" +
-                  (hsl ? "_HSL" : ""));
+    fail(ctx, "'" + word + "' supported only on MTP2" + (hsl ? "_HSL" : ""));
   }
   auto *m = static_cast<P::Mtp3FieldContext *>(ctx);
   std::string word = m->getStart()->getText();
@@ -725,26 +746,32 @@ PredP Walker::llc(P::LlcContext *ctx) {
   std::string word = ctx->RNR() ? "rnr" : ctx->WORD()->getText();
   std::string lower = llvm::StringRef(word).lower();
   if (lower == "i") // the low bit of the control byte clear
-    return conj(gen.llc(),
-                makeRelation(arith::CmpIPredicate::eq,
-                             binary('&', load(gen.offLinkPayload + 2, 1),
-                                    constant(1)),
-                             constant(0)));
+    return conj(
+        gen.llc(),
+        makeRelation(arith::CmpIPredicate::eq,
+                     binary('&', load(gen.offLinkPayload + 2, 1), constant(1)),
+                     constant(0)));
   if (lower == "s")
     return gen.llcControl(1, 0x03);
   if (lower == "u")
     return gen.llcControl(3, 0x03);
-  std::optional<uint32_t> s = llvm::StringSwitch<std::optional<uint32_t>>(
-                                  lower)
-                                  .Case("rr", 0x01).Case("rnr", 0x05)
-                                  .Case("rej", 0x09).Default(std::nullopt);
+  std::optional<uint32_t> s = llvm::StringSwitch<std::optional<uint32_t>>(lower)
+                                  .Case("rr", 0x01)
+                                  .Case("rnr", 0x05)
+                                  .Case("rej", 0x09)
+                                  .Default(std::nullopt);
   if (s)
     return gen.llcControl(*s, 0x0F);
-  std::optional<uint32_t> u =
-      llvm::StringSwitch<std::optional<uint32_t>>(lower)
-          .Case("ui", 0x03).Case("ua", 0x63).Case("disc", 0x43)
-          .Case("dm", 0x0f).Case("sabme", 0x6f).Case("test", 0xe3)
-          .Case("xid", 0xaf).Case("frmr", 0x87).Default(std::nullopt);
+  std::optional<uint32_t> u = llvm::StringSwitch<std::optional<uint32_t>>(lower)
+                                  .Case("ui", 0x03)
+                                  .Case("ua", 0x63)
+                                  .Case("disc", 0x43)
+                                  .Case("dm", 0x0f)
+                                  .Case("sabme", 0x6f)
+                                  .Case("test", 0xe3)
+                                  .Case("xid", 0xaf)
+                                  .Case("frmr", 0x87)
+                                  .Default(std::nullopt);
   if (!u)
     fail(ctx, "unknown LLC type name \"" + word + "\"");
   return gen.llcControl(*u, 0xEF);

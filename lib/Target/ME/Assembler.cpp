@@ -16,9 +16,9 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
-#include <tuple>
 #include <map>
 #include <optional>
+#include <tuple>
 
 using namespace netvm::me;
 
@@ -199,11 +199,10 @@ private:
 
 bool Assembler::error(unsigned line, unsigned col, const std::string &message) {
   if (errorCount < options.maxErrors)
-    diagnostics.push_back(Diagnostic{line, col, errorCount,
-                                     files[lines[line].file] + ":" +
-                                         std::to_string(lines[line].number) +
-                                         ":" + std::to_string(col) +
-                                         ": error: " + message});
+    diagnostics.push_back(Diagnostic{
+        line, col, errorCount,
+        files[lines[line].file] + ":" + std::to_string(lines[line].number) +
+            ":" + std::to_string(col) + ": error: " + message});
   ++errorCount;
   return false;
 }
@@ -353,8 +352,8 @@ bool Assembler::splitArgs(unsigned line, const std::string &text, size_t begin,
       ++depth;
     else if (c == ')' || c == ']') {
       if (--depth < 0)
-        return error(line, unsigned(i) + 1, std::string("unbalanced '") + c +
-                                                "'");
+        return error(line, unsigned(i) + 1,
+                     std::string("unbalanced '") + c + "'");
     } else if (c == ',' && depth == 0) {
       if (!flush(i))
         return false;
@@ -462,15 +461,18 @@ bool Assembler::parseMeSpec(unsigned line, const std::vector<Piece> &args,
                             uint32_t &mask) {
   mask = 0;
   if (args.empty())
-    return error(line, 1, ".me needs the ME numbers (.me 0, .me 0-3, .me 1, 5)");
+    return error(line, 1,
+                 ".me needs the ME numbers (.me 0, .me 0-3, .me 1, 5)");
   for (const Piece &arg : args) {
     size_t dash = arg.text.find('-');
     std::optional<unsigned> lo = parseDecimal(arg.text.substr(0, dash));
-    std::optional<unsigned> hi =
-        dash == std::string::npos ? lo : parseDecimal(arg.text.substr(dash + 1));
+    std::optional<unsigned> hi = dash == std::string::npos
+                                     ? lo
+                                     : parseDecimal(arg.text.substr(dash + 1));
     if (!lo || !hi || *hi < *lo)
       return error(line, arg.col,
-                   "'" + arg.text + "' is not an ME number or range (N or N-M)");
+                   "'" + arg.text +
+                       "' is not an ME number or range (N or N-M)");
     for (unsigned me = *lo; me <= *hi; ++me) {
       if (me >= options.machine.numMEs)
         return error(line, arg.col,
@@ -591,8 +593,8 @@ void Assembler::directive(unsigned line, const std::string &name, unsigned col,
   if (name == ".word" || name == ".half" || name == ".byte" ||
       name == ".space" || name == ".align") {
     if (mode != Mode::Data)
-      return (void)error(line, col,
-                         name + " outside a data section (.data MEMORY, ADDRESS)");
+      return (void)error(
+          line, col, name + " outside a data section (.data MEMORY, ADDRESS)");
     DataBlock &data = dataBlocks[current];
     DataItem item;
     item.line = line;
@@ -685,9 +687,10 @@ void Assembler::directive(unsigned line, const std::string &name, unsigned col,
       return (void)error(line, args[2].col,
                          "a ring holds 128, 256, 512 or 1024 words");
     if (base < 0 || base % (size * 4) != 0)
-      return (void)error(line, args[1].col,
-                         "a ring's base must be aligned to its size in bytes (" +
-                             std::to_string(size * 4) + ")");
+      return (void)error(
+          line, args[1].col,
+          "a ring's base must be aligned to its size in bytes (" +
+              std::to_string(size * 4) + ")");
     if (base + size * 4 > int64_t(options.machine.scratchBytes))
       return (void)error(line, args[1].col,
                          "the ring does not fit in scratch memory (" +
@@ -771,8 +774,8 @@ private:
     if (pos + 1 < text.size() &&
         (text.compare(pos, 2, "<<") == 0 || text.compare(pos, 2, ">>") == 0))
       return text.substr(pos, 2);
-    if (pos < text.size() && std::string("|^&+-*/%").find(text[pos]) !=
-                                 std::string::npos)
+    if (pos < text.size() &&
+        std::string("|^&+-*/%").find(text[pos]) != std::string::npos)
       return text.substr(pos, 1);
     return "";
   }
@@ -793,16 +796,26 @@ private:
         return fail(at, "division by zero");
       if ((op == "<<" || op == ">>") && (rhs < 0 || rhs > 63))
         return fail(at, "shift amount out of range");
-      if (op == "|") lhs |= rhs;
-      else if (op == "^") lhs ^= rhs;
-      else if (op == "&") lhs &= rhs;
-      else if (op == "<<") lhs = int64_t(uint64_t(lhs) << rhs);
-      else if (op == ">>") lhs >>= rhs;
-      else if (op == "+") lhs += rhs;
-      else if (op == "-") lhs -= rhs;
-      else if (op == "*") lhs *= rhs;
-      else if (op == "/") lhs /= rhs;
-      else lhs %= rhs;
+      if (op == "|")
+        lhs |= rhs;
+      else if (op == "^")
+        lhs ^= rhs;
+      else if (op == "&")
+        lhs &= rhs;
+      else if (op == "<<")
+        lhs = int64_t(uint64_t(lhs) << rhs);
+      else if (op == ">>")
+        lhs >>= rhs;
+      else if (op == "+")
+        lhs += rhs;
+      else if (op == "-")
+        lhs -= rhs;
+      else if (op == "*")
+        lhs *= rhs;
+      else if (op == "/")
+        lhs /= rhs;
+      else
+        lhs %= rhs;
       if (lhs > (int64_t(1) << 40) || lhs < -(int64_t(1) << 40))
         return fail(at, "value out of range");
     }
@@ -857,12 +870,13 @@ private:
     size_t digits = 0;
     while (pos < text.size() && isIdentChar(text[pos])) {
       char c = char(std::tolower(static_cast<unsigned char>(text[pos])));
-      unsigned d = std::isdigit(static_cast<unsigned char>(c)) ? unsigned(c - '0')
+      unsigned d = std::isdigit(static_cast<unsigned char>(c))
+                       ? unsigned(c - '0')
                    : (c >= 'a' && c <= 'f') ? unsigned(c - 'a' + 10)
                                             : 99;
       if (d >= base)
-        return fail(start, "bad number '" +
-                               text.substr(start, pos + 1 - start) + "'");
+        return fail(start,
+                    "bad number '" + text.substr(start, pos + 1 - start) + "'");
       v = v * base + d;
       if (v > (uint64_t(1) << 40))
         return fail(start, "number out of range");
@@ -884,20 +898,21 @@ private:
 bool Assembler::evaluate(unsigned line, const Piece &piece, int64_t &value,
                          bool allSymbols) {
   std::string why;
-  ExprParser parser(piece.text, [&](const std::string &name, size_t,
-                                    int64_t &v) {
-    auto it = symbols.find(name);
-    if (it == symbols.end()) {
-      why = isRegisterName(name) || regAliases.count(name)
-                ? "register '" + name + "' where a value is expected"
-                : "undefined symbol '" + name + "'" +
-                      (allSymbols ? "" : " (directives use symbols defined "
-                                         "above them)");
-      return false;
-    }
-    v = it->second.value;
-    return true;
-  });
+  ExprParser parser(
+      piece.text, [&](const std::string &name, size_t, int64_t &v) {
+        auto it = symbols.find(name);
+        if (it == symbols.end()) {
+          why = isRegisterName(name) || regAliases.count(name)
+                    ? "register '" + name + "' where a value is expected"
+                    : "undefined symbol '" + name + "'" +
+                          (allSymbols ? ""
+                                      : " (directives use symbols defined "
+                                        "above them)");
+          return false;
+        }
+        v = it->second.value;
+        return true;
+      });
   if (parser.parse(value))
     return true;
   return error(line, piece.col + unsigned(parser.errorPos),
@@ -914,9 +929,9 @@ bool Assembler::checkArity(unsigned line, const Part &part, size_t min,
     return error(line, part.col, "'" + part.name + "' needs [operands]");
   if (part.args.size() >= min && part.args.size() <= max)
     return true;
-  std::string expected = min == max ? std::to_string(min)
-                                    : std::to_string(min) + " to " +
-                                          std::to_string(max);
+  std::string expected =
+      min == max ? std::to_string(min)
+                 : std::to_string(min) + " to " + std::to_string(max);
   return error(line, part.col,
                "'" + part.name + "' takes " + expected + " operand" +
                    (max == 1 ? "" : "s") + ", not " +
@@ -957,8 +972,8 @@ std::optional<Operand> Assembler::parseRegister(unsigned line,
     op = Operand::none();
   else if (t.size() > 1 && (t[0] == 'a' || t[0] == 'b') && parseDecimal(t, 1)) {
     bool isA = t[0] == 'a';
-    std::string what = "a context has " + perBankText + " GPRs in bank " +
-                       (isA ? "A" : "B");
+    std::string what =
+        "a context has " + perBankText + " GPRs in bank " + (isA ? "A" : "B");
     if (auto r = indexed(isA ? OperandClass::GprA : OperandClass::GprB, 1,
                          perBank, what.c_str()))
       return r;
@@ -1013,8 +1028,8 @@ std::optional<Operand> Assembler::parseRegister(unsigned line,
     failed = true;
     error(line, piece.col,
           "'" + t + "' names " + printOperand(op, 0) +
-              ", which does not exist in " + std::to_string(block.code.ctxMode) +
-              "-context mode");
+              ", which does not exist in " +
+              std::to_string(block.code.ctxMode) + "-context mode");
     return std::nullopt;
   }
   return op;
@@ -1055,8 +1070,8 @@ bool Assembler::parseSource(unsigned line, const Block &block,
   return true;
 }
 
-bool Assembler::parseAddress(unsigned line, const Block &block,
-                             const Piece &a, const Piece &b, Instr &instr) {
+bool Assembler::parseAddress(unsigned line, const Block &block, const Piece &a,
+                             const Piece &b, Instr &instr) {
   if (!parseSource(line, block, a, instr.a, instr))
     return false;
   bool failed = false;
@@ -1076,8 +1091,8 @@ bool Assembler::parseAddress(unsigned line, const Block &block,
   return true;
 }
 
-bool Assembler::parseDest(unsigned line, const Block &block,
-                          const Piece &piece, Operand &op) {
+bool Assembler::parseDest(unsigned line, const Block &block, const Piece &piece,
+                          Operand &op) {
   bool failed = false;
   if (std::optional<Operand> reg = parseRegister(line, block, piece, failed)) {
     op = *reg;
@@ -1096,14 +1111,12 @@ bool Assembler::parseTarget(unsigned line, unsigned blockIndex,
   if (it != symbols.end() && it->second.kind == SymbolKind::Code) {
     if (it->second.block != blockIndex)
       return error(line, piece.col,
-                   "label '" + piece.text +
-                       "' is in another code block (" +
+                   "label '" + piece.text + "' is in another code block (" +
                        lineRef(it->second.line, line) + ")");
     value = it->second.value;
   } else {
     if (it != symbols.end())
-      return error(line, piece.col,
-                   "'" + piece.text + "' is not a code label");
+      return error(line, piece.col, "'" + piece.text + "' is not a code label");
     if (isIdentStart(piece.text[0]) &&
         std::all_of(piece.text.begin(), piece.text.end(), isIdentChar))
       return error(line, piece.col, "undefined label '" + piece.text + "'");
@@ -1153,8 +1166,10 @@ bool Assembler::parseShift(unsigned line, const Piece &piece, Shift &shift,
   struct Form {
     const char *prefix;
     Shift kind;
-  } forms[] = {{">>rot", Shift::Rotr}, {"<<rot", Shift::Rotr},
-               {">>asr", Shift::Asr},  {"<<", Shift::Lsl},
+  } forms[] = {{">>rot", Shift::Rotr},
+               {"<<rot", Shift::Rotr},
+               {">>asr", Shift::Asr},
+               {"<<", Shift::Lsl},
                {">>", Shift::Lsr}};
   for (const Form &form : forms) {
     size_t n = std::char_traits<char>::length(form.prefix);
@@ -1198,9 +1213,9 @@ findRow(const std::multimap<std::string, const InstrInfo *> &mnemonics,
   return nullptr;
 }
 
-static std::string subsOf(
-    const std::multimap<std::string, const InstrInfo *> &mnemonics,
-    const std::string &mnemonic) {
+static std::string
+subsOf(const std::multimap<std::string, const InstrInfo *> &mnemonics,
+       const std::string &mnemonic) {
   std::string list;
   auto [begin, end] = mnemonics.equal_range(mnemonic);
   for (auto it = begin; it != end; ++it)
@@ -1262,8 +1277,7 @@ bool Assembler::encodeStatement(Block &block, unsigned blockIndex,
       if (!checkArity(line, tok, 1, 1) ||
           !parseSignal(line, tok.args[0], in.sig))
         return false;
-      in.sigMode =
-          tok.name == "sig_done" ? SigMode::SigDone : SigMode::CtxSwap;
+      in.sigMode = tok.name == "sig_done" ? SigMode::SigDone : SigMode::CtxSwap;
     } else if (tok.name == "any" && format == Format::CtxArb &&
                !tok.bracketed) {
       any = true;
@@ -1284,8 +1298,7 @@ bool Assembler::encodeStatement(Block &block, unsigned blockIndex,
     std::string first = lower(args[0].text);
     if (first == "voluntary" || first == "kill") {
       if (args.size() != 1 || any)
-        return error(line, head.col,
-                     "ctx_arb[" + first + "] takes no signals");
+        return error(line, head.col, "ctx_arb[" + first + "] takes no signals");
       in.field = uint8_t(first == "kill" ? ArbMode::Kill : ArbMode::Voluntary);
       return true;
     }
@@ -1359,7 +1372,8 @@ bool Assembler::encodeStatement(Block &block, unsigned blockIndex,
         mask == "0000")
       return error(line, args[1].col,
                    "the byte mask is 4 binary digits, byte 3 first (e.g. "
-                   "0011), not '" + mask + "'");
+                   "0011), not '" +
+                       mask + "'");
     for (char c : mask)
       in.field = uint8_t((in.field << 1) | (c == '1'));
     if (!parseSource(line, block, args[2], in.b, in))
@@ -1423,9 +1437,10 @@ bool Assembler::encodeStatement(Block &block, unsigned blockIndex,
     while (state < StateCount && stateName(state) != name)
       ++state;
     if (state == StateCount)
-      return error(line, args[0].col,
-                   "unknown state '" + args[0].text +
-                       "' (nn_empty, nn_full, scr_ringN_full, scr_ringN_empty)");
+      return error(
+          line, args[0].col,
+          "unknown state '" + args[0].text +
+              "' (nn_empty, nn_full, scr_ringN_full, scr_ringN_empty)");
     in.field = uint8_t(state);
     if (!parseTarget(line, blockIndex, args[1], in.imm))
       return false;
@@ -1511,37 +1526,37 @@ bool Assembler::encodeStatement(Block &block, unsigned blockIndex,
       return error(line, args[xfer].col,
                    std::string("the transfer operand of ") + head.name +
                        " is a " + (dram ? "$$" : "$") + " register");
-    if (format == Format::Mem && !parseAddress(line, block, args[2], args[3], in))
+    if (format == Format::Mem &&
+        !parseAddress(line, block, args[2], args[3], in))
       return false;
     in.count = 1;
     size_t countArg = format == Format::Mem ? 4 : 1;
     unsigned limit = dram || in.op == Op::Hash64 ? 8
-                     : in.op == Op::MsfRx ? 4
-                     : in.op == Op::MsfTx ? 3
-                     : isAtomic(in.op)    ? 1
-                                          : maxCount;
+                     : in.op == Op::MsfRx        ? 4
+                     : in.op == Op::MsfTx        ? 3
+                     : isAtomic(in.op)           ? 1
+                                                 : maxCount;
     if (args.size() > countArg) {
       int64_t n;
       if (!evaluate(line, args[countArg], n, true))
         return false;
       if (n < 1 || n > int64_t(limit))
-        return error(line, args[countArg].col,
-                     std::string("the count of ") + head.name +
-                         (format == Format::Mem
-                              ? "[" + std::string(info->sub) + "]"
-                              : std::string()) +
-                         " is 1-" + std::to_string(limit) +
-                         (dram || format == Format::Hash ? " (8-byte units)"
-                                                         : ""));
+        return error(
+            line, args[countArg].col,
+            std::string("the count of ") + head.name +
+                (format == Format::Mem ? "[" + std::string(info->sub) + "]"
+                                       : std::string()) +
+                " is 1-" + std::to_string(limit) +
+                (dram || format == Format::Hash ? " (8-byte units)" : ""));
       in.count = uint8_t(n);
     }
     unsigned perCtx = block.code.ctxMode == 8 ? 16 : 32;
     if (!noXfer && in.dst.index() + transferWords(in.op, in.count) > perCtx)
-      return error(line, args[xfer].col,
-                   "the command uses " + std::to_string(transferWords(in.op, in.count)) +
-                       " transfer registers from " + printOperand(in.dst, 0) +
-                       ", beyond the " + std::to_string(perCtx) +
-                       " a context has");
+      return error(
+          line, args[xfer].col,
+          "the command uses " + std::to_string(transferWords(in.op, in.count)) +
+              " transfer registers from " + printOperand(in.dst, 0) +
+              ", beyond the " + std::to_string(perCtx) + " a context has");
     break;
   }
   }
@@ -1549,7 +1564,9 @@ bool Assembler::encodeStatement(Block &block, unsigned blockIndex,
        info->format == Format::Mem || info->format == Format::CamWrite)) {
     std::string why = checkSourcePair(in.a, in.b);
     if (!why.empty()) {
-      size_t at = info->format == Format::Alu ? 1 : info->format == Format::Mem ? 2 : 0;
+      size_t at = info->format == Format::Alu   ? 1
+                  : info->format == Format::Mem ? 2
+                                                : 0;
       return error(line, args[at].col, why);
     }
   }
@@ -1581,7 +1598,8 @@ void Assembler::checkBlock(Block &block, unsigned blockIndex) {
         break;
       const Instr &slot = instrs[i + k];
       if ((slot.info().flags & Control) || slot.sigMode == SigMode::CtxSwap) {
-        error(block.statements[i + k].line, block.statements[i + k].parts[0].col,
+        error(block.statements[i + k].line,
+              block.statements[i + k].parts[0].col,
               "defer slot " + std::to_string(k) + " of the branch at " +
                   lineRef(st.line, block.statements[i + k].line) +
                   " holds an instruction that changes the flow or swaps "
@@ -1593,8 +1611,8 @@ void Assembler::checkBlock(Block &block, unsigned blockIndex) {
   if (block.statements.size() > options.machine.controlStore) {
     const Statement &st = block.statements[options.machine.controlStore];
     error(st.line, st.parts[0].col,
-          "the program for .me " + block.spec +
-              " has " + std::to_string(block.statements.size()) +
+          "the program for .me " + block.spec + " has " +
+              std::to_string(block.statements.size()) +
               " instructions; the control store holds " +
               std::to_string(options.machine.controlStore) +
               " (this is the first that does not fit)");
@@ -1646,8 +1664,7 @@ void Assembler::checkOverlaps() {
                                                 : x->line < y->line;
               });
     for (size_t i = 1; i < list.size(); ++i)
-      if (uint64_t(list[i - 1]->address) + list[i - 1]->size >
-          list[i]->address)
+      if (uint64_t(list[i - 1]->address) + list[i - 1]->size > list[i]->address)
         error(list[i]->line, list[i]->col,
               "the data overlaps the data at " +
                   lineRef(list[i - 1]->line, list[i]->line));

@@ -57,8 +57,8 @@ static void printBytes(std::string &out, const std::vector<uint8_t> &bytes,
 
 std::string netvm::me::disassemble(const Image &image,
                                    const DisassemblerOptions &options) {
-  std::string out = "; netvm ME image, format version " +
-                    std::to_string(imageVersion) + "\n";
+  std::string out =
+      "; netvm ME image, format version " + std::to_string(imageVersion) + "\n";
   for (const auto &[key, value] : image.meta)
     out += "; " + key + ": " + value + "\n";
 

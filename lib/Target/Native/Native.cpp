@@ -1,4 +1,5 @@
-//===- Native.cpp - Native code for x86-64 and AArch64 ------------------------===//
+//===- Native.cpp - Native code for x86-64 and AArch64
+//------------------------===//
 //
 // LLVM IR generation and optimization, object/assembly emission, and the
 // process-wide ORC JIT (see netvm/Target/Native.h).
@@ -111,10 +112,9 @@ netvm::native::createTargetMachine(llvm::StringRef tripleName,
   // use every feature of its CPU, like -march=native; code for a named
   // target the baseline of that architecture, unless a CPU is named
   // ("native": this machine's, if the architecture matches).
-  bool sameArch =
-      triple.getArch() == llvm::Triple(hostTriple()).getArch();
-  bool native = cpuName.empty() ? tripleName.empty()
-                                : cpuName == "native" && sameArch;
+  bool sameArch = triple.getArch() == llvm::Triple(hostTriple()).getArch();
+  bool native =
+      cpuName.empty() ? tripleName.empty() : cpuName == "native" && sameArch;
   if (cpuName == "native" && !sameArch)
     return llvm::createStringError("--cpu=native needs a target of this "
                                    "machine's architecture");
@@ -185,11 +185,9 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
 }
 } // namespace
 
-llvm::Expected<std::unique_ptr<llvm::Module>>
-netvm::native::generateLLVMIR(mlir::ModuleOp module,
-                              llvm::LLVMContext &llvmContext,
-                              llvm::TargetMachine &tm,
-                              const CodegenOptions &options) {
+llvm::Expected<std::unique_ptr<llvm::Module>> netvm::native::generateLLVMIR(
+    mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
+    llvm::TargetMachine &tm, const CodegenOptions &options) {
   auto start = std::chrono::steady_clock::now();
   if (mlir::failed(lowerToLLVMDialect(module, options.lowering)))
     return llvm::createStringError("lowering to the LLVM dialect failed");
@@ -350,7 +348,8 @@ private:
 } // namespace
 
 llvm::Expected<const netvm_app_desc *>
-netvm::native::jitCompile(mlir::ModuleOp module, const CodegenOptions &options) {
+netvm::native::jitCompile(mlir::ModuleOp module,
+                          const CodegenOptions &options) {
   lastTimes = CompileTimes();
   auto engine = Engine::get();
   if (!engine)

@@ -60,8 +60,8 @@ enum {
 
 /* netvm_exbuf.flags */
 enum {
-  NETVM_XB_NONE = 1u,  /* no current exchange buffer (deleted, nothing pulled) */
-  NETVM_XB_CLONE = 2u, /* a fan-out copy, owned by the runtime's pool */
+  NETVM_XB_NONE = 1u, /* no current exchange buffer (deleted, nothing pulled) */
+  NETVM_XB_CLONE = 2u,    /* a fan-out copy, owned by the runtime's pool */
   NETVM_XB_BORROWED = 4u, /* `packet` belongs to the host (batch entries):
                              the runtime never reallocates or frees it */
   NETVM_XB_LISTENED = 8u  /* the runtime listens (ctx->hooks was set when the
@@ -120,30 +120,30 @@ typedef struct netvm_exbuf {
 
 /* The run-time state of one NetPE instance. */
 typedef struct netvm_pe_state {
-  uint8_t *data;               /* data memory */
-  netvm_copro **coprocessors;  /* in the NetPE's declaration order */
-  uint32_t random;             /* pseudo-random generator state */
+  uint8_t *data;              /* data memory */
+  netvm_copro **coprocessors; /* in the NetPE's declaration order */
+  uint32_t random;            /* pseudo-random generator state */
   uint32_t reserved;
-  uint64_t runs;               /* handler invocations (if counted) */
-  uint64_t sent;               /* pkt.send / pkt.senddup (if counted) */
+  uint64_t runs; /* handler invocations (if counted) */
+  uint64_t sent; /* pkt.send / pkt.senddup (if counted) */
 } netvm_pe_state;
 
 /* The context every generated function receives; the runtime owns it. One
  * context runs one packet at a time (each thread has its own). */
 typedef struct netvm_ctx {
-  netvm_pe_state *pes;   /* one per NetPE, in the descriptor's order */
-  uint8_t *shared;       /* shared memory */
-  int64_t budget;        /* loop iterations left for the current packet */
-  void *runtime;         /* the runtime's private state */
-  uint64_t *sink_stats;  /* per sink: packets, bytes (2 words each) */
-  uint64_t *pe_drops;    /* per NetPE: exchange buffers dropped */
+  netvm_pe_state *pes;  /* one per NetPE, in the descriptor's order */
+  uint8_t *shared;      /* shared memory */
+  int64_t budget;       /* loop iterations left for the current packet */
+  void *runtime;        /* the runtime's private state */
+  uint64_t *sink_stats; /* per sink: packets, bytes (2 words each) */
+  uint64_t *pe_drops;   /* per NetPE: exchange buffers dropped */
   /* Non-zero: someone listens to emissions and drops. Buffers the runtime
    * hands to generated code then carry NETVM_XB_LISTENED (and batch entries
    * set it), so that those go through netvm_rt_emit / netvm_rt_drop. Zero:
    * generated code returns verdicts, counted in sink_stats and pe_drops. */
   uint32_t hooks;
   uint32_t reserved;
-  int64_t budget_reset;  /* the budget every packet of a batch starts with */
+  int64_t budget_reset; /* the budget every packet of a batch starts with */
 } netvm_ctx;
 
 /* A packet handed to a batch entry. `data` may be modified in place by the
@@ -202,9 +202,9 @@ typedef struct netvm_app_desc {
   uint32_t info_size;               /* info memory of every exchange buffer */
   uint32_t shared_size;
   uint32_t num_sites;
-  uint32_t flags;                   /* NETVM_APP_* */
+  uint32_t flags; /* NETVM_APP_* */
   const netvm_site *sites;
-  const netvm_batch_fn *batches;    /* per source: batch entry */
+  const netvm_batch_fn *batches; /* per source: batch entry */
   /* Per NetPE: its push handler (NULL if none); NULL unless
    * NETVM_APP_FORWARDED_LINKS. */
   const netvm_handler_fn *pe_push;
@@ -249,13 +249,11 @@ NETVM_STATIC_ASSERT(offsetof(netvm_packet, length) == 8, "packet layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_packet, seconds) == 12, "packet layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_packet, microseconds) == 16,
                     "packet layout");
-NETVM_STATIC_ASSERT(offsetof(netvm_packet, wire_length) == 20,
-                    "packet layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_packet, wire_length) == 20, "packet layout");
 NETVM_STATIC_ASSERT(sizeof(netvm_packet) == 24, "packet layout");
 NETVM_STATIC_ASSERT(sizeof(netvm_pe_desc) == 40, "descriptor layout");
 NETVM_STATIC_ASSERT(sizeof(netvm_site) == 16, "descriptor layout");
-NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, sites) == 88,
-                    "descriptor layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, sites) == 88, "descriptor layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, batches) == 96,
                     "descriptor layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, pe_push) == 104,
@@ -264,7 +262,8 @@ NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, pe_order) == 112,
                     "descriptor layout");
 NETVM_STATIC_ASSERT(sizeof(netvm_app_desc) == 120, "descriptor layout");
 
-/*===- Called by generated code --------------------------------------------===*/
+/*===- Called by generated code
+ * --------------------------------------------===*/
 
 /* The exchange buffer leaves the application through sink `sink` (called
  * for clones and NETVM_XB_LISTENED buffers; otherwise generated code returns

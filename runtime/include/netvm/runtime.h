@@ -82,20 +82,21 @@ int netvm_instance_pull(netvm_instance *vm, uint32_t sink);
 /* Copy `length` bytes into `xb`, making it the current exchange buffer
  * (for netvm_source_fn). Returns 0 if memory runs out. */
 int netvm_exbuf_assign(netvm_instance *vm, netvm_exbuf *xb,
-                       const uint8_t *packet, uint32_t length,
-                       uint32_t seconds, uint32_t microseconds);
+                       const uint8_t *packet, uint32_t length, uint32_t seconds,
+                       uint32_t microseconds);
 
-/*===- Control plane --------------------------------------------------------===*/
+/*===- Control plane
+ * --------------------------------------------------------===*/
 
 /* Data memory of NetPE `pe` (read and write it between packets). */
 uint8_t *netvm_instance_data(netvm_instance *vm, uint32_t pe, uint32_t *size);
 uint8_t *netvm_instance_shared(netvm_instance *vm, uint32_t *size);
 
 typedef struct netvm_counters {
-  uint64_t packets;                       /* pushed in */
-  uint64_t dropped;                       /* netvm.drop */
-  uint64_t unconnected;                   /* sent to a port with no link */
-  uint64_t exceptions[NETVM_EXC_KINDS];   /* by kind */
+  uint64_t packets;                     /* pushed in */
+  uint64_t dropped;                     /* netvm.drop */
+  uint64_t unconnected;                 /* sent to a port with no link */
+  uint64_t exceptions[NETVM_EXC_KINDS]; /* by kind */
 } netvm_counters;
 
 typedef struct netvm_pe_counters {
@@ -114,7 +115,8 @@ void netvm_instance_sink_counters(const netvm_instance *vm, uint32_t sink,
 const char *netvm_exception_name(uint32_t kind);
 const char *netvm_handler_name(uint32_t handler);
 
-/*===- Runners: several threads ---------------------------------------------===*
+/*===- Runners: several threads
+ * ---------------------------------------------===*
  *
  * A runner processes arrays of packets on several threads and reports what
  * happened in arrival order, as one instance would have:
@@ -142,7 +144,11 @@ const char *netvm_handler_name(uint32_t handler);
 enum { NETVM_RUN_TO_COMPLETION = 0, NETVM_RUN_PIPELINE = 1 };
 /* The sequence number of events raised by init handlers. */
 #define NETVM_SEQUENCE_INIT UINT64_MAX
-enum { NETVM_EVENT_OUTPUT = 0, NETVM_EVENT_EXCEPTION = 1, NETVM_EVENT_DONE = 2 };
+enum {
+  NETVM_EVENT_OUTPUT = 0,
+  NETVM_EVENT_EXCEPTION = 1,
+  NETVM_EVENT_DONE = 2
+};
 
 typedef struct netvm_event {
   uint32_t type;          /* NETVM_EVENT_* */
@@ -156,11 +162,11 @@ typedef struct netvm_event {
 typedef void (*netvm_event_fn)(void *user, const netvm_event *event);
 
 typedef struct netvm_runner_options {
-  uint32_t mode;      /* NETVM_RUN_* */
-  uint32_t threads;   /* threads to use, the caller's included (>= 1) */
-  uint32_t batch;     /* packets a thread takes at a time (0: 256) */
+  uint32_t mode;    /* NETVM_RUN_* */
+  uint32_t threads; /* threads to use, the caller's included (>= 1) */
+  uint32_t batch;   /* packets a thread takes at a time (0: 256) */
   uint32_t reserved;
-  uint64_t watchdog;  /* loop iterations per packet (0: 1048576) */
+  uint64_t watchdog; /* loop iterations per packet (0: 1048576) */
   /* Pipeline: stage of every NetPE, below the number of NetPEs (NULL:
    * automatic). Stages must not decrease along desc->pe_order, and NetPEs
    * sharing memory that one of them writes must be on one stage. */

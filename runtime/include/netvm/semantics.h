@@ -38,8 +38,7 @@ enum { NETVM_CRC32 = 0, NETVM_CRC32C = 1 };
 #define NETVM_RANDOM_SEED 2463534242u
 
 static inline uint32_t netvm_bswap32(uint32_t x) {
-  return (x >> 24) | ((x >> 8) & 0xff00u) | ((x << 8) & 0xff0000u) |
-         (x << 24);
+  return (x >> 24) | ((x >> 8) & 0xff00u) | ((x << 8) & 0xff0000u) | (x << 24);
 }
 
 /* Number of leading zero bits (32 for 0). */
@@ -54,8 +53,7 @@ static inline uint32_t netvm_find_bit(uint32_t x) {
 
 /* set/clear/flip return the word with bit `index` changed; test/testn
  * return 1 or 0. An index of 32 or more leaves the word unchanged. */
-static inline uint32_t netvm_bit_op(uint32_t kind, uint32_t x,
-                                    uint32_t index) {
+static inline uint32_t netvm_bit_op(uint32_t kind, uint32_t x, uint32_t index) {
   uint32_t mask;
   if (index >= 32)
     return x;

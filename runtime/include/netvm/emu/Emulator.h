@@ -44,8 +44,7 @@ public:
   virtual ~PacketOutput();
   /// A packet left transmit port `port` at ME cycle `cycle`.
   virtual void transmit(const uint8_t *bytes, size_t length,
-                        uint32_t wireLength, unsigned port,
-                        uint64_t cycle) = 0;
+                        uint32_t wireLength, unsigned port, uint64_t cycle) = 0;
 };
 
 /// Why an ME was idle (no context ready): what the context that ran next
@@ -105,9 +104,9 @@ struct RingStats {
 
 /// The host interface (runtime/include/netvm/emu/host.h).
 struct HostStats {
-  uint64_t calls = 0;     // of the host function
-  uint64_t crossings = 0; // ring operations
-  uint64_t words = 0;     // moved across
+  uint64_t calls = 0;      // of the host function
+  uint64_t crossings = 0;  // ring operations
+  uint64_t words = 0;      // moved across
   uint64_t busyCycles = 0; // the host's clock spent on crossings
   uint64_t puts = 0, gets = 0, failedPuts = 0, failedGets = 0;
   uint64_t overflows = 0; // puts that landed on a full ring
@@ -146,9 +145,9 @@ struct Stats {
   std::vector<MemoryStats> sramChannels;
   uint64_t hashOps = 0;
   RingStats rings[16];
-  uint64_t packetsOffered = 0;  // packets that reached the MSF
-  uint64_t packetsReceived = 0; // handed to the MEs
-  uint64_t packetsDropped = 0;  // no free RBUF element
+  uint64_t packetsOffered = 0;   // packets that reached the MSF
+  uint64_t packetsReceived = 0;  // handed to the MEs
+  uint64_t packetsDropped = 0;   // no free RBUF element
   uint64_t packetsTruncated = 0; // longer than maxPacketBytes
   uint64_t packetsSent = 0;
   uint64_t bytesReceived = 0, bytesSent = 0; // wire lengths

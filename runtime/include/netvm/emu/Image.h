@@ -29,8 +29,8 @@ enum class Memory : uint8_t { Scratch = 0, Sram = 1, Dram = 2 };
 const char *memoryName(Memory memory);
 
 struct CodeBlock {
-  uint32_t meMask = 0;     // the MEs that run this code
-  uint8_t ctxMode = 8;     // 8 contexts (16 GPRs per bank) or 4 (32)
+  uint32_t meMask = 0;      // the MEs that run this code
+  uint8_t ctxMode = 8;      // 8 contexts (16 GPRs per bank) or 4 (32)
   uint8_t ctxEnable = 0xff; // contexts started at reset
   std::vector<uint64_t> words;
 };

@@ -55,7 +55,7 @@ enum InstrFlags : uint8_t {
 
 enum class Op : uint8_t {
   Invalid = 0,
-#define ME_INSTR(Name, Opcode, Mnemonic, Sub, Format, Cycles, Flags)          \
+#define ME_INSTR(Name, Opcode, Mnemonic, Sub, Format, Cycles, Flags)           \
   Name = Opcode,
 #include "netvm/emu/MEInstrs.def"
 };
@@ -93,11 +93,11 @@ enum class OperandClass : uint8_t {
 
 /// Indexes of the Special class.
 enum class SpecialOperand : uint8_t {
-  None = 0,        // --
-  Imm = 1,         // the instruction's 16-bit immediate field
-  NnRing = 2,      // *n$index++: next-neighbour ring get (source) / put (dst)
-  XferSIndex = 3,  // *$index: S transfer register at the t_index CSR
-  XferDIndex = 4,  // *$$index
+  None = 0,          // --
+  Imm = 1,           // the instruction's 16-bit immediate field
+  NnRing = 2,        // *n$index++: next-neighbour ring get (source) / put (dst)
+  XferSIndex = 3,    // *$index: S transfer register at the t_index CSR
+  XferDIndex = 4,    // *$$index
   XferSIndexInc = 5, // *$index++
   XferDIndexInc = 6, // *$$index++
 };
@@ -193,11 +193,11 @@ enum : uint8_t {
 std::string stateName(unsigned state);
 
 /// Hardware limits the encoding fixes.
-constexpr unsigned numSignals = 16;  // signals 1..15 per context
-constexpr unsigned numRings = 16;    // scratch rings
-constexpr unsigned numNN = 128;      // next-neighbour registers per ME
+constexpr unsigned numSignals = 16; // signals 1..15 per context
+constexpr unsigned numRings = 16;   // scratch rings
+constexpr unsigned numNN = 128;     // next-neighbour registers per ME
 constexpr unsigned camEntries = 16;
-constexpr unsigned maxCount = 16;    // words (or DRAM quadwords) per command
+constexpr unsigned maxCount = 16; // words (or DRAM quadwords) per command
 
 /// A decoded instruction. Fields a format does not use stay zero / none.
 struct Instr {
@@ -213,13 +213,13 @@ struct Instr {
   /// br_signal signal, br_inp_state condition, CAM state, CRC kind,
   /// ctx_arb mode.
   uint8_t field = 0;
-  uint8_t value = 0;   // br=byte: the byte compared with
-  uint16_t csr = 0;    // local_csr_rd/wr
+  uint8_t value = 0;    // br=byte: the byte compared with
+  uint16_t csr = 0;     // local_csr_rd/wr
   uint16_t sigMask = 0; // ctx_arb
-  uint8_t count = 0;   // Mem, Hash: 1..16
-  uint8_t sig = 0;     // Mem, Hash: signal 1..15
+  uint8_t count = 0;    // Mem, Hash: 1..16
+  uint8_t sig = 0;      // Mem, Hash: signal 1..15
   SigMode sigMode = SigMode::None;
-  uint8_t defer = 0;   // branches: instructions executed before the jump
+  uint8_t defer = 0; // branches: instructions executed before the jump
 
   const InstrInfo &info() const;
 };
@@ -244,9 +244,9 @@ std::string checkSourcePair(Operand a, Operand b);
 
 /// Prints an instruction in assembly syntax. `label(target)` may name
 /// branch targets (return empty to print the number).
-std::string printInstr(const Instr &instr,
-                       const std::function<std::string(uint32_t)> &label =
-                           nullptr);
+std::string
+printInstr(const Instr &instr,
+           const std::function<std::string(uint32_t)> &label = nullptr);
 std::string printOperand(Operand op, uint32_t imm);
 /// Prints an integer the way the disassembler does (decimal below 16).
 std::string printNumber(uint64_t value);

@@ -1,4 +1,5 @@
-//===- Machine.h - Configuration of the emulated network processor -*- C++ -*-===//
+//===- Machine.h - Configuration of the emulated network processor -*- C++
+//-*-===//
 //
 // The sizes, counts, latencies and rates of the IXP2400-class network
 // processor the emulator models. The assembler checks programs against the
@@ -59,8 +60,8 @@ struct MachineConfig {
   unsigned quantum = 16;
 
   // Media switch fabric.
-  double lineRateGbps = 0;    // 0: lossless (input waits for free RBUFs)
-  unsigned rbufElements = 16; // packets buffered between wire and MEs
+  double lineRateGbps = 0;        // 0: lossless (input waits for free RBUFs)
+  unsigned rbufElements = 16;     // packets buffered between wire and MEs
   unsigned maxPacketBytes = 2048; // rx copies at most this much to DRAM
 
   /// The hash unit multiplies by this polynomial over GF(2), modulo

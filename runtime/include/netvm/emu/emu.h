@@ -100,8 +100,8 @@ typedef void (*netvm_emu_output_fn)(void *user, const uint8_t *bytes,
  * 0: `length`). Queued packets are received first, in order, then those
  * of the port's input function. Before the run. 0, or -1 (NULL bytes with
  * a length, after the run). */
-int netvm_emu_queue_packet(netvm_emu *emu, const uint8_t *bytes,
-                           size_t length, uint32_t wire_length);
+int netvm_emu_queue_packet(netvm_emu *emu, const uint8_t *bytes, size_t length,
+                           uint32_t wire_length);
 
 /* Sets (or with NULL removes) the input function of receive port 0, and
  * the output function (every transmit port). Before the run. 0 or -1. */
@@ -121,8 +121,8 @@ int netvm_emu_set_port_input(netvm_emu *emu, unsigned port,
 
 /*--- Host code -------------------------------------------------------------*/
 
-/* Attaches host code (runtime/include/netvm/emu/host.h): `fn` runs first at cycle
- * `first_cycle`, then whenever it asks. One host function per emulator,
+/* Attaches host code (runtime/include/netvm/emu/host.h): `fn` runs first at
+ * cycle `first_cycle`, then whenever it asks. One host function per emulator,
  * before the run. 0 or -1. */
 int netvm_emu_attach_host(netvm_emu *emu, netvm_emu_host_fn fn, void *user,
                           uint64_t first_cycle);
@@ -134,9 +134,8 @@ int netvm_emu_attach_host(netvm_emu *emu, netvm_emu_host_fn fn, void *user,
  * every `progress_cycles` cycles. Faults of the program are results, not
  * errors (netvm_emu_fault_count). 0, or -1 without an image, on a second
  * run, or when the input function returned -1. */
-int netvm_emu_run(netvm_emu *emu,
-                  void (*progress)(uint64_t cycle, void *user), void *user,
-                  uint64_t progress_cycles);
+int netvm_emu_run(netvm_emu *emu, void (*progress)(uint64_t cycle, void *user),
+                  void *user, uint64_t progress_cycles);
 
 /*--- Results ---------------------------------------------------------------*/
 

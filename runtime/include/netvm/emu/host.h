@@ -16,8 +16,8 @@
  * much, and the next call of the host function comes no earlier than where
  * its clock ended. A get or read sees the state when its crossing starts;
  * a put or write lands when its crossing ends. Host accesses do not queue
- * at the memory controllers (the crossing dominates). Deterministic: the same image,
- * input and host code give the same statistics.
+ * at the memory controllers (the crossing dominates). Deterministic: the same
+ * image, input and host code give the same statistics.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -68,16 +68,15 @@ enum netvm_emu_memory {
  * one crossing of ceil(length / 4) words, read when the crossing starts.
  * 0, or -1 (nothing read, only the crossing paid) if the range is not
  * inside the memory or `memory` is not one of netvm_emu_memory. */
-int netvm_emu_host_read(netvm_emu_host *host, unsigned memory,
-                        uint32_t address, void *bytes, uint32_t length);
+int netvm_emu_host_read(netvm_emu_host *host, unsigned memory, uint32_t address,
+                        void *bytes, uint32_t length);
 
 /* Writes `length` bytes to a memory at `address`: one crossing of
  * ceil(length / 4) words; the bytes land when the crossing ends (an ME
  * reading before then sees the old contents). 0, or -1 (nothing written,
  * only the crossing paid) if the range is not inside the memory. */
 int netvm_emu_host_write(netvm_emu_host *host, unsigned memory,
-                         uint32_t address, const void *bytes,
-                         uint32_t length);
+                         uint32_t address, const void *bytes, uint32_t length);
 
 #ifdef __cplusplus
 }

@@ -18,8 +18,8 @@
 namespace netvm::rt {
 
 struct TracePacket {
-  std::vector<uint8_t> bytes;  // captured bytes
-  uint32_t wireLength = 0;     // length on the wire (>= bytes.size())
+  std::vector<uint8_t> bytes; // captured bytes
+  uint32_t wireLength = 0;    // length on the wire (>= bytes.size())
   uint32_t seconds = 0, microseconds = 0;
 };
 
@@ -79,9 +79,8 @@ public:
   /// readHexPacket does.
   static std::unique_ptr<PacketReader>
   openHexPacketFiles(std::vector<std::string> paths);
-  static std::unique_ptr<PacketReader> openLive(const std::string &device,
-                                                bool promiscuous,
-                                                std::string &error);
+  static std::unique_ptr<PacketReader>
+  openLive(const std::string &device, bool promiscuous, std::string &error);
 
   /// The next packet; false at the end of the trace or on error (then
   /// `error` is non-empty), or, for live captures, when no packet came
