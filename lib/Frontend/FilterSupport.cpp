@@ -2,6 +2,7 @@
 
 #include "FilterSupport.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/SmallVector.h"
@@ -146,4 +147,38 @@ OwningOpRef<ModuleOp> filter::finishFilterApp(FilterApp &app) {
     return nullptr;
   }
   return std::move(app.module);
+}
+
+mlir::Value netvm::filter::emitBinary(mlir::OpBuilder &b, mlir::Location loc,
+                                      char op, mlir::Value l, mlir::Value r) {
+  namespace arith = mlir::arith;
+  switch (op) {
+  case '+':
+    return arith::AddIOp::create(b, loc, l, r);
+  case '-':
+    return arith::SubIOp::create(b, loc, l, r);
+  case '*':
+    return arith::MulIOp::create(b, loc, l, r);
+  case '&':
+    return arith::AndIOp::create(b, loc, l, r);
+  case '|':
+    return arith::OrIOp::create(b, loc, l, r);
+  case '^':
+    return arith::XOrIOp::create(b, loc, l, r);
+  case '<':
+  case '>': {
+    auto c32 = [&](uint32_t v) {
+      return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+    };
+    mlir::Value big =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, r, c32(32));
+    mlir::Value safe = arith::AndIOp::create(b, loc, r, c32(31));
+    mlir::Value shifted =
+        op == '<' ? arith::ShLIOp::create(b, loc, l, safe).getResult()
+                  : arith::ShRUIOp::create(b, loc, l, safe).getResult();
+    return arith::SelectOp::create(b, loc, big, c32(0), shifted);
+  }
+  default:
+    return nullptr;
+  }
 }

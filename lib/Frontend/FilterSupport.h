@@ -175,6 +175,13 @@ FilterApp buildFilterApp(mlir::OpBuilder &b, mlir::Location loc,
 /// null if it does not.
 mlir::OwningOpRef<mlir::ModuleOp> finishFilterApp(FilterApp &app);
 
+/// `l op r` on 32-bit values for the operators both filter languages
+/// share: + - * & | ^, and the shifts '<' (left) and '>' (right), where a
+/// shift by 32 or more gives 0 as in bpf_filter. Null for any other
+/// operator (division and remainder need a language's own zero check).
+mlir::Value emitBinary(mlir::OpBuilder &b, mlir::Location loc, char op,
+                       mlir::Value l, mlir::Value r);
+
 } // namespace netvm::filter
 
 #endif // NETVM_LIB_FRONTEND_FILTERSUPPORT_H

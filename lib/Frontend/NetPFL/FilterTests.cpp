@@ -221,30 +221,8 @@ Value CodeGen::arithValue(const Arith &a, Block *absent) {
     llvm_unreachable("addresses are compared by wideEqual");
   }
   Value l = arithValue(*a.a, absent), r = arithValue(*a.b, absent);
-  switch (a.op) {
-  case '+':
-    return arith::AddIOp::create(b, loc, l, r);
-  case '-':
-    return arith::SubIOp::create(b, loc, l, r);
-  case '*':
-    return arith::MulIOp::create(b, loc, l, r);
-  case '&':
-    return arith::AndIOp::create(b, loc, l, r);
-  case '|':
-    return arith::OrIOp::create(b, loc, l, r);
-  case '^':
-    return arith::XOrIOp::create(b, loc, l, r);
-  case '<':
-  case '>': {
-    // Shifts by 32 or more give 0.
-    Value big = cmp(arith::CmpIPredicate::uge, r, c32(32));
-    Value safe = arith::AndIOp::create(b, loc, r, c32(31));
-    Value shifted = a.op == '<'
-                        ? arith::ShLIOp::create(b, loc, l, safe).getResult()
-                        : arith::ShRUIOp::create(b, loc, l, safe).getResult();
-    return arith::SelectOp::create(b, loc, big, c32(0), shifted);
-  }
-  }
+  if (Value v = filter::emitBinary(b, loc, a.op, l, r))
+    return v;
   llvm_unreachable("unknown operator");
 }
 

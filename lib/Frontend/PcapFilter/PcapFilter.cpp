@@ -283,39 +283,16 @@ private:
     }
     case Val::Binary: {
       Value l = val(v->a), r = val(v->b);
-      switch (v->op) {
-      case '+':
-        return arith::AddIOp::create(b, loc, l, r);
-      case '-':
-        return arith::SubIOp::create(b, loc, l, r);
-      case '*':
-        return arith::MulIOp::create(b, loc, l, r);
-      case '&':
-        return arith::AndIOp::create(b, loc, l, r);
-      case '|':
-        return arith::OrIOp::create(b, loc, l, r);
-      case '^':
-        return arith::XOrIOp::create(b, loc, l, r);
-      case '/':
-      case '%':
+      if (v->op == '/' || v->op == '%') {
         // bpf_filter rejects the packet on a division by zero.
         require(
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, c32(0)));
         if (v->op == '/')
           return arith::DivUIOp::create(b, loc, l, r);
         return arith::RemUIOp::create(b, loc, l, r);
-      case '<':
-      case '>': {
-        // Shifts by 32 or more give 0, as in bpf_filter.
-        Value big = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, r,
-                                          c32(32));
-        Value safe = arith::AndIOp::create(b, loc, r, c32(31));
-        Value shifted =
-            v->op == '<' ? arith::ShLIOp::create(b, loc, l, safe).getResult()
-                         : arith::ShRUIOp::create(b, loc, l, safe).getResult();
-        return arith::SelectOp::create(b, loc, big, c32(0), shifted);
       }
-      }
+      if (Value result = filter::emitBinary(b, loc, v->op, l, r))
+        return result;
       break;
     }
     }
