@@ -1,0 +1,105 @@
+//===- AppLayout.h - A compiled ME application and its layout ---*- C++ -*-===//
+//
+// What the microengine back end (netvm/Target/ME/CodeGen.h) produces and a
+// host needs to run it: the image, the ports of sources and sinks, where
+// each NetPE's data memory lives, the event log that reports exceptions,
+// and where info memory travels. Plain C++ (no MLIR), so that the run
+// library's emulator engine and the Python module read it without the
+// compiler. docs/me-backend.md describes the memory map.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_TARGET_ME_APPLAYOUT_H
+#define NETVM_TARGET_ME_APPLAYOUT_H
+
+#include "netvm/emu/Image.h"
+#include "netvm/emu/Machine.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace netvm::me {
+
+/// Which ME runs which NetPE: the back end's input (the partitioning issue
+/// computes better ones). An empty map is the default placement: one NetPE
+/// per ME in declaration order after the receive ME, NetPEs that share
+/// written shared memory on one ME.
+struct Placement {
+  std::map<std::string, unsigned> peToME;
+};
+
+struct CodeGenOptions {
+  /// The machine the image must fit (MEs, control store, memories).
+  MachineConfig machine;
+  Placement placement;
+  /// Info memory size when no NetPE declares more (bytes, at least 64).
+  unsigned defaultInfoSize = 64;
+};
+
+/// Event kinds of the event log (AppLayout::eventLog).
+enum class EventKind : uint32_t {
+  Exception = 1,   // word 2: NETVM_EXC_* kind; word 3: location index
+  Drop = 2,        // a copy dropped (logged only when a packet may fan out)
+  Unconnected = 3, // a send on a port without connection
+};
+
+/// Everything a host needs to run a compiled application on the emulator.
+struct AppLayout {
+  /// Sources and sinks in declaration order. Source k is fed by receive
+  /// port k, sink k is transmit port k (netvm-emu -r/-w order).
+  std::vector<std::string> sources, sinks;
+  /// NetPE names in declaration order (the `pe` of events).
+  std::vector<std::string> pes;
+  /// A NetPE's data memory, and the application's shared memory.
+  struct Region {
+    Memory memory = Memory::Sram;
+    uint32_t address = 0, size = 0;
+  };
+  std::vector<Region> dataMemory; // indexed like `pes`
+  Region sharedMemory;            // size 0: none
+  /// Memory that must survive from one run of the image to the next (data
+  /// and shared memory, coprocessor tables, the init-done flags): a host
+  /// that runs the image in batches copies these regions forward.
+  std::vector<Region> persistent;
+  /// The event log: a word count at `eventCount` (SRAM), then 4-word
+  /// events at `eventLog`: [packet number, EventKind, pe | kind << 16,
+  /// location index]. The packet number is the receive descriptor's word
+  /// 3 (its number in the input, from 0); for Exception the kind is the
+  /// NETVM_EXC_* value and the location indexes `locations`.
+  uint32_t eventCount = 0, eventLog = 0, eventCapacity = 0;
+  std::vector<std::string> locations; // "file:line:col" or ""
+  /// The watchdog budget (loop iterations per packet) is read from this
+  /// SRAM word; a host writes it before the run (0: the image's default).
+  uint32_t watchdogAddress = 0;
+  uint32_t defaultWatchdog = 1u << 20;
+  /// Info memory travels in DRAM just before the packet: a transmitted
+  /// packet at DRAM address p has its info memory at p - infoOffset
+  /// (infoSize bytes). When `infoUsed` is false no NetPE touches info
+  /// memory and it is all zeros.
+  uint32_t infoOffset = 0, infoSize = 0;
+  bool infoUsed = false;
+};
+
+/// What each ME holds, for the resource report (netc --target=me -v).
+struct MEReport {
+  unsigned me = 0;
+  std::string role; // "receive", "transmit", or the NetPEs it runs
+  unsigned instructions = 0, controlStore = 0;
+  unsigned gprsA = 0, gprsB = 0, transferRegisters = 0, signals = 0;
+  unsigned localMemoryWords = 0;
+  unsigned spills = 0, bankMoves = 0;
+};
+
+struct CompiledApp {
+  Image image;
+  AppLayout layout;
+  /// The image as ME assembly: netvm-me-as assembles it to `image`.
+  std::string assembly;
+  std::vector<MEReport> report;
+};
+
+} // namespace netvm::me
+
+#endif // NETVM_TARGET_ME_APPLAYOUT_H

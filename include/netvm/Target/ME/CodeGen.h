@@ -1,0 +1,38 @@
+//===- CodeGen.h - NetVM applications compiled for the microengines -*- C++ -*-===//
+//
+// The microengine (ME) back end as a library: a netvm.application, after the
+// optimizer, becomes a loadable emulator image (netvm/emu/Image.h) together
+// with the layout a host needs to run it (which receive port feeds which
+// source, where each NetPE's data memory lives, where exceptions are logged).
+// The pipeline is
+//
+//   netvm (+ arith, cf) --netvm-to-me--> me dialect (virtual registers)
+//     --me-allocate-registers--> me dialect (physical registers)
+//     --emission--> machine program (handlers + the generated packet path)
+//     --encoder--> Image            (and -S: ME assembly of the same image)
+//
+// docs/me-backend.md describes every step, the memory map and the
+// refusals.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_TARGET_ME_CODEGEN_H
+#define NETVM_TARGET_ME_CODEGEN_H
+
+#include "netvm/Target/ME/AppLayout.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+namespace netvm::me {
+
+/// Compiles an optimized application. Diagnostics (refusals with the NetPE
+/// and the construct, resources that do not fit) go to the context's
+/// handler; returns failure after reporting them.
+mlir::LogicalResult compileApplication(mlir::ModuleOp module,
+                                       const CodeGenOptions &options,
+                                       CompiledApp &result);
+
+} // namespace netvm::me
+
+#endif // NETVM_TARGET_ME_CODEGEN_H
