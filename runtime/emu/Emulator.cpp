@@ -19,6 +19,11 @@ using namespace netvm::me;
 
 PacketInput::~PacketInput() = default;
 PacketOutput::~PacketOutput() = default;
+void PacketOutput::transmit(const Transmission &t) {
+  transmit(t.bytes, t.length, t.wireLength, t.port, t.cycle);
+}
+void PacketOutput::transmit(const uint8_t *, size_t, uint32_t, unsigned,
+                            uint64_t) {}
 
 const char *netvm::me::stallReasonName(StallReason reason) {
   static const char *const names[] = {"scratch", "sram", "dram",   "hash",
@@ -1020,8 +1025,18 @@ void Emulator::Impl::applyEvent(Event &e) {
   case EventKind::TxDone: {
     uint32_t length = e.data[0];
     uint32_t wire = std::max(e.data[1], length);
-    if (output)
-      output->transmit(dram.get() + e.addr, length, wire, e.data[2], e.time);
+    if (output) {
+      Transmission t;
+      t.bytes = dram.get() + e.addr;
+      t.length = length;
+      t.wireLength = wire;
+      t.port = e.data[2];
+      t.cycle = e.time;
+      t.dramAddress = e.addr;
+      t.hasTag = e.count >= 4;
+      t.tag = t.hasTag ? e.data[3] : 0;
+      output->transmit(t);
+    }
     ++stats.packetsSent;
     stats.bytesSent += wire;
     PortStats &ps = portStats(e.data[2]);
@@ -1165,6 +1180,7 @@ void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
   } else {
     fillRbuf(0);
   }
+  running = true;
   uint64_t t = 0, nextProgress = progressCycles;
   bool limited = false;
   for (;;) {
@@ -1195,6 +1211,7 @@ void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
     if (next > t)
       t = next - next % q;
   }
+  running = false;
   uint64_t endCycle = limited ? config.maxCycles : lastActivity;
   finish(endCycle);
   unsigned waiting = 0, loaded = 0, stopped = 0;
@@ -1302,7 +1319,10 @@ Emulator::Emulator(const MachineConfig &config)
 Emulator::~Emulator() = default;
 
 bool Emulator::load(const Image &image, std::string &error) {
-  return impl->load(image, error);
+  if (!impl->load(image, error))
+    return false;
+  impl->loaded = true;
+  return true;
 }
 void Emulator::setInput(PacketInput *input) { setInput(0, input); }
 void Emulator::setInput(unsigned port, PacketInput *input) {
@@ -1329,5 +1349,34 @@ bool Emulator::readMemory(Memory memory, uint32_t address, uint32_t length,
                         : memory == Memory::Sram  ? impl->sram.get()
                                                   : impl->dram.get();
   bytes.assign(base + address, base + address + length);
+  return true;
+}
+
+bool Emulator::writeMemory(Memory memory, uint32_t address,
+                           const uint8_t *bytes, uint32_t length,
+                           std::string &error) {
+  if (!impl->loaded) {
+    error = "no image is loaded (memory is initialised by load())";
+    return false;
+  }
+  if (impl->running) {
+    error = "the emulator is running: write memory before or between runs "
+            "(host code writes with netvm_emu_host_write)";
+    return false;
+  }
+  if (unsigned(memory) > unsigned(Memory::Dram) ||
+      !impl->memoryRange(memory, address, length)) {
+    error =
+        std::string("a write of ") + std::to_string(length) + " bytes at " +
+        (unsigned(memory) > unsigned(Memory::Dram) ? "?" : memoryName(memory)) +
+        " address " + printNumber(address) + " is outside the memory";
+    return false;
+  }
+  if (!bytes && length) {
+    error = "no bytes to write";
+    return false;
+  }
+  if (length)
+    std::memcpy(impl->memoryBase(memory) + address, bytes, length);
   return true;
 }

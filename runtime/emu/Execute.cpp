@@ -399,6 +399,8 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
       e.data[1] = 0;
     if (in.count < 3)
       e.data[2] = 0;
+    if (in.count < 4)
+      e.data[3] = 0; // no tag
     if (length > config.maxPacketBytes) {
       bad("transmit length " + std::to_string(length) + " is not 0-" +
           std::to_string(config.maxPacketBytes));

@@ -265,6 +265,8 @@ public:
            unsigned(uint64_t(address) * config.sramChannels / config.sramBytes);
   }
   const Image *image = nullptr;
+  bool loaded = false;  // an image was loaded
+  bool running = false; // inside run()
   std::vector<Symbol> symbols;
 
   // The event queue, ordered by (time, sequence): a timing wheel of one

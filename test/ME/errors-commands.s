@@ -18,6 +18,8 @@
     sram[read, $0, a0, a1]
 ; CHECK: :[[@LINE+1]]:24: error: the count of msf[rx] is 1-4
     msf[rx, $0, a0, 0, 5]
+; CHECK: :[[@LINE+1]]:24: error: the count of msf[tx] is 1-4
+    msf[tx, $0, a0, 0, 5]
 ; CHECK: :[[@LINE+1]]:45: error: a command raises one signal
     scratch[read, $0, a0, 0], ctx_swap[s1], sig_done[s2]
 ; CHECK: :[[@LINE+1]]:31: error: unexpected 'defer' after scratch

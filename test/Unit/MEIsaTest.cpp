@@ -477,3 +477,167 @@ TEST(MEEmulator, TransmitToAPortBeyondTheFabricFaults) {
   EXPECT_EQ(stats.faults[0].reason, "transmit port 16 is not 0-15");
   EXPECT_EQ(stats.packetsSent, 0u);
 }
+
+namespace {
+/// Records what transmit hands over, and what memory holds meanwhile.
+struct TagOutput : PacketOutput {
+  struct Seen {
+    Transmission t;
+    std::vector<uint8_t> bytes, dram, counters;
+    bool wrote = true;
+    std::string writeError;
+  };
+  Emulator *emulator = nullptr;
+  std::vector<Seen> sent;
+  void transmit(const Transmission &t) override {
+    Seen s;
+    s.t = t;
+    s.bytes.assign(t.bytes, t.bytes + t.length);
+    EXPECT_TRUE(emulator->readMemory(Memory::Dram, t.dramAddress,
+                                     uint32_t(t.length), s.dram));
+    EXPECT_TRUE(emulator->readMemory(Memory::Scratch, 0x10, 8, s.counters));
+    uint8_t one[4] = {0, 0, 0, 1};
+    s.wrote =
+        emulator->writeMemory(Memory::Scratch, 0x20, one, 4, s.writeError);
+    sent.push_back(std::move(s));
+  }
+};
+
+uint32_t wordAt(const std::vector<uint8_t> &bytes, size_t at) {
+  return uint32_t(bytes[at]) << 24 | uint32_t(bytes[at + 1]) << 16 |
+         uint32_t(bytes[at + 2]) << 8 | bytes[at + 3];
+}
+} // namespace
+
+TEST(MEEmulator, TransmitHandsOverTagsAndMemory) {
+  // Each packet is sent with its packet number as the tag. Scratch 0x10
+  // counts the packets, written before the packet leaves; 0x14 is set to
+  // 100 + the count once it has left; then the buffer is scribbled over.
+  // Last, 8 bytes of the scribbled buffer go out with no tag, on port 1.
+  Image image = assembleOrFail(R"(
+.me 0
+.ctx_enable 1
+    immed[a2, 0]
+loop:
+    msf[rx, $0, 0x1000, 0, 4], ctx_swap[s1]
+    br_bset[$2, 0, end]
+    alu[$0, --, b, $0]
+    alu[$1, --, b, 0]
+    alu[$2, --, b, 0]
+    alu[$3, --, b, $3]
+    msf[tx, $0, 0x1000, 0, 4], sig_done[s2]
+    alu[a2, a2, +, 1]
+    alu[$4, --, b, a2]
+    scratch[write, $4, 0x10, 0, 1], sig_done[s3]
+    ctx_arb[s2, s3]
+    alu[$5, a2, +, 100]
+    scratch[write, $5, 0x14, 0, 1], ctx_swap[s4]
+    immed[$$0, 0xdeadbeef]
+    immed[$$1, 0]
+    dram[write, $$0, 0x1000, 0, 1], ctx_swap[s5]
+    br[loop]
+end:
+    immed[$0, 8]
+    immed[$1, 0]
+    immed[$2, 1]
+    msf[tx, $0, 0x1000, 0, 3], ctx_swap[s2]
+    ctx_arb[kill]
+)");
+  ListInput in;
+  for (unsigned k = 0; k < 3; ++k)
+    in.packets.push_back(std::vector<uint8_t>(60 + k, uint8_t(0x10 + k)));
+  Emulator emulator(MachineConfig{});
+  std::string error;
+  ASSERT_TRUE(emulator.load(image, error)) << error;
+  emulator.setInput(&in);
+  TagOutput out;
+  out.emulator = &emulator;
+  emulator.setOutput(&out);
+  emulator.run();
+  const Stats &stats = emulator.stats();
+  ASSERT_TRUE(stats.faults.empty()) << stats.faults[0].reason;
+  ASSERT_EQ(out.sent.size(), 4u);
+  for (unsigned k = 0; k < 4; ++k) {
+    const TagOutput::Seen &s = out.sent[k];
+    SCOPED_TRACE(k);
+    EXPECT_EQ(s.t.dramAddress, 0x1000u);
+    EXPECT_EQ(s.dram, s.bytes); // readMemory agrees with the bytes
+    // The count written before the packet left is there, the one written
+    // after it left is not yet.
+    EXPECT_EQ(wordAt(s.counters, 0), k < 3 ? k + 1 : 3u);
+    EXPECT_EQ(wordAt(s.counters, 4), k == 0 ? 0u : 100 + k);
+    if (k > 0)
+      EXPECT_GT(s.t.cycle, out.sent[k - 1].t.cycle);
+    // No direct writes while running.
+    EXPECT_FALSE(s.wrote);
+    EXPECT_EQ(s.writeError,
+              "the emulator is running: write memory before or between "
+              "runs (host code writes with netvm_emu_host_write)");
+  }
+  for (unsigned k = 0; k < 3; ++k) {
+    const TagOutput::Seen &s = out.sent[k];
+    EXPECT_TRUE(s.t.hasTag);
+    EXPECT_EQ(s.t.tag, k); // the packet number
+    EXPECT_EQ(s.t.port, 0u);
+    EXPECT_EQ(s.t.length, 60u + k);
+    EXPECT_EQ(s.t.wireLength, 60u + k);
+    EXPECT_EQ(s.bytes, std::vector<uint8_t>(60 + k, uint8_t(0x10 + k)));
+  }
+  const TagOutput::Seen &last = out.sent[3];
+  EXPECT_FALSE(last.t.hasTag);
+  EXPECT_EQ(last.t.tag, 0u);
+  EXPECT_EQ(last.t.port, 1u);
+  EXPECT_EQ(last.bytes,
+            (std::vector<uint8_t>{0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0}));
+  std::vector<uint8_t> flag;
+  ASSERT_TRUE(emulator.readMemory(Memory::Scratch, 0x20, 4, flag));
+  EXPECT_EQ(wordAt(flag, 0), 0u);
+  // After the run, writes land at once.
+  uint8_t one[4] = {0, 0, 0, 1};
+  EXPECT_TRUE(emulator.writeMemory(Memory::Scratch, 0x20, one, 4, error));
+  ASSERT_TRUE(emulator.readMemory(Memory::Scratch, 0x20, 4, flag));
+  EXPECT_EQ(wordAt(flag, 0), 1u);
+}
+
+TEST(MEEmulator, WriteMemoryBeforeTheRun) {
+  // ME 0 copies an SRAM word and a DRAM quadword that the image
+  // initialises into scratch.
+  Image image = assembleOrFail(R"(
+.data sram, 0x10
+.word 1
+.data dram, 0x40
+.word 2, 3
+.me 0
+.ctx_enable 1
+    sram[read, $0, 0x10, 0, 1], ctx_swap[s1]
+    dram[read, $$0, 0x40, 0, 1], ctx_swap[s2]
+    alu[$0, --, b, $0]
+    alu[$1, --, b, $$0]
+    alu[$2, --, b, $$1]
+    scratch[write, $0, 0, 0, 3], ctx_swap[s1]
+    ctx_arb[kill]
+)");
+  Emulator emulator(MachineConfig{});
+  std::string error;
+  uint8_t word[4] = {0, 0, 0, 42};
+  EXPECT_FALSE(emulator.writeMemory(Memory::Sram, 0x10, word, 4, error));
+  EXPECT_EQ(error, "no image is loaded (memory is initialised by load())");
+  ASSERT_TRUE(emulator.load(image, error)) << error;
+  EXPECT_TRUE(emulator.writeMemory(Memory::Sram, 0x10, word, 4, error));
+  uint8_t quad[8] = {0, 0, 0, 7, 0, 0, 0, 8};
+  EXPECT_TRUE(emulator.writeMemory(Memory::Dram, 0x40, quad, 8, error));
+  // Ranges that leave the memory: 16 KB of scratch.
+  EXPECT_FALSE(
+      emulator.writeMemory(Memory::Scratch, 16 * 1024 - 2, word, 4, error));
+  EXPECT_EQ(error, "a write of 4 bytes at scratch address 0x3ffe is outside "
+                   "the memory");
+  EXPECT_FALSE(emulator.writeMemory(Memory::Dram, 0xffffffffu, word, 4, error));
+  EXPECT_TRUE(emulator.writeMemory(Memory::Scratch, 16 * 1024, word, 0, error));
+  emulator.run();
+  ASSERT_TRUE(emulator.stats().faults.empty());
+  std::vector<uint8_t> copied;
+  ASSERT_TRUE(emulator.readMemory(Memory::Scratch, 0, 12, copied));
+  EXPECT_EQ(wordAt(copied, 0), 42u);
+  EXPECT_EQ(wordAt(copied, 4), 7u);
+  EXPECT_EQ(wordAt(copied, 8), 8u);
+}

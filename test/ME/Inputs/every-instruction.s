@@ -128,7 +128,7 @@ again:
     dram[write, $$16, packet, 0, 1], sig_done[s6]
     hash_64[$2, 3], ctx_swap[s7]
     msf[rx, $0, b1, 0, 4], sig_done[s8]
-    msf[tx, $4, a1, 0, 3], sig_done[s9]
+    msf[tx, $4, a1, 0, 4], sig_done[s9]
     ctx_arb[s8, s9]
     ctx_arb[s1, s2, s14], any
     ctx_arb[voluntary]

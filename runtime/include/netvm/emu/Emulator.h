@@ -39,12 +39,38 @@ public:
   virtual bool next(InputPacket &packet) = 0;
 };
 
+/// A packet that left the media switch fabric (msf[tx]).
+struct Transmission {
+  /// The packet's bytes, in emulated DRAM: valid during the call only.
+  const uint8_t *bytes = nullptr;
+  size_t length = 0;        // descriptor word 0
+  uint32_t wireLength = 0;  // descriptor word 1 (at least `length`)
+  unsigned port = 0;        // descriptor word 2
+  uint64_t cycle = 0;       // the ME cycle it left
+  uint32_t dramAddress = 0; // where the packet was read from
+  /// Descriptor word 3 (a transmit with count 4): a tag the program gives
+  /// the packet, such as the receive descriptor's packet number. 0 and
+  /// hasTag false with a shorter descriptor.
+  uint32_t tag = 0;
+  bool hasTag = false;
+};
+
+/// Where transmitted packets go. The emulator calls transmit(const
+/// Transmission &); its default implementation calls the five-argument
+/// form, so an output may override either. Inside either call,
+/// Emulator::readMemory sees memory as of the transmit's cycle: every
+/// effect of earlier cycles, and of that cycle's events ordered before it,
+/// is applied, none later (memory changes only as the event queue is
+/// applied, in (cycle, issue order)); it does not change the emulator.
 class PacketOutput {
 public:
   virtual ~PacketOutput();
-  /// A packet left transmit port `port` at ME cycle `cycle`.
+  /// A packet left: what the emulator calls.
+  virtual void transmit(const Transmission &t);
+  /// A packet left transmit port `port` at ME cycle `cycle`; does nothing
+  /// unless overridden.
   virtual void transmit(const uint8_t *bytes, size_t length,
-                        uint32_t wireLength, unsigned port, uint64_t cycle) = 0;
+                        uint32_t wireLength, unsigned port, uint64_t cycle);
 };
 
 /// Why an ME was idle (no context ready): what the context that ran next
@@ -193,9 +219,18 @@ public:
   const Stats &stats() const;
   /// The registers of every enabled context of every loaded ME, as text.
   std::string dumpRegisters() const;
-  /// Reads emulated memory; false if the range is outside it.
+  /// Reads emulated memory; false if the range is outside it. May be
+  /// called from PacketOutput::transmit (memory as of that cycle).
   bool readMemory(Memory memory, uint32_t address, uint32_t length,
                   std::vector<uint8_t> &bytes) const;
+  /// Writes emulated memory, at once and at no emulated cost (the host
+  /// interface models costed writes): after load(), which initialises
+  /// memory from the image, and before or between run() calls. False with
+  /// a message in `error` if the range is outside the memory, no image is
+  /// loaded, or the emulator is running (from an input, output, host or
+  /// progress callback).
+  bool writeMemory(Memory memory, uint32_t address, const uint8_t *bytes,
+                   uint32_t length, std::string &error);
 
   class Impl;
 
