@@ -252,7 +252,8 @@ netvm::driver::loadApplication(MLIRContext &context, llvm::SourceMgr &sourceMgr,
 
 LogicalResult netvm::driver::optimize(
     ModuleOp module, unsigned optLevel,
-    llvm::function_ref<LogicalResult(PassManager &)> configure) {
+    llvm::function_ref<LogicalResult(PassManager &)> configure,
+    OptimizeFor target) {
   PassManager pm(module.getContext());
   if (configure && failed(configure(pm)))
     return failure();
@@ -295,7 +296,8 @@ LogicalResult netvm::driver::optimize(
       scalar();
       memory();
     }
-    handlers.addPass(createNetVMSwapConstantByteOrder());
+    if (target == OptimizeFor::Native)
+      handlers.addPass(createNetVMSwapConstantByteOrder());
     NetVMVersionPacketChecksOptions versioning;
     versioning.minChecks = optLevel > 2 ? 1 : 2;
     handlers.addPass(createNetVMVersionPacketChecks(versioning));

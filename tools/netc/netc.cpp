@@ -11,7 +11,9 @@
 #include "netvm/Conversion/NetVMToLLVM.h"
 #include "netvm/Driver/Driver.h"
 #include "netvm/Frontend/NetIL.h"
+#include "netvm/Target/ME/CodeGen.h"
 #include "netvm/Target/Native.h"
+#include "netvm/emu/Image.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -80,7 +82,7 @@ static cl::opt<std::string> outputFile("o",
                                        cl::cat(netcCategory));
 
 namespace {
-enum class Emit { MLIR, LLVMDialect, LLVM, Assembly, Object, None };
+enum class Emit { MLIR, LLVMDialect, LLVM, Assembly, Object, ME, Image, None };
 } // namespace
 
 static cl::opt<Emit> emit(
@@ -97,6 +99,12 @@ static cl::opt<Emit> emit(
         clEnumValN(Emit::Assembly, "asm", "assembly for --target (same as -S)"),
         clEnumValN(Emit::Object, "obj",
                    "an object file for --target (same as -c)"),
+        clEnumValN(Emit::ME, "me",
+                   "--target=me: the handlers in the me dialect after "
+                   "register allocation"),
+        clEnumValN(Emit::Image, "image",
+                   "--target=me: the loadable microengine image (the "
+                   "default with --target=me; -S gives its ME assembly)"),
         clEnumValN(Emit::None, "none",
                    "nothing: only check the input (exit status and "
                    "diagnostics)")));
@@ -108,7 +116,9 @@ static cl::opt<bool> emitObject("c", cl::desc("Same as -emit=obj"),
 static cl::opt<std::string> targetTriple(
     "target",
     cl::desc("Target triple for -emit=llvm/asm/obj: x86_64-linux-gnu, "
-             "aarch64-linux-gnu, ... (default: this machine)"),
+             "aarch64-linux-gnu, ... (default: this machine), or 'me' for "
+             "the microengines of the bundled network-processor emulator "
+             "(docs/me-backend.md)"),
     cl::value_desc("triple"), cl::cat(netcCategory));
 static cl::opt<std::string> cpuName(
     "cpu",
@@ -121,6 +131,11 @@ static cl::opt<std::string> descriptorName(
     cl::desc("Symbol of the exported application descriptor (default: "
              "netvm_app_<application name>)"),
     cl::value_desc("symbol"), cl::cat(netcCategory));
+static cl::opt<bool> meReport(
+    "resource-report",
+    cl::desc("--target=me: print what each microengine holds (instructions, "
+             "spills, bank moves) to stderr"),
+    cl::cat(netcCategory));
 static cl::opt<bool> noCounters(
     "no-counters",
     cl::desc("Do not maintain the per-NetPE run and send counters in the "
@@ -195,6 +210,9 @@ int main(int argc, char **argv) {
       "                                    an AArch64 object to link with the\n"
       "                                    runtime (docs/native.md)\n");
 
+  bool forME = targetTriple == "me";
+  if (forME && !emit.getNumOccurrences())
+    emit = Emit::Image;
   if (emitAssembly)
     emit = Emit::Assembly;
   if (emitObject)
@@ -264,11 +282,14 @@ int main(int argc, char **argv) {
       netvm::driver::load(context, sourceMgr, *input);
   bool ok = static_cast<bool>(module);
   if (ok)
-    ok = succeeded(
-        netvm::driver::optimize(*module, optLevel - '0', [&](PassManager &pm) {
+    ok = succeeded(netvm::driver::optimize(
+        *module, optLevel - '0',
+        [&](PassManager &pm) {
           pm.enableTiming(timingScope);
           return applyPassManagerCLOptions(pm);
-        }));
+        },
+        forME ? netvm::driver::OptimizeFor::ME
+              : netvm::driver::OptimizeFor::Native));
 
   // MLIR's statistics report is empty with Debian's release LLVM (its
   // counters are compiled out): netvm's passes keep their own.
@@ -296,6 +317,43 @@ int main(int argc, char **argv) {
   }
   if (emit == Emit::MLIR) {
     module->print(output->os());
+    output->keep();
+    return 0;
+  }
+
+  if (forME) {
+    if (emit != Emit::ME && emit != Emit::Image && emit != Emit::Assembly) {
+      llvm::errs() << "netc: --target=me writes an image (default), its ME "
+                      "assembly (-S) or the me dialect (-emit=me)\n";
+      return 1;
+    }
+    netvm::me::CodeGenOptions meOptions;
+    meOptions.defaultInfoSize = infoSize;
+    netvm::me::CompiledApp compiled;
+    OwningOpRef<ModuleOp> meIR;
+    if (failed(
+            netvm::me::compileApplication(*module, meOptions, compiled, &meIR)))
+      return 1;
+    if (meReport)
+      for (const netvm::me::MEReport &r : compiled.report)
+        llvm::errs() << "me" << r.me << " (" << r.role
+                     << "): " << r.instructions << " of " << r.controlStore
+                     << " instructions, " << r.spills << " spills, "
+                     << r.bankMoves << " bank moves\n";
+    if (emit == Emit::ME) {
+      meIR->print(output->os());
+    } else if (emit == Emit::Assembly) {
+      output->os() << compiled.assembly;
+    } else {
+      if (outputFile == "-") {
+        llvm::errs() << "netc: --target=me needs an output file (-o app.img), "
+                        "or -S for its assembly\n";
+        return 1;
+      }
+      std::vector<uint8_t> bytes = netvm::me::writeImage(compiled.image);
+      output->os().write(reinterpret_cast<const char *>(bytes.data()),
+                         bytes.size());
+    }
     output->keep();
     return 0;
   }

@@ -154,13 +154,19 @@ private:
 /// The single netvm.application of a module, or null.
 ApplicationOp getApplication(mlir::ModuleOp module);
 
+/// The code the optimized IR is for: native code (little-endian hosts) or
+/// the big-endian microengines, where swapping constants' byte order does
+/// not pay.
+enum class OptimizeFor { Native, ME };
+
 /// Run the optimization pipeline of level `optLevel` (0-3) on `module`.
 /// `configure` may adjust the pass manager first (instrumentation, IR
 /// printing, timing).
 mlir::LogicalResult optimize(
     mlir::ModuleOp module, unsigned optLevel,
     llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
-        nullptr);
+        nullptr,
+    OptimizeFor target = OptimizeFor::Native);
 
 } // namespace driver
 } // namespace netvm

@@ -1,4 +1,5 @@
-//===- CodeGen.h - NetVM applications compiled for the microengines -*- C++ -*-===//
+//===- CodeGen.h - NetVM applications compiled for the microengines -*- C++
+//-*-===//
 //
 // The microengine (ME) back end as a library: a netvm.application, after the
 // optimizer, becomes a loadable emulator image (netvm/emu/Image.h) together
@@ -22,16 +23,21 @@
 #include "netvm/Target/ME/AppLayout.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LogicalResult.h"
 
 namespace netvm::me {
 
-/// Compiles an optimized application. Diagnostics (refusals with the NetPE
-/// and the construct, resources that do not fit) go to the context's
-/// handler; returns failure after reporting them.
-mlir::LogicalResult compileApplication(mlir::ModuleOp module,
-                                       const CodeGenOptions &options,
-                                       CompiledApp &result);
+/// Compiles an optimized application (driver::optimize with
+/// OptimizeFor::ME). Diagnostics (refusals with the NetPE and the construct,
+/// resources that do not fit) go to the context's handler; returns failure
+/// after reporting them. With `meIR`, the handlers in the me dialect after
+/// register allocation (each definition's `reg` attribute names its
+/// register) are handed back too (netc -emit=me).
+mlir::LogicalResult
+compileApplication(mlir::ModuleOp module, const CodeGenOptions &options,
+                   CompiledApp &result,
+                   mlir::OwningOpRef<mlir::ModuleOp> *meIR = nullptr);
 
 } // namespace netvm::me
 

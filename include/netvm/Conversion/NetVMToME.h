@@ -1,0 +1,52 @@
+//===- NetVMToME.h - Instruction selection for the microengines -*- C++ -*-===//
+//
+// netvm (+ arith, cf) -> me: each handler of an optimized application
+// becomes a me.func of virtual-register instructions. The lowering of each
+// operation is a pattern of its own (lib/Conversion/NetVMToME); the
+// driver walks a handler's blocks in order and applies them.
+// docs/me-backend.md lists what each construct becomes and what is
+// refused.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_CONVERSION_NETVMTOME_H
+#define NETVM_CONVERSION_NETVMTOME_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include <string>
+#include <vector>
+
+namespace netvm {
+class HandlerOp;
+namespace medialect {
+class FuncOp;
+} // namespace medialect
+
+struct MELoweringOptions {
+  /// Bytes of the packet prefetched into DRAM transfer registers at
+  /// arrival, at most (a multiple of 8, at most 64).
+  unsigned maxHeaderBytes = 64;
+};
+
+/// What the lowering of one handler found out, for the packet path.
+struct MEHandlerInfo {
+  /// Bytes of the header the packet path must prefetch (0: none).
+  unsigned headerBytes = 0;
+  /// The handler uses the watchdog counter.
+  bool usesWatchdog = false;
+};
+
+/// Lowers one handler into a new me.func built at `builder`'s insertion
+/// point. `locations` is the application's table of exception locations
+/// ("file:line:col"), extended with this handler's. Refusals are reported
+/// on the operation that cannot be lowered, naming the NetPE.
+mlir::FailureOr<medialect::FuncOp>
+lowerHandlerToME(HandlerOp handler, mlir::OpBuilder &builder,
+                 const MELoweringOptions &options,
+                 std::vector<std::string> &locations, MEHandlerInfo &info);
+
+} // namespace netvm
+
+#endif // NETVM_CONVERSION_NETVMTOME_H

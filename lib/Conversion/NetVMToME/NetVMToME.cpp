@@ -1,0 +1,663 @@
+//===- NetVMToME.cpp - Instruction selection for the microengines ---------===//
+//
+// Lowers one netvm handler (after the optimizer) to a me.func. The walk
+// keeps the handler's block structure: every block gets a counterpart with
+// i32 arguments, and each operation is lowered by the pattern for its kind
+// into me operations at the end of the current block. Values narrower than
+// 32 bits live zero-extended in a register. Conditions (i1) are not
+// materialised where a branch uses them: `cf.cond_br` on a comparison
+// becomes one compare-and-branch, and on `and`/`or` of comparisons a short
+// circuit of them; only an i1 that flows into arithmetic becomes 0/1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/Conversion/NetVMToME.h"
+
+#include "ME/MEOps.h"
+#include "NetVM/NetVMOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/RegionGraphTraits.h"
+#include "llvm/ADT/PostOrderIterator.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace netvm;
+namespace med = netvm::medialect;
+
+namespace {
+
+unsigned widthOf(Type type) {
+  return isa<IntegerType>(type) ? type.getIntOrFloatBitWidth() : 32;
+}
+
+/// "file:line:col" of the NetIL instruction an operation came from (the
+/// interpreter's spelling, so that the engines report the same location).
+std::string locationString(Location loc) {
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+            Twine(file.getColumn()))
+        .str();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  loc.print(os);
+  return s;
+}
+
+/// A constant operand, if the value is one.
+std::optional<uint32_t> constantOf(Value value) {
+  IntegerAttr attr;
+  if (value && matchPattern(value, m_Constant(&attr)))
+    return static_cast<uint32_t>(attr.getValue().getZExtValue());
+  return std::nullopt;
+}
+
+class HandlerLowering {
+public:
+  HandlerLowering(HandlerOp handler, OpBuilder &builder,
+                  const MELoweringOptions &options,
+                  std::vector<std::string> &locations, MEHandlerInfo &info)
+      : handler(handler), pe(handler.getPE()), b(builder), options(options),
+        locations(locations), info(info) {}
+
+  FailureOr<med::FuncOp> run();
+
+private:
+  // Values.
+  Value get(Value value);
+  Value constant(uint32_t value, Location loc) {
+    return med::ConstOp::create(b, loc, b.getI32Type(),
+                                b.getI32IntegerAttr(value));
+  }
+  Value alu(Location loc, StringRef op, Value a, Value v) {
+    return med::AluOp::create(b, loc, b.getI32Type(), b.getStringAttr(op), a, v,
+                              StringAttr(), IntegerAttr());
+  }
+  Value shifted(Location loc, StringRef op, Value a, Value v, StringRef shift,
+                unsigned amount) {
+    return med::AluOp::create(b, loc, b.getI32Type(), b.getStringAttr(op), a, v,
+                              b.getStringAttr(shift),
+                              amount ? b.getI32IntegerAttr(amount)
+                                     : IntegerAttr());
+  }
+  Value fieldClear(Location loc, unsigned mask, Value v, unsigned right) {
+    return med::LdFieldOp::create(
+        b, loc, b.getI32Type(), b.getI32IntegerAttr(mask), Value(), v,
+        right ? b.getStringAttr(">>") : StringAttr(),
+        right ? b.getI32IntegerAttr(right) : IntegerAttr());
+  }
+  /// Keeps the low `bits` bits of a value (one ld_field_w_clr for 8 and
+  /// 16 bits).
+  Value truncate(Location loc, Value v, unsigned bits) {
+    if (bits >= 32)
+      return v;
+    if (bits == 16)
+      return fieldClear(loc, 0x3, v, 0);
+    if (bits == 8)
+      return fieldClear(loc, 0x1, v, 0);
+    return alu(loc, "and", v, constant((1u << bits) - 1, loc));
+  }
+  Value signExtend(Location loc, Value v, unsigned bits) {
+    if (bits >= 32)
+      return v;
+    Value up = shifted(loc, "b", Value(), v, "<<", 32 - bits);
+    return shifted(loc, "b", Value(), up, ">>asr", 32 - bits);
+  }
+  /// A condition as 0/1 in a register.
+  Value materialize(Value cond);
+
+  // Memory.
+  LogicalResult lowerLoad(LoadOp op);
+  Value headerLoad(Location loc, uint32_t offset, unsigned size);
+  LogicalResult lowerCheckBounds(CheckBoundsOp op);
+
+  // Control flow.
+  Block *blockFor(Block *netvmBlock) { return blocks.lookup(netvmBlock); }
+  SmallVector<Value> mapped(ValueRange values) {
+    SmallVector<Value> out;
+    for (Value v : values)
+      out.push_back(get(v));
+    return out;
+  }
+  /// Branches on a netvm i1 condition: a compare-and-branch, or a short
+  /// circuit of them.
+  void branchOn(Location loc, Value cond, Block *t, ArrayRef<Value> targs,
+                Block *f, ArrayRef<Value> fargs);
+  /// A new block after the current one, for short circuits and checks.
+  Block *newBlock() {
+    Region &region = *b.getInsertionBlock()->getParent();
+    return b.createBlock(&region, region.end());
+  }
+  /// A block that raises exception `kind` at `loc` (one per kind and
+  /// location).
+  Block *raiseBlock(Location loc, ExceptionKind kind);
+
+  LogicalResult lowerOp(Operation *op);
+  LogicalResult refuse(Operation *op, const Twine &why) {
+    return op->emitError("the microengine back end cannot compile ")
+           << why << " (NetPE '" << pe.getSymName()
+           << "'; docs/me-backend.md lists what it refuses)";
+  }
+
+  HandlerOp handler;
+  PEOp pe;
+  OpBuilder &b;
+  const MELoweringOptions &options;
+  std::vector<std::string> &locations;
+  MEHandlerInfo &info;
+
+  med::FuncOp func;
+  IRMapping values;
+  DenseMap<Block *, Block *> blocks;
+  std::map<std::pair<unsigned, std::string>, Block *> raises;
+  bool prefetch = false;
+};
+
+Value HandlerLowering::get(Value value) {
+  // Constants are rematerialised where they are used: the emitter folds
+  // small ones into immediates, so a register only holds one for as long
+  // as the instruction that needs it.
+  if (auto c = constantOf(value)) {
+    unsigned bits = widthOf(value.getType());
+    uint32_t v = bits >= 32 ? *c : (*c & ((1u << bits) - 1));
+    return constant(v, value.getLoc());
+  }
+  if (Value v = values.lookupOrNull(value))
+    return v;
+  // A condition used as a value.
+  if (value.getType().isInteger(1))
+    return materialize(value);
+  return {};
+}
+
+static std::pair<StringRef, bool> conditionFor(arith::CmpIPredicate p) {
+  // The branch taken after alu[--, a, -, b] when the predicate holds; the
+  // flag says whether the operands are signed.
+  switch (p) {
+  case arith::CmpIPredicate::eq:
+    return {"beq", false};
+  case arith::CmpIPredicate::ne:
+    return {"bne", false};
+  case arith::CmpIPredicate::ult:
+    return {"bcs", false};
+  case arith::CmpIPredicate::uge:
+    return {"bcc", false};
+  case arith::CmpIPredicate::ugt:
+    return {"bhi", false};
+  case arith::CmpIPredicate::ule:
+    return {"bls", false};
+  case arith::CmpIPredicate::slt:
+    return {"blt", true};
+  case arith::CmpIPredicate::sge:
+    return {"bge", true};
+  case arith::CmpIPredicate::sgt:
+    return {"bgt", true};
+  case arith::CmpIPredicate::sle:
+    return {"ble", true};
+  }
+  return {"beq", false};
+}
+
+Value HandlerLowering::materialize(Value cond) {
+  Location loc = cond.getLoc();
+  if (auto c = constantOf(cond))
+    return constant(*c & 1, loc);
+  Operation *def = cond.getDefiningOp();
+  if (auto cmp = dyn_cast_or_null<arith::CmpIOp>(def)) {
+    auto [branch, isSigned] = conditionFor(cmp.getPredicate());
+    Value a = get(cmp.getLhs()), v = get(cmp.getRhs());
+    unsigned bits = widthOf(cmp.getLhs().getType());
+    if (isSigned && bits < 32) {
+      a = signExtend(loc, a, bits);
+      v = signExtend(loc, v, bits);
+    }
+    return med::SetCCOp::create(b, loc, b.getI32Type(), b.getStringAttr(branch),
+                                b.getStringAttr("-"), a, v);
+  }
+  if (def && isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp>(def)) {
+    StringRef op = isa<arith::AndIOp>(def)  ? "and"
+                   : isa<arith::OrIOp>(def) ? "or"
+                                            : "xor";
+    Value a = get(def->getOperand(0)), v = get(def->getOperand(1));
+    return alu(loc, op, a, v);
+  }
+  if (Value v = values.lookupOrNull(cond))
+    return v;
+  return {};
+}
+
+void HandlerLowering::branchOn(Location loc, Value cond, Block *t,
+                               ArrayRef<Value> targs, Block *f,
+                               ArrayRef<Value> fargs) {
+  Operation *def = cond.getDefiningOp();
+  if (auto c = constantOf(cond)) {
+    if (*c & 1)
+      med::BrOp::create(b, loc, targs, t);
+    else
+      med::BrOp::create(b, loc, fargs, f);
+    return;
+  }
+  if (auto cmp = dyn_cast_or_null<arith::CmpIOp>(def)) {
+    auto [branch, isSigned] = conditionFor(cmp.getPredicate());
+    Value a = get(cmp.getLhs()), v = get(cmp.getRhs());
+    unsigned bits = widthOf(cmp.getLhs().getType());
+    if (isSigned && bits < 32) {
+      a = signExtend(loc, a, bits);
+      v = signExtend(loc, v, bits);
+    }
+    med::CmpBrOp::create(b, loc, b.getStringAttr(branch), b.getStringAttr("-"),
+                         a, v, targs, fargs, t, f);
+    return;
+  }
+  if (def && def->getNumOperands() == 2 &&
+      isa<arith::AndIOp, arith::OrIOp>(def)) {
+    // Short circuit: and = (x ? y : false), or = (x ? true : y).
+    Block *current = b.getInsertionBlock();
+    Block *second = newBlock();
+    b.setInsertionPointToEnd(current);
+    if (isa<arith::AndIOp>(def))
+      branchOn(loc, def->getOperand(0), second, {}, f, fargs);
+    else
+      branchOn(loc, def->getOperand(0), t, targs, second, {});
+    b.setInsertionPointToEnd(second);
+    branchOn(loc, def->getOperand(1), t, targs, f, fargs);
+    return;
+  }
+  if (auto x = dyn_cast_or_null<arith::XOrIOp>(def)) {
+    if (auto c = constantOf(x.getRhs()); c && (*c & 1))
+      return branchOn(loc, x.getLhs(), f, fargs, t, targs);
+    if (auto c = constantOf(x.getLhs()); c && (*c & 1))
+      return branchOn(loc, x.getRhs(), f, fargs, t, targs);
+  }
+  Value v = get(cond);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bne"), b.getStringAttr("-"), v,
+                       constant(0, loc), targs, fargs, t, f);
+}
+
+Block *HandlerLowering::raiseBlock(Location loc, ExceptionKind kind) {
+  std::string where = locationString(loc);
+  auto key = std::make_pair(static_cast<unsigned>(kind), where);
+  if (auto it = raises.find(key); it != raises.end())
+    return it->second;
+  OpBuilder::InsertionGuard guard(b);
+  Region &region = func.getBody();
+  Block *block = b.createBlock(&region, region.end());
+  unsigned index = locations.size();
+  locations.push_back(where);
+  med::RaiseOp::create(b, loc, static_cast<uint32_t>(kind), index);
+  raises[key] = block;
+  return block;
+}
+
+Value HandlerLowering::headerLoad(Location loc, uint32_t offset,
+                                  unsigned size) {
+  unsigned word = offset / 4, byte = offset % 4;
+  auto hdr = [&](unsigned i) {
+    return med::HeaderOp::create(b, loc, b.getI32Type(),
+                                 b.getI32IntegerAttr(i));
+  };
+  if (size == 4) {
+    if (byte == 0)
+      return hdr(word);
+    return med::ByteAlignOp::create(b, loc, b.getI32Type(), hdr(word),
+                                    hdr(word + 1), b.getI32IntegerAttr(byte));
+  }
+  if (byte + size > 4) {
+    // A half word across two words: align, then take the top half.
+    Value aligned =
+        med::ByteAlignOp::create(b, loc, b.getI32Type(), hdr(word),
+                                 hdr(word + 1), b.getI32IntegerAttr(byte));
+    return shifted(loc, "b", Value(), aligned, ">>", 16);
+  }
+  // Bytes byte .. byte + size - 1 of the word, most significant first.
+  unsigned right = 8 * (4 - byte - size);
+  if (byte == 0)
+    return shifted(loc, "b", Value(), hdr(word), ">>", 32 - 8 * size);
+  return fieldClear(loc, size == 2 ? 0x3 : 0x1, hdr(word), right);
+}
+
+LogicalResult HandlerLowering::lowerLoad(LoadOp op) {
+  Location loc = op.getLoc();
+  unsigned size = widthOf(op.getType()) / 8;
+  if (op.getLittleEndian())
+    return refuse(op, "a little-endian load (the ME pipeline does not swap "
+                      "byte order)");
+  if (op.getSpace() != MemSpace::Packet)
+    return refuse(op, Twine("an access to ") +
+                          stringifyMemSpace(op.getSpace()) + " memory");
+  auto offset = constantOf(op.getOffset());
+  if (prefetch && offset && *offset + size <= info.headerBytes) {
+    values.map(op.getResult(), headerLoad(loc, *offset, size));
+    return success();
+  }
+  Value buffer = med::ArgOp::create(b, loc, b.getI32Type(), "buffer");
+  Value address = alu(loc, "+", buffer, get(op.getOffset()));
+  values.map(op.getResult(),
+             med::PacketReadOp::create(b, loc, b.getI32Type(), address,
+                                       b.getI32IntegerAttr(size),
+                                       b.getBoolAttr(false)));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerCheckBounds(CheckBoundsOp op) {
+  Location loc = op.getLoc();
+  if (op.getSpace() != MemSpace::Packet)
+    return refuse(op, Twine("an access to ") +
+                          stringifyMemSpace(op.getSpace()) + " memory");
+  Block *raise = raiseBlock(loc, ExceptionKind::PacketBounds);
+  Value length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
+  auto offset = constantOf(op.getOffset());
+  Block *current = b.getInsertionBlock();
+  Block *next = newBlock();
+  b.setInsertionPointToEnd(current);
+  if (offset && !op.getLength()) {
+    // length < offset + extent: borrow.
+    uint64_t end = *offset + static_cast<uint64_t>(op.getExtent());
+    if (end > 0xffffffffull) {
+      med::BrOp::create(b, loc, ValueRange(), raise);
+    } else {
+      med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("-"),
+                           length, constant(static_cast<uint32_t>(end), loc),
+                           ValueRange(), ValueRange(), raise, next);
+    }
+    b.setInsertionPointToEnd(next);
+    return success();
+  }
+  Value off = get(op.getOffset());
+  Value extent = op.getLength()
+                     ? get(op.getLength())
+                     : constant(static_cast<uint32_t>(op.getExtent()), loc);
+  // offset + extent must not carry, and must not exceed the length.
+  Block *compare = next;
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("+"),
+                       off, extent, ValueRange(), ValueRange(), raise, compare);
+  b.setInsertionPointToEnd(compare);
+  Value end =
+      alu(loc, "+", get(op.getOffset()),
+          op.getLength() ? get(op.getLength()) : constant(op.getExtent(), loc));
+  Block *after = newBlock();
+  b.setInsertionPointToEnd(compare);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("-"),
+                       length, end, ValueRange(), ValueRange(), raise, after);
+  b.setInsertionPointToEnd(after);
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerOp(Operation *op) {
+  Location loc = op->getLoc();
+  auto binary = [&](StringRef aluOp) {
+    Value r = alu(loc, aluOp, get(op->getOperand(0)), get(op->getOperand(1)));
+    unsigned bits = widthOf(op->getResult(0).getType());
+    if (aluOp == "+" || aluOp == "-" || aluOp == "*")
+      r = truncate(loc, r, bits);
+    values.map(op->getResult(0), r);
+    return success();
+  };
+  auto shift = [&](StringRef direct, StringRef indirect) -> LogicalResult {
+    unsigned bits = widthOf(op->getResult(0).getType());
+    Value x = get(op->getOperand(0));
+    if (bits != 32)
+      return refuse(op, "a shift of a value narrower than 32 bits");
+    if (auto n = constantOf(op->getOperand(1))) {
+      if (*n == 0) {
+        values.map(op->getResult(0), x);
+        return success();
+      }
+      if (*n >= 32)
+        return refuse(op, "a shift by 32 or more");
+      values.map(op->getResult(0), shifted(loc, "b", Value(), x, direct, *n));
+      return success();
+    }
+    // The amount is the low 5 bits of a.
+    values.map(op->getResult(0),
+               shifted(loc, "b", get(op->getOperand(1)), x, indirect, 0));
+    return success();
+  };
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](arith::ConstantOp) { return success(); })
+      .Case([&](arith::AddIOp) { return binary("+"); })
+      .Case([&](arith::SubIOp) { return binary("-"); })
+      .Case([&](arith::MulIOp) { return binary("*"); })
+      .Case([&](arith::AndIOp o) {
+        if (o.getType().isInteger(1))
+          return success(); // a condition, lowered where it is used
+        return binary("and");
+      })
+      .Case([&](arith::OrIOp o) {
+        if (o.getType().isInteger(1))
+          return success();
+        return binary("or");
+      })
+      .Case([&](arith::XOrIOp o) {
+        if (o.getType().isInteger(1))
+          return success();
+        return binary("xor");
+      })
+      .Case([&](arith::ShLIOp) { return shift("<<", "<<indirect"); })
+      .Case([&](arith::ShRUIOp) { return shift(">>", ">>indirect"); })
+      .Case([&](arith::ShRSIOp) { return shift(">>asr", ">>asr indirect"); })
+      .Case([&](arith::CmpIOp) { return success(); })
+      .Case([&](arith::ExtUIOp o) {
+        values.map(o.getResult(), get(o.getIn()));
+        return success();
+      })
+      .Case([&](arith::ExtSIOp o) {
+        values.map(o.getResult(), signExtend(loc, get(o.getIn()),
+                                             widthOf(o.getIn().getType())));
+        return success();
+      })
+      .Case([&](arith::TruncIOp o) {
+        unsigned bits = widthOf(o.getType());
+        if (bits == 1) {
+          Value low = alu(loc, "and", get(o.getIn()), constant(1, loc));
+          values.map(o.getResult(), low);
+          return success();
+        }
+        values.map(o.getResult(), truncate(loc, get(o.getIn()), bits));
+        return success();
+      })
+      .Case([&](arith::SelectOp o) {
+        Value t = get(o.getTrueValue()), f = get(o.getFalseValue());
+        Value c = o.getCondition();
+        if (auto cmp = c.getDefiningOp<arith::CmpIOp>()) {
+          auto [branch, isSigned] = conditionFor(cmp.getPredicate());
+          Value a = get(cmp.getLhs()), v = get(cmp.getRhs());
+          unsigned bits = widthOf(cmp.getLhs().getType());
+          if (isSigned && bits < 32) {
+            a = signExtend(loc, a, bits);
+            v = signExtend(loc, v, bits);
+          }
+          values.map(o.getResult(),
+                     med::SelectOp::create(b, loc, b.getI32Type(), branch, "-",
+                                           a, v, t, f));
+          return success();
+        }
+        Value m = get(c);
+        values.map(o.getResult(),
+                   med::SelectOp::create(b, loc, b.getI32Type(), "bne", "-", m,
+                                         constant(0, loc), t, f));
+        return success();
+      })
+      .Case([&](PacketLengthOp o) {
+        values.map(o.getResult(),
+                   med::ArgOp::create(b, loc, b.getI32Type(), "length"));
+        return success();
+      })
+      .Case([&](WireLengthOp o) {
+        values.map(o.getResult(),
+                   med::ArgOp::create(b, loc, b.getI32Type(), "wire"));
+        return success();
+      })
+      .Case([&](ByteSwapOp o) {
+        // Rotate by 8, then put bytes 3 and 1 back: x>>>8 has bytes
+        // (d a b c) of (a b c d); ld_field of bytes 2 and 0 from x<<<8
+        // = (b c d a) gives (d c b a).
+        Value x = get(o.getInput());
+        Value r = shifted(loc, "b", Value(), x, ">>rot", 8);
+        Value l = med::LdFieldOp::create(
+            b, loc, b.getI32Type(), b.getI32IntegerAttr(0x5), r, x,
+            b.getStringAttr(">>rot"), b.getI32IntegerAttr(24));
+        values.map(o.getResult(), l);
+        return success();
+      })
+      .Case([&](LoadOp o) { return lowerLoad(o); })
+      .Case([&](CheckBoundsOp o) { return lowerCheckBounds(o); })
+      .Case([&](CheckOp o) {
+        Block *raise = raiseBlock(loc, o.getKind());
+        Block *current = b.getInsertionBlock();
+        Block *next = newBlock();
+        b.setInsertionPointToEnd(current);
+        branchOn(loc, o.getCondition(), next, {}, raise, {});
+        b.setInsertionPointToEnd(next);
+        return success();
+      })
+      .Case([&](WatchdogOp o) {
+        info.usesWatchdog = true;
+        Block *raise = raiseBlock(loc, ExceptionKind::Watchdog);
+        Block *current = b.getInsertionBlock();
+        Block *next = newBlock();
+        b.setInsertionPointToEnd(current);
+        med::WatchdogOp::create(b, loc, next, raise);
+        b.setInsertionPointToEnd(next);
+        return success();
+      })
+      .Case([&](SendOp o) -> LogicalResult {
+        PortOp port = pe.lookupPort(o.getPort());
+        if (!port)
+          return refuse(o, "a send to an unknown port");
+        med::SendOp::create(b, loc, pe.getPortNumber(port));
+        return success();
+      })
+      .Case([&](DropOp) {
+        med::DropOp::create(b, loc);
+        return success();
+      })
+      .Case([&](RetOp) {
+        med::DropOp::create(b, loc);
+        return success();
+      })
+      .Case([&](TrapOp o) {
+        unsigned index = locations.size();
+        locations.push_back(locationString(loc));
+        med::RaiseOp::create(b, loc, static_cast<uint32_t>(o.getKind()), index);
+        return success();
+      })
+      .Case([&](cf::BranchOp o) {
+        med::BrOp::create(b, loc, mapped(o.getDestOperands()),
+                          blockFor(o.getDest()));
+        return success();
+      })
+      .Case([&](cf::CondBranchOp o) {
+        SmallVector<Value> t = mapped(o.getTrueDestOperands());
+        SmallVector<Value> f = mapped(o.getFalseDestOperands());
+        branchOn(loc, o.getCondition(), blockFor(o.getTrueDest()), t,
+                 blockFor(o.getFalseDest()), f);
+        return success();
+      })
+      .Case([&](cf::SwitchOp o) -> LogicalResult {
+        Value flag = get(o.getFlag());
+        SmallVector<int32_t> cases;
+        if (auto values = o.getCaseValues())
+          for (const APInt &v : values->getValues<APInt>())
+            cases.push_back(static_cast<int32_t>(v.getZExtValue()));
+        // Successors with operands go through a block that passes them.
+        auto target = [&](Block *dest, ValueRange operands) -> Block * {
+          Block *mappedDest = blockFor(dest);
+          if (operands.empty())
+            return mappedDest;
+          SmallVector<Value> args = mapped(operands);
+          OpBuilder::InsertionGuard guard(b);
+          Block *pass = b.createBlock(&func.getBody(), func.getBody().end());
+          med::BrOp::create(b, loc, args, mappedDest);
+          return pass;
+        };
+        SmallVector<Block *> dests;
+        dests.push_back(
+            target(o.getDefaultDestination(), o.getDefaultOperands()));
+        for (unsigned i = 0; i < cases.size(); ++i)
+          dests.push_back(
+              target(o.getCaseDestinations()[i], o.getCaseOperands(i)));
+        med::SwitchOp::create(b, loc, flag, b.getDenseI32ArrayAttr(cases),
+                              dests);
+        return success();
+      })
+      .Default([&](Operation *op) {
+        return refuse(op, Twine("'") + op->getName().getStringRef() + "'");
+      });
+}
+
+FailureOr<med::FuncOp> HandlerLowering::run() {
+  Location loc = handler.getLoc();
+  std::string name =
+      (pe.getSymName() + "." + stringifyHandlerKind(handler.getKind())).str();
+  func = med::FuncOp::create(
+      b, loc, b.getStringAttr(name), b.getStringAttr(pe.getSymName()),
+      b.getStringAttr(stringifyHandlerKind(handler.getKind())));
+  Region &body = handler.getBody();
+
+  // The header prefetch: the bytes below maxHeaderBytes that constant-offset
+  // packet loads read, unless the handler writes the packet (the copy in
+  // the transfer registers would go stale).
+  bool writesPacket = false;
+  unsigned header = 0;
+  handler.walk([&](Operation *op) {
+    if (auto store = dyn_cast<StoreOp>(op))
+      writesPacket |= store.getSpace() == MemSpace::Packet;
+    if (isa<CopyOp>(op))
+      writesPacket = true;
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      if (load.getSpace() != MemSpace::Packet)
+        return;
+      auto offset = constantOf(load.getOffset());
+      unsigned size = widthOf(load.getType()) / 8;
+      if (offset && *offset + size <= options.maxHeaderBytes)
+        header = std::max<unsigned>(header, *offset + size);
+    }
+  });
+  if (handler.getKind() == HandlerKind::Push && !writesPacket && header) {
+    prefetch = true;
+    // Whole words, in whole quadwords; an unaligned word at the end reads
+    // the word after it.
+    info.headerBytes = std::min<unsigned>((header + 3 + 7) & ~7u,
+                                          options.maxHeaderBytes & ~7u);
+  }
+
+  // Blocks in reverse post-order, so that every value is lowered before
+  // its uses (unreachable blocks are left out).
+  SmallVector<Block *> order;
+  for (Block *block : llvm::ReversePostOrderTraversal<Region *>(&body))
+    order.push_back(block);
+  for (Block *block : order) {
+    Block *mine = b.createBlock(&func.getBody(), func.getBody().end());
+    blocks[block] = mine;
+    if (block->isEntryBlock())
+      continue;
+    for (BlockArgument arg : block->getArguments())
+      values.map(arg, mine->addArgument(b.getI32Type(), arg.getLoc()));
+  }
+  // The port argument.
+  b.setInsertionPointToStart(blockFor(&body.front()));
+  if (Value port = handler.getPortArgument())
+    values.map(port, med::ArgOp::create(b, loc, b.getI32Type(), "port"));
+
+  for (Block *block : order) {
+    b.setInsertionPointToEnd(blockFor(block));
+    for (Operation &op : *block)
+      if (failed(lowerOp(&op)))
+        return failure();
+  }
+  func->setAttr("header_bytes", b.getI32IntegerAttr(info.headerBytes));
+  return func;
+}
+
+} // namespace
+
+FailureOr<med::FuncOp> netvm::lowerHandlerToME(
+    HandlerOp handler, OpBuilder &builder, const MELoweringOptions &options,
+    std::vector<std::string> &locations, MEHandlerInfo &info) {
+  return HandlerLowering(handler, builder, options, locations, info).run();
+}

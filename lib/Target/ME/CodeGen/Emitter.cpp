@@ -1,0 +1,663 @@
+//===- Emitter.cpp - Allocated me.func -> machine instructions ------------===//
+//
+// Writes each operation of an allocated handler as instructions: constants
+// folded into the immediate field or loaded into the temporaries, the
+// two-bank rule repaired with a move where the allocator could not keep
+// it, pseudo-instructions expanded, block arguments passed by parallel
+// copies on their edges, and falls-through laid out where the successor
+// is the next block.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CodeGenInternal.h"
+
+#include "netvm/Target/ME/Assembler.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <map>
+#include <mutex>
+
+using namespace mlir;
+using namespace netvm;
+using namespace netvm::me;
+namespace med = netvm::medialect;
+
+Line netvm::me::asmLine(const std::string &text, const std::string &comment) {
+  static std::mutex mutex;
+  static std::map<std::string, Instr> cache;
+  Line line;
+  line.comment = comment;
+  std::string source = text;
+  size_t at = source.find('@');
+  if (at != std::string::npos) {
+    size_t end = source.find_first_of(",]", at);
+    line.target = source.substr(at + 1, end - at - 1);
+    source = source.substr(0, at) + "L" + source.substr(end);
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(source);
+  if (it == cache.end()) {
+    Image image;
+    std::vector<std::string> errors;
+    AssemblerOptions options;
+    bool ok = assemble(".me 0\nL: " + source + "\n", "<packet path>", options,
+                       image, errors);
+    Instr instr;
+    std::string why;
+    if (!ok || image.code.empty() || image.code[0].words.empty() ||
+        !decode(image.code[0].words[0], instr, why))
+      llvm::report_fatal_error(llvm::Twine("bad packet-path line '") + text +
+                               "': " + (errors.empty() ? why : errors[0]));
+    it = cache.emplace(source, instr).first;
+  }
+  line.instr = it->second;
+  return line;
+}
+
+namespace {
+
+Shift shiftKind(std::optional<StringRef> shift) {
+  if (!shift)
+    return Shift::None;
+  return llvm::StringSwitch<Shift>(*shift)
+      .Case("<<", Shift::Lsl)
+      .Case(">>", Shift::Lsr)
+      .Case(">>rot", Shift::Rotr)
+      .Case(">>asr", Shift::Asr)
+      .Case("<<indirect", Shift::LslInd)
+      .Case(">>indirect", Shift::LsrInd)
+      .Case(">>asr indirect", Shift::AsrInd)
+      .Default(Shift::None);
+}
+
+me::Op rowOp(StringRef mnemonic, StringRef sub = "") {
+  const InstrInfo *row = med::lookupRow(mnemonic, sub);
+  assert(row && "a row the verifier accepted");
+  return row->op;
+}
+
+class FuncEmitter {
+public:
+  FuncEmitter(med::FuncOp func, const Allocation &allocation,
+              const ExitLabels &exits, CodeSection &section, EmitStats &stats)
+      : func(func), allocation(allocation), exits(exits), section(section),
+        stats(stats) {}
+
+  LogicalResult run(const std::string &entry);
+
+private:
+  void emit(Instr instr, const std::string &target = "",
+            const std::string &comment = "") {
+    Line line;
+    line.labels = std::move(section.pendingLabels);
+    section.pendingLabels.clear();
+    line.instr = instr;
+    line.target = target;
+    line.comment = comment;
+    section.lines.push_back(std::move(line));
+    ++stats.instructions;
+  }
+  void label(const std::string &name) { section.pendingLabels.push_back(name); }
+
+  static Operand temp(Reg::Kind bank) {
+    return Operand::make(
+        bank == Reg::GprA ? OperandClass::GprA : OperandClass::GprB, tempIndex);
+  }
+  Reg regOf(Value v) const {
+    if (auto arg = v.getDefiningOp<med::ArgOp>())
+      return fixedArgRegister(arg.getName());
+    if (auto hdr = v.getDefiningOp<med::HeaderOp>())
+      return {Reg::XferD, hdr.getIndex()};
+    auto it = allocation.registers.find(v);
+    return it == allocation.registers.end() ? Reg() : it->second;
+  }
+  static std::optional<uint32_t> constOf(Value v) {
+    if (auto c = v.getDefiningOp<med::ConstOp>())
+      return c.getValue();
+    return std::nullopt;
+  }
+  /// immed[temp, value].
+  Operand loadTemp(Reg::Kind bank, uint32_t value) {
+    Instr in;
+    in.op = me::Op::Immed;
+    in.dst = temp(bank);
+    in.imm = value;
+    emit(in);
+    return in.dst;
+  }
+  static bool isGpr(Operand o, OperandClass cls) { return o.cls() == cls; }
+
+  /// The two source operands of an instruction with one immediate field:
+  /// constants become the immediate (one) or a temporary, and a pair that
+  /// breaks the two-bank rule gets a move into a temporary.
+  void sources(Value a, Value b, Instr &in) {
+    in.a = Operand::none();
+    in.b = Operand::none();
+    bool immUsed = false;
+    auto place = [&](Value v, Operand &slot, Operand other) {
+      if (!v)
+        return;
+      if (auto c = constOf(v)) {
+        if (*c <= 0xffff && !immUsed) {
+          slot = Operand::imm();
+          in.imm = *c;
+          immUsed = true;
+          return;
+        }
+        Reg::Kind bank =
+            other.cls() == OperandClass::GprA ? Reg::GprB : Reg::GprA;
+        slot = loadTemp(bank, *c);
+        return;
+      }
+      slot = regOf(v).operand();
+    };
+    // Place the register operands first so temporaries avoid their bank.
+    if (a && !constOf(a))
+      place(a, in.a, Operand::none());
+    if (b && !constOf(b))
+      place(b, in.b, in.a);
+    if (a && constOf(a))
+      place(a, in.a, in.b);
+    if (b && constOf(b))
+      place(b, in.b, in.a);
+    repairPair(in);
+  }
+  void repairPair(Instr &in) {
+    if (checkSourcePair(in.a, in.b).empty())
+      return;
+    // Move b into the temporary of the other bank.
+    Reg::Kind bank = in.a.cls() == OperandClass::GprA ? Reg::GprB : Reg::GprA;
+    Instr mv;
+    mv.op = me::Op::AluB;
+    mv.dst = temp(bank);
+    mv.a = Operand::none();
+    mv.b = in.b;
+    if (in.b.isImm())
+      mv.imm = in.imm;
+    emit(mv);
+    ++stats.bankMoves;
+    in.b = mv.dst;
+  }
+  /// A single source (alu b, moves): constants as the immediate or immed.
+  Operand source(Value v, Instr &in) {
+    if (auto c = constOf(v)) {
+      if (*c <= 0xffff) {
+        in.imm = *c;
+        return Operand::imm();
+      }
+      return loadTemp(Reg::GprA, *c);
+    }
+    return regOf(v).operand();
+  }
+  void move(Operand dst, Value src) {
+    Instr in;
+    in.op = me::Op::AluB;
+    in.dst = dst;
+    in.a = Operand::none();
+    in.b = source(src, in);
+    if (in.b == dst)
+      return;
+    emit(in);
+  }
+
+  std::string labelOf(Block *block) {
+    auto it = labels.find(block);
+    return it->second;
+  }
+  /// Parallel copies into a successor's arguments.
+  void edgeCopies(Block *dest, OperandRange operands);
+  /// Branch (or fall through) to a successor with its operands.
+  void jumpTo(Block *dest, OperandRange operands, Block *next) {
+    edgeCopies(dest, operands);
+    if (dest != next) {
+      Instr br;
+      br.op = me::Op::Br;
+      emit(br, labelOf(dest));
+    }
+  }
+  /// A conditional branch to `dest`, through a stub when the edge has
+  /// copies to make.
+  std::string edgeTarget(Block *dest, OperandRange operands) {
+    if (operands.empty())
+      return labelOf(dest);
+    std::string stub = labelOf(dest) + "_from" + std::to_string(stubs.size());
+    stubs.push_back({stub, dest, operands});
+    return stub;
+  }
+  void compare(StringRef op, Value a, Value b) {
+    Instr in;
+    in.op = rowOp("alu", op);
+    in.dst = Operand::none();
+    sources(a, b, in);
+    emit(in);
+  }
+  void branch(StringRef cond, const std::string &target) {
+    Instr in;
+    in.op = rowOp(cond);
+    emit(in, target);
+  }
+
+  LogicalResult emitOp(Operation *op, Block *next);
+
+  med::FuncOp func;
+  const Allocation &allocation;
+  const ExitLabels &exits;
+  CodeSection &section;
+  EmitStats &stats;
+  DenseMap<Block *, std::string> labels;
+  struct Stub {
+    std::string label;
+    Block *dest;
+    OperandRange operands;
+  };
+  std::vector<Stub> stubs;
+  unsigned localLabels = 0;
+  std::string prefix;
+};
+
+void FuncEmitter::edgeCopies(Block *dest, OperandRange operands) {
+  struct Move {
+    Operand dst;
+    Value src;
+    Operand srcOperand; // when src was moved to a temporary
+  };
+  std::vector<Move> moves;
+  for (auto [arg, value] : llvm::zip(dest->getArguments(), operands)) {
+    Operand dst = regOf(arg).operand();
+    if (!constOf(value) && regOf(value).operand() == dst)
+      continue;
+    moves.push_back({dst, value, Operand::none()});
+  }
+  auto srcOf = [&](const Move &m) {
+    return m.srcOperand.isNone() && !constOf(m.src) ? regOf(m.src).operand()
+                                                    : m.srcOperand;
+  };
+  while (!moves.empty()) {
+    bool progressed = false;
+    for (size_t i = 0; i < moves.size(); ++i) {
+      bool blocked = false;
+      for (size_t j = 0; j < moves.size(); ++j)
+        if (j != i && srcOf(moves[j]) == moves[i].dst)
+          blocked = true;
+      if (blocked)
+        continue;
+      if (!moves[i].srcOperand.isNone()) {
+        Instr in;
+        in.op = me::Op::AluB;
+        in.dst = moves[i].dst;
+        in.b = moves[i].srcOperand;
+        emit(in);
+      } else {
+        move(moves[i].dst, moves[i].src);
+      }
+      moves.erase(moves.begin() + i);
+      progressed = true;
+      break;
+    }
+    if (!progressed) {
+      // A cycle: park one source in a temporary.
+      Move &m = moves.front();
+      Instr in;
+      in.op = me::Op::AluB;
+      in.dst = temp(Reg::GprA);
+      in.b = srcOf(m);
+      emit(in);
+      m.srcOperand = in.dst;
+    }
+  }
+}
+
+LogicalResult FuncEmitter::emitOp(Operation *op, Block *next) {
+  Location loc = op->getLoc();
+  (void)loc;
+  auto dstOf = [&](Value v) { return regOf(v).operand(); };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<med::ConstOp, med::ArgOp, med::HeaderOp>(
+          [&](Operation *) { return success(); })
+      .Case([&](med::CopyOp o) {
+        move(dstOf(o.getResult()), o.getInput());
+        return success();
+      })
+      .Case([&](med::AluOp o) {
+        Instr in;
+        in.op = rowOp("alu", o.getOp());
+        in.dst = dstOf(o.getResult());
+        in.shift = shiftKind(o.getShift());
+        in.shiftAmount = o.getAmount().value_or(0);
+        sources(o.getA(), o.getB(), in);
+        if (!o.getA())
+          in.a = Operand::none();
+        emit(in);
+        return success();
+      })
+      .Case([&](med::LdFieldOp o) {
+        Instr in;
+        in.op = o.getOld() ? me::Op::LdField : me::Op::LdFieldClr;
+        in.dst = dstOf(o.getResult());
+        in.field = o.getMask();
+        in.a = Operand::none();
+        in.shift = shiftKind(o.getShift());
+        in.shiftAmount = o.getAmount().value_or(0);
+        in.b = source(o.getB(), in);
+        if (o.getOld()) {
+          if (in.b == in.dst) {
+            // The source is about to be overwritten by the copy of old.
+            Instr mv;
+            mv.op = me::Op::AluB;
+            mv.dst = temp(Reg::GprB);
+            mv.b = in.b;
+            emit(mv);
+            in.b = mv.dst;
+          }
+          move(in.dst, o.getOld());
+        }
+        emit(in);
+        return success();
+      })
+      .Case([&](med::ImmedHalfOp o) {
+        Instr in;
+        in.op = o.getHalf() ? me::Op::ImmedW1 : me::Op::ImmedW0;
+        in.dst = dstOf(o.getResult());
+        in.imm = o.getValue();
+        move(in.dst, o.getOld());
+        emit(in);
+        return success();
+      })
+      .Case([&](med::ByteAlignOp o) {
+        Instr in;
+        in.op = me::Op::ByteAlign;
+        in.dst = dstOf(o.getResult());
+        in.field = o.getN();
+        sources(o.getA(), o.getB(), in);
+        emit(in);
+        return success();
+      })
+      .Case([&](med::SetCCOp o) {
+        compare(o.getOp(), o.getA(), o.getB());
+        Operand dst = dstOf(o.getResult());
+        std::string done = prefix + "_l" + std::to_string(localLabels++);
+        Instr one;
+        one.op = me::Op::Immed;
+        one.dst = dst;
+        one.imm = 1;
+        emit(one);
+        branch(o.getCond(), done);
+        Instr zero = one;
+        zero.imm = 0;
+        emit(zero);
+        label(done);
+        return success();
+      })
+      .Case([&](med::SelectOp o) {
+        compare(o.getOp(), o.getA(), o.getB());
+        Operand dst = dstOf(o.getResult());
+        std::string done = prefix + "_l" + std::to_string(localLabels++);
+        move(dst, o.getTrueValue());
+        branch(o.getCond(), done);
+        move(dst, o.getFalseValue());
+        label(done);
+        // The moves may be empty (both in dst): keep a target for the label.
+        return success();
+      })
+      .Case([&](med::PacketReadOp o) {
+        Operand dst = dstOf(o.getResult());
+        Operand address = regOf(o.getAddress()).operand();
+        std::string hi = prefix + "_l" + std::to_string(localLabels++);
+        std::string done = prefix + "_l" + std::to_string(localLabels++);
+        Operand d0 = Operand::make(OperandClass::XferD, pktReadXfer);
+        Operand d1 = Operand::make(OperandClass::XferD, pktReadXfer + 1);
+        Operand d2 = Operand::make(OperandClass::XferD, pktReadXfer + 2);
+        Instr base;
+        base.op = me::Op::AluAndNot;
+        base.dst = temp(Reg::GprA);
+        base.a = address;
+        base.b = Operand::imm();
+        base.imm = 7;
+        repairPair(base);
+        emit(base, "", "the quadwords holding the bytes");
+        Instr read;
+        read.op = me::Op::DramRead;
+        read.dst = d0;
+        read.a = base.dst;
+        read.b = Operand::imm();
+        read.imm = 0;
+        read.count = 2;
+        read.sig = 15;
+        read.sigMode = SigMode::CtxSwap;
+        emit(read);
+        Instr low;
+        low.op = me::Op::AluAnd;
+        low.dst = temp(Reg::GprB);
+        low.a = address;
+        low.b = Operand::imm();
+        low.imm = 3;
+        repairPair(low);
+        emit(low);
+        Instr csr;
+        csr.op = me::Op::CsrWr;
+        csr.csr = static_cast<uint16_t>(Csr::ByteIndex);
+        csr.a = low.dst;
+        emit(csr);
+        Instr bit;
+        bit.op = me::Op::BrBset;
+        bit.a = address;
+        bit.field = 2;
+        emit(bit, hi);
+        Instr align;
+        align.op = me::Op::ByteAlign;
+        align.dst = dst;
+        align.a = d0;
+        align.b = d1;
+        align.field = 4; // byte_index
+        emit(align);
+        Instr br;
+        br.op = me::Op::Br;
+        emit(br, done);
+        label(hi);
+        align.a = d1;
+        align.b = d2;
+        emit(align);
+        label(done);
+        if (o.getSize() < 4) {
+          Instr shr;
+          shr.op = me::Op::AluB;
+          shr.dst = dst;
+          shr.a = Operand::none();
+          shr.b = dst;
+          shr.shift = Shift::Lsr;
+          shr.shiftAmount = 32 - 8 * o.getSize();
+          emit(shr);
+        }
+        return success();
+      })
+      .Case([&](med::MemOp o) {
+        // The data words go to write transfer registers first.
+        bool dram = o.getUnit() == "dram";
+        OperandClass xfer = dram ? OperandClass::XferD : OperandClass::XferS;
+        for (auto [i, v] : llvm::enumerate(o.getData()))
+          move(Operand::make(xfer, static_cast<unsigned>(i)), v);
+        Instr in;
+        in.op = rowOp(o.getUnit(), o.getCmd());
+        in.dst = o.getNumResults() ? regOf(o.getResult(0)).operand()
+                                   : Operand::make(xfer, 0);
+        sources(o.getA(), o.getB(), in);
+        in.count = o.getCount();
+        in.sig = 15;
+        in.sigMode = SigMode::CtxSwap;
+        emit(in);
+        return success();
+      })
+      .Case([&](med::CsrReadOp o) {
+        Instr in;
+        in.op = me::Op::CsrRd;
+        in.dst = dstOf(o.getResult());
+        for (unsigned c = 0; c < static_cast<unsigned>(Csr::Count); ++c)
+          if (o.getCsr() == csrName(static_cast<Csr>(c)))
+            in.csr = c;
+        emit(in);
+        return success();
+      })
+      .Case([&](med::CsrWriteOp o) {
+        Instr in;
+        in.op = me::Op::CsrWr;
+        for (unsigned c = 0; c < static_cast<unsigned>(Csr::Count); ++c)
+          if (o.getCsr() == csrName(static_cast<Csr>(c)))
+            in.csr = c;
+        in.a = source(o.getValue(), in);
+        emit(in);
+        return success();
+      })
+      .Case([&](med::NopOp) {
+        Instr in;
+        in.op = me::Op::Nop;
+        emit(in);
+        return success();
+      })
+      .Case([&](med::BrOp o) {
+        jumpTo(o.getDest(), o.getDestOperands(), next);
+        return success();
+      })
+      .Case([&](med::CmpBrOp o) {
+        compare(o.getOp(), o.getA(), o.getB());
+        // Prefer falling through to the false successor.
+        if (o.getFalseDest() == next || o.getTrueDest() != next) {
+          branch(o.getCond(), edgeTarget(o.getTrueDest(), o.getTrueOperands()));
+          jumpTo(o.getFalseDest(), o.getFalseOperands(), next);
+        } else {
+          branch(med::invertCondition(o.getCond()),
+                 edgeTarget(o.getFalseDest(), o.getFalseOperands()));
+          jumpTo(o.getTrueDest(), o.getTrueOperands(), next);
+        }
+        return success();
+      })
+      .Case([&](med::BitBrOp o) {
+        Instr in;
+        in.op = o.getSet() ? me::Op::BrBset : me::Op::BrBclr;
+        in.a = regOf(o.getInput()).operand();
+        in.field = o.getBit();
+        emit(in, edgeTarget(o.getTrueDest(), o.getTrueOperands()));
+        jumpTo(o.getFalseDest(), o.getFalseOperands(), next);
+        return success();
+      })
+      .Case([&](med::ByteBrOp o) {
+        Instr in;
+        in.op = o.getEqual() ? me::Op::BrEqByte : me::Op::BrNeByte;
+        in.a = regOf(o.getInput()).operand();
+        in.field = o.getByte();
+        in.value = o.getValue();
+        emit(in, labelOf(o.getTrueDest()));
+        jumpTo(o.getFalseDest(),
+               OperandRange(o->getOperands().end(), o->getOperands().end()),
+               next);
+        return success();
+      })
+      .Case([&](med::SwitchOp o) {
+        // A chain of compares; the most common NetIL switches are small.
+        for (auto [i, value] : llvm::enumerate(o.getCases())) {
+          Instr in;
+          in.op = me::Op::AluSub;
+          in.dst = Operand::none();
+          in.a = regOf(o.getInput()).operand();
+          if (auto c = constOf(o.getInput()))
+            in.a = loadTemp(Reg::GprA, *c);
+          uint32_t v = static_cast<uint32_t>(value);
+          if (v <= 0xffff) {
+            in.b = Operand::imm();
+            in.imm = v;
+          } else {
+            in.b = loadTemp(
+                in.a.cls() == OperandClass::GprA ? Reg::GprB : Reg::GprA, v);
+          }
+          repairPair(in);
+          emit(in);
+          branch("beq", labelOf(o.getDests()[i + 1]));
+        }
+        Block *dflt = o.getDests()[0];
+        if (dflt != next) {
+          Instr br;
+          br.op = me::Op::Br;
+          emit(br, labelOf(dflt));
+        }
+        return success();
+      })
+      .Case([&](med::WatchdogOp o) {
+        Operand counter = Operand::make(OperandClass::GprA, watchdogRegA);
+        Instr in;
+        in.op = me::Op::AluSub;
+        in.dst = counter;
+        in.a = counter;
+        in.b = Operand::imm();
+        in.imm = 1;
+        emit(in, "", "watchdog");
+        branch("bcs", labelOf(o.getExpired()));
+        if (o.getNext() != next) {
+          Instr br;
+          br.op = me::Op::Br;
+          emit(br, labelOf(o.getNext()));
+        }
+        return success();
+      })
+      .Case([&](med::SendOp o) {
+        Instr br;
+        br.op = me::Op::Br;
+        emit(br, exits.send(o.getPort()));
+        return success();
+      })
+      .Case([&](med::DropOp) {
+        Instr br;
+        br.op = me::Op::Br;
+        emit(br, exits.drop);
+        return success();
+      })
+      .Case([&](med::RaiseOp o) {
+        Instr kind;
+        kind.op = me::Op::Immed;
+        kind.dst = temp(Reg::GprA);
+        kind.imm = exits.pe | (o.getKind() << 16);
+        emit(kind, "", "exception");
+        Instr where = kind;
+        where.dst = temp(Reg::GprB);
+        where.imm = o.getLocation();
+        emit(where);
+        Instr br;
+        br.op = me::Op::Br;
+        emit(br, exits.raise);
+        return success();
+      })
+      .Default([&](Operation *op) {
+        return op->emitError("the microengine emitter does not handle '")
+               << op->getName() << "' yet";
+      });
+}
+
+LogicalResult FuncEmitter::run(const std::string &entry) {
+  prefix = entry;
+  unsigned n = 0;
+  for (Block &block : func.getBody())
+    labels[&block] = n++ == 0 ? entry : entry + "_" + std::to_string(n - 1);
+  for (Block &block : func.getBody()) {
+    label(labels[&block]);
+    Block *next = block.getNextNode();
+    for (Operation &op : block)
+      if (failed(emitOp(&op, next)))
+        return failure();
+  }
+  for (size_t i = 0; i < stubs.size(); ++i) {
+    Stub stub = stubs[i];
+    label(stub.label);
+    jumpTo(stub.dest, stub.operands, nullptr);
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult netvm::me::emitHandler(med::FuncOp func,
+                                     const Allocation &allocation,
+                                     const ExitLabels &exits,
+                                     const std::string &entry,
+                                     CodeSection &section, EmitStats &stats) {
+  return FuncEmitter(func, allocation, exits, section, stats).run(entry);
+}
