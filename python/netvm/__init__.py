@@ -16,6 +16,11 @@ pipeline as the ``netc`` and ``netvm-run`` tools::
         print(result.sink)
     print(inst.run_pcap("trace.pcap"))       # {'match': 123}
 
+    me = netvm.compile("ip", lang="pcap-filter", target="me")
+    open("ip.img", "wb").write(me.image)     # the microengine image
+    emu = netvm.Instance(me, engine="emu")   # on the ME emulator
+    print(emu.run(packet_bytes), emu.emulator_stats()["cycles"])
+
 Errors in the source raise :class:`CompileError`, whose ``diagnostics`` are
 :class:`Diagnostic` records (severity, message, file, line, column).
 See docs/python.md for the whole tour.
@@ -34,6 +39,7 @@ from ._netvm import (
     BatchResult,
     Diagnostic,
     Instance,
+    MEProgram,
     Output,
     PacketException,
     Result,
@@ -45,6 +51,8 @@ __all__ = [
     "CompileError",
     "Diagnostic",
     "Instance",
+    "MEProgram",
+    "me_program",
     "Result",
     "Output",
     "PacketException",
@@ -63,6 +71,10 @@ __all__ = [
 LANGUAGES = ("netil", "nvapp", "mlir", "netpfl", "pcap-filter")
 #: The stages :meth:`Application.mlir` prints.
 STAGES = ("input", "instrumented", "optimized", "llvm-dialect")
+#: The targets :func:`compile` accepts.
+TARGETS = ("native", "me")
+#: The engines :class:`Instance` runs on.
+ENGINES = ("native", "interp", "emu")
 
 _FILTERS = ("netpfl", "pcap-filter")
 _Source = Union[str, bytes, "os.PathLike[str]"]
@@ -175,6 +187,40 @@ class Application:
                 f.write(code)
         return code
 
+    @property
+    def target(self) -> str:
+        """``"native"``, or ``"me"`` when compiled for the microengines."""
+        return self._impl.target
+
+    def me_program(self) -> MEProgram:
+        """The application compiled for the microengines (once, for the
+        machine given to :func:`compile`): the emulator image, its assembly
+        and layout. Raises :class:`CompileError` if the ME back end refuses
+        the application."""
+        return self._impl.me_program()
+
+    @property
+    def image(self) -> bytes:
+        """The microengine image (``me_program().image``), as
+        ``netvm-me-as`` writes it."""
+        return self.me_program().image
+
+    @property
+    def assembly(self) -> str:
+        """The microengine image as ME assembly (``me_program().assembly``)."""
+        return self.me_program().assembly
+
+    @property
+    def layout(self) -> dict:
+        """Where the ME image keeps ports, memories and its event log."""
+        return self.me_program().layout
+
+    def instance(self, engine: str = "native", *, watchdog: int = 1 << 20,
+                 machine: Optional[Mapping[str, object]] = None) -> Instance:
+        """A new :class:`Instance` on ``engine`` (one of :data:`ENGINES`):
+        ``Instance(self, engine, ...)``."""
+        return Instance(self, engine, watchdog=watchdog, machine=machine)
+
     def jit(self, *, watchdog: int = 1 << 20) -> Instance:
         """Compile to native code in this process (once per application) and
         return a new :class:`Instance`: private data memory, init handlers
@@ -207,7 +253,9 @@ def compile(source: Union[_Source, Sequence[_Source]],
             lang: Optional[str] = None, *, opt_level: int = 2,
             protodb: Optional[Union[str, "os.PathLike[str]"]] = None,
             name: Optional[str] = None,
-            files: Optional[Mapping[str, str]] = None) -> Application:
+            files: Optional[Mapping[str, str]] = None,
+            target: str = "native",
+            machine: Optional[Mapping[str, object]] = None) -> Application:
     """Compile an application and optimize it at ``opt_level`` (0-3).
 
     ``source`` is the text of the program (``str`` or ``bytes``), a file
@@ -222,6 +270,13 @@ def compile(source: Union[_Source, Sequence[_Source]],
     is a NetPDL database file for NetPFL (default: netvm's own). ``files``
     maps file names to texts, for the NetIL files an ``.nvapp`` given as text
     names (a multi-NetPE application without files on disk).
+
+    ``target="me"`` also compiles the application for the microengines
+    (refusals of the ME back end raise :class:`CompileError`): the result's
+    ``image``, ``assembly`` and ``layout`` are then ready, and
+    ``Instance(app, engine="emu")`` runs it on the ME emulator. ``machine``
+    gives the machine by emulator option names, as :func:`emulate`'s
+    ``options`` (e.g. ``{"mes": 4}``).
 
     Raises :class:`CompileError` with structured diagnostics on errors,
     ``ValueError``/``TypeError`` for bad arguments.
@@ -249,6 +304,9 @@ def compile(source: Union[_Source, Sequence[_Source]],
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}: use one of "
                          f"{', '.join(LANGUAGES)}")
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}: use one of "
+                         f"{', '.join(TARGETS)}")
     if len(inputs) > 1 and lang != "netil":
         raise ValueError("only NetIL programs can be chained; describe "
                          "other applications in an .nvapp")
@@ -270,7 +328,8 @@ def compile(source: Union[_Source, Sequence[_Source]],
         file_texts[os.fspath(file_name)] = _text(text)
     impl, diagnostics = _netvm.compile(
         lang, named, file_texts, opt_level,
-        os.fspath(protodb) if protodb is not None else "", name or "")
+        os.fspath(protodb) if protodb is not None else "", name or "",
+        target, _machine_options(machine))
     if impl is None:
         raise CompileError(diagnostics)
     return Application(impl, diagnostics)
@@ -347,6 +406,41 @@ def _machine_option_value(name: str, value) -> str:
                     "value (str, int, float, or a dict or list of them)")
 
 
+def _machine_options(options: Optional[Mapping[str, object]]) -> list:
+    """Machine options as (netvm-emu name, value text) pairs."""
+    if options is None:
+        return []
+    if not isinstance(options, Mapping):
+        raise TypeError("machine options must be a dict of option names, "
+                        f"not {type(options).__name__}")
+    return [(str(key).replace("_", "-"), _machine_option_value(key, value))
+            for key, value in options.items()]
+
+
+def me_program(assembly: Optional[str] = None, *,
+               file: Optional[_Source] = None, layout: Mapping[str, object],
+               machine: Optional[Mapping[str, object]] = None,
+               name: str = "") -> MEProgram:
+    """An :class:`MEProgram` written by hand: ME assembly (``assembly``
+    text, or a ``.s`` ``file``) that follows the layout protocol of
+    compiled applications, and its ``layout`` as a dict with the keys of
+    ``MEProgram.layout`` (``sources``, ``sinks``, ``pes``,
+    ``data_memory`` and ``persistent`` as lists of ``(memory, address,
+    size)``, ``shared_memory``, ``event_count``, ``event_log``,
+    ``event_capacity``, ``locations``, ``watchdog_address``,
+    ``info_offset``, ``info_size``, ``info_used``). Run it with
+    ``Instance(program, engine="emu")``."""
+    if (assembly is None) == (file is None):
+        raise TypeError("give the program as assembly or as file, not both")
+    file_name = "<assembly>"
+    if file is not None:
+        file_name = os.fspath(file)
+        with open(file_name, encoding="utf-8") as f:
+            assembly = f.read()
+    return _netvm.me_program(assembly, file_name, dict(layout),
+                             _machine_options(machine), name)
+
+
 def emulate(source: Optional[str] = None, *, file: Optional[_Source] = None,
             packets: Union[Iterable[bytes], Mapping[int, Iterable[bytes]]] = (),
             mes: int = 8,
@@ -399,8 +493,7 @@ def emulate(source: Optional[str] = None, *, file: Optional[_Source] = None,
                 raise TypeError("packets must be bytes, bytearray or "
                                 f"memoryview, not {type(p).__name__}")
             data[port].append(bytes(p))
-    machine = [(str(key).replace("_", "-"), _machine_option_value(key, value))
-               for key, value in (options or {}).items()]
+    machine = _machine_options(options or {})
     result = _netvm.emulate(source, name, data, mes, clock_mhz, max_cycles,
                             machine)
     result["statistics"] = json.loads(result.pop("statistics_json"))

@@ -82,6 +82,54 @@ class Application:
 
     def jit(self, watchdog: int) -> Instance: ...
 
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def machine(self) -> list[tuple[str, str]]: ...
+
+    def me_program(self) -> MEProgram:
+        """
+        The application compiled for the microengines (once); raises CompileError if the ME back end refuses it.
+        """
+
+class MEProgram:
+    """
+    An application compiled for the microengines: the emulator image, its assembly and the layout a host needs to run it.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def image(self) -> bytes:
+        """The image as netvm-me-as writes it (bytes)."""
+
+    @property
+    def assembly(self) -> str:
+        """The image as ME assembly (netvm-me-as assembles it)."""
+
+    @property
+    def layout(self) -> dict:
+        """Ports, memories, event log and info memory, as a dict."""
+
+    @property
+    def report(self) -> list[dict]:
+        """What each ME holds (a list of dicts)."""
+
+    @property
+    def machine(self) -> list[tuple[str, str]]:
+        """The machine options it was made for."""
+
+    @property
+    def sources(self) -> list[str]: ...
+
+    @property
+    def sinks(self) -> list[str]: ...
+
+    @property
+    def pes(self) -> list[str]: ...
+
 class Output:
     """
     A packet that left the application through a sink (an output port of the application).
@@ -203,8 +251,22 @@ class BatchResult:
 
 class Instance:
     """
-    A running instance of a JIT-compiled application, with its own data memory and counters. Make one with Application.jit(); use it from one thread at a time (one instance per thread).
+    A running instance of an application, with its own data memory and counters: native code (Application.jit()), the reference interpreter or the ME emulator (Instance(app, engine=...)). Use it from one thread at a time (one instance per thread).
     """
+
+    def __init__(self, app: object, engine: str = 'native', *, watchdog: int = 1048576, machine: Mapping[str, object] | None = None) -> None:
+        """
+        Instantiate `app` (an Application, or an MEProgram) on `engine`: 'native' (the JIT, as Application.jit()), 'interp' (the reference interpreter) or 'emu' (compiled for the microengines and run on the ME emulator; `machine` adds emulator options). The init handlers run now.
+        """
+
+    @property
+    def engine(self) -> str:
+        """'native', 'interpreter' or 'emulator'."""
+
+    def emulator_stats(self) -> dict | None:
+        """
+        The ME emulator's statistics summed over the runs so far (what netvm-emu --stats-json reports, as a dict), or None for other engines.
+        """
 
     @property
     def name(self) -> str:
@@ -272,8 +334,13 @@ class Instance:
 
 EXCEPTION_KINDS: tuple[str, ...] = ...
 
-def compile(lang: str, inputs: Sequence[tuple[str, str | None]], files: Mapping[str, str], opt_level: int, protodb: str, name: str) -> tuple[Application | None, list[Diagnostic]]:
+HAVE_ME_CODEGEN: bool = ...
+
+def compile(lang: str, inputs: Sequence[tuple[str, str | None]], files: Mapping[str, str], opt_level: int, protodb: str, name: str, target: str, machine: list[tuple[str, str]]) -> tuple[Application | None, list[Diagnostic]]:
     """Compile; returns (Application or None, diagnostics)."""
+
+def me_program(assembly: str, file_name: str, layout: dict, machine: list[tuple[str, str]], name: str) -> MEProgram:
+    """An MEProgram from ME assembly and its layout (a dict)."""
 
 def emulate(source: str, file_name: str, ports: list[list[bytes]], mes: int, clock_mhz: float, max_cycles: int, options: list[tuple[str, str]]) -> dict:
     """Assemble a microengine program and run it on the emulator."""

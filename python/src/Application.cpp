@@ -12,7 +12,12 @@
 
 #include "netvm/Conversion/NetVMToLLVM.h"
 #include "netvm/Driver/Driver.h"
+#include "netvm/Runtime/Engine.h"
 #include "netvm/Target/Native.h"
+#include "netvm/emu/Options.h"
+#ifdef NETVM_HAVE_ME_CODEGEN
+#include "netvm/Target/ME/CodeGen.h"
+#endif
 
 #include "NetVM/NetVMOps.h"
 #include "NetVM/NetVMPasses.h"
@@ -170,6 +175,10 @@ Application::compile(const CompileRequest &request,
                                 std::to_string(request.optLevel));
   if (request.inputs.empty())
     throw std::invalid_argument("nothing to compile");
+  if (request.target != "native" && request.target != "me")
+    throw std::invalid_argument("unknown target '" + request.target +
+                                "': use 'native' or 'me'");
+  (void)machineConfig(request.machine); // bad options: before compiling
   auto state = std::make_unique<State>();
   mlir::DialectRegistry registry;
   driver::registerDialects(registry);
@@ -248,7 +257,72 @@ Application::compile(const CompileRequest &request,
   for (netvm::PassStatistic &s : counted)
     result->stats.push_back({s.pass, s.name, s.value});
   result->packetWrites = mayWritePackets(app);
+  result->targetName = request.target;
+  result->machineOptions = request.machine;
   return result;
+}
+
+//===----------------------------------------------------------------------===//
+// The microengines
+//===----------------------------------------------------------------------===//
+
+me::MachineConfig netvm::python::machineConfig(const MachineOptions &options) {
+  me::MachineConfig config;
+  for (const auto &[name, value] : options) {
+    std::string error;
+    if (!me::applyMachineOption(config, name, value, error))
+      throw std::invalid_argument(error);
+  }
+  return config;
+}
+
+bool netvm::python::haveMECodeGen() {
+#ifdef NETVM_HAVE_ME_CODEGEN
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::shared_ptr<const me::CompiledApp>
+Application::meProgram(std::vector<Diagnostic> &diagnostics) {
+  if (compiledME)
+    return compiledME;
+#ifdef NETVM_HAVE_ME_CODEGEN
+  me::CodeGenOptions options;
+  options.machine = machineConfig(machineOptions);
+  auto program = std::make_shared<me::CompiledApp>();
+  // The back end lowers the module it is given: a clone.
+  mlir::OwningOpRef<mlir::ModuleOp> clone = state->optimized->clone();
+  DiagnosticCollector collector(*state->context, state->sourceMgr, diagnostics);
+  if (mlir::failed(me::compileApplication(*clone, options, *program))) {
+    if (llvm::none_of(diagnostics, [](const Diagnostic &d) {
+          return d.severity == "error";
+        }))
+      diagnostics.push_back({"error",
+                             "the ME back end cannot compile the application",
+                             "",
+                             0,
+                             0,
+                             "error: the ME back end cannot compile the "
+                             "application",
+                             {}});
+    return nullptr;
+  }
+  compiledME = std::move(program);
+  return compiledME;
+#else
+  (void)diagnostics;
+  throw std::runtime_error("this netvm package was built without the ME "
+                           "back end (lib/Target/ME/CodeGen): it cannot "
+                           "compile for the microengines");
+#endif
+}
+
+std::unique_ptr<rt::Engine>
+Application::interpreter(const rt::EngineOptions &options, std::string &error) {
+  return rt::Engine::interpreter(driver::getApplication(*state->optimized),
+                                 options, error);
 }
 
 //===----------------------------------------------------------------------===//

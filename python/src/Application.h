@@ -13,6 +13,7 @@
 #ifndef NETVM_PYTHON_APPLICATION_H
 #define NETVM_PYTHON_APPLICATION_H
 
+#include "netvm/Target/ME/AppLayout.h"
 #include "netvm/abi.h"
 
 #include <cstdint>
@@ -22,7 +23,23 @@
 #include <string>
 #include <vector>
 
+namespace netvm::rt {
+class Engine;
+struct EngineOptions;
+} // namespace netvm::rt
+
 namespace netvm::python {
+
+/// Machine options of the emulator by name (netvm/emu/Options.h), in the
+/// order they apply: ("latency", "dram=240"), ...
+using MachineOptions = std::vector<std::pair<std::string, std::string>>;
+
+/// The machine the options describe; throws std::invalid_argument with
+/// the option's message for a bad name or value.
+me::MachineConfig machineConfig(const MachineOptions &options);
+
+/// Whether this build has the ME back end (lib/Target/ME/CodeGen).
+bool haveMECodeGen();
 
 /// One compiler message, with where it points (file empty, line and column
 /// 0 when it points nowhere in particular).
@@ -50,6 +67,11 @@ struct CompileRequest {
   std::string protoDB;
   /// The application's name (empty: the driver's default).
   std::string name;
+  /// "native", or "me": the application is for the microengines, with
+  /// the machine `machine` describes (the caller compiles it with
+  /// meProgram(), once the Application exists).
+  std::string target = "native";
+  MachineOptions machine;
 };
 
 struct PassStatistic {
@@ -89,6 +111,19 @@ public:
   /// the same descriptor, valid until the process ends).
   const netvm_app_desc *jit();
 
+  const std::string &target() const { return targetName; }
+  const MachineOptions &machine() const { return machineOptions; }
+  /// The application compiled for the microengines (once, for the machine
+  /// of the request); null after the back end refused it, with its
+  /// messages in `diagnostics`. Throws std::runtime_error if this build
+  /// has no ME back end.
+  std::shared_ptr<const me::CompiledApp>
+  meProgram(std::vector<Diagnostic> &diagnostics);
+  /// The reference interpreter on the optimized application (which must
+  /// outlive it); null with `error` set if it cannot run it.
+  std::unique_ptr<rt::Engine> interpreter(const rt::EngineOptions &options,
+                                          std::string &error);
+
 private:
   struct State;
   explicit Application(std::unique_ptr<State> state);
@@ -102,6 +137,9 @@ private:
   std::vector<PassStatistic> stats;
   bool packetWrites = true;
   const netvm_app_desc *jitted = nullptr;
+  std::string targetName = "native";
+  MachineOptions machineOptions;
+  std::shared_ptr<const me::CompiledApp> compiledME;
 };
 
 } // namespace netvm::python

@@ -12,6 +12,9 @@
 #include "Application.h"
 
 #include "netvm/Runtime/Engine.h"
+#include "netvm/Target/ME/Assembler.h"
+#include "netvm/emu/Emulator.h"
+#include "netvm/emu/StatsJson.h"
 #include "netvm/io/PacketIO.h"
 #include "netvm/runtime.h"
 
@@ -234,9 +237,18 @@ struct PyBatchResult {
 // Instances
 //===----------------------------------------------------------------------===//
 
-/// An instance of a JIT-compiled application: an engine of the run
-/// library (lib/Runtime) on one thread, used by one Python thread at a time
-/// (packets run with the GIL released).
+/// An application compiled for the microengines (or written by hand to
+/// the same protocol), with the machine options it was compiled for.
+struct PyMEProgram {
+  std::shared_ptr<const netvm::me::CompiledApp> program;
+  MachineOptions machine;
+  std::string name;
+};
+
+/// An instance of an application: an engine of the run library
+/// (lib/Runtime: native code, the interpreter or the ME emulator) on one
+/// thread, used by one Python thread at a time (packets run with the GIL
+/// released).
 struct PyInstance {
   std::unique_ptr<rt::Engine> engine;
   NamesRef names;
@@ -246,7 +258,17 @@ struct PyInstance {
   // Batches, kept between calls (no page faults on every batch).
   std::vector<uint8_t> arena;
   std::vector<netvm_packet> batch;
+  /// What the engine runs from (the interpreter's IR), kept alive.
+  nb::object owner;
 
+  PyInstance(std::unique_ptr<rt::Engine> made, const std::string &name,
+             bool copyPackets, nb::object owner = nb::object())
+      : engine(std::move(made)), copyPackets(copyPackets),
+        owner(std::move(owner)) {
+    names = std::make_shared<Names>(name, *engine);
+    init = engine->initialize();
+    checkFailure();
+  }
   PyInstance(const netvm_app_desc *desc, uint64_t watchdog, bool copyPackets)
       : copyPackets(copyPackets) {
     rt::EngineOptions options;
@@ -257,6 +279,15 @@ struct PyInstance {
       throw std::runtime_error("cannot instantiate the application: " + error);
     names = std::make_shared<Names>(desc->name ? desc->name : "", *engine);
     init = engine->initialize();
+  }
+
+  /// A failure of the engine (the emulated machine faulted) as a Python
+  /// RuntimeError: results are missing, never silently.
+  void checkFailure() const {
+    std::string why = engine->failure();
+    if (!why.empty())
+      throw std::runtime_error("the " + std::string(engine->kind()) +
+                               " engine failed: " + why);
   }
 
   /// Marks the instance busy for its lifetime: one thread at a time runs
@@ -304,7 +335,9 @@ struct PyInstance {
     p.wireLength = wire;
     p.seconds = seconds;
     p.microseconds = microseconds;
-    return {names, engine->push(src, p)};
+    PyResult result{names, engine->push(src, p)};
+    checkFailure();
+    return result;
   }
 
   PyBatchResult runBatch(nb::handle packets, nb::handle offsets,
@@ -406,6 +439,7 @@ struct PyInstance {
       rt::ResultFn fn = record;
       engine->run(src, batch, &fn, rt::ResultDetail::Verdicts);
     }
+    checkFailure();
     return result;
   }
 
@@ -441,6 +475,7 @@ struct PyInstance {
       PyErr_SetString(PyExc_OSError, error.c_str());
       throw nb::python_error();
     }
+    checkFailure();
     nb::dict counts;
     for (uint32_t s = 0; s < before.size(); ++s)
       counts[nb::str(names->sinks[s].c_str())] =
@@ -546,8 +581,11 @@ static nb::tuple
 compile(const std::string &lang,
         std::vector<std::pair<std::string, std::optional<std::string>>> inputs,
         std::map<std::string, std::string> files, unsigned optLevel,
-        const std::string &protoDB, const std::string &name) {
+        const std::string &protoDB, const std::string &name,
+        const std::string &target, const MachineOptions &machine) {
   CompileRequest request;
+  request.target = target;
+  request.machine = machine;
   request.language = parseLanguage(lang);
   request.inputs = std::move(inputs);
   request.files = std::move(files);
@@ -556,8 +594,211 @@ compile(const std::string &lang,
   request.name = name;
   std::vector<Diagnostic> diagnostics;
   std::unique_ptr<Application> app = Application::compile(request, diagnostics);
+  // For the microengines, refusals of the ME back end are compile errors.
+  if (app && target == "me" && !app->meProgram(diagnostics))
+    app.reset();
   nb::object result = app ? nb::cast(std::move(app)) : nb::none();
   return nb::make_tuple(result, diagnostics);
+}
+
+//===----------------------------------------------------------------------===//
+// The microengines
+//===----------------------------------------------------------------------===//
+
+namespace me = netvm::me;
+
+static nb::tuple regionTuple(const me::AppLayout::Region &r) {
+  return nb::make_tuple(me::memoryName(r.memory), r.address, r.size);
+}
+
+static me::AppLayout::Region regionOf(nb::handle value, const char *what) {
+  auto t = nb::cast<std::tuple<std::string, uint32_t, uint32_t>>(value);
+  me::AppLayout::Region r;
+  const std::string &memory = std::get<0>(t);
+  if (memory == "scratch")
+    r.memory = me::Memory::Scratch;
+  else if (memory == "sram")
+    r.memory = me::Memory::Sram;
+  else if (memory == "dram")
+    r.memory = me::Memory::Dram;
+  else
+    throw nb::value_error((std::string(what) + ": unknown memory '" + memory +
+                           "' (use 'scratch', 'sram' or 'dram')")
+                              .c_str());
+  r.address = std::get<1>(t);
+  r.size = std::get<2>(t);
+  return r;
+}
+
+/// The layout as a dict (the keys of me_program's `layout`).
+static nb::dict layoutDict(const me::AppLayout &l) {
+  nb::dict d;
+  d["sources"] = l.sources;
+  d["sinks"] = l.sinks;
+  d["pes"] = l.pes;
+  nb::list data, persistent;
+  for (const me::AppLayout::Region &r : l.dataMemory)
+    data.append(regionTuple(r));
+  for (const me::AppLayout::Region &r : l.persistent)
+    persistent.append(regionTuple(r));
+  d["data_memory"] = data;
+  d["shared_memory"] = regionTuple(l.sharedMemory);
+  d["persistent"] = persistent;
+  d["event_count"] = l.eventCount;
+  d["event_log"] = l.eventLog;
+  d["event_capacity"] = l.eventCapacity;
+  d["locations"] = l.locations;
+  d["watchdog_address"] = l.watchdogAddress;
+  d["default_watchdog"] = l.defaultWatchdog;
+  d["info_offset"] = l.infoOffset;
+  d["info_size"] = l.infoSize;
+  d["info_used"] = l.infoUsed;
+  return d;
+}
+
+static me::AppLayout layoutOf(nb::dict d) {
+  static const char *const known[] = {"sources",
+                                      "sinks",
+                                      "pes",
+                                      "data_memory",
+                                      "shared_memory",
+                                      "persistent",
+                                      "event_count",
+                                      "event_log",
+                                      "event_capacity",
+                                      "locations",
+                                      "watchdog_address",
+                                      "default_watchdog",
+                                      "info_offset",
+                                      "info_size",
+                                      "info_used"};
+  for (auto [key, value] : d) {
+    std::string k = nb::cast<std::string>(nb::str(key));
+    if (std::find(std::begin(known), std::end(known), k) == std::end(known))
+      throw nb::value_error(("unknown layout key '" + k + "'").c_str());
+  }
+  me::AppLayout l;
+  auto get = [&](const char *key, auto &field) {
+    if (d.contains(key))
+      field = nb::cast<std::remove_reference_t<decltype(field)>>(d[key]);
+  };
+  get("sources", l.sources);
+  get("sinks", l.sinks);
+  get("pes", l.pes);
+  if (d.contains("data_memory"))
+    for (nb::handle r : nb::iter(d["data_memory"]))
+      l.dataMemory.push_back(regionOf(r, "data_memory"));
+  if (d.contains("shared_memory"))
+    l.sharedMemory = regionOf(d["shared_memory"], "shared_memory");
+  if (d.contains("persistent"))
+    for (nb::handle r : nb::iter(d["persistent"]))
+      l.persistent.push_back(regionOf(r, "persistent"));
+  get("event_count", l.eventCount);
+  get("event_log", l.eventLog);
+  get("event_capacity", l.eventCapacity);
+  get("locations", l.locations);
+  get("watchdog_address", l.watchdogAddress);
+  get("default_watchdog", l.defaultWatchdog);
+  get("info_offset", l.infoOffset);
+  get("info_size", l.infoSize);
+  get("info_used", l.infoUsed);
+  return l;
+}
+
+/// An ME program written by hand (assembly) with its layout.
+static PyMEProgram meProgramOf(const std::string &assembly,
+                               const std::string &fileName, nb::dict layout,
+                               const MachineOptions &machine,
+                               const std::string &name) {
+  auto program = std::make_shared<me::CompiledApp>();
+  program->layout = layoutOf(layout);
+  me::AssemblerOptions options;
+  options.machine = machineConfig(machine);
+  std::vector<std::string> errors;
+  if (!me::assemble(assembly, fileName, options, program->image, errors)) {
+    std::string message;
+    for (const std::string &e : errors)
+      message += (message.empty() ? "" : "\n") + e;
+    throw nb::value_error(message.c_str());
+  }
+  program->assembly = assembly;
+  return {std::move(program), machine, name};
+}
+
+/// Raises netvm.CompileError with `diagnostics`.
+[[noreturn]] static void
+raiseCompileError(const std::vector<Diagnostic> &diagnostics) {
+  nb::object type = nb::module_::import_("netvm").attr("CompileError");
+  nb::object error = type(nb::cast(diagnostics));
+  PyErr_SetObject(type.ptr(), error.ptr());
+  throw nb::python_error();
+}
+
+static PyMEProgram meProgramOfApp(Application &app) {
+  std::vector<Diagnostic> diagnostics;
+  std::shared_ptr<const me::CompiledApp> program = app.meProgram(diagnostics);
+  if (!program)
+    raiseCompileError(diagnostics);
+  return {std::move(program), app.machine(), app.name()};
+}
+
+/// Instance(app, engine, watchdog=, machine=): `app` is a netvm.Application
+/// (or its _impl) or an MEProgram.
+static PyInstance *newInstance(nb::handle app, const std::string &engine,
+                               uint64_t watchdog, nb::handle machine) {
+  MachineOptions extra;
+  if (!machine.is_none())
+    extra = nb::cast<MachineOptions>(
+        nb::module_::import_("netvm").attr("_machine_options")(machine));
+  std::string kind = engine == "interpreter" ? "interp"
+                     : engine == "emulator"  ? "emu"
+                                             : engine;
+  if (kind != "native" && kind != "interp" && kind != "emu")
+    throw nb::value_error(
+        ("unknown engine '" + engine + "': use 'native', 'interp' or 'emu'")
+            .c_str());
+  if (!extra.empty() && kind != "emu")
+    throw nb::value_error("machine options configure the ME emulator: use "
+                          "them with engine='emu'");
+  nb::object impl = nb::borrow(app);
+  if (nb::hasattr(app, "_impl"))
+    impl = app.attr("_impl");
+  rt::EngineOptions options;
+  options.watchdogBudget = watchdog;
+  std::string error;
+  PyMEProgram program;
+  if (nb::isinstance<Application>(impl)) {
+    Application &a = nb::cast<Application &>(impl);
+    if (kind == "native")
+      return new PyInstance(a.jit(), watchdog, a.writesPackets());
+    if (kind == "interp") {
+      std::unique_ptr<rt::Engine> e = a.interpreter(options, error);
+      if (!e)
+        throw std::runtime_error("cannot instantiate the application: " +
+                                 error);
+      return new PyInstance(std::move(e), a.name(), false, impl);
+    }
+    program = meProgramOfApp(a);
+  } else if (nb::isinstance<PyMEProgram>(impl)) {
+    if (kind != "emu")
+      throw nb::value_error("an MEProgram runs on engine 'emu' only");
+    program = nb::cast<PyMEProgram &>(impl);
+  } else {
+    throw nb::type_error(("Instance() takes an Application or an "
+                          "MEProgram, not " +
+                          std::string(nb::type_name(app.type()).c_str()))
+                             .c_str());
+  }
+  MachineOptions all = program.machine;
+  all.insert(all.end(), extra.begin(), extra.end());
+  me::MachineConfig config = machineConfig(all);
+  std::unique_ptr<rt::Engine> e =
+      rt::Engine::emulator(*program.program, options, config, error);
+  if (!e)
+    throw std::runtime_error("cannot instantiate the application on the ME "
+                             "emulator: " +
+                             error);
+  return new PyInstance(std::move(e), program.name, false, impl);
 }
 
 static std::string diagnosticRepr(const Diagnostic &d) {
@@ -626,7 +867,67 @@ NB_MODULE(_netvm, m) {
           [](Application &a, uint64_t watchdog) {
             return new PyInstance(a.jit(), watchdog, a.writesPackets());
           },
-          "watchdog"_a, nb::rv_policy::take_ownership);
+          "watchdog"_a, nb::rv_policy::take_ownership)
+      .def_prop_ro("target", &Application::target)
+      .def_prop_ro("machine", &Application::machine)
+      .def("me_program", &meProgramOfApp,
+           "The application compiled for the microengines (once); raises "
+           "CompileError if the ME back end refuses it.");
+
+  nb::class_<PyMEProgram>(
+      m, "MEProgram",
+      "An application compiled for the microengines: the emulator image, "
+      "its assembly and the layout a host needs to run it.")
+      .def_ro("name", &PyMEProgram::name)
+      .def_prop_ro(
+          "image",
+          [](const PyMEProgram &p) {
+            std::vector<uint8_t> bytes = me::writeImage(p.program->image);
+            return toBytes(bytes);
+          },
+          "The image as netvm-me-as writes it (bytes).")
+      .def_prop_ro(
+          "assembly", [](const PyMEProgram &p) { return p.program->assembly; },
+          "The image as ME assembly (netvm-me-as assembles it).")
+      .def_prop_ro(
+          "layout",
+          [](const PyMEProgram &p) { return layoutDict(p.program->layout); },
+          "Ports, memories, event log and info memory, as a dict.")
+      .def_prop_ro(
+          "report",
+          [](const PyMEProgram &p) {
+            nb::list out;
+            for (const me::MEReport &r : p.program->report) {
+              nb::dict d;
+              d["me"] = r.me;
+              d["role"] = r.role;
+              d["instructions"] = r.instructions;
+              d["control_store"] = r.controlStore;
+              d["gprs_a"] = r.gprsA;
+              d["gprs_b"] = r.gprsB;
+              d["transfer_registers"] = r.transferRegisters;
+              d["signals"] = r.signals;
+              d["local_memory_words"] = r.localMemoryWords;
+              d["spills"] = r.spills;
+              d["bank_moves"] = r.bankMoves;
+              out.append(d);
+            }
+            return out;
+          },
+          "What each ME holds (a list of dicts).")
+      .def_ro("machine", &PyMEProgram::machine,
+              "The machine options it was made for.")
+      .def_prop_ro(
+          "sources",
+          [](const PyMEProgram &p) { return p.program->layout.sources; })
+      .def_prop_ro("sinks",
+                   [](const PyMEProgram &p) { return p.program->layout.sinks; })
+      .def_prop_ro("pes",
+                   [](const PyMEProgram &p) { return p.program->layout.pes; })
+      .def("__repr__", [](const PyMEProgram &p) {
+        return "MEProgram(" + p.name + ", " +
+               std::to_string(p.program->image.code.size()) + " code blocks)";
+      });
 
   nb::class_<PyOutput>(m, "Output",
                        "A packet that left the application through a sink "
@@ -736,9 +1037,33 @@ NB_MODULE(_netvm, m) {
 
   nb::class_<PyInstance>(
       m, "Instance",
-      "A running instance of a JIT-compiled application, with its own data "
-      "memory and counters. Make one with Application.jit(); use it from "
-      "one thread at a time (one instance per thread).")
+      "A running instance of an application, with its own data memory and "
+      "counters: native code (Application.jit()), the reference "
+      "interpreter or the ME emulator (Instance(app, engine=...)). Use it "
+      "from one thread at a time (one instance per thread).")
+      .def(nb::new_(&newInstance), "app"_a, "engine"_a = "native",
+           nb::kw_only(), "watchdog"_a = uint64_t(1) << 20,
+           "machine"_a = nb::none(),
+           "Instantiate `app` (an Application, or an MEProgram) on `engine`: "
+           "'native' (the JIT, as Application.jit()), 'interp' (the "
+           "reference interpreter) or 'emu' (compiled for the microengines "
+           "and run on the ME emulator; `machine` adds emulator options). "
+           "The init handlers run now.")
+      .def_prop_ro(
+          "engine", [](const PyInstance &i) { return i.engine->kind(); },
+          "'native', 'interpreter' or 'emulator'.")
+      .def(
+          "emulator_stats",
+          [](const PyInstance &i) -> nb::object {
+            const me::Stats *stats = i.engine->emulatorStats();
+            if (!stats)
+              return nb::none();
+            return nb::module_::import_("json").attr("loads")(
+                me::statsToJson(*stats));
+          },
+          "The ME emulator's statistics summed over the runs so far (what "
+          "netvm-emu --stats-json reports, as a dict), or None for other "
+          "engines.")
       .def_prop_ro(
           "name", [](const PyInstance &i) { return i.names->app; },
           "The application's name.")
@@ -841,6 +1166,10 @@ NB_MODULE(_netvm, m) {
     kinds.append(netvm_exception_name(k));
   m.attr("EXCEPTION_KINDS") = nb::tuple(kinds);
   m.def("compile", &compile, "lang"_a, "inputs"_a, "files"_a, "opt_level"_a,
-        "protodb"_a, "name"_a,
+        "protodb"_a, "name"_a, "target"_a, "machine"_a,
         "Compile; returns (Application or None, diagnostics).");
+  m.def("me_program", &meProgramOf, "assembly"_a, "file_name"_a, "layout"_a,
+        "machine"_a, "name"_a,
+        "An MEProgram from ME assembly and its layout (a dict).");
+  m.attr("HAVE_ME_CODEGEN") = haveMECodeGen();
 }

@@ -14,8 +14,13 @@ memory after the run (the `netvm-run --results` format):
   pipeline-j2 netvm-run --pipeline -j 2 (NetPEs on two threads)
   aarch64     netc --target=aarch64-linux-gnu -c, linked with the AArch64
               runtime, run under qemu-aarch64 (with --aarch64)
+  emu-O2      netvm-run --engine=emu -O2: compiled for the microengines and
+              run on the ME emulator (with --emu=on, or --emu=try, which
+              reports an application the ME back end refuses as skipped
+              instead of failing; default: $NETVM_DIFF_EMU, else off)
 
-Usage: differential.py --tools DIR --build DIR [--aarch64] APP TRACE...
+Usage: differential.py --tools DIR --build DIR [--aarch64] [--emu=on|try|off]
+                       APP TRACE...
 TRACE is a pcap file or a text file of hex packets (.hex); pcaps are
 converted with netvm-pcapgen so that every engine reads the same bytes.
 Exits 1 and prints the first differing lines if any engine disagrees.
@@ -28,8 +33,18 @@ import sys
 import tempfile
 
 
-def run(cmd, stdin=None):
+# netvm-run's exit status when the ME back end refuses the application.
+REFUSED = 3
+
+
+class Refused(Exception):
+    pass
+
+
+def run(cmd, stdin=None, refusable=False):
     p = subprocess.run(cmd, stdin=stdin, capture_output=True, text=True)
+    if refusable and p.returncode == REFUSED:
+        raise Refused(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "")
     if p.returncode != 0:
         sys.exit(f"differential: command failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
     return p.stdout
@@ -41,6 +56,11 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--aarch64", action="store_true")
     ap.add_argument("--watchdog", default="1000")
+    ap.add_argument("--emu", choices=("on", "try", "off"),
+                    default=os.environ.get("NETVM_DIFF_EMU", "off"),
+                    help="also run the application compiled for the "
+                         "microengines on the ME emulator ('try': skip it "
+                         "when the ME back end refuses the application)")
     ap.add_argument("app")
     ap.add_argument("traces", nargs="+")
     args = ap.parse_args()
@@ -87,9 +107,17 @@ def main():
                         sys.exit(f"differential: the AArch64 program failed: {p.stderr}")
                     return p.stdout
                 engines["aarch64"] = aarch64
+            if args.emu != "off":
+                engines["emu-O2"] = lambda: run(
+                    [netvm_run, *common, "--engine=emu", "-O2"],
+                    refusable=args.emu == "try")
             packets = sum(1 for line in reference.splitlines() if line.startswith("#"))
             for name, engine in engines.items():
-                out = engine()
+                try:
+                    out = engine()
+                except Refused as why:
+                    print(f"{os.path.basename(trace)}: {name} skipped ({why})")
+                    continue
                 if out == reference:
                     print(f"{os.path.basename(trace)}: {name} agrees "
                           f"({len(reference.splitlines())} lines, {packets} events)")

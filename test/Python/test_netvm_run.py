@@ -100,3 +100,58 @@ def test_filters_as_netvm_run(lang, text, flag, trace):
     batch = inst.run_batch(netvm.read_pcap(trace))
     assert batch.counts() == {n: s["packets"] for n, s in
                               summary["sinks"].items()}
+
+
+def run_status(*args):
+    """netvm-run's exit status and standard error."""
+    import subprocess
+    from conftest import tool
+    done = subprocess.run([tool("netvm-run"), *map(str, args)],
+                          capture_output=True, text=True)
+    return done.returncode, done.stderr
+
+
+def test_engine_option(trace):
+    app = EXAMPLES / "filters" / "ip-tcp.netil"
+    interp = run_tool("netvm-run", app, "-r", trace, "--results",
+                      "--engine=interp")
+    assert interp == run_tool("netvm-run", app, "-r", trace, "--results",
+                              "--interp")
+    assert interp == run_tool("netvm-run", app, "-r", trace, "--results",
+                              "--engine=native", "-O0")
+    for args, message in [
+            (["--interp", "--engine=native"], "name different engines"),
+            (["--mes=4"], "--mes configures the ME emulator"),
+            (["--engine=interp", "--latency=dram=3"],
+             "--latency configures the ME emulator"),
+            (["--stats-json=x.json"], "use it with --engine=emu"),
+            (["--engine=emu", "--pull=1"], "push mode only"),
+            (["--engine=emu", "-j", "2"], "-j and --pipeline"),
+            (["--engine=emu", "--latency=flash=3"], "bad --latency"),
+    ]:
+        status, err = run_status(app, "-r", trace, *args)
+        assert status == 1, (args, err)
+        assert message in err, (args, err)
+
+
+@pytest.mark.skipif(netvm._netvm.HAVE_ME_CODEGEN,
+                    reason="the ME back end is built")
+def test_engine_emu_without_back_end(trace):
+    status, err = run_status(EXAMPLES / "filters" / "ip.netil", "-r", trace,
+                             "--engine=emu")
+    assert status == 3
+    assert "without the ME back end" in err
+
+
+@pytest.mark.skipif(not netvm._netvm.HAVE_ME_CODEGEN,
+                    reason="the ME back end is not built yet")
+def test_engine_emu_summary(trace, tmp_path):
+    app = EXAMPLES / "filters" / "ip.netil"
+    stats = tmp_path / "stats.json"
+    out = run_tool("netvm-run", app, "-r", trace, "--engine=emu",
+                   f"--stats-json={stats}")
+    assert "emulator:" in out and "Mpps" in out
+    assert json.loads(stats.read_text())["packets"]["received"] > 0
+    ref = run_tool("netvm-run", app, "-r", trace, "--results", "--interp")
+    emu = run_tool("netvm-run", app, "-r", trace, "--results", "--engine=emu")
+    assert emu == ref

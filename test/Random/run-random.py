@@ -13,6 +13,10 @@ data and shared memory after the last packet (netvm-run --results):
   interp-O0   netvm-run --interp -O0   (the oracle)
   interp-O2   netvm-run --interp -O2
   jit-O0 .. jit-O3   netvm-run -O0 .. -O3 (native code)
+  emu-O2      netvm-run --engine=emu -O2: compiled for the microengines, on
+              the ME emulator (only with --emu, or --engines=...,emu-O2;
+              with --emu=try a program the ME back end refuses is counted
+              as skipped, not as a failure)
 
 On a disagreement it prints the seed, the program and packet files (kept in
 the work directory), the packet number, the packet and both results, and
@@ -48,7 +52,13 @@ ENGINES = {
     "jit-O1": ["-O1"],
     "jit-O2": ["-O2"],
     "jit-O3": ["-O3"],
+    "emu-O2": ["--engine=emu", "-O2"],
 }
+# Engines that run only when asked for (--emu, --engines).
+OPTIONAL = ("emu-O2",)
+# netvm-run's exit status when the ME back end refuses the program.
+REFUSED = 3
+SKIPPED, SKIPPED_LOCK = [], threading.Lock()
 ORACLE = "interp-O0"
 STATS, STATS_LOCK = {}, threading.Lock()
 
@@ -124,11 +134,17 @@ class ToolError(Exception):
     pass
 
 
-def run_tool(cmd, timeout=300):
+class Refused(Exception):
+    pass
+
+
+def run_tool(cmd, timeout=300, refusable=False):
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise ToolError(f"timed out after {timeout} s: {' '.join(cmd)}")
+    if refusable and p.returncode == REFUSED:
+        raise Refused(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "")
     if p.returncode != 0:
         # the errors, without the assembler's warnings about the program
         errors = [l for l in p.stderr.splitlines()
@@ -174,8 +190,12 @@ def check_seed(seed, args, work):
     for name in args.engines:
         try:
             results[name] = parse_results(
-                run_tool([netvm_run, *common, *ENGINES[name]], args.timeout),
+                run_tool([netvm_run, *common, *ENGINES[name]], args.timeout,
+                         refusable=name in OPTIONAL and args.emu == "try"),
                 args.locations)
+        except Refused as why:
+            with SKIPPED_LOCK:
+                SKIPPED.append(f"seed {seed}: {name} skipped ({why})")
         except ToolError as e:
             return len(packets), [f"seed {seed}: {name} failed ({files}): {e}"]
     if args.stats:
@@ -193,7 +213,7 @@ def check_seed(seed, args, work):
     failures = []
     ref_events, ref_mem = results[ORACLE]
     for name in args.engines:
-        if name == ORACLE:
+        if name == ORACLE or name not in results:
             continue
         events, mem = results[name]
         for n in sorted(set(ref_events) | set(events)):
@@ -230,8 +250,14 @@ def main():
     ap.add_argument("--size", choices=sorted(gen_netil.SIZES),
                     help="program size (default: random per seed)")
     ap.add_argument("--watchdog", help="loop budget per packet (default: 16, 100 or 1000 by seed)")
-    ap.add_argument("--engines", default=",".join(ENGINES),
-                    help="comma-separated engines to run (the oracle always runs)")
+    ap.add_argument("--engines",
+                    default=",".join(e for e in ENGINES if e not in OPTIONAL),
+                    help="comma-separated engines to run (the oracle always "
+                         f"runs; known: {', '.join(ENGINES)})")
+    ap.add_argument("--emu", choices=("on", "try", "off"),
+                    default=os.environ.get("NETVM_RANDOM_EMU", "off"),
+                    help="also run emu-O2, the ME emulator ('try': programs "
+                         "the ME back end refuses are skipped, not failures)")
     ap.add_argument("--avoid", action="append", default=[],
                     choices=gen_netil.AVOIDABLE,
                     help="generate no programs with this construct (a known bug)")
@@ -247,6 +273,8 @@ def main():
                     help="print what happened to the packets (by the oracle)")
     args = ap.parse_args()
     args.engines = [ORACLE] + [e for e in args.engines.split(",") if e and e != ORACLE]
+    if args.emu != "off" and "emu-O2" not in args.engines:
+        args.engines.append("emu-O2")
     for e in args.engines:
         if e not in ENGINES:
             ap.error(f"unknown engine '{e}' (known: {', '.join(ENGINES)})")
@@ -299,6 +327,12 @@ def main():
     if args.stats:
         for key, count in sorted(STATS.items(), key=lambda kv: -kv[1]):
             print(f"  {count:7} {key}")
+    if SKIPPED:
+        if args.verbose:
+            for line in SKIPPED:
+                print(line)
+        print(f"{len(SKIPPED)} program(s) skipped by emu-O2 (refused by the "
+              "ME back end)")
     if failures:
         print(f"{done} programs, {total} packets: {len(failures)} disagreement(s); "
               f"files kept in {work}")

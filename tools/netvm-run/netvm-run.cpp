@@ -5,16 +5,24 @@
 // handlers), feeds it packets from a pcap file or from hexadecimal text and
 // reports what came out: per packet with -v, as a per-sink and per-NetPE
 // summary otherwise (or JSON), and writes forwarded packets to pcap files
-// with -w. Native code from the JIT by default; --interp runs the reference
-// interpreter instead.
+// with -w. Native code from the JIT by default; --engine=interp runs the
+// reference interpreter instead, --engine=emu the application compiled for
+// the microengines on the ME emulator (with its statistics).
 //
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Driver/Driver.h"
 #include "netvm/Runtime/Engine.h"
+#include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
+#include "netvm/emu/Emulator.h"
+#include "netvm/emu/Options.h"
+#include "netvm/emu/StatsJson.h"
 #include "netvm/io/PacketIO.h"
 #include "netvm/runtime.h"
+#ifdef NETVM_HAVE_ME_CODEGEN
+#include "netvm/Target/ME/CodeGen.h"
+#endif
 
 #include "NetVM/NetVMOps.h"
 
@@ -30,7 +38,9 @@
 
 #include <chrono>
 #include <csignal>
+#include <deque>
 #include <map>
+#include <memory>
 
 using namespace mlir;
 using namespace netvm;
@@ -140,14 +150,36 @@ static cl::opt<uint64_t> pullCount(
              "by a pull connection, taking packets from the input as the "
              "application asks for them"),
     cl::value_desc("count"), cl::init(0), cl::cat(runCategory));
-static cl::opt<bool> useInterpreter(
-    "interp", cl::desc("Run the reference interpreter instead of native code"),
-    cl::init(false), cl::cat(runCategory));
+enum class EngineKind { Native, Interpreter, Emulator };
+static cl::opt<EngineKind> engineKind(
+    "engine", cl::desc("What runs the application (default: native)"),
+    cl::values(
+        clEnumValN(EngineKind::Native, "native",
+                   "native code from the JIT (-j, --pipeline)"),
+        clEnumValN(EngineKind::Interpreter, "interp",
+                   "the reference interpreter (also --interp)"),
+        clEnumValN(EngineKind::Emulator, "emu",
+                   "the application compiled for the microengines, on the "
+                   "IXP-like ME emulator (docs/me-isa.md): the machine "
+                   "options below configure it, --stats-json writes its "
+                   "statistics")),
+    cl::init(EngineKind::Native), cl::cat(runCategory));
+static cl::opt<bool> useInterpreter("interp",
+                                    cl::desc("The same as --engine=interp"),
+                                    cl::init(false), cl::cat(runCategory));
 static cl::opt<char> optLevel(
     "O",
-    cl::desc("Optimization level -O0..-O3 (default: -O2 for native code; "
-             "the interpreter runs -O0 IR unless -O is given)"),
+    cl::desc("Optimization level -O0..-O3 (default: -O2 for native code and "
+             "the emulator; the interpreter runs -O0 IR unless -O is given)"),
     cl::Prefix, cl::init('2'), cl::cat(runCategory));
+// Registered as "emu-stats-json" and renamed in main(): LLVM's statistics
+// own "stats-json" until then (as in netvm-emu).
+static cl::opt<std::string> statsJson(
+    "emu-stats-json",
+    cl::desc("--engine=emu: write the emulator's statistics, summed over "
+             "its runs, as JSON to this file ('-': standard output), as "
+             "netvm-emu --stats-json does"),
+    cl::value_desc("file"), cl::cat(runCategory));
 static cl::opt<bool>
     compileTime("compile-time",
                 cl::desc("Report how long JIT compilation took, by phase"),
@@ -233,6 +265,9 @@ static std::unique_ptr<rt::PacketReader> openInput() {
     fail(error);
   return reader;
 }
+
+static void printEmulatorSummary(llvm::raw_ostream &os, const me::Stats &s);
+static llvm::json::Object emulatorJson(const me::Stats &s);
 
 namespace {
 /// Where results go: sink statistics and pcap files, and the per-packet
@@ -364,6 +399,8 @@ public:
           {"pes", std::move(peObj)}};
       if (verbose)
         top["results"] = std::move(packetResults);
+      if (const me::Stats *emu = engine.emulatorStats())
+        top["emulator"] = emulatorJson(*emu);
       os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
     } else {
       os << "packets: " << packets;
@@ -395,6 +432,8 @@ public:
                             "{4,8} exceptions\n",
                             name, p.runs, p.sent, p.dropped, p.exceptions);
       }
+      if (const me::Stats *emu = engine.emulatorStats())
+        printEmulatorSummary(os, *emu);
     }
     if (dumpData) {
       for (auto [i, name] : llvm::enumerate(engine.peNames())) {
@@ -443,10 +482,143 @@ private:
 };
 } // namespace
 
+/// The engine the options ask for.
+static EngineKind selectedEngine() {
+  return useInterpreter ? EngineKind::Interpreter : engineKind.getValue();
+}
+
+/// The machine options of the emulator (netvm/emu/Options.h), as
+/// netvm-emu spells them: --mes=4, --latency=dram=240, ... Made in main()
+/// from the option table, before the command line is parsed.
+static std::vector<std::unique_ptr<cl::list<std::string>>> machineOptions;
+
+static void registerMachineOptions() {
+  static std::deque<std::string> descriptions; // the options point into them
+  for (size_t i = 0; i < me::machineOptionCount(); ++i) {
+    const me::MachineOptionInfo &info = me::machineOption(i);
+    descriptions.push_back(std::string("--engine=emu: ") + info.help);
+    machineOptions.push_back(std::make_unique<cl::list<std::string>>(
+        llvm::StringRef(info.name), cl::desc(descriptions.back()),
+        cl::value_desc(info.value), cl::ZeroOrMore, cl::cat(runCategory)));
+  }
+}
+
+/// The machine of the options; false after an error message.
+static bool machineConfig(me::MachineConfig &config) {
+  for (const auto &option : machineOptions)
+    for (const std::string &value : *option) {
+      std::string error;
+      if (!me::applyMachineOption(config, option->ArgStr, value, error, "--")) {
+        fail(error);
+        return false;
+      }
+    }
+  return true;
+}
+
+/// Exit status when the ME back end refuses the application (the
+/// differential tests tell it from a wrong result).
+static constexpr int exitRefused = 3;
+
+/// The roles of the MEs of the last compiled image ("receive", the NetPEs
+/// it runs), for the emulator's summary.
+static std::map<unsigned, std::string> meRoles;
+
+/// The application compiled for the microengines on the emulator, or null
+/// after an error message (`status`: the exit status).
+static std::unique_ptr<rt::Engine>
+createEmulatorEngine(ModuleOp module, const rt::EngineOptions &options,
+                     int &status) {
+  me::MachineConfig machine;
+  if (!machineConfig(machine))
+    return nullptr;
+#ifdef NETVM_HAVE_ME_CODEGEN
+  me::CodeGenOptions codegen;
+  codegen.machine = machine;
+  codegen.defaultInfoSize = infoSize;
+  me::CompiledApp compiled;
+  if (failed(me::compileApplication(module, codegen, compiled))) {
+    fail("the ME back end cannot compile this application (see the errors "
+         "above)");
+    status = exitRefused;
+    return nullptr;
+  }
+  for (const me::MEReport &r : compiled.report)
+    meRoles[r.me] = r.role;
+  std::string error;
+  std::unique_ptr<rt::Engine> engine =
+      rt::Engine::emulator(compiled, options, machine, error);
+  if (!engine)
+    fail(error);
+  return engine;
+#else
+  (void)module;
+  (void)options;
+  fail("this netvm-run was built without the ME back end "
+       "(lib/Target/ME/CodeGen): --engine=emu is not available");
+  status = exitRefused;
+  return nullptr;
+#endif
+}
+
+static double ratio(uint64_t part, uint64_t whole) {
+  return whole ? double(part) / double(whole) : 0.0;
+}
+
+/// The emulator's summary: cycles, throughput, how busy each ME was.
+static void printEmulatorSummary(llvm::raw_ostream &os, const me::Stats &s) {
+  double seconds = s.seconds();
+  os << llvm::formatv("emulator: {0} cycles ({1:f2} us at {2} MHz), {3} "
+                      "packets received, {4} sent",
+                      s.cycles, seconds * 1e6, s.clockMHz, s.packetsReceived,
+                      s.packetsSent);
+  if (seconds > 0)
+    os << llvm::formatv(" ({0:f3} Mpps, {1:f3} Gbit/s)",
+                        s.packetsSent / seconds / 1e6,
+                        s.bytesSent * 8.0 / seconds / 1e9);
+  os << "\n";
+  for (size_t i = 0; i < s.mes.size(); ++i) {
+    const me::MEStats &m = s.mes[i];
+    if (!m.loaded)
+      continue;
+    std::string name = "me" + std::to_string(i);
+    auto role = meRoles.find(i);
+    if (role != meRoles.end() && !role->second.empty())
+      name += " (" + role->second + ")";
+    os << llvm::formatv("{0,-24} busy {1,5:f1}% {2,12} instructions\n", name,
+                        100 * ratio(m.busyCycles, s.cycles), m.instructions);
+  }
+}
+
+/// The emulator's summary as a JSON object.
+static llvm::json::Object emulatorJson(const me::Stats &s) {
+  double seconds = s.seconds();
+  llvm::json::Object mes;
+  for (size_t i = 0; i < s.mes.size(); ++i) {
+    const me::MEStats &m = s.mes[i];
+    if (!m.loaded)
+      continue;
+    llvm::json::Object o{
+        {"busy", ratio(m.busyCycles, s.cycles)},
+        {"instructions", static_cast<int64_t>(m.instructions)}};
+    auto role = meRoles.find(i);
+    if (role != meRoles.end())
+      o["role"] = role->second;
+    mes["me" + std::to_string(i)] = std::move(o);
+  }
+  return llvm::json::Object{
+      {"cycles", static_cast<int64_t>(s.cycles)},
+      {"seconds", seconds},
+      {"packets_received", static_cast<int64_t>(s.packetsReceived)},
+      {"packets_sent", static_cast<int64_t>(s.packetsSent)},
+      {"mpps", seconds > 0 ? s.packetsSent / seconds / 1e6 : 0.0},
+      {"mes", std::move(mes)}};
+}
+
 /// The engine of the options for the optimized `module`, or null after an
-/// error message.
-static std::unique_ptr<rt::Engine> createEngine(ModuleOp module,
-                                                unsigned level) {
+/// error message (`status`: the exit status).
+static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
+                                                int &status) {
   rt::EngineOptions options;
   options.watchdogBudget = watchdog;
   options.defaultInfoSize = infoSize;
@@ -455,7 +627,11 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module,
   options.runnerBatch = runnerBatch;
   std::string error;
   std::unique_ptr<rt::Engine> engine;
-  if (useInterpreter) {
+  if (selectedEngine() == EngineKind::Emulator) {
+    engine = createEmulatorEngine(module, options, status);
+    if (!engine)
+      return nullptr;
+  } else if (selectedEngine() == EngineKind::Interpreter) {
     engine =
         rt::Engine::interpreter(driver::getApplication(module), options, error);
   } else {
@@ -488,6 +664,10 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  if (cl::Option *llvmStats = cl::getRegisteredOptions().lookup("stats-json"))
+    llvmStats->setArgStr("llvm-stats-json");
+  statsJson.setArgStr("stats-json");
+  registerMachineOptions();
   driver::configureHelp(runCategory, /*showMLIROptions=*/false);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -503,6 +683,8 @@ int main(int argc, char **argv) {
       "  netvm-run filter.netil -r big.pcap -j 2 --throughput   two threads\n"
       "  netvm-run app.nvapp -r big.pcap --pipeline -j 2        NetPEs on "
       "two threads\n"
+      "  netvm-run app.nvapp -r in.pcap --engine=emu --stats-json=s.json\n"
+      "                                   on the ME emulator, with statistics\n"
       "  netvm-run filter.netil -i eth0 -c 1000      live capture (root)\n");
 
   int inputKinds = !pcapInput.empty() + !hexInput.empty() +
@@ -512,9 +694,26 @@ int main(int argc, char **argv) {
                 "--hex-packet FILE... or -i INTERFACE");
   if (threads == 0)
     return fail("-j needs at least one thread");
-  if ((threads > 1 || pipeline) && (useInterpreter || pullCount > 0))
+  EngineKind kind = selectedEngine();
+  if (useInterpreter && engineKind.getNumOccurrences() &&
+      engineKind != EngineKind::Interpreter)
+    return fail("--interp and --engine name different engines");
+  if ((threads > 1 || pipeline) &&
+      (kind != EngineKind::Native || pullCount > 0))
     return fail("-j and --pipeline run native code in push mode; the "
-                "interpreter and --pull use one thread");
+                "interpreter, the emulator and --pull use one thread");
+  if (kind == EngineKind::Emulator && pullCount > 0)
+    return fail("--pull: the ME emulator runs applications in push mode "
+                "only (the ME back end has no pull handlers)");
+  if (kind != EngineKind::Emulator) {
+    if (statsJson.getNumOccurrences())
+      return fail("--stats-json reports the ME emulator: use it with "
+                  "--engine=emu");
+    for (const auto &option : machineOptions)
+      if (option->getNumOccurrences())
+        return fail("--" + option->ArgStr +
+                    " configures the ME emulator: use it with --engine=emu");
+  }
   if (optLevel < '0' || optLevel > '3')
     return fail("unknown optimization level -O" +
                 std::string(1, optLevel.getValue()));
@@ -533,13 +732,14 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   unsigned level = optLevel - '0';
-  if (useInterpreter && optLevel.getNumOccurrences() == 0)
+  if (kind == EngineKind::Interpreter && optLevel.getNumOccurrences() == 0)
     level = 0;
   if (failed(driver::optimize(*module, level)))
     return 1;
-  std::unique_ptr<rt::Engine> engine = createEngine(*module, level);
+  int status = 1;
+  std::unique_ptr<rt::Engine> engine = createEngine(*module, level, status);
   if (!engine)
-    return 1;
+    return status;
   std::unique_ptr<rt::PacketReader> reader = openInput();
   if (!reader)
     return 1;
@@ -561,6 +761,8 @@ int main(int argc, char **argv) {
   if (!report.openWriters(reader->linkType()))
     return 1;
   rt::PacketResult init = engine->initialize();
+  if (!engine->failure().empty())
+    return fail(engine->failure());
   if (resultsFormat)
     report.resultLines(0, init);
   for (const rt::ExceptionReport &e : init.exceptions)
@@ -621,10 +823,15 @@ int main(int argc, char **argv) {
   }
   if (!inputOk)
     fail(error);
+  // A failure of the engine (the emulated machine faulted) loses results:
+  // never report the rest as if it were complete.
+  if (!engine->failure().empty())
+    return fail(engine->failure());
   if (throughput) {
     std::string how =
-        useInterpreter ? "interpreter"
-        : pullCount    ? "one thread"
+        kind == EngineKind::Interpreter ? "interpreter"
+        : kind == EngineKind::Emulator  ? "ME emulator"
+        : pullCount                     ? "one thread"
                     : llvm::formatv("{0} thread{1}, {2}", engine->threads(),
                                     engine->threads() == 1 ? "" : "s",
                                     pipeline ? "pipeline" : "run to completion")
@@ -639,6 +846,18 @@ int main(int argc, char **argv) {
   }
   if (!inputOk)
     return 1;
+  if (!statsJson.empty() && engine->emulatorStats()) {
+    std::string text = me::statsToJson(*engine->emulatorStats()) + "\n";
+    if (statsJson == "-") {
+      llvm::outs() << text;
+    } else {
+      std::error_code ec;
+      llvm::raw_fd_ostream out(statsJson, ec);
+      if (ec)
+        return fail("cannot write " + statsJson + ": " + ec.message());
+      out << text;
+    }
+  }
   if (resultsFormat) {
     report.memories();
     return 0;

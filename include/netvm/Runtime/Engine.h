@@ -12,9 +12,12 @@
 //  - native code (a JIT-compiled or linked netvm_app_desc) on the C
 //    runtime's runners (runtime/include/netvm/runtime.h): one thread, N
 //    replicas (run to completion) or a pipeline of NetPE stages, with events
-//    in arrival order whatever the threads.
+//    in arrival order whatever the threads;
+//  - an application compiled for the microengines (netvm/Target/ME) on the
+//    IXP-like emulator (runtime/emu): every batch on a fresh machine, the
+//    persistent memories carried from one run to the next.
 //
-// A new engine (the ME emulator is the next) is one file in lib/Runtime: a
+// A new engine is one file in lib/Runtime: a
 // subclass that implements initialize, push and the accessors, and a
 // factory declared below. The batch and stream entries, the totals of
 // engines that do not count for themselves (Tally) and every client work
@@ -42,6 +45,11 @@
 namespace netvm {
 class ApplicationOp;
 }
+namespace netvm::me {
+struct CompiledApp;
+struct MachineConfig;
+struct Stats;
+} // namespace netvm::me
 
 namespace netvm::rt {
 
@@ -100,12 +108,29 @@ public:
   static std::unique_ptr<Engine> native(const netvm_app_desc *app,
                                         const EngineOptions &options,
                                         std::string &error);
+  /// `app` (an image and its layout, netvm/Target/ME/AppLayout.h, copied)
+  /// on the ME emulator configured as `machine`. Each batch runs on a fresh
+  /// machine loaded with the image and the memories that persist; push is
+  /// a batch of one, pull is refused (see failure()). Null with `error` set
+  /// if the image does not load on `machine` or the layout does not fit it.
+  static std::unique_ptr<Engine> emulator(const me::CompiledApp &app,
+                                          const EngineOptions &options,
+                                          const me::MachineConfig &machine,
+                                          std::string &error);
 
-  /// "interpreter", "native", ...
+  /// "interpreter", "native", "emulator".
   virtual const char *kind() const = 0;
   /// Threads batches run on, and why fewer than asked (or "").
   virtual unsigned threads() const { return 1; }
   virtual std::string note() const { return {}; }
+  /// Why the engine stopped running packets (the emulated machine faulted,
+  /// a run was cut short, a request it cannot serve), or "". Once set, the
+  /// results of the run that failed and every later one are missing:
+  /// clients check it after running and report it as an error.
+  virtual std::string failure() const { return {}; }
+  /// The emulator's statistics summed over every run so far (null for
+  /// engines that do not emulate a machine).
+  virtual const me::Stats *emulatorStats() const { return nullptr; }
 
   /// Run the init handlers; what they did (exceptions).
   virtual PacketResult initialize() = 0;
