@@ -292,10 +292,13 @@ Application::meProgram(std::vector<Diagnostic> &diagnostics) {
   me::CodeGenOptions options;
   options.machine = machineConfig(machineOptions);
   auto program = std::make_shared<me::CompiledApp>();
-  // The back end lowers the module it is given: a clone.
-  mlir::OwningOpRef<mlir::ModuleOp> clone = state->optimized->clone();
+  // The back end lowers the module it is given: a clone of the input,
+  // optimized for the big-endian MEs.
+  mlir::OwningOpRef<mlir::ModuleOp> clone = state->input->clone();
   DiagnosticCollector collector(*state->context, state->sourceMgr, diagnostics);
-  if (mlir::failed(me::compileApplication(*clone, options, *program))) {
+  if (mlir::failed(
+          driver::optimize(*clone, level, nullptr, driver::OptimizeFor::ME)) ||
+      mlir::failed(me::compileApplication(*clone, options, *program))) {
     if (llvm::none_of(diagnostics, [](const Diagnostic &d) {
           return d.severity == "error";
         }))

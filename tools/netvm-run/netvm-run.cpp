@@ -734,7 +734,10 @@ int main(int argc, char **argv) {
   unsigned level = optLevel - '0';
   if (kind == EngineKind::Interpreter && optLevel.getNumOccurrences() == 0)
     level = 0;
-  if (failed(driver::optimize(*module, level)))
+  if (failed(driver::optimize(*module, level, nullptr,
+                              kind == EngineKind::Emulator
+                                  ? driver::OptimizeFor::ME
+                                  : driver::OptimizeFor::Native)))
     return 1;
   int status = 1;
   std::unique_ptr<rt::Engine> engine = createEngine(*module, level, status);

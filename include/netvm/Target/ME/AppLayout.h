@@ -63,7 +63,8 @@ struct AppLayout {
   /// and shared memory, coprocessor tables, the init-done flags): a host
   /// that runs the image in batches copies these regions forward.
   std::vector<Region> persistent;
-  /// The event log: a word count at `eventCount` (SRAM), then 4-word
+  /// The event log: the number of events at `eventCount` (an SRAM word),
+  /// then 4-word
   /// events at `eventLog`: [packet number, EventKind, pe | kind << 16,
   /// location index]. The packet number is the receive descriptor's word
   /// 3 (its number in the input, from 0); for Exception the kind is the

@@ -337,7 +337,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     a("alu_shf[a15, --, b, a15, <<8]");
     a("local_csr_wr[active_lm_addr_0, a15]", "spill slots");
   }
-  a("br!=ctx[0, @start_tokens]");
+  a("br!=ctx[0, @work_loop]");
   // Init handlers run once, in context 0, before the first packet.
   std::vector<std::pair<PEInfo *, std::string>> inits;
   for (PEInfo &info : pes)
@@ -486,13 +486,13 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("immed[a4, 1]", "EventKind::Exception");
   // log_event: [tag b2, kind a4, pe | kind << 16 in a15, location b15].
   a.label("log_event");
-  a("immed[$0, 4]");
+  a("immed[$0, 1]");
   a("immed[a3, " + hex(eventCountAddress) + "]");
-  a("sram[test_and_add, $0, a3, 0, 1], ctx_swap[s6]", "4 words of the log");
-  a("immed[b3, " + std::to_string(eventCapacity * 4) + "]");
+  a("sram[test_and_add, $0, a3, 0, 1], ctx_swap[s6]", "count the event");
+  a("immed[b3, " + std::to_string(eventCapacity) + "]");
   a("alu[--, $0, -, b3]");
   a("bcc[@event_done]", "the log is full: the count says so");
-  a("alu_shf[a3, --, b, $0, <<2]");
+  a("alu_shf[a3, --, b, $0, <<4]", "4 words an event");
   a("immed[b3, " + hex(eventLogAddress) + "]");
   a("alu[a3, a3, +, b3]");
   a("alu[$0, --, b, b2]");
