@@ -46,6 +46,8 @@ static void storeBE(uint8_t *p, uint32_t v) {
 }
 
 Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
+  std::fill(std::begin(bucketHead), std::end(bucketHead), noSlot);
+  std::fill(std::begin(bucketTail), std::end(bucketTail), noSlot);
   config.numMEs = std::clamp(config.numMEs, 1u, maxMEs);
   unsigned shortest =
       std::min({config.scratchLatency, config.sramLatency, config.dramLatency,
@@ -63,6 +65,7 @@ Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
                                    config.scratchLatency,
                                    0,
                                    {},
+                                   0,
                                    &stats.scratch,
                                    nullptr});
   stats.sramChannels.resize(config.sramChannels);
@@ -72,6 +75,7 @@ Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
                                      config.sramLatency,
                                      0,
                                      {},
+                                     0,
                                      &stats.sram,
                                      &channel});
   controllers.push_back(Controller{config.dramCommandCycles,
@@ -79,8 +83,12 @@ Emulator::Impl::Impl(const MachineConfig &cfg) : config(cfg) {
                                    config.dramLatency,
                                    0,
                                    {},
+                                   0,
                                    &stats.dram,
                                    nullptr});
+  for (Controller &k : controllers)
+    if (k.bytesPerCycle && !(k.bytesPerCycle & (k.bytesPerCycle - 1)))
+      k.bytesShift = __builtin_ctz(k.bytesPerCycle);
   mes.resize(config.numMEs);
   stats.mes.resize(config.numMEs);
   for (unsigned i = 0; i < config.numMEs; ++i) {
@@ -317,6 +325,12 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
           }
         }
       }
+      // A sentinel after the last instruction: the interpreter finds the
+      // pc leaving the program there instead of checking every pc.
+      DInst sentinel;
+      sentinel.cycles = 0;
+      sentinel.bad = true;
+      me.code.push_back(sentinel);
       unsigned n = me.perBank;
       me.regfile.assign(size_t(me.numContexts) * 6 * n, 0);
       me.lm.assign(config.localMemoryWords, 0);
@@ -343,27 +357,6 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
 // Events
 //===----------------------------------------------------------------------===//
 
-uint32_t Emulator::Impl::allocEvent() {
-  if (!freeSlots.empty()) {
-    uint32_t slot = freeSlots.back();
-    freeSlots.pop_back();
-    return slot;
-  }
-  if ((eventSlots >> chunkBits) == eventChunks.size())
-    eventChunks.emplace_back(new Event[1u << chunkBits]);
-  return eventSlots++;
-}
-
-void Emulator::Impl::enqueue(uint32_t slot) {
-  uint64_t time = pool(slot).time, seq = sequence++;
-  if (time < wheelBase)
-    late.push_back(Key{time, seq, slot});
-  else if (time - wheelBase < wheelSize)
-    wheelInsert(time, seq, slot);
-  else
-    far.push(Key{time, seq, slot});
-}
-
 void Emulator::Impl::schedule(Event &&event) {
   uint32_t slot = allocEvent();
   pool(slot) = event;
@@ -372,17 +365,25 @@ void Emulator::Impl::schedule(Event &&event) {
 
 void Emulator::Impl::wheelInsert(uint64_t time, uint64_t seq, uint32_t slot) {
   unsigned b = unsigned(time) & (wheelSize - 1);
-  std::vector<Entry> &bucket = wheel[b];
-  if (bucket.empty() || bucket.back().seq < seq) {
-    bucket.push_back(Entry{seq, slot});
+  Event &event = pool(slot);
+  event.seq = seq;
+  uint32_t tail = bucketTail[b];
+  if (tail == noSlot) {
+    event.next = noSlot;
+    bucketHead[b] = bucketTail[b] = slot;
+    wheelMap[b / 64] |= uint64_t(1) << (b % 64);
+  } else if (pool(tail).seq < seq) {
+    event.next = noSlot;
+    pool(tail).next = slot;
+    bucketTail[b] = slot;
   } else {
     // An event from the far heap, older than those already here.
-    auto at = bucket.end();
-    while (at != bucket.begin() && (at - 1)->seq > seq)
-      --at;
-    bucket.insert(at, Entry{seq, slot});
+    uint32_t *link = &bucketHead[b];
+    while (pool(*link).seq < seq)
+      link = &pool(*link).next;
+    event.next = *link;
+    *link = slot;
   }
-  wheelMap[b / 64] |= uint64_t(1) << (b % 64);
   ++wheelCount;
 }
 
@@ -417,11 +418,20 @@ uint64_t Emulator::Impl::nextEventTime() const {
 
 uint64_t Controller::serve(uint64_t time, unsigned bytes) {
   uint64_t service =
-      command +
-      (bytesPerCycle ? (bytes + bytesPerCycle - 1) / bytesPerCycle : 0);
-  while (!serviceEnds.empty() && serviceEnds.front() <= time)
-    serviceEnds.pop_front();
-  uint32_t ahead = uint32_t(serviceEnds.size());
+      command + (bytesShift >= 0 ? (bytes + bytesPerCycle - 1) >> bytesShift
+                 : bytesPerCycle ? (bytes + bytesPerCycle - 1) / bytesPerCycle
+                                 : 0);
+  while (serviceHead < serviceEnds.size() && serviceEnds[serviceHead] <= time)
+    ++serviceHead;
+  if (serviceHead == serviceEnds.size()) {
+    serviceEnds.clear();
+    serviceHead = 0;
+  } else if (serviceHead >= 4096) {
+    serviceEnds.erase(serviceEnds.begin(),
+                      serviceEnds.begin() + std::ptrdiff_t(serviceHead));
+    serviceHead = 0;
+  }
+  uint32_t ahead = uint32_t(serviceEnds.size() - serviceHead);
   uint64_t start = std::max(time, freeAt);
   freeAt = start + service;
   if (service)
@@ -501,63 +511,18 @@ void Emulator::Impl::processEvents(uint64_t before) {
       break;
     wheelBase = t;
     unsigned b = unsigned(t) & (wheelSize - 1);
-    std::vector<Entry> &bucket = wheel[b];
-    // Applying may append events of this same cycle: index, do not iterate.
-    for (size_t i = 0; i < bucket.size(); ++i) {
+    // Applying may append events of this same cycle: take them one by one.
+    for (uint32_t slot; (slot = bucketHead[b]) != noSlot;) {
+      bucketHead[b] = pool(slot).next;
+      if (bucketHead[b] == noSlot)
+        bucketTail[b] = noSlot;
       --wheelCount;
-      apply(bucket[i].slot);
+      apply(slot);
     }
-    bucket.clear();
     wheelMap[b / 64] &= ~(uint64_t(1) << (b % 64));
     wheelBase = t + 1;
   }
   wheelBase = std::max(wheelBase, before);
-}
-
-void Emulator::Impl::tryWake(MEState &me, Context &c) {
-  uint16_t have = c.sigs & c.waitMask;
-  if (c.waitAny ? have == 0 : have != c.waitMask)
-    return;
-  uint64_t when = c.waitAny ? never : 0;
-  uint8_t reason = StallSignal;
-  for (unsigned bits = have; bits; bits &= bits - 1) {
-    unsigned s = unsigned(__builtin_ctz(bits));
-    if (c.waitAny ? c.sigTime[s] < when : c.sigTime[s] >= when) {
-      when = c.sigTime[s];
-      reason = c.sigReason[s];
-    }
-  }
-  c.sigs &= uint16_t(~have);
-  c.state = Context::Ready;
-  me.readyMask |= 1u << unsigned(&c - me.ctx);
-  c.readyAt = std::max(when, c.waitSince);
-  c.wakeReason = reason;
-  me.nextWake = std::min(me.nextWake, c.readyAt);
-}
-
-void Emulator::Impl::waitFor(MEState &me, Context &c, uint16_t mask, bool any,
-                             uint64_t now) {
-  c.state = Context::Waiting;
-  c.waitMask = mask;
-  c.waitAny = any;
-  c.waitSince = now;
-  tryWake(me, c);
-}
-
-void Emulator::Impl::deliverSignal(unsigned meIndex, unsigned ctxIndex,
-                                   unsigned sig, uint64_t time,
-                                   uint8_t reason) {
-  MEState &me = mes[meIndex];
-  if (me.stopped || sig == 0 || ctxIndex >= me.numContexts)
-    return;
-  Context &c = me.ctx[ctxIndex];
-  if (c.state == Context::Off || c.state == Context::Killed)
-    return;
-  c.sigs |= uint16_t(1u << sig);
-  c.sigTime[sig] = time;
-  c.sigReason[sig] = reason;
-  if (c.state == Context::Waiting)
-    tryWake(me, c);
 }
 
 void Emulator::Impl::fault(MEState &me, unsigned ctx, uint32_t pc,
@@ -1014,7 +979,7 @@ void Emulator::Impl::applyEvent(Event &e) {
       ++ps.received;
       ps.bytesReceived += wire;
       ps.truncated += truncated;
-      bp.packet = InputPacket();
+      spare.push_back(std::move(bp.packet));
       inFlightFree.push_back(e.aux);
     }
     for (unsigned i = 0; i < e.count; ++i)
@@ -1073,8 +1038,17 @@ PortStats &Emulator::Impl::portStats(unsigned port) {
 bool Emulator::Impl::pullPacket(unsigned port, uint64_t arrival,
                                 uint32_t *wire) {
   RxPort &rx = rxPorts[port];
+  if (rx.done)
+    return false;
+  // A buffer of a packet already in DRAM, emptied (its capacity stays).
   InputPacket packet;
-  if (rx.done || !rx.input->next(packet)) {
+  if (!spare.empty()) {
+    packet = std::move(spare.back());
+    spare.pop_back();
+    packet.bytes.clear();
+    packet.wireLength = 0;
+  }
+  if (!rx.input->next(packet)) {
     rx.done = true;
     inputDone = std::all_of(rxPorts.begin(), rxPorts.end(),
                             [](const RxPort &p) { return p.done; });
@@ -1091,6 +1065,7 @@ bool Emulator::Impl::pullPacket(unsigned port, uint64_t arrival,
   if (rbuf.size() >= config.rbufElements) {
     ++stats.packetsDropped;
     ++ps.dropped;
+    spare.push_back(std::move(packet));
   } else {
     rbuf.push_back(BufferedPacket{arrival, seq, port, std::move(packet)});
   }
@@ -1111,43 +1086,49 @@ void Emulator::Impl::fillRbuf(uint64_t time) {
 
 void Emulator::Impl::serveRx(uint64_t time) {
   while (!rxQueue.empty()) {
-    RxRequest r = rxQueue.front();
-    Event done;
+    const RxRequest &r = rxQueue.front();
+    uint32_t aux;
+    uint64_t when;
+    if (!rbuf.empty()) {
+      uint64_t start = std::max({r.time, rbuf.front().arrival, time});
+      if (!inFlightFree.empty()) {
+        aux = inFlightFree.back();
+        inFlightFree.pop_back();
+        inFlight[aux] = std::move(rbuf.front());
+      } else {
+        aux = uint32_t(inFlight.size());
+        inFlight.push_back(std::move(rbuf.front()));
+      }
+      rbuf.pop_front();
+      // The packet is written into DRAM through its controller.
+      uint32_t length = uint32_t(std::min<size_t>(
+          inFlight[aux].packet.bytes.size(), config.maxPacketBytes));
+      when = dma(controllers.back(), start, length) + config.rxLatency;
+      fillRbuf(start);
+    } else if (inputDone && !arrivalsPending) {
+      aux = ~0u;
+      when = std::max(r.time, time) + config.rxLatency;
+    } else {
+      return;
+    }
+    // Filled in place (an event is large).
+    uint32_t slot = allocEvent();
+    Event &done = pool(slot);
+    done.time = when;
     done.kind = EventKind::RxDone;
+    done.op = Op::MsfRx;
     done.me = r.me;
     done.ctx = r.ctx;
     done.sig = r.sig;
     done.count = r.count;
+    done.reason = StallRx;
+    done.queued = 0;
     done.xfer = r.xfer;
     done.pc = r.pc;
     done.addr = r.addr;
-    if (!rbuf.empty()) {
-      BufferedPacket p = std::move(rbuf.front());
-      rbuf.pop_front();
-      uint64_t start = std::max({r.time, p.arrival, time});
-      uint32_t slot;
-      if (!inFlightFree.empty()) {
-        slot = inFlightFree.back();
-        inFlightFree.pop_back();
-        inFlight[slot] = std::move(p);
-      } else {
-        slot = uint32_t(inFlight.size());
-        inFlight.push_back(std::move(p));
-      }
-      done.aux = slot;
-      // The packet is written into DRAM through its controller.
-      uint32_t length = uint32_t(std::min<size_t>(
-          inFlight[slot].packet.bytes.size(), config.maxPacketBytes));
-      done.time = dma(controllers.back(), start, length) + config.rxLatency;
-      fillRbuf(start);
-    } else if (inputDone && !arrivalsPending) {
-      done.aux = ~0u;
-      done.time = std::max(r.time, time) + config.rxLatency;
-    } else {
-      return;
-    }
+    done.aux = aux;
     rxQueue.pop_front();
-    schedule(std::move(done));
+    enqueue(slot);
   }
 }
 
@@ -1158,6 +1139,7 @@ void Emulator::Impl::serveRx(uint64_t time) {
 void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
                          uint64_t progressCycles) {
   const uint64_t q = config.quantum;
+  const uint64_t qMask = (q & (q - 1)) == 0 ? q - 1 : 0; // 0: not a power of 2
   for (RxPort &rx : rxPorts)
     rx.done = rx.input == nullptr;
   if (rxPorts.empty())
@@ -1209,7 +1191,7 @@ void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
     if (next == never)
       break;
     if (next > t)
-      t = next - next % q;
+      t = next - (qMask ? next & qMask : next % q);
   }
   running = false;
   uint64_t endCycle = limited ? config.maxCycles : lastActivity;

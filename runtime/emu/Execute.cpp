@@ -483,7 +483,8 @@ static inline uint32_t byteMask(unsigned mask) {
 void Emulator::Impl::execute(MEState &me, Context &c, uint64_t until) {
   uint32_t *const r = c.regs;
   const DInst *const code = me.code.data();
-  const uint32_t size = uint32_t(me.code.size());
+  // The instructions; code[size] is a sentinel (Op::Invalid).
+  const uint32_t size = uint32_t(me.code.size()) - 1;
   const uint64_t began = me.now;
   uint64_t penalty = 0, instructions = 0;
   uint32_t pc = c.pc;
@@ -537,19 +538,21 @@ void Emulator::Impl::execute(MEState &me, Context &c, uint64_t until) {
   } while (0)
 
   for (;;) {
-    if (NETVM_UNLIKELY(pc >= size)) {
-      fault(me, unsigned(&c - me.ctx), pc,
-            "the program counter left the program (" + std::to_string(size) +
-                " instructions)",
-            now);
-      return;
-    }
     {
       const DInst &in = code[pc];
       now += in.cycles;
       ++instructions;
       switch (in.op) {
       case Op::Invalid: {
+        if (pc == size) {
+          // The sentinel: no instruction ran (its cost is 0).
+          --instructions;
+          fault(me, unsigned(&c - me.ctx), pc,
+                "the program counter left the program (" +
+                    std::to_string(size) + " instructions)",
+                now);
+          return;
+        }
         const std::string &why = me.badReason[pc];
         fault(me, unsigned(&c - me.ctx), pc,
               "bad instruction: " + (why.empty() ? "undefined" : why), now);

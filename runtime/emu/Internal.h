@@ -20,6 +20,7 @@
 #include "netvm/emu/Emulator.h"
 #include "netvm/emu/Isa.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <memory>
@@ -140,6 +141,10 @@ struct Event {
   uint32_t pc = 0;
   uint32_t addr = 0;
   uint32_t aux = 0;
+  /// The queue's: the order among events of one cycle, and the next event
+  /// of the same wheel bucket.
+  uint32_t next = 0;
+  uint64_t seq = 0;
   uint32_t data[maxCount] = {};
 };
 
@@ -169,9 +174,15 @@ struct RxPort {
 struct Controller {
   unsigned command = 0, bytesPerCycle = 0, latency = 0;
   uint64_t freeAt = 0;
-  std::deque<uint64_t> serviceEnds; // of commands not yet served
-  MemoryStats *stats = nullptr;     // of the memory
-  MemoryStats *channel = nullptr;   // of this SRAM channel
+  /// The service ends of commands not yet served, from serviceHead on
+  /// (a FIFO in a vector: they only grow).
+  std::vector<uint64_t> serviceEnds;
+  size_t serviceHead = 0;
+  MemoryStats *stats = nullptr;   // of the memory
+  MemoryStats *channel = nullptr; // of this SRAM channel
+  /// log2(bytesPerCycle) when it is a power of two (no division per
+  /// command), else -1.
+  int bytesShift = -1;
   /// Serves a command of `bytes` bytes arriving at `time` (calls come in
   /// cycle order): the cycle its service ends.
   uint64_t serve(uint64_t time, unsigned bytes);
@@ -282,11 +293,10 @@ public:
       return time != o.time ? time > o.time : seq > o.seq;
     }
   };
-  struct Entry {
-    uint64_t seq;
-    uint32_t slot;
-  };
-  std::vector<Entry> wheel[wheelSize];    // in sequence order
+  /// Each bucket is a list of events linked through Event::next, in
+  /// sequence order, from its head to its tail (noSlot: empty).
+  static constexpr uint32_t noSlot = ~0u;
+  uint32_t bucketHead[wheelSize], bucketTail[wheelSize];
   uint64_t wheelMap[wheelSize / 64] = {}; // non-empty buckets
   uint64_t wheelBase = 0; // every event before this cycle is applied
   size_t wheelCount = 0;
@@ -334,6 +344,10 @@ public:
   std::deque<BufferedPacket> rbuf;
   std::deque<RxRequest> rxQueue;
   std::vector<BufferedPacket> inFlight; // packets between RBUF and DRAM
+  /// Packets whose bytes are in DRAM (or dropped): their buffers are
+  /// given to the inputs again, so that reading a packet allocates
+  /// nothing.
+  std::vector<InputPacket> spare;
   std::vector<uint32_t> inFlightFree;
   bool inputDone = false; // every port's input is over
   uint64_t packetsRead = 0;
@@ -342,6 +356,89 @@ public:
 
   uint32_t crcTable[2][256];
 };
+
+//===----------------------------------------------------------------------===//
+// Hot paths, inline for both Emulator.cpp and Execute.cpp
+//===----------------------------------------------------------------------===//
+
+inline uint32_t Emulator::Impl::allocEvent() {
+  if (!freeSlots.empty()) {
+    uint32_t slot = freeSlots.back();
+    freeSlots.pop_back();
+    return slot;
+  }
+  if ((eventSlots >> chunkBits) == eventChunks.size())
+    eventChunks.emplace_back(new Event[1u << chunkBits]);
+  return eventSlots++;
+}
+
+inline void Emulator::Impl::enqueue(uint32_t slot) {
+  Event &event = pool(slot);
+  uint64_t time = event.time, seq = sequence++;
+  if (time < wheelBase) {
+    late.push_back(Key{time, seq, slot});
+  } else if (time - wheelBase < wheelSize) {
+    unsigned b = unsigned(time) & (wheelSize - 1);
+    uint32_t tail = bucketTail[b];
+    if (tail == noSlot) {
+      event.seq = seq;
+      event.next = noSlot;
+      bucketHead[b] = bucketTail[b] = slot;
+      wheelMap[b / 64] |= uint64_t(1) << (b % 64);
+      ++wheelCount;
+    } else {
+      wheelInsert(time, seq, slot); // after the tail (or before: far events)
+    }
+  } else {
+    far.push(Key{time, seq, slot});
+  }
+}
+
+inline void Emulator::Impl::tryWake(MEState &me, Context &c) {
+  uint16_t have = c.sigs & c.waitMask;
+  if (c.waitAny ? have == 0 : have != c.waitMask)
+    return;
+  uint64_t when = c.waitAny ? never : 0;
+  uint8_t reason = StallSignal;
+  for (unsigned bits = have; bits; bits &= bits - 1) {
+    unsigned s = unsigned(__builtin_ctz(bits));
+    if (c.waitAny ? c.sigTime[s] < when : c.sigTime[s] >= when) {
+      when = c.sigTime[s];
+      reason = c.sigReason[s];
+    }
+  }
+  c.sigs &= uint16_t(~have);
+  c.state = Context::Ready;
+  me.readyMask |= 1u << unsigned(&c - me.ctx);
+  c.readyAt = std::max(when, c.waitSince);
+  c.wakeReason = reason;
+  me.nextWake = std::min(me.nextWake, c.readyAt);
+}
+
+inline void Emulator::Impl::waitFor(MEState &me, Context &c, uint16_t mask,
+                                    bool any, uint64_t now) {
+  c.state = Context::Waiting;
+  c.waitMask = mask;
+  c.waitAny = any;
+  c.waitSince = now;
+  tryWake(me, c);
+}
+
+inline void Emulator::Impl::deliverSignal(unsigned meIndex, unsigned ctxIndex,
+                                          unsigned sig, uint64_t time,
+                                          uint8_t reason) {
+  MEState &me = mes[meIndex];
+  if (me.stopped || sig == 0 || ctxIndex >= me.numContexts)
+    return;
+  Context &c = me.ctx[ctxIndex];
+  if (c.state == Context::Off || c.state == Context::Killed)
+    return;
+  c.sigs |= uint16_t(1u << sig);
+  c.sigTime[sig] = time;
+  c.sigReason[sig] = reason;
+  if (c.state == Context::Waiting)
+    tryWake(me, c);
+}
 
 } // namespace netvm::me
 

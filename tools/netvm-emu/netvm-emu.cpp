@@ -142,14 +142,17 @@ public:
   explicit PcapInput(std::unique_ptr<netvm::rt::PacketReader> reader)
       : reader(std::move(reader)) {}
   bool next(InputPacket &packet) override {
-    netvm::rt::TracePacket trace;
+    // The buffers go round: the reader fills the one the emulator gave
+    // back (keeping its capacity), so reading allocates nothing.
+    std::swap(trace.bytes, packet.bytes);
     if (!reader->next(trace, error))
       return false;
-    packet.bytes = std::move(trace.bytes);
+    std::swap(trace.bytes, packet.bytes);
     packet.wireLength = trace.wireLength;
     return true;
   }
   std::unique_ptr<netvm::rt::PacketReader> reader;
+  netvm::rt::TracePacket trace;
   std::string error;
 };
 

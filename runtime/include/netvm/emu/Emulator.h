@@ -35,7 +35,9 @@ struct InputPacket {
 class PacketInput {
 public:
   virtual ~PacketInput();
-  /// The next packet, or false at the end of the input.
+  /// The next packet, or false at the end of the input. `packet` comes
+  /// empty, but may hold the buffer of an earlier packet (the emulator
+  /// recycles them): assign or swap into packet.bytes, do not append.
   virtual bool next(InputPacket &packet) = 0;
 };
 
