@@ -298,9 +298,14 @@ LogicalResult netvm::driver::optimize(
     }
     if (target == OptimizeFor::Native)
       handlers.addPass(createNetVMSwapConstantByteOrder());
-    NetVMVersionPacketChecksOptions versioning;
-    versioning.minChecks = optLevel > 2 ? 1 : 2;
-    handlers.addPass(createNetVMVersionPacketChecks(versioning));
+    // Versioning duplicates a handler to take its bounds checks out of the
+    // common path; on the MEs a check is one compare-and-branch and the
+    // control store is small, so the copy does not pay.
+    if (target == OptimizeFor::Native) {
+      NetVMVersionPacketChecksOptions versioning;
+      versioning.minChecks = optLevel > 2 ? 1 : 2;
+      handlers.addPass(createNetVMVersionPacketChecks(versioning));
+    }
     handlers.addPass(createNetVMMergeTests());
     handlers.addPass(createCanonicalizerPass());
   }

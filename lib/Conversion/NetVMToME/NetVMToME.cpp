@@ -48,6 +48,11 @@ std::string locationString(Location loc) {
   return s;
 }
 
+/// The end of the packet words a load of `size` bytes at `offset` reads.
+uint64_t wordsEnd(uint64_t offset, unsigned size) {
+  return 4 * ((offset + size - 1) / 4 + 1);
+}
+
 /// A constant operand, if the value is one.
 std::optional<uint32_t> constantOf(Value value) {
   IntegerAttr attr;
@@ -330,7 +335,7 @@ LogicalResult HandlerLowering::lowerLoad(LoadOp op) {
     return refuse(op, Twine("an access to ") +
                           stringifyMemSpace(op.getSpace()) + " memory");
   auto offset = constantOf(op.getOffset());
-  if (prefetch && offset && *offset + size <= info.headerBytes) {
+  if (prefetch && offset && wordsEnd(*offset, size) <= info.headerBytes) {
     values.map(op.getResult(), headerLoad(loc, *offset, size));
     return success();
   }
@@ -614,16 +619,17 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
         return;
       auto offset = constantOf(load.getOffset());
       unsigned size = widthOf(load.getType()) / 8;
-      if (offset && *offset + size <= options.maxHeaderBytes)
-        header = std::max<unsigned>(header, *offset + size);
+      // The words the load reads: through the one holding its last byte.
+      if (offset && wordsEnd(*offset, size) <= options.maxHeaderBytes)
+        header = std::max<unsigned>(header, wordsEnd(*offset, size));
     }
   });
   if (handler.getKind() == HandlerKind::Push && !writesPacket && header) {
     prefetch = true;
     // Whole words, in whole quadwords; an unaligned word at the end reads
     // the word after it.
-    info.headerBytes = std::min<unsigned>((header + 3 + 7) & ~7u,
-                                          options.maxHeaderBytes & ~7u);
+    info.headerBytes =
+        std::min<unsigned>((header + 7) & ~7u, options.maxHeaderBytes & ~7u);
   }
 
   // Blocks in reverse post-order, so that every value is lowered before

@@ -332,6 +332,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     a("sram[read, $0, a3, 0, 1], ctx_swap[s4]", "the watchdog budget");
     a("alu[*l$index0[15], --, b, $0]");
   } else {
+    // Removed again below when no handler spills.
     a("local_csr_rd[a15, active_ctx_sts]");
     a("alu[a15, a15, and, 7]");
     a("alu_shf[a15, --, b, a15, <<8]");
@@ -526,6 +527,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
   a("ctx_arb[s5]");
   a("ctx_arb[kill]");
+  if (!watchdog && handlerReport.spills == 0)
+    section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
   handlerReport.instructions = section.lines.size();
   program.code.push_back(std::move(section));
 

@@ -202,16 +202,19 @@ private:
     emit(in);
   }
 
+  /// A block's label, or where it forwards to when it only branches on.
   std::string labelOf(Block *block) {
-    auto it = labels.find(block);
-    return it->second;
+    auto it = forward.find(block);
+    if (it != forward.end())
+      return it->second;
+    return labels.find(block)->second;
   }
   /// Parallel copies into a successor's arguments.
   void edgeCopies(Block *dest, OperandRange operands);
   /// Branch (or fall through) to a successor with its operands.
-  void jumpTo(Block *dest, OperandRange operands, Block *next) {
+  void jumpTo(Block *dest, OperandRange operands, const std::string &next) {
     edgeCopies(dest, operands);
-    if (dest != next) {
+    if (labelOf(dest) != next) {
       Instr br;
       br.op = me::Op::Br;
       emit(br, labelOf(dest));
@@ -239,14 +242,14 @@ private:
     emit(in, target);
   }
 
-  LogicalResult emitOp(Operation *op, Block *next);
+  LogicalResult emitOp(Operation *op, const std::string &next);
 
   med::FuncOp func;
   const Allocation &allocation;
   const ExitLabels &exits;
   CodeSection &section;
   EmitStats &stats;
-  DenseMap<Block *, std::string> labels;
+  DenseMap<Block *, std::string> labels, forward;
   struct Stub {
     std::string label;
     Block *dest;
@@ -265,6 +268,10 @@ void FuncEmitter::edgeCopies(Block *dest, OperandRange operands) {
   };
   std::vector<Move> moves;
   for (auto [arg, value] : llvm::zip(dest->getArguments(), operands)) {
+    // A dead argument has no register of its own (it interferes with
+    // nothing): writing it could clobber a live value.
+    if (arg.use_empty())
+      continue;
     Operand dst = regOf(arg).operand();
     if (!constOf(value) && regOf(value).operand() == dst)
       continue;
@@ -309,7 +316,7 @@ void FuncEmitter::edgeCopies(Block *dest, OperandRange operands) {
   }
 }
 
-LogicalResult FuncEmitter::emitOp(Operation *op, Block *next) {
+LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
   Location loc = op->getLoc();
   (void)loc;
   auto dstOf = [&](Value v) { return regOf(v).operand(); };
@@ -522,7 +529,8 @@ LogicalResult FuncEmitter::emitOp(Operation *op, Block *next) {
       .Case([&](med::CmpBrOp o) {
         compare(o.getOp(), o.getA(), o.getB());
         // Prefer falling through to the false successor.
-        if (o.getFalseDest() == next || o.getTrueDest() != next) {
+        if (labelOf(o.getFalseDest()) == next ||
+            labelOf(o.getTrueDest()) != next || !o.getTrueOperands().empty()) {
           branch(o.getCond(), edgeTarget(o.getTrueDest(), o.getTrueOperands()));
           jumpTo(o.getFalseDest(), o.getFalseOperands(), next);
         } else {
@@ -575,7 +583,7 @@ LogicalResult FuncEmitter::emitOp(Operation *op, Block *next) {
           branch("beq", labelOf(o.getDests()[i + 1]));
         }
         Block *dflt = o.getDests()[0];
-        if (dflt != next) {
+        if (labelOf(dflt) != next) {
           Instr br;
           br.op = me::Op::Br;
           emit(br, labelOf(dflt));
@@ -592,7 +600,7 @@ LogicalResult FuncEmitter::emitOp(Operation *op, Block *next) {
         in.imm = 1;
         emit(in, "", "watchdog");
         branch("bcs", labelOf(o.getExpired()));
-        if (o.getNext() != next) {
+        if (labelOf(o.getNext()) != next) {
           Instr br;
           br.op = me::Op::Br;
           emit(br, labelOf(o.getNext()));
@@ -637,17 +645,72 @@ LogicalResult FuncEmitter::run(const std::string &entry) {
   unsigned n = 0;
   for (Block &block : func.getBody())
     labels[&block] = n++ == 0 ? entry : entry + "_" + std::to_string(n - 1);
-  for (Block &block : func.getBody()) {
-    label(labels[&block]);
-    Block *next = block.getNextNode();
-    for (Operation &op : block)
+  // Blocks that only branch on (to a block, a send or a drop) are not
+  // emitted: branches to them go straight to where they lead.
+  std::function<std::optional<std::string>(Block *, unsigned)> leadsTo =
+      [&](Block *block, unsigned depth) -> std::optional<std::string> {
+    if (block->isEntryBlock() || block->getNumArguments() ||
+        !llvm::hasSingleElement(*block) || depth > 16)
+      return std::nullopt;
+    Operation &op = block->front();
+    if (auto send = dyn_cast<med::SendOp>(op))
+      return exits.send(send.getPort());
+    if (isa<med::DropOp>(op))
+      return exits.drop;
+    if (auto br = dyn_cast<med::BrOp>(op)) {
+      if (!br.getDestOperands().empty())
+        return std::nullopt;
+      if (auto further = leadsTo(br.getDest(), depth + 1))
+        return further;
+      return labels[br.getDest()];
+    }
+    return std::nullopt;
+  };
+  for (Block &block : func.getBody())
+    if (auto target = leadsTo(&block, 0))
+      forward[&block] = *target;
+  // Layout: chains of blocks, each followed by the block it falls into
+  // (the false successor of a compare, the target of a branch).
+  auto fallsInto = [&](Block *block) -> Block * {
+    Operation *term = block->getTerminator();
+    Block *dest = nullptr;
+    if (auto br = dyn_cast<med::BrOp>(term))
+      dest = br.getDest();
+    else if (auto cmp = dyn_cast<med::CmpBrOp>(term))
+      dest = cmp.getFalseDest();
+    else if (auto bit = dyn_cast<med::BitBrOp>(term))
+      dest = bit.getFalseDest();
+    else if (auto wd = dyn_cast<med::WatchdogOp>(term))
+      dest = wd.getNext();
+    // Through blocks that only branch on.
+    for (unsigned depth = 0; dest && forward.count(dest) && depth < 16;
+         ++depth) {
+      auto br = dyn_cast<med::BrOp>(dest->front());
+      dest = br ? br.getDest() : nullptr;
+    }
+    return dest;
+  };
+  std::vector<Block *> emitted;
+  llvm::SmallPtrSet<Block *, 16> placed;
+  for (Block &start : func.getBody()) {
+    for (Block *block = &start;
+         block && !forward.count(block) && placed.insert(block).second;
+         block = fallsInto(block))
+      emitted.push_back(block);
+  }
+  for (size_t i = 0; i < emitted.size(); ++i) {
+    Block *block = emitted[i];
+    label(labels[block]);
+    std::string next =
+        i + 1 < emitted.size() ? labels[emitted[i + 1]] : std::string();
+    for (Operation &op : *block)
       if (failed(emitOp(&op, next)))
         return failure();
   }
   for (size_t i = 0; i < stubs.size(); ++i) {
     Stub stub = stubs[i];
     label(stub.label);
-    jumpTo(stub.dest, stub.operands, nullptr);
+    jumpTo(stub.dest, stub.operands, "");
   }
   return success();
 }

@@ -141,11 +141,13 @@ LogicalResult netvm::me::allocateRegisters(med::FuncOp func,
       for (Value v : op.getOperands())
         if (allocatable(v))
           live.insert(v);
-      for (auto [a, b] : sourcePairs(&op))
-        if (allocatable(a) && allocatable(b)) {
+      // Pairs with a fixed register (an argument) count too.
+      for (auto [a, b] : sourcePairs(&op)) {
+        if (allocatable(a))
           pairs[a].insert(b);
+        if (allocatable(b))
           pairs[b].insert(a);
-        }
+      }
     }
     for (BlockArgument arg : block.getArguments()) {
       for (Value v : live)
@@ -201,6 +203,8 @@ LogicalResult netvm::me::allocateRegisters(med::FuncOp func,
   }
 
   auto bankOf = [&](Value v) -> std::optional<Reg::Kind> {
+    if (auto arg = v.getDefiningOp<med::ArgOp>())
+      return fixedArgRegister(arg.getName()).kind;
     auto it = regs.find(v);
     if (it == regs.end())
       return std::nullopt;

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The microengine back end's benchmark (issue 13).
+
+For each of the paper's five filters (examples/filters/*.netil) compiled by
+`netc --target=me` and the hand-written program of the same filter
+(examples/me/*.s) in the same pipeline layout (receive ME 0, filter ME 1,
+transmit ME 2): emulated ME cycles per packet, the filter ME's static
+instructions, spills and bank moves, and the time `netc --target=me` takes
+(whole process, median). Before anything is timed every row checks that
+the compiled program transmits the packets the interpreter outputs, byte
+for byte. Emulated figures are exact; host times are medians of RUNS.
+
+Prints Markdown; bench/README.md ("Microengine back end") holds the latest
+figures.
+
+Usage: bench/me-backend.py [--packets N] [--runs N] [--build DIR]
+"""
+import argparse
+import os
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+FILTERS = ["ip", "ip-src", "ip-tcp", "four-hosts", "four-fields"]
+
+
+def payloads(path):
+    """The bytes of the packets of a pcap file (netvm-run -w and the
+    emulator may record different wire lengths for truncated packets)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = struct.unpack("<I", data[:4])[0]
+    endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    out, pos = [], 24
+    while pos + 16 <= len(data):
+        _, _, caplen, _ = struct.unpack(endian + "IIII", data[pos:pos + 16])
+        out.append(data[pos + 16:pos + 16 + caplen])
+        pos += 16 + caplen
+    return out
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def me1_instructions(objdump, image):
+    text = run([objdump, image]).stdout
+    count, on = 0, False
+    for line in text.splitlines():
+        if line.startswith(".me "):
+            on = line.strip() == ".me 1"
+            continue
+        if on and re.match(r"^    [a-z]", line):
+            count += 1
+    return count
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--packets", type=int, default=20000)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--build", default=os.environ.get(
+        "NETVM_BUILD_DIR", os.path.join(root, "build")))
+    args = p.parse_args()
+    bin_ = os.path.join(args.build, "bin")
+    tool = {t: os.path.join(bin_, t) for t in
+            ["netc", "netvm-emu", "netvm-run", "netvm-pcapgen",
+             "netvm-me-as", "netvm-me-objdump"]}
+    tmp = tempfile.mkdtemp(prefix="me-bench-")
+    trace = os.path.join(tmp, "in.pcap")
+    run([tool["netvm-pcapgen"], "-o", trace, "-n", str(args.packets)])
+
+    print(f"Trace: {args.packets} packets of netvm-pcapgen; cycles per "
+          f"packet are emulated (exact), compile times medians of "
+          f"{args.runs} runs of the whole netc process.\n")
+    print("| filter | cycles/pkt compiled | hand-written | ratio (<= 1.10) "
+          "| ME 1 instructions compiled | hand-written | ratio (<= 1.15) "
+          "| spills | bank moves | netc --target=me, ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    failed = False
+    for name in FILTERS:
+        netil = os.path.join(root, "examples", "filters", name + ".netil")
+        hand_s = os.path.join(root, "examples", "me", name + ".s")
+        image = os.path.join(tmp, name + ".img")
+        hand_img = os.path.join(tmp, name + "-hand.img")
+        report = run([tool["netc"], "--target=me", netil, "-o", image,
+                      "--resource-report"]).stderr
+        m = re.search(r"me1 \(.*\): (\d+) of \d+ instructions, (\d+) spills, "
+                      r"(\d+) bank moves", report)
+        spills, moves = m.group(2), m.group(3)
+        run([tool["netvm-me-as"], hand_s, "-o", hand_img])
+        # Equal outputs first.
+        outs = {}
+        for label, img in (("compiled", image), ("hand", hand_img)):
+            out = os.path.join(tmp, f"{name}-{label}.pcap")
+            stats = run([tool["netvm-emu"], img, "-r", trace, "-w", out]).stdout
+            cycles = int(re.search(r"cycles: (\d+)", stats).group(1))
+            outs[label] = (cycles, payloads(out))
+        ref = os.path.join(tmp, f"{name}-ref.pcap")
+        run([tool["netvm-run"], "--engine=interp", netil, "-r", trace,
+             "-w", ref])
+        if outs["compiled"][1] != payloads(ref):
+            print(f"| {name} | outputs differ from the interpreter's | | | | "
+                  f"| | | | |")
+            failed = True
+            continue
+        times = []
+        for _ in range(args.runs):
+            start = time.perf_counter()
+            run([tool["netc"], "--target=me", netil, "-o", image])
+            times.append((time.perf_counter() - start) * 1000)
+        c, h = outs["compiled"][0], outs["hand"][0]
+        ci = me1_instructions(tool["netvm-me-objdump"], image)
+        hi = me1_instructions(tool["netvm-me-objdump"], hand_img)
+        print(f"| {name} | {c / args.packets:.1f} | {h / args.packets:.1f} "
+              f"| {c / h:.3f} | {ci} | {hi} | {ci / hi:.2f} | {spills} "
+              f"| {moves} | {statistics.median(times):.1f} |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
