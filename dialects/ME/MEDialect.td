@@ -30,9 +30,9 @@ def ME_Dialect : Dialect {
 
     A `me.func` holds the code of one NetVM handler as a control-flow graph.
     Values are 32-bit words in **virtual registers** (`i32`) until the
-    register allocator (`me-allocate-registers`) gives each a physical one
+    register allocator (`allocateRegisters` in lib/Target/ME/CodeGen) gives each a physical one
     in the `reg` attribute of its definition: a GPR of bank A or B
-    (`a2`..`a14`, `b3`..`b14`), a transfer register (`$$n` for DRAM reads,
+    (`a3`..`a14`, `b3`..`b14`), a transfer register (`$$n` for DRAM reads,
     `$n` for scratch and SRAM reads and the hash unit) or a local-memory
     slot (`*l$index0[n]`, a spill). Constants are `me.const` operations that
     the emitter folds into the instruction's 16-bit immediate field where

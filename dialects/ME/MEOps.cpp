@@ -184,11 +184,13 @@ LogicalResult AluOp::verify() {
   if (failed(verifyAluOp(*this, getOp())))
     return failure();
   bool unary = getOp() == "b" || getOp() == "~b";
-  if (unary && getA())
+  bool indirect = getShift() && getShift()->ends_with("indirect");
+  // b and ~b read only b, except that an indirect shift takes its amount
+  // from a.
+  if (unary && getA() && !indirect)
     return emitOpError("'") << getOp() << "' takes no 'a' operand";
   if (!unary && !getA())
     return emitOpError("'") << getOp() << "' needs an 'a' operand";
-  bool indirect = getShift() && getShift()->ends_with("indirect");
   if (indirect && !unary)
     return emitOpError("indirect shifts need ALU operation b or ~b");
   if (indirect && !getA())
