@@ -203,6 +203,26 @@ private:
   }
 
   /// A block's label, or where it forwards to when it only branches on.
+  /// A move that leaves the condition codes alone.
+  void keepingMove(Operand dst, Value src) {
+    Instr in;
+    if (auto c = constOf(src)) {
+      in.op = me::Op::Immed;
+      in.dst = dst;
+      in.imm = *c;
+      emit(in);
+      return;
+    }
+    Operand from = regOf(src).operand();
+    if (from == dst)
+      return;
+    in.op = me::Op::LdFieldClr;
+    in.dst = dst;
+    in.field = 0xf;
+    in.a = Operand::none();
+    in.b = from;
+    emit(in);
+  }
   std::string labelOf(Block *block) {
     auto it = forward.find(block);
     if (it != forward.end())
@@ -401,9 +421,11 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         compare(o.getOp(), o.getA(), o.getB());
         Operand dst = dstOf(o.getResult());
         std::string done = prefix + "_l" + std::to_string(localLabels++);
-        move(dst, o.getTrueValue());
+        // Between the compare and its branch only moves that keep the
+        // condition codes: immed and ld_field_w_clr (an alu would set them).
+        keepingMove(dst, o.getTrueValue());
         branch(o.getCond(), done);
-        move(dst, o.getFalseValue());
+        keepingMove(dst, o.getFalseValue());
         label(done);
         // The moves may be empty (both in dst): keep a target for the label.
         return success();
