@@ -12,6 +12,7 @@
 #include "netvm/Frontend/Application.h"
 #include "netvm/Frontend/NetIL.h"
 
+#include "ME/MEDialect.h"
 #include "NetVM/NetVMDialect.h"
 #include "NetVM/NetVMOps.h"
 #include "NetVM/NetVMPasses.h"
@@ -40,7 +41,7 @@ using llvm::SMLoc;
 
 void netvm::driver::registerDialects(DialectRegistry &registry) {
   registry.insert<NetVMDialect, arith::ArithDialect, cf::ControlFlowDialect,
-                  math::MathDialect>();
+                  math::MathDialect, medialect::MEDialect>();
 }
 
 void netvm::driver::configureHelp(llvm::cl::OptionCategory &toolCategory,

@@ -8,10 +8,9 @@
 // structural and pseudo operations listed here. Adding an instruction to
 // the table or an operation to the dialect without the other fails here.
 //
-// The round trip and the verifier diagnostics of test/Dialect/ME are
-// checked here too, with the dialect loaded in a context of its own:
-// netvm-opt does not register the me dialect (test/Dialect/ME/lit.local.cfg
-// runs the lit versions once it does).
+// The round trip and the verifier diagnostics of test/Dialect/ME (which
+// netvm-opt runs as lit tests) are checked here too, with the dialect
+// loaded in a context of its own, so a failure names the chunk.
 //
 //===----------------------------------------------------------------------===//
 

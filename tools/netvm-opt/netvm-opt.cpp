@@ -1,12 +1,14 @@
 //===- netvm-opt.cpp - mlir-opt for the netvm dialects
 //----------------------===//
 //
-// The MLIR optimizer driver with the netvm dialect, the upstream dialects its
-// handlers use (arith, cf, math) and MLIR's generic transformation passes
-// registered. Used by the lit tests and for experimenting with pipelines.
+// The MLIR optimizer driver with the netvm and me dialects, the upstream
+// dialects netvm handlers use (arith, cf, math) and MLIR's generic
+// transformation passes registered. Used by the lit tests and for experimenting
+// with pipelines.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ME/MEDialect.h"
 #include "NetVM/NetVMDialect.h"
 #include "NetVM/NetVMPasses.h"
 #include "netvm/Conversion/Passes.h"
@@ -26,7 +28,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<netvm::NetVMDialect, mlir::arith::ArithDialect,
                   mlir::cf::ControlFlowDialect, mlir::math::MathDialect,
-                  mlir::LLVM::LLVMDialect>();
+                  mlir::LLVM::LLVMDialect, netvm::medialect::MEDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "netvm optimizer driver\n", registry));
 }

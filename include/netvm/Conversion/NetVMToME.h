@@ -15,6 +15,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/LogicalResult.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct MELoweringOptions {
   /// Bytes of the packet prefetched into DRAM transfer registers at
   /// arrival, at most (a multiple of 8, at most 64).
   unsigned maxHeaderBytes = 64;
+  /// SRAM byte addresses of the NetPE's data memory, the application's
+  /// shared memory and the NetPE's initialised data (docs/me-backend.md,
+  /// "Memory map"); their sizes come from the NetPE.
+  uint32_t dataBase = 0, sharedBase = 0, initDataBase = 0;
 };
 
 /// What the lowering of one handler found out, for the packet path.
@@ -36,6 +41,9 @@ struct MEHandlerInfo {
   unsigned headerBytes = 0;
   /// The handler uses the watchdog counter.
   bool usesWatchdog = false;
+  /// The handler writes data or shared memory: its contexts must take
+  /// packets through it in order (the packet path's state token).
+  bool writesState = false;
 };
 
 /// Lowers one handler into a new me.func built at `builder`'s insertion

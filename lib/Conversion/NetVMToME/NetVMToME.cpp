@@ -117,6 +117,11 @@ private:
 
   // Memory.
   LogicalResult lowerLoad(LoadOp op);
+  LogicalResult lowerStore(StoreOp op);
+  /// SRAM memories: their base address and size, or failure.
+  FailureOr<std::pair<uint32_t, uint32_t>> sramSpace(Operation *op,
+                                                     MemSpace space);
+  Value sramLoad(Location loc, uint32_t base, Value offset, unsigned size);
   Value headerLoad(Location loc, uint32_t offset, unsigned size);
   LogicalResult lowerCheckBounds(CheckBoundsOp op);
 
@@ -331,9 +336,14 @@ LogicalResult HandlerLowering::lowerLoad(LoadOp op) {
   if (op.getLittleEndian())
     return refuse(op, "a little-endian load (the ME pipeline does not swap "
                       "byte order)");
-  if (op.getSpace() != MemSpace::Packet)
-    return refuse(op, Twine("an access to ") +
-                          stringifyMemSpace(op.getSpace()) + " memory");
+  if (op.getSpace() != MemSpace::Packet) {
+    auto space = sramSpace(op, op.getSpace());
+    if (failed(space))
+      return failure();
+    values.map(op.getResult(),
+               sramLoad(loc, space->first, op.getOffset(), size));
+    return success();
+  }
   auto offset = constantOf(op.getOffset());
   if (prefetch && offset && wordsEnd(*offset, size) <= info.headerBytes) {
     values.map(op.getResult(), headerLoad(loc, *offset, size));
@@ -348,13 +358,131 @@ LogicalResult HandlerLowering::lowerLoad(LoadOp op) {
   return success();
 }
 
+FailureOr<std::pair<uint32_t, uint32_t>>
+HandlerLowering::sramSpace(Operation *op, MemSpace space) {
+  switch (space) {
+  case MemSpace::Data:
+    return std::make_pair(options.dataBase, pe.getDatamemSize());
+  case MemSpace::Shared:
+    return std::make_pair(options.sharedBase, pe.getSharedmemSize());
+  case MemSpace::InitData:
+    return std::make_pair(
+        options.initDataBase,
+        static_cast<uint32_t>(pe.getInitdata() ? pe.getInitdata()->size() : 0));
+  default:
+    break;
+  }
+  return refuse(op,
+                Twine("an access to ") + stringifyMemSpace(space) + " memory");
+}
+
+Value HandlerLowering::sramLoad(Location loc, uint32_t base, Value offset,
+                                unsigned size) {
+  // SRAM is read in words: the two words from the address rounded down to
+  // 4, then the bytes at the address's low bits.
+  auto c = constantOf(offset);
+  Value zero = constant(0, loc);
+  if (c) {
+    uint32_t address = base + *c;
+    uint32_t aligned = address & ~3u;
+    unsigned n = address & 3;
+    unsigned words = n + size > 4 ? 2 : 1;
+    auto read = med::MemOp::create(
+        b, loc, SmallVector<Type>(words, b.getI32Type()), "sram", "read",
+        constant(aligned, loc), zero, ValueRange(), words);
+    Value word = read.getResult(0);
+    if (words == 2)
+      word =
+          med::ByteAlignOp::create(b, loc, b.getI32Type(), word,
+                                   read.getResult(1), b.getI32IntegerAttr(n));
+    else if (n)
+      word = shifted(loc, "b", Value(), word, "<<", 8 * n);
+    if (size < 4)
+      word = shifted(loc, "b", Value(), word, ">>", 32 - 8 * size);
+    return word;
+  }
+  Value address = alu(loc, "+", get(offset), constant(base, loc));
+  Value aligned = alu(loc, "and~", address, constant(3, loc));
+  auto read =
+      med::MemOp::create(b, loc, SmallVector<Type>(2, b.getI32Type()), "sram",
+                         "read", aligned, zero, ValueRange(), 2);
+  Value low = alu(loc, "and", address, constant(3, loc));
+  med::CsrWriteOp::create(b, loc, "byte_index", low);
+  Value word =
+      med::ByteAlignOp::create(b, loc, b.getI32Type(), read.getResult(0),
+                               read.getResult(1), b.getI32IntegerAttr(4));
+  if (size < 4)
+    word = shifted(loc, "b", Value(), word, ">>", 32 - 8 * size);
+  return word;
+}
+
+LogicalResult HandlerLowering::lowerStore(StoreOp op) {
+  Location loc = op.getLoc();
+  unsigned size = widthOf(op.getValue().getType()) / 8;
+  if (op.getSpace() == MemSpace::Packet || op.getSpace() == MemSpace::Info ||
+      op.getSpace() == MemSpace::InitData)
+    return refuse(op, Twine("a store to ") + stringifyMemSpace(op.getSpace()) +
+                          " memory");
+  auto space = sramSpace(op, op.getSpace());
+  if (failed(space))
+    return failure();
+  info.writesState = true;
+  auto c = constantOf(op.getOffset());
+  if (!c)
+    return refuse(op, Twine("a store at a computed offset into ") +
+                          stringifyMemSpace(op.getSpace()) + " memory");
+  uint32_t address = space->first + *c;
+  Value zero = constant(0, loc);
+  Value value = get(op.getValue());
+  if (size == 4 && (address & 3) == 0) {
+    med::MemOp::create(b, loc, TypeRange(), "sram", "write",
+                       constant(address, loc), zero, ValueRange{value}, 1);
+    return success();
+  }
+  // Read-modify-write of the words the bytes fall in, byte by byte with
+  // ld_field (the handler holds the state token, so no other context
+  // writes in between).
+  uint32_t aligned = address & ~3u;
+  unsigned words = (address & 3) + size > 4 ? 2 : 1;
+  auto read = med::MemOp::create(
+      b, loc, SmallVector<Type>(words, b.getI32Type()), "sram", "read",
+      constant(aligned, loc), zero, ValueRange(), words);
+  SmallVector<Value> merged(read.getResults().begin(), read.getResults().end());
+  for (unsigned i = 0; i < size; ++i) {
+    // Byte i of the value (most significant first) goes to byte position
+    // p of the window.
+    unsigned p = (address & 3) + i;
+    unsigned word = p / 4, byteInWord = p % 4; // 0 = most significant
+    unsigned fromBit = 8 * (size - 1 - i);     // the byte in the value
+    unsigned toBit = 8 * (3 - byteInWord);
+    // Rotate the value so that its byte lands at toBit, then ld_field it.
+    unsigned rot = (fromBit - toBit + 32) % 32; // right rotation
+    merged[word] = med::LdFieldOp::create(
+        b, loc, b.getI32Type(), b.getI32IntegerAttr(1u << (3 - byteInWord)),
+        merged[word], value, rot ? b.getStringAttr(">>rot") : StringAttr(),
+        rot ? b.getI32IntegerAttr(rot) : IntegerAttr());
+  }
+  med::MemOp::create(b, loc, TypeRange(), "sram", "write",
+                     constant(aligned, loc), zero, merged, words);
+  return success();
+}
+
 LogicalResult HandlerLowering::lowerCheckBounds(CheckBoundsOp op) {
   Location loc = op.getLoc();
-  if (op.getSpace() != MemSpace::Packet)
-    return refuse(op, Twine("an access to ") +
-                          stringifyMemSpace(op.getSpace()) + " memory");
-  Block *raise = raiseBlock(loc, ExceptionKind::PacketBounds);
-  Value length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
+  ExceptionKind kind = ExceptionKind::PacketBounds;
+  Value length;
+  if (op.getSpace() == MemSpace::Packet) {
+    length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
+  } else {
+    auto space = sramSpace(op, op.getSpace());
+    if (failed(space))
+      return failure();
+    kind = op.getSpace() == MemSpace::Data     ? ExceptionKind::DataBounds
+           : op.getSpace() == MemSpace::Shared ? ExceptionKind::SharedBounds
+                                               : ExceptionKind::InitDataBounds;
+    length = constant(space->second, loc);
+  }
+  Block *raise = raiseBlock(loc, kind);
   auto offset = constantOf(op.getOffset());
   Block *current = b.getInsertionBlock();
   Block *next = newBlock();
@@ -510,6 +638,7 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](LoadOp o) { return lowerLoad(o); })
+      .Case([&](StoreOp o) { return lowerStore(o); })
       .Case([&](CheckBoundsOp o) { return lowerCheckBounds(o); })
       .Case([&](CheckOp o) {
         Block *raise = raiseBlock(loc, o.getKind());
@@ -603,6 +732,8 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
       b, loc, b.getStringAttr(name), b.getStringAttr(pe.getSymName()),
       b.getStringAttr(stringifyHandlerKind(handler.getKind())));
   Region &body = handler.getBody();
+  // The caller's insertion point (after the new function) is kept.
+  OpBuilder::InsertionGuard guard(b);
 
   // The header prefetch: the bytes below maxHeaderBytes that constant-offset
   // packet loads read, unless the handler writes the packet (the copy in

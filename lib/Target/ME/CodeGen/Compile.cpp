@@ -47,6 +47,8 @@ constexpr unsigned buffers = 64;
 constexpr uint32_t bufferBase = 0x10000, bufferBytes = 2048;
 constexpr uint32_t watchdogAddress = 0x0, eventCountAddress = 0x4,
                    eventLogAddress = 0x100, eventCapacity = 16384;
+/// Data memories, initialised data and shared memory, in SRAM from here.
+constexpr uint32_t sramDataBase = 0x80000;
 constexpr unsigned handlerME = 1, rxME = 0, txME = 2;
 
 std::string hex(uint32_t v) {
@@ -260,14 +262,43 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   builder.setInsertionPointToEnd(meModule->getBody());
   MELoweringOptions lowering;
   lowering.maxHeaderBytes = pktReadXfer * 4;
+  uint32_t sramNext = sramDataBase;
+  std::vector<DataInit> initData;
   for (PEInfo &info : pes) {
     PEOp pe = info.pe;
-    if (pe.getDatamemSize() || pe.getSharedmemSize() ||
-        !pe.getCoprocessors().empty() || pe.getInitdata())
-      return pe.emitError("the microengine back end does not yet place data, "
-                          "shared or initialised memory or coprocessors "
-                          "(NetPE '")
+    if (!pe.getCoprocessors().empty())
+      return pe.emitError("the microengine back end does not yet run "
+                          "coprocessors (NetPE '")
              << pe.getSymName() << "')";
+    // SRAM: the NetPE's data memory and initialised data.
+    auto place = [&](uint32_t size) {
+      uint32_t at = sramNext;
+      sramNext = (sramNext + size + 7) & ~7u;
+      return at;
+    };
+    lowering.dataBase = place(pe.getDatamemSize());
+    layout.dataMemory.push_back(
+        {Memory::Sram, lowering.dataBase, pe.getDatamemSize()});
+    if (pe.getDatamemSize())
+      layout.persistent.push_back(layout.dataMemory.back());
+    if (auto init = pe.getInitdata()) {
+      lowering.initDataBase = place(init->size());
+      DataInit data;
+      data.memory = Memory::Sram;
+      data.address = lowering.initDataBase;
+      for (int8_t byte : *init)
+        data.bytes.push_back(static_cast<uint8_t>(byte));
+      if (!data.bytes.empty())
+        initData.push_back(std::move(data));
+    }
+    if (pe.getSharedmemSize()) {
+      if (!layout.sharedMemory.size) {
+        layout.sharedMemory = {Memory::Sram, place(pe.getSharedmemSize()),
+                               pe.getSharedmemSize()};
+        layout.persistent.push_back(layout.sharedMemory);
+      }
+      lowering.sharedBase = layout.sharedMemory.address;
+    }
     for (HandlerOp handler : pe.getBodyBlock()->getOps<HandlerOp>()) {
       if (handler.getKind() == HandlerKind::Pull)
         return handler.emitError("the microengine back end does not run pull "
@@ -302,13 +333,14 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   budget.bytes = {uint8_t(defaultBudget >> 24), uint8_t(defaultBudget >> 16),
                   uint8_t(defaultBudget >> 8), uint8_t(defaultBudget)};
   program.data.push_back(budget);
+  for (DataInit &init : initData)
+    program.data.push_back(std::move(init));
   layout.watchdogAddress = watchdogAddress;
   layout.eventCount = eventCountAddress;
   layout.eventLog = eventLogAddress;
   layout.eventCapacity = eventCapacity;
   for (PEInfo &info : pes)
     layout.pes.push_back(info.pe.getSymName().str());
-  layout.dataMemory.resize(pes.size());
   layout.infoSize = std::max<unsigned>(options.defaultInfoSize, 64);
 
   receiveStage(program);
@@ -318,9 +350,18 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   section.meMask = 1u << handlerME;
   section.title = "ME 1: the NetPEs of '" + app.getSymName().str() + "'";
   LineBuilder a{section};
-  bool watchdog = false;
-  for (PEInfo &info : pes)
+  bool watchdog = false, stateful = false;
+  for (PEInfo &info : pes) {
     watchdog |= info.pushInfo.usesWatchdog || info.initInfo.usesWatchdog;
+    stateful |= info.pushInfo.writesState;
+  }
+  // With state written by the handlers, packets go through them in order:
+  // a third token (s7) passes from context to context, as the work token.
+  auto passState = [&] {
+    if (stateful)
+      a("local_csr_wr[same_me_signal, " + hex(0x80 | (7 << 3)) + "]",
+        "state token");
+  };
   if (watchdog) {
     // Each context's local memory: 64 words at context x 256 bytes; word
     // 15 keeps the watchdog budget, words 0-14 are spill slots.
@@ -355,6 +396,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a.label("start_tokens");
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
   a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
+  if (stateful)
+    a("local_csr_wr[same_me_signal, " + hex(7 << 3) + "]");
   a.label("work_loop");
   a("ctx_arb[s1]", "work token");
   a.label("get_work");
@@ -367,6 +410,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("alu[a1, --, b, $2]");
   a("br_bset[$3, 0, @work_end]");
   a("alu[b2, --, b, $4]", "tag");
+  if (stateful)
+    a("ctx_arb[s7]", "state token: the handlers in packet order");
   if (watchdog)
     a("alu[a2, --, b, *l$index0[15]]", "the packet's loop budget");
   // The source's destination.
@@ -479,6 +524,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     std::to_string(entryWords) + "], sig_done[s5]");
   a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
   a("ctx_arb[s5]");
+  passState();
   a("br[@work_loop]");
   a.label("unconnected");
   a("immed[a4, 3]", "EventKind::Unconnected");
@@ -506,9 +552,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("bne[@drop]");
   // An event of an init handler: back to the next one.
   for (auto &[info, name] : inits) {
-    a("immed[a3, " + std::to_string(info->index) + "]");
-    a("alu[--, a15, and, 0xffff]");
-    a("alu[--, a3, -, a15]");
+    a("alu[b3, a15, and, 0xffff]", "the NetPE of the event");
+    a("alu[--, b3, -, " + std::to_string(info->index) + "]");
     a("beq[@" + name + "_done]");
   }
   a("br[@start_tokens]");
@@ -518,6 +563,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("ctx_arb[s2]", "keep the transmit token moving");
   a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
   a("ctx_arb[s5]");
+  passState();
   a("br[@work_loop]");
   a.label("work_end");
   a("immed[$0, 0xffffffff]", "end marker");
