@@ -162,20 +162,6 @@ def test_interpreter_agrees_with_native(trace):
     assert interp.emulator_stats() is None
 
 
-@pytest.mark.skipif(netvm._netvm.HAVE_ME_CODEGEN,
-                    reason="the ME back end is built")
-def test_no_me_back_end():
-    app = netvm.compile("ip", lang="pcap-filter")
-    with pytest.raises(RuntimeError, match="without the ME back end"):
-        app.image
-    with pytest.raises(RuntimeError, match="without the ME back end"):
-        netvm.Instance(app, engine="emu")
-    with pytest.raises(RuntimeError, match="without the ME back end"):
-        netvm.compile("ip", lang="pcap-filter", target="me")
-
-
-@pytest.mark.skipif(not netvm._netvm.HAVE_ME_CODEGEN,
-                    reason="the ME back end is not built yet")
 def test_compiled_for_the_microengines(trace):
     app = netvm.compile("ip", lang="pcap-filter", target="me")
     assert app.target == "me"

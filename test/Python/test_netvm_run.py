@@ -134,17 +134,6 @@ def test_engine_option(trace):
         assert message in err, (args, err)
 
 
-@pytest.mark.skipif(netvm._netvm.HAVE_ME_CODEGEN,
-                    reason="the ME back end is built")
-def test_engine_emu_without_back_end(trace):
-    status, err = run_status(EXAMPLES / "filters" / "ip.netil", "-r", trace,
-                             "--engine=emu")
-    assert status == 3
-    assert "without the ME back end" in err
-
-
-@pytest.mark.skipif(not netvm._netvm.HAVE_ME_CODEGEN,
-                    reason="the ME back end is not built yet")
 def test_engine_emu_summary(trace, tmp_path):
     app = EXAMPLES / "filters" / "ip.netil"
     stats = tmp_path / "stats.json"
