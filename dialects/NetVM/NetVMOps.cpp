@@ -655,3 +655,14 @@ LogicalResult CoproExbufOp::verify() {
 
 #define GET_OP_CLASSES
 #include "NetVM/NetVMOps.cpp.inc"
+
+std::string netvm::locationString(Location loc) {
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+            Twine(file.getColumn()))
+        .str();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  loc.print(os);
+  return s;
+}

@@ -45,6 +45,10 @@ NETVM_RESOURCE(RandomStateResource, "netvm.random")
 /// The resource that models memory space `space`.
 mlir::SideEffects::Resource *getResource(MemSpace space);
 
+/// "file:line:col" of the NetIL instruction an operation came from: how
+/// every engine reports the location of an exception.
+std::string locationString(mlir::Location loc);
+
 class PEOp;
 class PortOp;
 class HandlerOp;

@@ -360,18 +360,6 @@ static int64_t signExtend(uint64_t v, unsigned bits) {
 }
 static unsigned bitsOf(Type t) { return t.getIntOrFloatBitWidth(); }
 
-/// "file:line:col" of the NetIL instruction an operation came from.
-static std::string locationString(Location loc) {
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
-            Twine(file.getColumn()))
-        .str();
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  loc.print(os);
-  return s;
-}
-
 HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
                                    ExBufPtr &xb, uint32_t portArg,
                                    Result &result) {

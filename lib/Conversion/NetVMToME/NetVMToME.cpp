@@ -35,19 +35,6 @@ unsigned widthOf(Type type) {
   return isa<IntegerType>(type) ? type.getIntOrFloatBitWidth() : 32;
 }
 
-/// "file:line:col" of the NetIL instruction an operation came from (the
-/// interpreter's spelling, so that the engines report the same location).
-std::string locationString(Location loc) {
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
-            Twine(file.getColumn()))
-        .str();
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  loc.print(os);
-  return s;
-}
-
 /// The end of the packet words a load of `size` bytes at `offset` reads.
 uint64_t wordsEnd(uint64_t offset, unsigned size) {
   return 4 * ((offset + size - 1) / 4 + 1);
@@ -112,6 +99,9 @@ private:
     Value up = shifted(loc, "b", Value(), v, "<<", 32 - bits);
     return shifted(loc, "b", Value(), up, ">>asr", 32 - bits);
   }
+  /// The branch of a comparison and its operands, sign-extended when the
+  /// comparison is signed and narrower than 32 bits.
+  std::tuple<StringRef, Value, Value> compareOperands(arith::CmpIOp cmp);
   /// A condition as 0/1 in a register.
   Value materialize(Value cond);
 
@@ -212,19 +202,25 @@ static std::pair<StringRef, bool> conditionFor(arith::CmpIPredicate p) {
   return {"beq", false};
 }
 
+std::tuple<StringRef, Value, Value>
+HandlerLowering::compareOperands(arith::CmpIOp cmp) {
+  auto [branch, isSigned] = conditionFor(cmp.getPredicate());
+  Value a = get(cmp.getLhs()), v = get(cmp.getRhs());
+  unsigned bits = widthOf(cmp.getLhs().getType());
+  if (isSigned && bits < 32) {
+    a = signExtend(cmp.getLoc(), a, bits);
+    v = signExtend(cmp.getLoc(), v, bits);
+  }
+  return {branch, a, v};
+}
+
 Value HandlerLowering::materialize(Value cond) {
   Location loc = cond.getLoc();
   if (auto c = constantOf(cond))
     return constant(*c & 1, loc);
   Operation *def = cond.getDefiningOp();
   if (auto cmp = dyn_cast_or_null<arith::CmpIOp>(def)) {
-    auto [branch, isSigned] = conditionFor(cmp.getPredicate());
-    Value a = get(cmp.getLhs()), v = get(cmp.getRhs());
-    unsigned bits = widthOf(cmp.getLhs().getType());
-    if (isSigned && bits < 32) {
-      a = signExtend(loc, a, bits);
-      v = signExtend(loc, v, bits);
-    }
+    auto [branch, a, v] = compareOperands(cmp);
     return med::SetCCOp::create(b, loc, b.getI32Type(), b.getStringAttr(branch),
                                 b.getStringAttr("-"), a, v);
   }
@@ -252,13 +248,7 @@ void HandlerLowering::branchOn(Location loc, Value cond, Block *t,
     return;
   }
   if (auto cmp = dyn_cast_or_null<arith::CmpIOp>(def)) {
-    auto [branch, isSigned] = conditionFor(cmp.getPredicate());
-    Value a = get(cmp.getLhs()), v = get(cmp.getRhs());
-    unsigned bits = widthOf(cmp.getLhs().getType());
-    if (isSigned && bits < 32) {
-      a = signExtend(loc, a, bits);
-      v = signExtend(loc, v, bits);
-    }
+    auto [branch, a, v] = compareOperands(cmp);
     med::CmpBrOp::create(b, loc, b.getStringAttr(branch), b.getStringAttr("-"),
                          a, v, targs, fargs, t, f);
     return;
@@ -597,13 +587,7 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         Value t = get(o.getTrueValue()), f = get(o.getFalseValue());
         Value c = o.getCondition();
         if (auto cmp = c.getDefiningOp<arith::CmpIOp>()) {
-          auto [branch, isSigned] = conditionFor(cmp.getPredicate());
-          Value a = get(cmp.getLhs()), v = get(cmp.getRhs());
-          unsigned bits = widthOf(cmp.getLhs().getType());
-          if (isSigned && bits < 32) {
-            a = signExtend(loc, a, bits);
-            v = signExtend(loc, v, bits);
-          }
+          auto [branch, a, v] = compareOperands(cmp);
           values.map(o.getResult(),
                      med::SelectOp::create(b, loc, b.getI32Type(), branch, "-",
                                            a, v, t, f));

@@ -66,6 +66,17 @@ struct LineBuilder {
     section.lines.push_back(std::move(line));
   }
   void label(const std::string &name) { section.pendingLabels.push_back(name); }
+  /// Puts the entry in $0.. on a ring in packet order: wait for the put
+  /// token (s2), issue the put, pass the token to the next context, then
+  /// wait for the put (signal `done`).
+  void orderedPut(unsigned ring, const std::string &done,
+                  const std::string &comment = "") {
+    (*this)("ctx_arb[s2]", comment);
+    (*this)("scratch[put, $0, " + std::to_string(ring) + ", 0, " +
+            std::to_string(entryWords) + "], sig_done[" + done + "]");
+    (*this)("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
+    (*this)("ctx_arb[" + done + "]");
+  }
 };
 
 /// ME 0: receive into free buffers, hand [buffer, length, wire, status,
@@ -106,11 +117,7 @@ void receiveStage(Program &program) {
   a("alu[$2, --, b, $1]", "wire length");
   a("alu[$3, --, b, $2]", "status");
   a("alu[$4, --, b, $3]", "the packet's number: its tag");
-  a("ctx_arb[s2]", "put token");
-  a("scratch[put, $0, " + std::to_string(workRing) + ", 0, " +
-    std::to_string(entryWords) + "], sig_done[s3]");
-  a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
-  a("ctx_arb[s3]");
+  a.orderedPut(workRing, "s3", "put token");
   a("br[@rx_loop]");
   a.label("rx_end");
   a("immed[$0, 0xffffffff]", "end marker");
@@ -118,11 +125,7 @@ void receiveStage(Program &program) {
   a("immed[$2, 0]");
   a("immed[$3, 1]");
   a("immed[$4, 0]");
-  a("ctx_arb[s2]");
-  a("scratch[put, $0, " + std::to_string(workRing) + ", 0, " +
-    std::to_string(entryWords) + "], sig_done[s3]");
-  a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
-  a("ctx_arb[s3]");
+  a.orderedPut(workRing, "s3");
   a("ctx_arb[kill]");
   program.code.push_back(std::move(section));
 }
@@ -519,11 +522,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("alu[$2, --, b, a1]");
   a("alu[$3, --, b, b1]", "the sink: its transmit port");
   a("alu[$4, --, b, b2]", "tag");
-  a("ctx_arb[s2]", "transmit token");
-  a("scratch[put, $0, " + std::to_string(txRing) + ", 0, " +
-    std::to_string(entryWords) + "], sig_done[s5]");
-  a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
-  a("ctx_arb[s5]");
+  a.orderedPut(txRing, "s5", "transmit token");
   passState();
   a("br[@work_loop]");
   a.label("unconnected");
@@ -567,11 +566,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("br[@work_loop]");
   a.label("work_end");
   a("immed[$0, 0xffffffff]", "end marker");
-  a("ctx_arb[s2]");
-  a("scratch[put, $0, " + std::to_string(txRing) + ", 0, " +
-    std::to_string(entryWords) + "], sig_done[s5]");
-  a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
-  a("ctx_arb[s5]");
+  a.orderedPut(txRing, "s5");
   a("ctx_arb[kill]");
   if (!watchdog && handlerReport.spills == 0)
     section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
