@@ -259,6 +259,26 @@ def ME_SelectOp : ME_Op<"select", [Pure]> {
   let hasVerifier = 1;
 }
 
+def ME_LocalReadOp : ME_Op<"lm_read"> {
+  let summary = "read a word of local memory (*l$indexN[word])";
+  let description = [{
+    Word `word` (0-15) above the context's local-memory pointer `window`
+    (0 or 1). The back end keeps info memory in window 1 while a packet is
+    on the ME (docs/me-backend.md, "Memory placement").
+  }];
+  let arguments = (ins I32Attr:$window, I32Attr:$word);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$window `,` $word attr-dict";
+  let hasVerifier = 1;
+}
+
+def ME_LocalWriteOp : ME_Op<"lm_write"> {
+  let summary = "write a word of local memory (*l$indexN[word])";
+  let arguments = (ins I32Attr:$window, I32Attr:$word, I32:$value);
+  let assemblyFormat = "$window `,` $word `,` $value attr-dict";
+  let hasVerifier = 1;
+}
+
 def ME_PacketReadOp : ME_Op<"pkt_read"> {
   let summary = "read 1, 2 or 4 packet bytes at a computed DRAM address";
   let description = [{

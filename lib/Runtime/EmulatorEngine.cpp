@@ -501,6 +501,13 @@ private:
            stats.stopReason + ")");
       return false;
     }
+    if (stats.packetsTruncated) {
+      fail(std::to_string(stats.packetsTruncated) +
+           " packet(s) were longer than the machine's receive size of " +
+           std::to_string(machine.maxPacketBytes) +
+           " bytes (--max-packet) and would be truncated");
+      return false;
+    }
     if (stats.packetsReceived != batch.size()) {
       fail("the machine received " + std::to_string(stats.packetsReceived) +
            " of " + std::to_string(batch.size()) + " packets");

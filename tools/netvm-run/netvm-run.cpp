@@ -530,6 +530,9 @@ static std::unique_ptr<rt::Engine>
 createEmulatorEngine(ModuleOp module, const rt::EngineOptions &options,
                      int &status) {
   me::MachineConfig machine;
+#ifdef NETVM_HAVE_ME_CODEGEN
+  machine.maxPacketBytes = me::compiledMaxPacketBytes;
+#endif
   if (!machineConfig(machine))
     return nullptr;
 #ifdef NETVM_HAVE_ME_CODEGEN

@@ -113,7 +113,25 @@ private:
                                                      MemSpace space);
   Value sramLoad(Location loc, uint32_t base, Value offset, unsigned size);
   Value headerLoad(Location loc, uint32_t offset, unsigned size);
+  /// Bytes n .. n + size - 1 of the 8 bytes w0:w1 (w1 may be absent when
+  /// they lie in w0), zero-extended.
+  Value extractBytes(Location loc, Value w0, Value w1, unsigned n,
+                     unsigned size);
+  /// Merges the `size` low bytes of `value` into the words `window` at byte
+  /// position `at` (0-3 of the first word, most significant first).
+  void mergeBytes(Location loc, SmallVectorImpl<Value> &window, unsigned at,
+                  Value value, unsigned size);
+  LogicalResult lowerInfoLoad(LoadOp op);
+  LogicalResult lowerInfoStore(StoreOp op);
   LogicalResult lowerCheckBounds(CheckBoundsOp op);
+  /// Raises packet_bounds at `loc` unless [offset, offset + extent) lies
+  /// in the packet.
+  void packetRangeCheck(Location loc, Value offset, Value extent);
+  LogicalResult lowerChecksum(ChecksumOp op);
+  /// Unsigned n / d and n % d by restoring division, a loop of 32 steps
+  /// (the MEs have no divider).
+  std::pair<Value, Value> divide(Location loc, Value n, Value d);
+  LogicalResult lowerDivision(Operation *op);
 
   // Control flow.
   Block *blockFor(Block *netvmBlock) { return blocks.lookup(netvmBlock); }
@@ -326,6 +344,8 @@ LogicalResult HandlerLowering::lowerLoad(LoadOp op) {
   if (op.getLittleEndian())
     return refuse(op, "a little-endian load (the ME pipeline does not swap "
                       "byte order)");
+  if (op.getSpace() == MemSpace::Info)
+    return lowerInfoLoad(op);
   if (op.getSpace() != MemSpace::Packet) {
     auto space = sramSpace(op, op.getSpace());
     if (failed(space))
@@ -380,16 +400,8 @@ Value HandlerLowering::sramLoad(Location loc, uint32_t base, Value offset,
     auto read = med::MemOp::create(
         b, loc, SmallVector<Type>(words, b.getI32Type()), "sram", "read",
         constant(aligned, loc), zero, ValueRange(), words);
-    Value word = read.getResult(0);
-    if (words == 2)
-      word =
-          med::ByteAlignOp::create(b, loc, b.getI32Type(), word,
-                                   read.getResult(1), b.getI32IntegerAttr(n));
-    else if (n)
-      word = shifted(loc, "b", Value(), word, "<<", 8 * n);
-    if (size < 4)
-      word = shifted(loc, "b", Value(), word, ">>", 32 - 8 * size);
-    return word;
+    return extractBytes(loc, read.getResult(0),
+                        words == 2 ? read.getResult(1) : Value(), n, size);
   }
   Value address = alu(loc, "+", get(offset), constant(base, loc));
   Value aligned = alu(loc, "and~", address, constant(3, loc));
@@ -406,11 +418,93 @@ Value HandlerLowering::sramLoad(Location loc, uint32_t base, Value offset,
   return word;
 }
 
+Value HandlerLowering::extractBytes(Location loc, Value w0, Value w1,
+                                    unsigned n, unsigned size) {
+  if (n + size > 4) {
+    Value word = med::ByteAlignOp::create(b, loc, b.getI32Type(), w0, w1,
+                                          b.getI32IntegerAttr(n));
+    return size < 4 ? shifted(loc, "b", Value(), word, ">>", 32 - 8 * size)
+                    : word;
+  }
+  if (size == 4)
+    return w0;
+  if (n == 0)
+    return shifted(loc, "b", Value(), w0, ">>", 32 - 8 * size);
+  return fieldClear(loc, size == 2 ? 0x3 : 0x1, w0, 8 * (4 - n - size));
+}
+
+void HandlerLowering::mergeBytes(Location loc, SmallVectorImpl<Value> &window,
+                                 unsigned at, Value value, unsigned size) {
+  for (unsigned i = 0; i < size; ++i) {
+    // Byte i of the value (most significant first) goes to byte position
+    // p of the window.
+    unsigned p = at + i;
+    unsigned word = p / 4, byteInWord = p % 4; // 0 = most significant
+    unsigned fromBit = 8 * (size - 1 - i);     // the byte in the value
+    unsigned toBit = 8 * (3 - byteInWord);
+    // Rotate the value so that its byte lands at toBit, then ld_field it.
+    unsigned rot = (fromBit - toBit + 32) % 32; // right rotation
+    window[word] = med::LdFieldOp::create(
+        b, loc, b.getI32Type(), b.getI32IntegerAttr(1u << (3 - byteInWord)),
+        window[word], value, rot ? b.getStringAttr(">>rot") : StringAttr(),
+        rot ? b.getI32IntegerAttr(rot) : IntegerAttr());
+  }
+}
+
+LogicalResult HandlerLowering::lowerInfoLoad(LoadOp op) {
+  // Info memory is in local memory window 1: words read like registers.
+  Location loc = op.getLoc();
+  unsigned size = widthOf(op.getType()) / 8;
+  auto c = constantOf(op.getOffset());
+  if (!c)
+    return refuse(op, "a load from info memory at a computed offset");
+  if (*c + size > options.infoSize)
+    return refuse(op, "a load beyond the 64 bytes of info memory the "
+                      "microengines keep");
+  info.usesInfo = true;
+  unsigned word = *c / 4, n = *c % 4;
+  auto lm = [&](unsigned w) {
+    return med::LocalReadOp::create(b, loc, b.getI32Type(), 1, w);
+  };
+  Value w0 = lm(word);
+  Value w1 = n + size > 4 ? lm(word + 1) : Value();
+  values.map(op.getResult(), extractBytes(loc, w0, w1, n, size));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerInfoStore(StoreOp op) {
+  Location loc = op.getLoc();
+  unsigned size = widthOf(op.getValue().getType()) / 8;
+  auto c = constantOf(op.getOffset());
+  if (!c)
+    return refuse(op, "a store into info memory at a computed offset");
+  if (*c + size > options.infoSize)
+    return refuse(op, "a store beyond the 64 bytes of info memory the "
+                      "microengines keep");
+  info.usesInfo = true;
+  Value value = get(op.getValue());
+  unsigned word = *c / 4, n = *c % 4;
+  unsigned words = n + size > 4 ? 2 : 1;
+  if (size == 4 && n == 0) {
+    med::LocalWriteOp::create(b, loc, 1, word, value);
+    return success();
+  }
+  SmallVector<Value> window;
+  for (unsigned i = 0; i < words; ++i)
+    window.push_back(
+        med::LocalReadOp::create(b, loc, b.getI32Type(), 1, word + i));
+  mergeBytes(loc, window, n, value, size);
+  for (unsigned i = 0; i < words; ++i)
+    med::LocalWriteOp::create(b, loc, 1, word + i, window[i]);
+  return success();
+}
+
 LogicalResult HandlerLowering::lowerStore(StoreOp op) {
   Location loc = op.getLoc();
   unsigned size = widthOf(op.getValue().getType()) / 8;
-  if (op.getSpace() == MemSpace::Packet || op.getSpace() == MemSpace::Info ||
-      op.getSpace() == MemSpace::InitData)
+  if (op.getSpace() == MemSpace::Info)
+    return lowerInfoStore(op);
+  if (op.getSpace() == MemSpace::Packet || op.getSpace() == MemSpace::InitData)
     return refuse(op, Twine("a store to ") + stringifyMemSpace(op.getSpace()) +
                           " memory");
   auto space = sramSpace(op, op.getSpace());
@@ -438,20 +532,7 @@ LogicalResult HandlerLowering::lowerStore(StoreOp op) {
       b, loc, SmallVector<Type>(words, b.getI32Type()), "sram", "read",
       constant(aligned, loc), zero, ValueRange(), words);
   SmallVector<Value> merged(read.getResults().begin(), read.getResults().end());
-  for (unsigned i = 0; i < size; ++i) {
-    // Byte i of the value (most significant first) goes to byte position
-    // p of the window.
-    unsigned p = (address & 3) + i;
-    unsigned word = p / 4, byteInWord = p % 4; // 0 = most significant
-    unsigned fromBit = 8 * (size - 1 - i);     // the byte in the value
-    unsigned toBit = 8 * (3 - byteInWord);
-    // Rotate the value so that its byte lands at toBit, then ld_field it.
-    unsigned rot = (fromBit - toBit + 32) % 32; // right rotation
-    merged[word] = med::LdFieldOp::create(
-        b, loc, b.getI32Type(), b.getI32IntegerAttr(1u << (3 - byteInWord)),
-        merged[word], value, rot ? b.getStringAttr(">>rot") : StringAttr(),
-        rot ? b.getI32IntegerAttr(rot) : IntegerAttr());
-  }
+  mergeBytes(loc, merged, address & 3, value, size);
   med::MemOp::create(b, loc, TypeRange(), "sram", "write",
                      constant(aligned, loc), zero, merged, words);
   return success();
@@ -463,6 +544,9 @@ LogicalResult HandlerLowering::lowerCheckBounds(CheckBoundsOp op) {
   Value length;
   if (op.getSpace() == MemSpace::Packet) {
     length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
+  } else if (op.getSpace() == MemSpace::Info) {
+    kind = ExceptionKind::InfoBounds;
+    length = constant(options.infoSize, loc);
   } else {
     auto space = sramSpace(op, op.getSpace());
     if (failed(space))
@@ -510,6 +594,157 @@ LogicalResult HandlerLowering::lowerCheckBounds(CheckBoundsOp op) {
   return success();
 }
 
+void HandlerLowering::packetRangeCheck(Location loc, Value offset,
+                                       Value extent) {
+  Block *raise = raiseBlock(loc, ExceptionKind::PacketBounds);
+  Value length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
+  // offset + extent must not carry, and must not exceed the length.
+  Block *current = b.getInsertionBlock();
+  Block *compare = newBlock();
+  b.setInsertionPointToEnd(current);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("+"),
+                       offset, extent, ValueRange(), ValueRange(), raise,
+                       compare);
+  b.setInsertionPointToEnd(compare);
+  Value end = alu(loc, "+", offset, extent);
+  Block *after = newBlock();
+  b.setInsertionPointToEnd(compare);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("-"),
+                       length, end, ValueRange(), ValueRange(), raise, after);
+  b.setInsertionPointToEnd(after);
+}
+
+LogicalResult HandlerLowering::lowerChecksum(ChecksumOp op) {
+  // A loop over the packet words that hold the range, one word read from
+  // DRAM at a time (pkt_read), bytes outside the range masked off. The
+  // 16-bit halves are added into a 32-bit sum (no carry is lost: a packet
+  // has at most 2048 bytes), folded at the end. Summed in packet
+  // alignment, a range that starts at an odd offset gives the byte swap of
+  // its sum (RFC 1071, "byte order independence"): swapped back.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  if (!op.getInBounds())
+    packetRangeCheck(loc, get(op.getOffset()), get(op.getLength()));
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value start = alu(loc, "+", buffer, get(op.getOffset()));
+  Value end = alu(loc, "+", start, get(op.getLength()));
+  Value ones = constant(0xffffffff, loc);
+  // The bytes of the first word before the range, and of the last after.
+  Value headBits = shifted(loc, "b", Value(),
+                           alu(loc, "and", start, constant(3, loc)), "<<", 3);
+  Value headMask = shifted(loc, "b", headBits, ones, ">>indirect", 0);
+  Value tailBits = shifted(loc, "b", Value(),
+                           alu(loc, "and", end, constant(3, loc)), "<<", 3);
+  Value tailKeep = shifted(loc, "b", tailBits, ones, ">>indirect", 0);
+  Value tailMask =
+      med::SelectOp::create(b, loc, i32, "beq", "-", tailBits, constant(0, loc),
+                            ones, alu(loc, "~b", Value(), tailKeep));
+  Value first = alu(loc, "and~", start, constant(3, loc));
+  Block *entry = b.getInsertionBlock();
+  Region &region = func.getBody();
+  Block *loop = b.createBlock(&region, region.end(), {i32, i32}, {loc, loc});
+  Block *body = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{first, constant(0, loc)}, loop);
+  // loop(cur, sum): done when cur >= end.
+  b.setInsertionPointToEnd(loop);
+  Value cur = loop->getArgument(0), sum = loop->getArgument(1);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"),
+                       cur, end, ValueRange{sum}, ValueRange(), done, body);
+  b.setInsertionPointToEnd(body);
+  Value word = med::PacketReadOp::create(
+      b, loc, i32, cur, b.getI32IntegerAttr(4), b.getBoolAttr(false));
+  word = med::SelectOp::create(b, loc, i32, "beq", "-", cur, first,
+                               alu(loc, "and", word, headMask), word);
+  Value next = alu(loc, "+", cur, constant(4, loc));
+  word = med::SelectOp::create(b, loc, i32, "bhi", "-", next, end,
+                               alu(loc, "and", word, tailMask), word);
+  Value halves = alu(loc, "+", shifted(loc, "b", Value(), word, ">>", 16),
+                     fieldClear(loc, 0x3, word, 0));
+  med::BrOp::create(b, loc, ValueRange{next, alu(loc, "+", sum, halves)}, loop);
+  b.setInsertionPointToEnd(done);
+  Value total = done->getArgument(0);
+  for (int i = 0; i < 2; ++i)
+    total = alu(loc, "+", shifted(loc, "b", Value(), total, ">>", 16),
+                fieldClear(loc, 0x3, total, 0));
+  Value swapped =
+      alu(loc, "or", shifted(loc, "b", Value(), total, ">>", 8),
+          shifted(loc, "b", Value(), fieldClear(loc, 0x1, total, 0), "<<", 8));
+  values.map(op.getResult(),
+             med::SelectOp::create(b, loc, i32, "bne", "-",
+                                   alu(loc, "and", start, constant(1, loc)),
+                                   constant(0, loc), swapped, total));
+  return success();
+}
+
+std::pair<Value, Value> HandlerLowering::divide(Location loc, Value n,
+                                                Value d) {
+  Type i32 = b.getI32Type();
+  Block *entry = b.getInsertionBlock();
+  Region &region = func.getBody();
+  // step(count, quotient, remainder, bits of n still to bring down).
+  Block *step = b.createBlock(&region, region.end(), {i32, i32, i32, i32},
+                              {loc, loc, loc, loc});
+  Block *done = b.createBlock(&region, region.end(), {i32, i32}, {loc, loc});
+  b.setInsertionPointToEnd(entry);
+  Value zero = constant(0, loc);
+  med::BrOp::create(b, loc, ValueRange{constant(32, loc), zero, zero, n}, step);
+  b.setInsertionPointToEnd(step);
+  Value count = step->getArgument(0), q = step->getArgument(1),
+        r = step->getArgument(2), m = step->getArgument(3);
+  Value r2 = alu(loc, "or", shifted(loc, "b", Value(), r, "<<", 1),
+                 shifted(loc, "b", Value(), m, ">>", 31));
+  Value q2 = shifted(loc, "b", Value(), q, "<<", 1);
+  // r2 >= d: subtract, and a 1 in the quotient.
+  Value r3 = med::SelectOp::create(b, loc, i32, "bcc", "-", r2, d,
+                                   alu(loc, "-", r2, d), r2);
+  Value q3 = med::SelectOp::create(b, loc, i32, "bcc", "-", r2, d,
+                                   alu(loc, "or", q2, constant(1, loc)), q2);
+  Value m2 = shifted(loc, "b", Value(), m, "<<", 1);
+  Value left = alu(loc, "-", count, constant(1, loc));
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bne"), b.getStringAttr("-"),
+                       left, constant(0, loc), ValueRange{left, q3, r3, m2},
+                       ValueRange{q3, r3}, step, done);
+  b.setInsertionPointToEnd(done);
+  return {done->getArgument(0), done->getArgument(1)};
+}
+
+LogicalResult HandlerLowering::lowerDivision(Operation *op) {
+  Location loc = op->getLoc();
+  unsigned bits = widthOf(op->getResult(0).getType());
+  bool isSigned = isa<arith::DivSIOp, arith::RemSIOp>(op);
+  bool wantRem = isa<arith::RemUIOp, arith::RemSIOp>(op);
+  Value n = get(op->getOperand(0)), d = get(op->getOperand(1));
+  if (!isSigned) {
+    auto [q, r] = divide(loc, n, d);
+    values.map(op->getResult(0), wantRem ? r : q);
+    return success();
+  }
+  // Signed: divide the magnitudes; the quotient is negative when the signs
+  // differ, the remainder takes the sign of n (C's truncation).
+  n = signExtend(loc, n, bits);
+  d = signExtend(loc, d, bits);
+  Value zero = constant(0, loc);
+  Value an = med::SelectOp::create(b, loc, b.getI32Type(), "blt", "-", n, zero,
+                                   alu(loc, "b-a", n, zero), n);
+  Value ad = med::SelectOp::create(b, loc, b.getI32Type(), "blt", "-", d, zero,
+                                   alu(loc, "b-a", d, zero), d);
+  Value sn = n, sd = d;
+  auto [q, r] = divide(loc, an, ad);
+  Value result;
+  if (wantRem) {
+    result = med::SelectOp::create(b, loc, b.getI32Type(), "blt", "-", sn, zero,
+                                   alu(loc, "b-a", r, zero), r);
+  } else {
+    Value signs = alu(loc, "xor", sn, sd);
+    result = med::SelectOp::create(b, loc, b.getI32Type(), "blt", "-", signs,
+                                   zero, alu(loc, "b-a", q, zero), q);
+  }
+  values.map(op->getResult(0), truncate(loc, result, bits));
+  return success();
+}
+
 LogicalResult HandlerLowering::lowerOp(Operation *op) {
   Location loc = op->getLoc();
   auto binary = [&](StringRef aluOp) {
@@ -521,23 +756,29 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
     return success();
   };
   auto shift = [&](StringRef direct, StringRef indirect) -> LogicalResult {
+    // Narrow values live zero-extended: a right shift works on them as
+    // they are (sign-extended first when arithmetic), a left shift is
+    // truncated after. Shifts by the width or more are poison in arith.
     unsigned bits = widthOf(op->getResult(0).getType());
     Value x = get(op->getOperand(0));
-    if (bits != 32)
-      return refuse(op, "a shift of a value narrower than 32 bits");
+    if (bits < 32 && direct == ">>asr")
+      x = signExtend(loc, x, bits);
+    Value r;
     if (auto n = constantOf(op->getOperand(1))) {
       if (*n == 0) {
-        values.map(op->getResult(0), x);
+        values.map(op->getResult(0), get(op->getOperand(0)));
         return success();
       }
-      if (*n >= 32)
-        return refuse(op, "a shift by 32 or more");
-      values.map(op->getResult(0), shifted(loc, "b", Value(), x, direct, *n));
-      return success();
+      if (*n >= bits)
+        return refuse(op, "a shift by the value's width or more");
+      r = shifted(loc, "b", Value(), x, direct, *n);
+    } else {
+      // The amount is the low 5 bits of a.
+      r = shifted(loc, "b", get(op->getOperand(1)), x, indirect, 0);
     }
-    // The amount is the low 5 bits of a.
-    values.map(op->getResult(0),
-               shifted(loc, "b", get(op->getOperand(1)), x, indirect, 0));
+    if (bits < 32 && direct != ">>")
+      r = truncate(loc, r, bits);
+    values.map(op->getResult(0), r);
     return success();
   };
   return TypeSwitch<Operation *, LogicalResult>(op)
@@ -599,6 +840,25 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
                                          constant(0, loc), t, f));
         return success();
       })
+      .Case<arith::MinUIOp, arith::MaxUIOp, arith::MinSIOp, arith::MaxSIOp>(
+          [&](Operation *o) {
+            // a op b ? a : b, compared at the operands' width.
+            bool isSigned = isa<arith::MinSIOp, arith::MaxSIOp>(o);
+            bool isMin = isa<arith::MinUIOp, arith::MinSIOp>(o);
+            unsigned bits = widthOf(o->getResult(0).getType());
+            Value x = get(o->getOperand(0)), y = get(o->getOperand(1));
+            Value cx = x, cy = y;
+            if (isSigned && bits < 32) {
+              cx = signExtend(loc, x, bits);
+              cy = signExtend(loc, y, bits);
+            }
+            StringRef cond =
+                isMin ? (isSigned ? "blt" : "bcs") : (isSigned ? "bgt" : "bhi");
+            values.map(o->getResult(0),
+                       med::SelectOp::create(b, loc, b.getI32Type(), cond, "-",
+                                             cx, cy, x, y));
+            return success();
+          })
       .Case([&](PacketLengthOp o) {
         values.map(o.getResult(),
                    med::ArgOp::create(b, loc, b.getI32Type(), "length"));
@@ -624,6 +884,9 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
       .Case([&](LoadOp o) { return lowerLoad(o); })
       .Case([&](StoreOp o) { return lowerStore(o); })
       .Case([&](CheckBoundsOp o) { return lowerCheckBounds(o); })
+      .Case([&](ChecksumOp o) { return lowerChecksum(o); })
+      .Case<arith::DivUIOp, arith::RemUIOp, arith::DivSIOp, arith::RemSIOp>(
+          [&](Operation *o) { return lowerDivision(o); })
       .Case([&](CheckOp o) {
         Block *raise = raiseBlock(loc, o.getKind());
         Block *current = b.getInsertionBlock();

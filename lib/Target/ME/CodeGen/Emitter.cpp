@@ -518,6 +518,24 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         emit(in);
         return success();
       })
+      .Case([&](med::LocalReadOp o) {
+        Instr in;
+        in.op = me::Op::AluB;
+        in.dst = dstOf(o.getResult());
+        in.a = Operand::none();
+        in.b = Operand::lm(o.getWindow(), LmMode::Offset, o.getWord());
+        emit(in);
+        return success();
+      })
+      .Case([&](med::LocalWriteOp o) {
+        Instr in;
+        in.op = me::Op::AluB;
+        in.dst = Operand::lm(o.getWindow(), LmMode::Offset, o.getWord());
+        in.a = Operand::none();
+        in.b = source(o.getValue(), in);
+        emit(in);
+        return success();
+      })
       .Case([&](med::CsrReadOp o) {
         Instr in;
         in.op = me::Op::CsrRd;
