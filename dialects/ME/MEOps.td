@@ -304,6 +304,19 @@ def ME_SendOp : ME_Op<"send", [Terminator]> {
   let assemblyFormat = "$port attr-dict";
 }
 
+def ME_SendCopyOp : ME_Op<"send_copy"> {
+  let summary = "a copy of the packet leaves through output port `port`";
+  let description = [{
+    NetIL's `pkt.senddup` when the port leads to a sink: the packet path
+    copies the buffer and its info memory into a buffer of the copy pool
+    and puts it on the transmit queue in packet order; the handler goes on
+    with the original. The expansion uses only the temporaries, `$15`,
+    `$$12`-`$$15` and local memory, so the handler's registers survive it.
+  }];
+  let arguments = (ins I32Attr:$port);
+  let assemblyFormat = "$port attr-dict";
+}
+
 def ME_DropOp : ME_Op<"drop", [Terminator]> {
   let summary = "end the handler: the packet is dropped and its buffer freed";
   let assemblyFormat = "attr-dict";

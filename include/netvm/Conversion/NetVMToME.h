@@ -36,6 +36,8 @@ struct MELoweringOptions {
   /// Bytes of info memory (the application's), kept in local memory
   /// window 1 while the packet is on the ME: at most 64.
   unsigned infoSize = 64;
+  /// SRAM byte address of the NetPE's random-number state (a word).
+  uint32_t randomState = 0;
 };
 
 /// What the lowering of one handler found out, for the packet path.
@@ -49,6 +51,10 @@ struct MEHandlerInfo {
   bool writesState = false;
   /// The handler reads or writes info memory.
   bool usesInfo = false;
+  /// The handler draws random numbers (the NetPE's state word).
+  bool usesRandom = false;
+  /// The handler sends copies of the packet (pkt.senddup).
+  bool sendsCopies = false;
 };
 
 /// Lowers one handler into a new me.func built at `builder`'s insertion

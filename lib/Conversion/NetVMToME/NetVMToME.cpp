@@ -132,6 +132,29 @@ private:
   /// (the MEs have no divider).
   std::pair<Value, Value> divide(Location loc, Value n, Value d);
   LogicalResult lowerDivision(Operation *op);
+  LogicalResult lowerHash(HashOp op);
+  LogicalResult lowerPacketStore(StoreOp op);
+  LogicalResult lowerFieldCmp(FieldCmpOp op);
+  /// Ends the current block with a raise of `kind` at `loc` (an access
+  /// that the bounds check before it always stops) and goes on lowering in
+  /// an unreachable block.
+  void raiseHere(Location loc, ExceptionKind kind) {
+    med::BrOp::create(b, loc, ValueRange(), raiseBlock(loc, kind));
+    b.setInsertionPointToEnd(newBlock());
+  }
+  LogicalResult lowerPacketCrc(PacketCrcOp op);
+  LogicalResult lowerBit(BitOp op);
+  LogicalResult lowerFindBit(FindBitOp op);
+  LogicalResult lowerRandom(RandomOp op);
+  Value select(Location loc, StringRef cond, Value a, Value v, Value t,
+               Value f) {
+    return med::SelectOp::create(b, loc, b.getI32Type(), cond, "-", a, v, t, f);
+  }
+  /// The two bytes of a 16-bit value swapped.
+  Value swap16(Location loc, Value x) {
+    return alu(loc, "or", shifted(loc, "b", Value(), x, ">>", 8),
+               shifted(loc, "b", Value(), fieldClear(loc, 0x1, x, 0), "<<", 8));
+  }
 
   // Control flow.
   Block *blockFor(Block *netvmBlock) { return blocks.lookup(netvmBlock); }
@@ -458,10 +481,14 @@ LogicalResult HandlerLowering::lowerInfoLoad(LoadOp op) {
   auto c = constantOf(op.getOffset());
   if (!c)
     return refuse(op, "a load from info memory at a computed offset");
-  if (*c + size > options.infoSize)
-    return refuse(op, "a load beyond the 64 bytes of info memory the "
-                      "microengines keep");
   info.usesInfo = true;
+  if (*c + size > options.infoSize) {
+    // Its bounds check raises first (sizes over 64 bytes are refused for
+    // the whole application).
+    raiseHere(op.getLoc(), ExceptionKind::InfoBounds);
+    values.map(op.getResult(), constant(0, loc));
+    return success();
+  }
   unsigned word = *c / 4, n = *c % 4;
   auto lm = [&](unsigned w) {
     return med::LocalReadOp::create(b, loc, b.getI32Type(), 1, w);
@@ -478,10 +505,11 @@ LogicalResult HandlerLowering::lowerInfoStore(StoreOp op) {
   auto c = constantOf(op.getOffset());
   if (!c)
     return refuse(op, "a store into info memory at a computed offset");
-  if (*c + size > options.infoSize)
-    return refuse(op, "a store beyond the 64 bytes of info memory the "
-                      "microengines keep");
   info.usesInfo = true;
+  if (*c + size > options.infoSize) {
+    raiseHere(op.getLoc(), ExceptionKind::InfoBounds);
+    return success();
+  }
   Value value = get(op.getValue());
   unsigned word = *c / 4, n = *c % 4;
   unsigned words = n + size > 4 ? 2 : 1;
@@ -504,7 +532,9 @@ LogicalResult HandlerLowering::lowerStore(StoreOp op) {
   unsigned size = widthOf(op.getValue().getType()) / 8;
   if (op.getSpace() == MemSpace::Info)
     return lowerInfoStore(op);
-  if (op.getSpace() == MemSpace::Packet || op.getSpace() == MemSpace::InitData)
+  if (op.getSpace() == MemSpace::Packet)
+    return lowerPacketStore(op);
+  if (op.getSpace() == MemSpace::InitData)
     return refuse(op, Twine("a store to ") + stringifyMemSpace(op.getSpace()) +
                           " memory");
   auto space = sramSpace(op, op.getSpace());
@@ -745,6 +775,289 @@ LogicalResult HandlerLowering::lowerDivision(Operation *op) {
   return success();
 }
 
+LogicalResult HandlerLowering::lowerPacketStore(StoreOp op) {
+  // Read-modify-write of the DRAM quadwords that hold the bytes (DRAM is
+  // written in whole quadwords). The handler does not prefetch the header
+  // (it writes the packet), so no copy in transfer registers goes stale.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  unsigned size = widthOf(op.getValue().getType()) / 8;
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value value = get(op.getValue());
+  Value zero = constant(0, loc);
+  if (auto c = constantOf(op.getOffset())) {
+    // Buffers are 8-byte aligned: the bytes' places are known.
+    unsigned n = *c & 7;
+    unsigned quads = n + size > 8 ? 2 : 1;
+    Value q = alu(loc, "+", buffer, constant(*c & ~7u, loc));
+    auto read =
+        med::MemOp::create(b, loc, SmallVector<Type>(2 * quads, i32), "dram",
+                           "read", q, zero, ValueRange(), quads);
+    SmallVector<Value> window(read.getResults().begin(),
+                              read.getResults().end());
+    mergeBytes(loc, window, n, value, size);
+    med::MemOp::create(b, loc, TypeRange(), "dram", "write", q, zero, window,
+                       quads);
+    return success();
+  }
+  // A computed offset: byte by byte, each in its quadword.
+  Value address = alu(loc, "+", buffer, get(op.getOffset()));
+  for (unsigned i = 0; i < size; ++i) {
+    Value at = i ? alu(loc, "+", address, constant(i, loc)) : address;
+    Value q = alu(loc, "and~", at, constant(7, loc));
+    auto read = med::MemOp::create(b, loc, SmallVector<Type>(2, i32), "dram",
+                                   "read", q, zero, ValueRange(), 1);
+    Value high = alu(loc, "and", at, constant(4, loc));
+    Value word =
+        select(loc, "beq", high, zero, read.getResult(0), read.getResult(1));
+    // The byte's shift in its word: 24 - 8 * (at & 3).
+    Value sh = shifted(loc, "b", Value(),
+                       alu(loc, "xor", alu(loc, "and", at, constant(3, loc)),
+                           constant(3, loc)),
+                       "<<", 3);
+    unsigned from = 8 * (size - 1 - i);
+    Value byte = from ? shifted(loc, "b", Value(), value, ">>", from) : value;
+    byte = fieldClear(loc, 0x1, byte, 0);
+    Value mask = shifted(loc, "b", sh, constant(0xff, loc), "<<indirect", 0);
+    Value merged = alu(loc, "or", alu(loc, "and~", word, mask),
+                       shifted(loc, "b", sh, byte, "<<indirect", 0));
+    Value w0 = select(loc, "beq", high, zero, merged, read.getResult(0));
+    Value w1 = select(loc, "beq", high, zero, read.getResult(1), merged);
+    med::MemOp::create(b, loc, TypeRange(), "dram", "write", q, zero,
+                       ValueRange{w0, w1}, 1);
+  }
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerFieldCmp(FieldCmpOp op) {
+  // memcmp byte by byte: the loop ends at the first difference with 1
+  // (lhs below) or 2 (lhs above), or at the end with 0.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  Value length = get(op.getLength());
+  if (!op.getInBounds()) {
+    packetRangeCheck(loc, get(op.getLhs()), length);
+    packetRangeCheck(loc, get(op.getRhs()), get(op.getLength()));
+  }
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value lhs = alu(loc, "+", buffer, get(op.getLhs()));
+  Value rhs = alu(loc, "+", buffer, get(op.getRhs()));
+  Region &region = func.getBody();
+  Block *entry = b.getInsertionBlock();
+  Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *body = b.createBlock(&region, region.end());
+  Block *same = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{constant(0, loc)}, loop);
+  b.setInsertionPointToEnd(loop);
+  Value i = loop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), i,
+                       get(op.getLength()), ValueRange{constant(0, loc)},
+                       ValueRange(), done, body);
+  b.setInsertionPointToEnd(body);
+  auto byteAt = [&](Value base) {
+    return med::PacketReadOp::create(b, loc, i32, alu(loc, "+", base, i),
+                                     b.getI32IntegerAttr(1),
+                                     b.getBoolAttr(false));
+  };
+  Value x = byteAt(lhs), y = byteAt(rhs);
+  Value order = select(loc, "bcs", x, y, constant(1, loc), constant(2, loc));
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bne"), b.getStringAttr("-"), x,
+                       y, ValueRange{order}, ValueRange(), done, same);
+  b.setInsertionPointToEnd(same);
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", i, constant(1, loc))},
+                    loop);
+  b.setInsertionPointToEnd(done);
+  Value diff = done->getArgument(0);
+  StringRef cond;
+  uint32_t against = 0;
+  switch (op.getKind()) {
+  case FieldCmpKind::Eq:
+    cond = "beq";
+    break;
+  case FieldCmpKind::Ne:
+    cond = "bne";
+    break;
+  case FieldCmpKind::Lt:
+    cond = "beq";
+    against = 1;
+    break;
+  case FieldCmpKind::Gt:
+    cond = "beq";
+    against = 2;
+    break;
+  }
+  values.map(op.getResult(),
+             med::SetCCOp::create(b, loc, i32, b.getStringAttr(cond),
+                                  b.getStringAttr("-"), diff,
+                                  constant(against, loc)));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerHash(HashOp op) {
+  // SuperFastHash (runtime/include/netvm/semantics.h) over the words'
+  // bytes in network order: each word is two little-endian 16-bit reads.
+  Location loc = op.getLoc();
+  unsigned n = std::min<unsigned>(op.getInputs().size(), 256);
+  if (n == 0) {
+    values.map(op.getResult(), constant(0, loc));
+    return success();
+  }
+  Value hash = constant(4 * n, loc);
+  auto shl = [&](Value x, unsigned k) {
+    return shifted(loc, "b", Value(), x, "<<", k);
+  };
+  auto shr = [&](Value x, unsigned k) {
+    return shifted(loc, "b", Value(), x, ">>", k);
+  };
+  for (unsigned i = 0; i < n; ++i) {
+    Value w = get(op.getInputs()[i]);
+    hash = alu(loc, "+", hash, swap16(loc, shr(w, 16)));
+    Value tmp =
+        alu(loc, "xor", shl(swap16(loc, fieldClear(loc, 0x3, w, 0)), 11), hash);
+    hash = alu(loc, "xor", shl(hash, 16), tmp);
+    hash = alu(loc, "+", hash, shr(hash, 11));
+  }
+  hash = alu(loc, "xor", hash, shl(hash, 3));
+  hash = alu(loc, "+", hash, shr(hash, 5));
+  hash = alu(loc, "xor", hash, shl(hash, 2));
+  hash = alu(loc, "+", hash, shr(hash, 15));
+  hash = alu(loc, "xor", hash, shl(hash, 10));
+  values.map(op.getResult(), hash);
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerPacketCrc(PacketCrcOp op) {
+  // Whole words through the CRC unit (crc_be folds a word most
+  // significant byte first into the context's remainder), the last 1-3
+  // bytes bit by bit in the ALU.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  if (!op.getInBounds())
+    packetRangeCheck(loc, get(op.getOffset()), get(op.getLength()));
+  bool crc32 = op.getKind() == CrcKind::Crc32;
+  uint32_t poly = crc32 ? 0xEDB88320u : 0x82F63B78u;
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value start = alu(loc, "+", buffer, get(op.getOffset()));
+  Value length = get(op.getLength());
+  Value end = alu(loc, "+", start, length);
+  Value wordsEnd =
+      alu(loc, "+", start, alu(loc, "and~", length, constant(3, loc)));
+  med::CsrWriteOp::create(b, loc, "crc_remainder", constant(0xffffffff, loc));
+  Region &region = func.getBody();
+  Block *entry = b.getInsertionBlock();
+  Block *wordLoop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *wordBody = b.createBlock(&region, region.end());
+  Block *tail = b.createBlock(&region, region.end());
+  Block *byteLoop =
+      b.createBlock(&region, region.end(), {i32, i32}, {loc, loc});
+  Block *byteBody = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{start}, wordLoop);
+  b.setInsertionPointToEnd(wordLoop);
+  Value p = wordLoop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), p,
+                       wordsEnd, ValueRange(), ValueRange(), tail, wordBody);
+  b.setInsertionPointToEnd(wordBody);
+  Value word = med::PacketReadOp::create(b, loc, i32, p, b.getI32IntegerAttr(4),
+                                         b.getBoolAttr(false));
+  med::CrcOp::create(b, loc, i32, crc32 ? "crc_32" : "crc_32c", true, word);
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", p, constant(4, loc))},
+                    wordLoop);
+  b.setInsertionPointToEnd(tail);
+  Value remainder = med::CsrReadOp::create(b, loc, i32, "crc_remainder");
+  med::BrOp::create(b, loc, ValueRange{wordsEnd, remainder}, byteLoop);
+  b.setInsertionPointToEnd(byteLoop);
+  Value q = byteLoop->getArgument(0), crc = byteLoop->getArgument(1);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), q,
+                       end, ValueRange{crc}, ValueRange(), done, byteBody);
+  b.setInsertionPointToEnd(byteBody);
+  Value byte = med::PacketReadOp::create(b, loc, i32, q, b.getI32IntegerAttr(1),
+                                         b.getBoolAttr(false));
+  Value c = alu(loc, "xor", crc, byte);
+  for (int bit = 0; bit < 8; ++bit) {
+    // c = c >> 1 ^ (poly if the low bit was set)
+    Value low = alu(loc, "and", c, constant(1, loc));
+    Value shiftedC = shifted(loc, "b", Value(), c, ">>", 1);
+    c = select(loc, "bne", low, constant(0, loc),
+               alu(loc, "xor", shiftedC, constant(poly, loc)), shiftedC);
+  }
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", q, constant(1, loc)), c},
+                    byteLoop);
+  b.setInsertionPointToEnd(done);
+  values.map(op.getResult(), alu(loc, "~b", Value(), done->getArgument(0)));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerBit(BitOp op) {
+  Location loc = op.getLoc();
+  Value x = get(op.getInput()), index = get(op.getIndex());
+  Value r;
+  switch (op.getKind()) {
+  case BitOpKind::Test:
+  case BitOpKind::TestNot: {
+    Value bit = alu(loc, "and", shifted(loc, "b", index, x, ">>indirect", 0),
+                    constant(1, loc));
+    r = op.getKind() == BitOpKind::Test
+            ? bit
+            : alu(loc, "xor", bit, constant(1, loc));
+    break;
+  }
+  default: {
+    Value mask = shifted(loc, "b", index, constant(1, loc), "<<indirect", 0);
+    StringRef aluOp = op.getKind() == BitOpKind::Set     ? "or"
+                      : op.getKind() == BitOpKind::Clear ? "and~"
+                                                         : "xor";
+    r = alu(loc, aluOp, x, mask);
+    break;
+  }
+  }
+  // An index of 32 or more leaves the word as it is.
+  values.map(op.getResult(),
+             select(loc, "bcc", index, constant(32, loc), x, r));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerFindBit(FindBitOp op) {
+  // Binary search for the highest set bit: 5 steps of compare-and-select.
+  Location loc = op.getLoc();
+  Value x = get(op.getInput());
+  Value n = x, pos = constant(0, loc);
+  for (unsigned k : {16u, 8u, 4u, 2u, 1u}) {
+    Value limit = constant(1u << k, loc);
+    Value up = shifted(loc, "b", Value(), n, ">>", k);
+    pos =
+        select(loc, "bcc", n, limit, alu(loc, "+", pos, constant(k, loc)), pos);
+    n = select(loc, "bcc", n, limit, up, n);
+  }
+  values.map(op.getResult(), select(loc, "beq", x, constant(0, loc),
+                                    constant(0xffffffff, loc), pos));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerRandom(RandomOp op) {
+  // The NetPE's xorshift32 state is an SRAM word, updated under the state
+  // token so that packets draw their numbers in order.
+  Location loc = op.getLoc();
+  info.writesState = true;
+  info.usesRandom = true;
+  Value zero = constant(0, loc);
+  auto read = med::MemOp::create(b, loc, TypeRange{b.getI32Type()}, "sram",
+                                 "read", constant(options.randomState, loc),
+                                 zero, ValueRange(), 1);
+  Value x = read.getResult(0);
+  x = alu(loc, "xor", x, shifted(loc, "b", Value(), x, "<<", 13));
+  x = alu(loc, "xor", x, shifted(loc, "b", Value(), x, ">>", 17));
+  x = alu(loc, "xor", x, shifted(loc, "b", Value(), x, "<<", 5));
+  med::MemOp::create(b, loc, TypeRange(), "sram", "write",
+                     constant(options.randomState, loc), constant(0, loc),
+                     ValueRange{x}, 1);
+  values.map(op.getResult(), x);
+  return success();
+}
+
 LogicalResult HandlerLowering::lowerOp(Operation *op) {
   Location loc = op->getLoc();
   auto binary = [&](StringRef aluOp) {
@@ -885,6 +1198,12 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
       .Case([&](StoreOp o) { return lowerStore(o); })
       .Case([&](CheckBoundsOp o) { return lowerCheckBounds(o); })
       .Case([&](ChecksumOp o) { return lowerChecksum(o); })
+      .Case([&](HashOp o) { return lowerHash(o); })
+      .Case([&](FieldCmpOp o) { return lowerFieldCmp(o); })
+      .Case([&](PacketCrcOp o) { return lowerPacketCrc(o); })
+      .Case([&](BitOp o) { return lowerBit(o); })
+      .Case([&](FindBitOp o) { return lowerFindBit(o); })
+      .Case([&](RandomOp o) { return lowerRandom(o); })
       .Case<arith::DivUIOp, arith::RemUIOp, arith::DivSIOp, arith::RemSIOp>(
           [&](Operation *o) { return lowerDivision(o); })
       .Case([&](CheckOp o) {
@@ -911,6 +1230,14 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         if (!port)
           return refuse(o, "a send to an unknown port");
         med::SendOp::create(b, loc, pe.getPortNumber(port));
+        return success();
+      })
+      .Case([&](SendDupOp o) -> LogicalResult {
+        PortOp port = pe.lookupPort(o.getPort());
+        if (!port)
+          return refuse(o, "a send to an unknown port");
+        info.sendsCopies = true;
+        med::SendCopyOp::create(b, loc, pe.getPortNumber(port));
         return success();
       })
       .Case([&](DropOp) {

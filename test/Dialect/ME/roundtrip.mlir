@@ -54,6 +54,8 @@ me.func @p.push attributes {handler = "push", pe = "p"} {
   %lm = me.lm_read 1, 3
   // CHECK: me.lm_write 1, 4, %[[LM]]
   me.lm_write 1, 4, %lm
+  // CHECK: me.send_copy 1
+  me.send_copy 1
   // CHECK: me.pkt_read %[[ADD]], 2, false
   %pr = me.pkt_read %add, 2, false
   // CHECK: me.pkt_read %[[ADD]], 1, true

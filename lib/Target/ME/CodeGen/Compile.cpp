@@ -26,6 +26,8 @@
 #include "NetVM/NetVMOps.h"
 #include "netvm/Conversion/NetVMToME.h"
 
+#include "netvm/semantics.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
@@ -381,9 +383,11 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
            << maxCopySlots << " copies of a packet; the fan-out of this "
            << "application needs " << copySlots << " (over by "
            << copySlots - maxCopySlots << ")";
+  // With pkt.senddup, the word below the slots keeps the copy's buffer.
   constexpr unsigned heldWord = 14;
   auto slotWord = [](unsigned slot) { return 13 - slot; };
-  unsigned spillSlots = fanOut ? slotWord(copySlots - 1) : 15;
+  unsigned dupWord = slotWord(copySlots);
+  unsigned spillSlots = fanOut ? slotWord(copySlots) : 15;
 
   // Instruction selection, into a module of me.funcs kept with the input.
   OpBuilder builder(ctx);
@@ -425,6 +429,20 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         data.bytes.push_back(static_cast<uint8_t>(byte));
       if (!data.bytes.empty())
         initData.push_back(std::move(data));
+    }
+    bool random = false;
+    pe.walk([&](RandomOp) { random = true; });
+    if (random) {
+      // The NetPE's xorshift32 state, seeded as on every engine.
+      lowering.randomState = place(4);
+      layout.persistent.push_back({Memory::Sram, lowering.randomState, 4});
+      DataInit seed;
+      seed.memory = Memory::Sram;
+      seed.address = lowering.randomState;
+      uint32_t v = NETVM_RANDOM_SEED;
+      seed.bytes = {uint8_t(v >> 24), uint8_t(v >> 16), uint8_t(v >> 8),
+                    uint8_t(v)};
+      initData.push_back(std::move(seed));
     }
     if (pe.getSharedmemSize()) {
       if (!layout.sharedMemory.size) {
@@ -486,7 +504,17 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   unsigned infoWords = (layout.infoSize + 7) / 8 * 2; // whole quadwords
 
   // Enough copies that every context can park all of a packet's.
-  unsigned copyBuffers = 8 * copySlots;
+  // pkt.senddup: copies that leave at once, one buffer a context at a time.
+  bool dups = false;
+  for (PEInfo &info : pes)
+    dups |= info.pushInfo.sendsCopies || info.initInfo.sendsCopies;
+  if (dups && !fanOut) {
+    fanOut = true;
+    spillSlots = dupWord;
+  } else if (dups) {
+    spillSlots = dupWord;
+  }
+  unsigned copyBuffers = 8 * (copySlots + (dups ? 1 : 0));
   Buffers pool;
   pool.bytes = (std::max(options.machine.maxPacketBytes, 64u) + 7) & ~7u;
   uint64_t dramEnd =
@@ -538,10 +566,13 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     a("alu[a15, a15, +, " + std::to_string(16 * 4) + "]");
     a("local_csr_wr[active_lm_addr_1, a15]", "info memory: words 16-31");
   }
-  if (fanOut)
-    for (unsigned w = slotWord(copySlots - 1); w <= heldWord; ++w)
-      a("alu[*l$index0[" + std::to_string(w) + "], --, b, 0]",
-        w == heldWord ? "no transmit token held" : "no parked copy");
+  if (fanOut) {
+    for (unsigned slot = 0; slot < copySlots; ++slot)
+      a("alu[*l$index0[" + std::to_string(slotWord(slot)) + "], --, b, 0]",
+        "no parked copy");
+    a("alu[*l$index0[" + std::to_string(heldWord) + "], --, b, 0]",
+      "no transmit token held");
+  }
   a("br!=ctx[0, @work_loop]");
   // Init handlers run once, in context 0, before the first packet.
   std::vector<std::pair<PEInfo *, std::string>> inits;
@@ -674,6 +705,68 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     };
     ExitLabels exits;
     exits.pe = info.index;
+    exits.sendCopy = [&, peName = info.pe.getSymName().str()](
+                         unsigned port, CodeSection &into, std::string &error) {
+      auto it = outputs.find({peName, port});
+      if (it == outputs.end() || it->second.size() != 1 ||
+          it->second.front().sink < 0) {
+        error = "the microengine back end sends a copy (pkt.senddup) only "
+                "through a port connected to one sink (NetPE '" +
+                peName + "')";
+        return false;
+      }
+      LineBuilder c{into};
+      std::string l = "dup" + std::to_string(clones++);
+      std::string dup = "*l$index0[" + std::to_string(dupWord) + "]";
+      c.label(l + "_buffer");
+      c("scratch[get, $15, " + std::to_string(copyRing) +
+            ", 0, 1], ctx_swap[s3]",
+        "pkt.senddup: a copy of the packet");
+      c("alu[a15, --, b, $15]");
+      c("beq[@" + l + "_buffer]", "no free buffer yet");
+      c("alu[" + dup + ", --, b, a15]");
+      // Only $$12-$$15 and the temporaries: the handler's registers live.
+      for (unsigned chunk = 0; layout.infoUsed && chunk < infoWords / 4;
+           ++chunk) {
+        for (unsigned w = 0; w < 4; ++w)
+          c("alu[$$" + std::to_string(pktReadXfer + w) + ", --, b, *l$index1[" +
+            std::to_string(4 * chunk + w) + "]]");
+        c("alu[a15, " + dup + ", -, " + std::to_string(infoBytes - 16 * chunk) +
+          "]");
+        c("dram[write, $$" + std::to_string(pktReadXfer) +
+          ", a15, 0, 2], ctx_swap[s3]");
+      }
+      c("immed[b15, 0]");
+      c.label(l + "_loop");
+      c("alu[a15, a0, +, b15]");
+      c("dram[read, $$" + std::to_string(pktReadXfer) +
+        ", a15, 0, 2], ctx_swap[s3]");
+      for (unsigned w = 0; w < 4; ++w)
+        c("alu[$$" + std::to_string(pktReadXfer + w) + ", --, b, $$" +
+          std::to_string(pktReadXfer + w) + "]");
+      c("alu[a15, b15, +, " + dup + "]");
+      c("dram[write, $$" + std::to_string(pktReadXfer) +
+        ", a15, 0, 2], ctx_swap[s3]");
+      c("alu[b15, b15, +, 16]");
+      c("alu[a15, --, b, b0]");
+      c("alu[--, a15, -, b15]");
+      c("bhi[@" + l + "_loop]");
+      c("alu[$0, --, b, " + dup + "]");
+      c("alu[$1, --, b, b0]");
+      c("alu[$2, --, b, a1]");
+      c("alu[$3, --, b, " + std::to_string(it->second.front().sink) + "]",
+        "the sink");
+      c("alu[$4, --, b, b2]");
+      std::string held = "*l$index0[" + std::to_string(heldWord) + "]";
+      c("alu[--, --, b, " + held + "]");
+      c("bne[@" + l + "_put]");
+      c("ctx_arb[s2]", "transmit token, held for the packet's copies");
+      c("alu[" + held + ", --, b, 1]");
+      c.label(l + "_put");
+      c("scratch[put, $0, " + std::to_string(txRing) + ", 0, " +
+        std::to_string(entryWords) + "], ctx_swap[s5]");
+      return true;
+    };
     std::string tag = "pe" + std::to_string(info.index);
     exits.send = [&, tag](unsigned port) {
       return tag + "_out" + std::to_string(port);
