@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
@@ -96,6 +97,17 @@ bool netvm::native::isSupportedTriple(llvm::StringRef triple,
   return true;
 }
 
+/// This machine's features, as a target machine's feature string.
+static const std::string &hostFeatures() {
+  static const std::string features = [] {
+    llvm::SubtargetFeatures f;
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      f.AddFeature(feature.first(), feature.second);
+    return f.getString();
+  }();
+  return features;
+}
+
 static llvm::CodeGenOptLevel codegenLevel(unsigned level) {
   switch (level) {
   case 0:
@@ -143,13 +155,7 @@ netvm::native::createTargetMachine(llvm::StringRef tripleName,
       return llvm::createStringError("unknown CPU '" + cpu + "' for " +
                                      tripleStr);
   }
-  std::string features;
-  if (native) {
-    llvm::SubtargetFeatures f;
-    for (auto &feature : llvm::sys::getHostCPUFeatures())
-      f.AddFeature(feature.first(), feature.second);
-    features = f.getString();
-  }
+  std::string features = native ? hostFeatures() : "";
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
@@ -298,16 +304,17 @@ const std::string &compilerIdentity() {
   return identity;
 }
 
-/// The key of `module` compiled with `options` for `tm`.
+/// The key of `module` compiled with `options` for this machine (the
+/// target machine createTargetMachine("") makes: it is made on a miss
+/// only).
 std::array<uint8_t, 32> cacheKey(mlir::ModuleOp module,
-                                 const CodegenOptions &options,
-                                 const llvm::TargetMachine &tm) {
+                                 const CodegenOptions &options) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "format " << cacheFormat << "\n"
      << compilerIdentity() << "\n"
-     << "target " << tm.getTargetTriple().str() << " " << tm.getTargetCPU()
-     << " " << tm.getTargetFeatureString() << "\n"
+     << "target " << hostTriple() << " " << llvm::sys::getHostCPUName() << " "
+     << hostFeatures() << "\n"
      << "opt " << options.optLevel << " counters "
      << options.lowering.countHandlerRuns << " info "
      << options.lowering.defaultInfoSize << " forward "
@@ -409,17 +416,6 @@ public:
     std::lock_guard<std::mutex> lock(mutex);
     options.lowering.descriptorSymbol =
         "netvm_jit_app_" + std::to_string(counter++);
-    auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<llvm::TargetMachine> &tm =
-        targetMachines[std::min(options.optLevel, 3u)];
-    if (!tm) {
-      auto created = createTargetMachine("", options.optLevel);
-      if (!created)
-        return created.takeError();
-      tm = std::move(*created);
-    }
-    double tmTime = millisSince(start);
-
     // The cache: hit, the object as it was stored; miss, compiled and
     // stored. Either way the JIT links an object made by emitFile.
     std::string dir = options.useCache ? jitCacheDirectory() : "";
@@ -427,14 +423,24 @@ public:
     std::string path;
     std::unique_ptr<llvm::MemoryBuffer> object;
     if (!dir.empty()) {
-      start = std::chrono::steady_clock::now();
-      key = cacheKey(module, options, *tm);
+      auto start = std::chrono::steady_clock::now();
+      key = cacheKey(module, options);
       path = cachePath(dir, key);
       object = cacheLoad(path, key);
-      lastTimes.cache = millisSince(start) + tmTime;
+      lastTimes.cache = millisSince(start);
       lastTimes.cached = object != nullptr;
     }
+    auto start = std::chrono::steady_clock::now();
     if (!object) {
+      std::unique_ptr<llvm::TargetMachine> &tm =
+          targetMachines[std::min(options.optLevel, 3u)];
+      if (!tm) {
+        auto created = createTargetMachine("", options.optLevel);
+        if (!created)
+          return created.takeError();
+        tm = std::move(*created);
+      }
+      double tmTime = millisSince(start);
       llvm::LLVMContext context;
       auto llvmModule = generateLLVMIR(module, context, *tm, options);
       lastTimes.lowering += tmTime;
@@ -469,9 +475,19 @@ private:
     if (!jtmb)
       return jtmb.takeError();
     jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
-    auto jit = llvm::orc::LLJITBuilder()
-                   .setJITTargetMachineBuilder(std::move(*jtmb))
-                   .create();
+    // Objects only (add() compiles them itself): the IR layer's target
+    // machine is never made.
+    auto jit =
+        llvm::orc::LLJITBuilder()
+            .setJITTargetMachineBuilder(std::move(*jtmb))
+            .setCompileFunctionCreator(
+                [](llvm::orc::JITTargetMachineBuilder builder)
+                    -> llvm::Expected<std::unique_ptr<
+                        llvm::orc::IRCompileLayer::IRCompiler>> {
+                  return std::make_unique<llvm::orc::ConcurrentIRCompiler>(
+                      std::move(builder));
+                })
+            .create();
     if (!jit)
       return jit.takeError();
     auto engine = std::make_unique<Engine>();
