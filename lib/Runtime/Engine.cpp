@@ -46,6 +46,27 @@ void Engine::run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
   }
 }
 
+void Engine::runOutputs(unsigned source,
+                        llvm::MutableArrayRef<netvm_packet> packets,
+                        const OutputFn &onOutput) {
+  auto deliver = [&](size_t, const PacketResult &result) {
+    for (const Output &out : result.outputs)
+      onOutput(out.sink, view(out));
+  };
+  ResultFn fn = deliver;
+  run(source, packets, &fn, ResultDetail::Full);
+}
+
+PacketView rt::view(const Output &out) {
+  PacketView v;
+  v.data = out.bytes.data();
+  v.length = static_cast<uint32_t>(out.bytes.size());
+  v.wireLength = out.wireLength;
+  v.seconds = out.seconds;
+  v.microseconds = out.microseconds;
+  return v;
+}
+
 bool Engine::runStream(unsigned source, PacketReader &reader,
                        const StreamOptions &options, const StreamFn *onPacket,
                        ResultDetail detail, StreamStats &stats,
@@ -55,7 +76,7 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   PacketBatch chunk;
-  TracePacket packet;
+  PacketView packet;
   bool more = true, ok = true;
   while (more) {
     auto start = Clock::now();
@@ -66,7 +87,7 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
         more = false;
         break;
       }
-      if (!reader.next(packet, error)) {
+      if (!reader.nextView(packet, error)) {
         if (reader.timedOut())
           break; // a quiet link: run what came so far, then read again
         ok = error.empty();
@@ -74,22 +95,33 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
         break;
       }
       ++stats.packets;
-      chunk.add(packet);
+      // A mapped file's packets run where they are; others are copied.
+      if (reader.stableViews())
+        chunk.addInPlace(packet);
+      else
+        chunk.add(packet);
     }
     stats.readSeconds += secondsSince(start);
     if (chunk.empty())
       continue;
     start = Clock::now();
     uint64_t base = stats.packets - chunk.size();
+    llvm::MutableArrayRef<netvm_packet> packets(chunk.packets(), chunk.size());
     if (onPacket) {
       auto deliver = [&](size_t i, const PacketResult &result) {
+        if (options.onOutput)
+          for (const Output &out : result.outputs)
+            (*options.onOutput)(out.sink, view(out));
         (*onPacket)(base + i + 1, chunk[i].length, result);
       };
       ResultFn fn = deliver;
-      run(source, {chunk.packets(), chunk.size()}, &fn, detail);
+      run(source, packets, &fn, options.onOutput ? ResultDetail::Full : detail);
+    } else if (options.onOutput) {
+      runOutputs(source, packets, *options.onOutput);
     } else {
-      run(source, {chunk.packets(), chunk.size()}, nullptr, detail);
+      run(source, packets, nullptr, detail);
     }
+    reader.release();
     stats.processSeconds += secondsSince(start);
   }
   return ok;
