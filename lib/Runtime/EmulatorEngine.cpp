@@ -232,6 +232,7 @@ public:
     Output out;
     out.sink = t.port;
     out.length = static_cast<uint32_t>(t.length);
+    out.wireLength = t.wireLength;
     out.seconds = packets[t.tag].seconds;
     out.microseconds = packets[t.tag].microseconds;
     if (detail == ResultDetail::Full) {
