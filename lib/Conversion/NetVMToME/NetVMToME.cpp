@@ -122,11 +122,31 @@ private:
   void mergeBytes(Location loc, SmallVectorImpl<Value> &window, unsigned at,
                   Value value, unsigned size);
   LogicalResult lowerInfoLoad(LoadOp op);
+  // Bytes at computed offsets, in any memory (netvm.copy and stores at
+  // computed offsets): the byte zero-extended, and its store.
+  FailureOr<Value> loadByte(Operation *op, MemSpace space, Value offset);
+  LogicalResult storeByte(Operation *op, MemSpace space, Value offset,
+                          Value byte);
+  /// `byte` (low 8 bits) merged into `word` at byte address `at`'s place.
+  Value mergeByte(Location loc, Value word, Value at, Value byte);
+  /// Runs `body` with local memory window 1 at info byte `offset` rounded
+  /// down to a word (*l$index1[0] is that word), then puts it back.
+  template <typename Body>
+  void atInfoWord(Location loc, Value offset, Body body);
+  LogicalResult lowerCopy(CopyOp op);
+  /// Stores `size` bytes of `value` at a computed offset, byte by byte.
+  LogicalResult storeBytes(Operation *op, MemSpace space, Value offset,
+                           Value value, unsigned size);
   LogicalResult lowerInfoStore(StoreOp op);
   LogicalResult lowerCheckBounds(CheckBoundsOp op);
   /// Raises packet_bounds at `loc` unless [offset, offset + extent) lies
   /// in the packet.
   void packetRangeCheck(Location loc, Value offset, Value extent);
+  /// The same for any memory (its size and bounds exception).
+  LogicalResult rangeCheck(Operation *op, MemSpace space, Value offset,
+                           Value extent);
+  LogicalResult rangeCheck(Operation *op, MemSpace space, Value offset,
+                           Value extent, Location loc);
   LogicalResult lowerChecksum(ChecksumOp op);
   /// Unsigned n / d and n % d by restoring division, a loop of 32 steps
   /// (the MEs have no divider).
@@ -145,6 +165,7 @@ private:
   LogicalResult lowerPacketCrc(PacketCrcOp op);
   LogicalResult lowerBit(BitOp op);
   LogicalResult lowerFindBit(FindBitOp op);
+  Value highestBit(Location loc, Value x);
   LogicalResult lowerRandom(RandomOp op);
   Value select(Location loc, StringRef cond, Value a, Value v, Value t,
                Value f) {
@@ -199,6 +220,9 @@ private:
 };
 
 Value HandlerLowering::get(Value value) {
+  // Already lowered (the helpers that take either).
+  if (value && value.getParentRegion() == &func.getBody())
+    return value;
   // Constants are rematerialised where they are used: the emitter folds
   // small ones into immediates, so a register only holds one for as long
   // as the instruction that needs it.
@@ -479,8 +503,22 @@ LogicalResult HandlerLowering::lowerInfoLoad(LoadOp op) {
   Location loc = op.getLoc();
   unsigned size = widthOf(op.getType()) / 8;
   auto c = constantOf(op.getOffset());
-  if (!c)
-    return refuse(op, "a load from info memory at a computed offset");
+  if (!c) {
+    // Byte by byte through the moved window.
+    info.usesInfo = true;
+    Value offset = get(op.getOffset()), result;
+    for (unsigned i = 0; i < size; ++i) {
+      Value at = i ? alu(loc, "+", offset, constant(i, loc)) : offset;
+      FailureOr<Value> byte = loadByte(op, MemSpace::Info, at);
+      if (failed(byte))
+        return failure();
+      result =
+          i ? alu(loc, "or", shifted(loc, "b", Value(), result, "<<", 8), *byte)
+            : *byte;
+    }
+    values.map(op.getResult(), result);
+    return success();
+  }
   info.usesInfo = true;
   if (*c + size > options.infoSize) {
     // Its bounds check raises first (sizes over 64 bytes are refused for
@@ -504,7 +542,8 @@ LogicalResult HandlerLowering::lowerInfoStore(StoreOp op) {
   unsigned size = widthOf(op.getValue().getType()) / 8;
   auto c = constantOf(op.getOffset());
   if (!c)
-    return refuse(op, "a store into info memory at a computed offset");
+    return storeBytes(op, MemSpace::Info, get(op.getOffset()),
+                      get(op.getValue()), size);
   info.usesInfo = true;
   if (*c + size > options.infoSize) {
     raiseHere(op.getLoc(), ExceptionKind::InfoBounds);
@@ -527,6 +566,162 @@ LogicalResult HandlerLowering::lowerInfoStore(StoreOp op) {
   return success();
 }
 
+Value HandlerLowering::mergeByte(Location loc, Value word, Value at,
+                                 Value byte) {
+  // The byte's shift in its (big-endian) word: 24 - 8 * (at & 3).
+  Value sh = shifted(
+      loc, "b", Value(),
+      alu(loc, "xor", alu(loc, "and", at, constant(3, loc)), constant(3, loc)),
+      "<<", 3);
+  Value mask = shifted(loc, "b", sh, constant(0xff, loc), "<<indirect", 0);
+  return alu(
+      loc, "or", alu(loc, "and~", word, mask),
+      shifted(loc, "b", sh, fieldClear(loc, 0x1, byte, 0), "<<indirect", 0));
+}
+
+template <typename Body>
+void HandlerLowering::atInfoWord(Location loc, Value offset, Body body) {
+  info.usesInfo = true;
+  Value base =
+      med::CsrReadOp::create(b, loc, b.getI32Type(), "active_lm_addr_1");
+  med::CsrWriteOp::create(
+      b, loc, "active_lm_addr_1",
+      alu(loc, "+", base, alu(loc, "and~", offset, constant(3, loc))));
+  body();
+  med::CsrWriteOp::create(b, loc, "active_lm_addr_1", base);
+}
+
+FailureOr<Value> HandlerLowering::loadByte(Operation *op, MemSpace space,
+                                           Value offset) {
+  Location loc = op->getLoc();
+  Type i32 = b.getI32Type();
+  switch (space) {
+  case MemSpace::Packet: {
+    Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+    return Value(med::PacketReadOp::create(
+        b, loc, i32, alu(loc, "+", buffer, offset), b.getI32IntegerAttr(1),
+        b.getBoolAttr(false)));
+  }
+  case MemSpace::Info: {
+    Value word;
+    atInfoWord(loc, offset,
+               [&] { word = med::LocalReadOp::create(b, loc, i32, 1, 0); });
+    Value sh =
+        shifted(loc, "b", Value(),
+                alu(loc, "xor", alu(loc, "and", offset, constant(3, loc)),
+                    constant(3, loc)),
+                "<<", 3);
+    return fieldClear(loc, 0x1, shifted(loc, "b", sh, word, ">>indirect", 0),
+                      0);
+  }
+  default: {
+    auto where = sramSpace(op, space);
+    if (failed(where))
+      return failure();
+    return sramLoad(loc, where->first, offset, 1);
+  }
+  }
+}
+
+LogicalResult HandlerLowering::storeByte(Operation *op, MemSpace space,
+                                         Value offset, Value byte) {
+  Location loc = op->getLoc();
+  Type i32 = b.getI32Type();
+  Value zero = constant(0, loc);
+  switch (space) {
+  case MemSpace::Packet: {
+    // The quadword that holds the byte, read, merged and written back.
+    Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+    Value at = alu(loc, "+", buffer, offset);
+    Value q = alu(loc, "and~", at, constant(7, loc));
+    auto read = med::MemOp::create(b, loc, SmallVector<Type>(2, i32), "dram",
+                                   "read", q, zero, ValueRange(), 1);
+    Value high = alu(loc, "and", at, constant(4, loc));
+    Value word =
+        select(loc, "beq", high, zero, read.getResult(0), read.getResult(1));
+    Value merged = mergeByte(loc, word, at, byte);
+    Value w0 = select(loc, "beq", high, zero, merged, read.getResult(0));
+    Value w1 = select(loc, "beq", high, zero, read.getResult(1), merged);
+    med::MemOp::create(b, loc, TypeRange(), "dram", "write", q, zero,
+                       ValueRange{w0, w1}, 1);
+    return success();
+  }
+  case MemSpace::Info:
+    atInfoWord(loc, offset, [&] {
+      Value word = med::LocalReadOp::create(b, loc, i32, 1, 0);
+      med::LocalWriteOp::create(b, loc, 1, 0,
+                                mergeByte(loc, word, offset, byte));
+    });
+    return success();
+  case MemSpace::InitData:
+    return refuse(op, "a store to initdata memory");
+  default: {
+    auto where = sramSpace(op, space);
+    if (failed(where))
+      return failure();
+    info.writesState = true;
+    Value at = alu(loc, "+", offset, constant(where->first, loc));
+    Value aligned = alu(loc, "and~", at, constant(3, loc));
+    auto read = med::MemOp::create(b, loc, TypeRange{i32}, "sram", "read",
+                                   aligned, zero, ValueRange(), 1);
+    med::MemOp::create(b, loc, TypeRange(), "sram", "write", aligned, zero,
+                       ValueRange{mergeByte(loc, read.getResult(0), at, byte)},
+                       1);
+    return success();
+  }
+  }
+}
+
+LogicalResult HandlerLowering::storeBytes(Operation *op, MemSpace space,
+                                          Value offset, Value value,
+                                          unsigned size) {
+  Location loc = op->getLoc();
+  for (unsigned i = 0; i < size; ++i) {
+    Value at = i ? alu(loc, "+", offset, constant(i, loc)) : offset;
+    unsigned from = 8 * (size - 1 - i);
+    Value byte = from ? shifted(loc, "b", Value(), value, ">>", from) : value;
+    if (failed(storeByte(op, space, at, byte)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerCopy(CopyOp op) {
+  // Byte by byte (the memories differ: NetIL copies between two). Both
+  // ranges are checked first, the source before the destination.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  Value length = get(op.getLength());
+  if (!op.getInBounds()) {
+    if (failed(rangeCheck(op, op.getSrcSpace(), get(op.getSrc()), length)) ||
+        failed(rangeCheck(op, op.getDstSpace(), get(op.getDst()),
+                          get(op.getLength()))))
+      return failure();
+  }
+  Value src = get(op.getSrc()), dst = get(op.getDst());
+  Region &region = func.getBody();
+  Block *entry = b.getInsertionBlock();
+  Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *body = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end());
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{constant(0, loc)}, loop);
+  b.setInsertionPointToEnd(loop);
+  Value i = loop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), i,
+                       get(op.getLength()), ValueRange(), ValueRange(), done,
+                       body);
+  b.setInsertionPointToEnd(body);
+  FailureOr<Value> byte = loadByte(op, op.getSrcSpace(), alu(loc, "+", src, i));
+  if (failed(byte) ||
+      failed(storeByte(op, op.getDstSpace(), alu(loc, "+", dst, i), *byte)))
+    return failure();
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", i, constant(1, loc))},
+                    loop);
+  b.setInsertionPointToEnd(done);
+  return success();
+}
+
 LogicalResult HandlerLowering::lowerStore(StoreOp op) {
   Location loc = op.getLoc();
   unsigned size = widthOf(op.getValue().getType()) / 8;
@@ -543,8 +738,8 @@ LogicalResult HandlerLowering::lowerStore(StoreOp op) {
   info.writesState = true;
   auto c = constantOf(op.getOffset());
   if (!c)
-    return refuse(op, Twine("a store at a computed offset into ") +
-                          stringifyMemSpace(op.getSpace()) + " memory");
+    return storeBytes(op, op.getSpace(), get(op.getOffset()),
+                      get(op.getValue()), size);
   uint32_t address = space->first + *c;
   Value zero = constant(0, loc);
   Value value = get(op.getValue());
@@ -626,8 +821,38 @@ LogicalResult HandlerLowering::lowerCheckBounds(CheckBoundsOp op) {
 
 void HandlerLowering::packetRangeCheck(Location loc, Value offset,
                                        Value extent) {
-  Block *raise = raiseBlock(loc, ExceptionKind::PacketBounds);
-  Value length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
+  (void)rangeCheck(nullptr, MemSpace::Packet, offset, extent, loc);
+}
+
+LogicalResult HandlerLowering::rangeCheck(Operation *op, MemSpace space,
+                                          Value offset, Value extent) {
+  return rangeCheck(op, space, offset, extent, op->getLoc());
+}
+
+LogicalResult HandlerLowering::rangeCheck(Operation *op, MemSpace space,
+                                          Value offset, Value extent,
+                                          Location loc) {
+  ExceptionKind kind = ExceptionKind::PacketBounds;
+  Value length;
+  switch (space) {
+  case MemSpace::Packet:
+    length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
+    break;
+  case MemSpace::Info:
+    kind = ExceptionKind::InfoBounds;
+    length = constant(options.infoSize, loc);
+    break;
+  default: {
+    auto where = sramSpace(op, space);
+    if (failed(where))
+      return failure();
+    kind = space == MemSpace::Data     ? ExceptionKind::DataBounds
+           : space == MemSpace::Shared ? ExceptionKind::SharedBounds
+                                       : ExceptionKind::InitDataBounds;
+    length = constant(where->second, loc);
+  }
+  }
+  Block *raise = raiseBlock(loc, kind);
   // offset + extent must not carry, and must not exceed the length.
   Block *current = b.getInsertionBlock();
   Block *compare = newBlock();
@@ -642,15 +867,16 @@ void HandlerLowering::packetRangeCheck(Location loc, Value offset,
   med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("-"),
                        length, end, ValueRange(), ValueRange(), raise, after);
   b.setInsertionPointToEnd(after);
+  return success();
 }
 
 LogicalResult HandlerLowering::lowerChecksum(ChecksumOp op) {
   // A loop over the packet words that hold the range, one word read from
   // DRAM at a time (pkt_read), bytes outside the range masked off. The
-  // 16-bit halves are added into a 32-bit sum (no carry is lost: a packet
-  // has at most 2048 bytes), folded at the end. Summed in packet
-  // alignment, a range that starts at an odd offset gives the byte swap of
-  // its sum (RFC 1071, "byte order independence"): swapped back.
+  // 16-bit halves are added into a 32-bit sum (no carry is lost: 16384
+  // words of a 64 KB packet add at most 2^31), folded at the end. Summed in
+  // packet alignment, a range that starts at an odd offset gives the byte swap
+  // of its sum (RFC 1071, "byte order independence"): swapped back.
   Location loc = op.getLoc();
   Type i32 = b.getI32Type();
   if (!op.getInBounds())
@@ -801,32 +1027,7 @@ LogicalResult HandlerLowering::lowerPacketStore(StoreOp op) {
     return success();
   }
   // A computed offset: byte by byte, each in its quadword.
-  Value address = alu(loc, "+", buffer, get(op.getOffset()));
-  for (unsigned i = 0; i < size; ++i) {
-    Value at = i ? alu(loc, "+", address, constant(i, loc)) : address;
-    Value q = alu(loc, "and~", at, constant(7, loc));
-    auto read = med::MemOp::create(b, loc, SmallVector<Type>(2, i32), "dram",
-                                   "read", q, zero, ValueRange(), 1);
-    Value high = alu(loc, "and", at, constant(4, loc));
-    Value word =
-        select(loc, "beq", high, zero, read.getResult(0), read.getResult(1));
-    // The byte's shift in its word: 24 - 8 * (at & 3).
-    Value sh = shifted(loc, "b", Value(),
-                       alu(loc, "xor", alu(loc, "and", at, constant(3, loc)),
-                           constant(3, loc)),
-                       "<<", 3);
-    unsigned from = 8 * (size - 1 - i);
-    Value byte = from ? shifted(loc, "b", Value(), value, ">>", from) : value;
-    byte = fieldClear(loc, 0x1, byte, 0);
-    Value mask = shifted(loc, "b", sh, constant(0xff, loc), "<<indirect", 0);
-    Value merged = alu(loc, "or", alu(loc, "and~", word, mask),
-                       shifted(loc, "b", sh, byte, "<<indirect", 0));
-    Value w0 = select(loc, "beq", high, zero, merged, read.getResult(0));
-    Value w1 = select(loc, "beq", high, zero, read.getResult(1), merged);
-    med::MemOp::create(b, loc, TypeRange(), "dram", "write", q, zero,
-                       ValueRange{w0, w1}, 1);
-  }
-  return success();
+  return storeBytes(op, MemSpace::Packet, get(op.getOffset()), value, size);
 }
 
 LogicalResult HandlerLowering::lowerFieldCmp(FieldCmpOp op) {
@@ -1020,10 +1221,9 @@ LogicalResult HandlerLowering::lowerBit(BitOp op) {
   return success();
 }
 
-LogicalResult HandlerLowering::lowerFindBit(FindBitOp op) {
-  // Binary search for the highest set bit: 5 steps of compare-and-select.
-  Location loc = op.getLoc();
-  Value x = get(op.getInput());
+Value HandlerLowering::highestBit(Location loc, Value x) {
+  // Binary search for the highest set bit: 5 steps of compare-and-select
+  // (0 for x = 0).
   Value n = x, pos = constant(0, loc);
   for (unsigned k : {16u, 8u, 4u, 2u, 1u}) {
     Value limit = constant(1u << k, loc);
@@ -1032,8 +1232,15 @@ LogicalResult HandlerLowering::lowerFindBit(FindBitOp op) {
         select(loc, "bcc", n, limit, alu(loc, "+", pos, constant(k, loc)), pos);
     n = select(loc, "bcc", n, limit, up, n);
   }
-  values.map(op.getResult(), select(loc, "beq", x, constant(0, loc),
-                                    constant(0xffffffff, loc), pos));
+  return pos;
+}
+
+LogicalResult HandlerLowering::lowerFindBit(FindBitOp op) {
+  Location loc = op.getLoc();
+  Value x = get(op.getInput());
+  values.map(op.getResult(),
+             select(loc, "beq", x, constant(0, loc), constant(0xffffffff, loc),
+                    highestBit(loc, x)));
   return success();
 }
 
@@ -1200,6 +1407,36 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
       .Case([&](ChecksumOp o) { return lowerChecksum(o); })
       .Case([&](HashOp o) { return lowerHash(o); })
       .Case([&](FieldCmpOp o) { return lowerFieldCmp(o); })
+      .Case([&](CopyOp o) { return lowerCopy(o); })
+      .Case([&](math::CountLeadingZerosOp o) -> LogicalResult {
+        unsigned bits = widthOf(o.getType());
+        Value x = get(o.getOperand());
+        // Leading zeros of the value at its width: (bits - 1) - highest
+        // set bit, or bits for 0.
+        Value count =
+            alu(loc, "b-a", highestBit(loc, x), constant(bits - 1, loc));
+        values.map(o.getResult(), select(loc, "beq", x, constant(0, loc),
+                                         constant(bits, loc), count));
+        return success();
+      })
+      .Case([&](CrcOp o) {
+        // One word through the CRC unit from a fresh remainder.
+        med::CsrWriteOp::create(b, loc, "crc_remainder",
+                                constant(0xffffffff, loc));
+        med::CrcOp::create(b, loc, b.getI32Type(),
+                           o.getKind() == CrcKind::Crc32 ? "crc_32" : "crc_32c",
+                           true, get(o.getInput()));
+        Value r =
+            med::CsrReadOp::create(b, loc, b.getI32Type(), "crc_remainder");
+        values.map(o.getResult(), alu(loc, "~b", Value(), r));
+        return success();
+      })
+      .Case([&](InfoClearOp) {
+        info.usesInfo = true;
+        for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
+          med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
+        return success();
+      })
       .Case([&](PacketCrcOp o) { return lowerPacketCrc(o); })
       .Case([&](BitOp o) { return lowerBit(o); })
       .Case([&](FindBitOp o) { return lowerFindBit(o); })
