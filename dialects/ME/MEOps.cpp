@@ -30,6 +30,7 @@ ArrayRef<RowClaim> netvm::medialect::rowClaims() {
       {"me.ctx_arb", "ctx_arb", ""},
       {"me.alu", "alu", "*"},
       {"me.copy", "alu", "b"},
+      {"me.arg_set", "alu", "b"},
       {"me.lm_read", "alu", "b"},
       {"me.lm_write", "alu", "b"},
       {"me.const", "immed", ""},
@@ -289,6 +290,12 @@ LogicalResult SelectOp::verify() {
 LogicalResult PacketReadOp::verify() {
   if (getSize() != 1 && getSize() != 2 && getSize() != 4)
     return emitOpError("size must be 1, 2 or 4");
+  return success();
+}
+
+LogicalResult ArgSetOp::verify() {
+  if (getName() != "length" && getName() != "wire")
+    return emitOpError("sets 'length' or 'wire', not '") << getName() << "'";
   return success();
 }
 

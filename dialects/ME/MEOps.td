@@ -66,6 +66,17 @@ def ME_ArgOp : ME_Op<"arg", [Pure]> {
   let hasVerifier = 1;
 }
 
+def ME_ArgSetOp : ME_Op<"arg_set"> {
+  let summary = "change a value the packet path handed the handler";
+  let description = [{
+    Writes `length` or `wire` (a new exchange buffer has new lengths):
+    a move into the register the packet path reserves for it.
+  }];
+  let arguments = (ins StrAttr:$name, I32:$value);
+  let assemblyFormat = "$name `,` $value attr-dict";
+  let hasVerifier = 1;
+}
+
 def ME_ConstOp : ME_Op<"const", [Pure, ConstantLike]> {
   let summary = "a 32-bit constant";
   let description = [{

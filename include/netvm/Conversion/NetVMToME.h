@@ -36,6 +36,9 @@ struct MELoweringOptions {
   /// Bytes of info memory (the application's), kept in local memory
   /// window 1 while the packet is on the ME: at most 64.
   unsigned infoSize = 64;
+  /// Bytes of a packet buffer (a new exchange buffer larger than this
+  /// raises packet_bounds, as one over 64 KB does on every engine).
+  uint32_t bufferBytes = 65536;
   /// SRAM byte address of the NetPE's random-number state (a word).
   uint32_t randomState = 0;
 };

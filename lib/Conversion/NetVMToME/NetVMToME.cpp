@@ -155,6 +155,11 @@ private:
   LogicalResult lowerHash(HashOp op);
   LogicalResult lowerPacketStore(StoreOp op);
   LogicalResult lowerFieldCmp(FieldCmpOp op);
+  LogicalResult lowerPacketScan(PacketScanOp op);
+  LogicalResult lowerExbufCreate(ExbufCreateOp op);
+  /// The handler replaces its packet (exbuf_create): lengths read before
+  /// are copied out of the packet path's registers.
+  bool replacesPacket = false;
   /// Ends the current block with a raise of `kind` at `loc` (an access
   /// that the bounds check before it always stops) and goes on lowering in
   /// an unreachable block.
@@ -1030,6 +1035,94 @@ LogicalResult HandlerLowering::lowerPacketStore(StoreOp op) {
   return storeBytes(op, MemSpace::Packet, get(op.getOffset()), value, size);
 }
 
+LogicalResult HandlerLowering::lowerExbufCreate(ExbufCreateOp op) {
+  // The buffer stays; its first `size` bytes become zeros (64 bytes a DRAM
+  // write), the lengths `size`, the info memory zeros.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  Value size = get(op.getSize());
+  uint32_t limit = std::min<uint32_t>(options.bufferBytes, 65536);
+  Block *raise = raiseBlock(loc, ExceptionKind::PacketBounds);
+  Block *current = b.getInsertionBlock();
+  Region &region = func.getBody();
+  Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *body = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end());
+  b.setInsertionPointToEnd(current);
+  Block *ok = newBlock();
+  b.setInsertionPointToEnd(current);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bhi"), b.getStringAttr("-"),
+                       size, constant(limit, loc), ValueRange(), ValueRange(),
+                       raise, ok);
+  b.setInsertionPointToEnd(ok);
+  med::BrOp::create(b, loc, ValueRange{constant(0, loc)}, loop);
+  b.setInsertionPointToEnd(loop);
+  Value at = loop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), at,
+                       size, ValueRange(), ValueRange(), done, body);
+  b.setInsertionPointToEnd(body);
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  SmallVector<Value> zeros(16, constant(0, loc));
+  med::MemOp::create(b, loc, TypeRange(), "dram", "write",
+                     alu(loc, "+", buffer, at), constant(0, loc), zeros, 8);
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", at, constant(64, loc))},
+                    loop);
+  b.setInsertionPointToEnd(done);
+  med::ArgSetOp::create(b, loc, "length", size);
+  med::ArgSetOp::create(b, loc, "wire", size);
+  info.usesInfo = true;
+  for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
+    med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerPacketScan(PacketScanOp op) {
+  // A loop over the offsets from `offset` while `width` bytes fit in the
+  // packet, reading them with pkt_read (width 1, 2 or 4).
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  unsigned width = widthOf(op.getValue().getType()) / 8;
+  Value start = get(op.getOffset());
+  if (!op.getInBounds())
+    packetRangeCheck(loc, start, constant(1, loc));
+  Value needle = get(op.getValue());
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value length = med::ArgOp::create(b, loc, i32, "length");
+  Region &region = func.getBody();
+  Block *entry = b.getInsertionBlock();
+  Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *fits = b.createBlock(&region, region.end());
+  Block *body = b.createBlock(&region, region.end());
+  Block *next = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{start}, loop);
+  // loop(at): at + width <= length, without overflow.
+  b.setInsertionPointToEnd(loop);
+  Value at = loop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("+"), at,
+                       constant(width, loc),
+                       ValueRange{constant(0xffffffff, loc)}, ValueRange(),
+                       done, fits);
+  b.setInsertionPointToEnd(fits);
+  Value end = alu(loc, "+", at, constant(width, loc));
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bhi"), b.getStringAttr("-"),
+                       end, length, ValueRange{constant(0xffffffff, loc)},
+                       ValueRange(), done, body);
+  b.setInsertionPointToEnd(body);
+  Value v = med::PacketReadOp::create(b, loc, i32, alu(loc, "+", buffer, at),
+                                      b.getI32IntegerAttr(width),
+                                      b.getBoolAttr(false));
+  med::CmpBrOp::create(b, loc, b.getStringAttr("beq"), b.getStringAttr("-"), v,
+                       needle, ValueRange{at}, ValueRange(), done, next);
+  b.setInsertionPointToEnd(next);
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", at, constant(1, loc))},
+                    loop);
+  b.setInsertionPointToEnd(done);
+  values.map(op.getResult(), done->getArgument(0));
+  return success();
+}
+
 LogicalResult HandlerLowering::lowerFieldCmp(FieldCmpOp op) {
   // memcmp byte by byte: the loop ends at the first difference with 1
   // (lhs below) or 2 (lhs above), or at the end with 0.
@@ -1379,14 +1472,13 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
                                              cx, cy, x, y));
             return success();
           })
-      .Case([&](PacketLengthOp o) {
-        values.map(o.getResult(),
-                   med::ArgOp::create(b, loc, b.getI32Type(), "length"));
-        return success();
-      })
-      .Case([&](WireLengthOp o) {
-        values.map(o.getResult(),
-                   med::ArgOp::create(b, loc, b.getI32Type(), "wire"));
+      .Case<PacketLengthOp, WireLengthOp>([&](Operation *o) {
+        Value v = med::ArgOp::create(
+            b, loc, b.getI32Type(), isa<PacketLengthOp>(o) ? "length" : "wire");
+        // A copy when the handler may replace the packet later.
+        if (replacesPacket)
+          v = med::CopyOp::create(b, loc, b.getI32Type(), v);
+        values.map(o->getResult(0), v);
         return success();
       })
       .Case([&](ByteSwapOp o) {
@@ -1408,6 +1500,8 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
       .Case([&](HashOp o) { return lowerHash(o); })
       .Case([&](FieldCmpOp o) { return lowerFieldCmp(o); })
       .Case([&](CopyOp o) { return lowerCopy(o); })
+      .Case([&](PacketScanOp o) { return lowerPacketScan(o); })
+      .Case([&](ExbufCreateOp o) { return lowerExbufCreate(o); })
       .Case([&](math::CountLeadingZerosOp o) -> LogicalResult {
         unsigned bits = widthOf(o.getType());
         Value x = get(o.getOperand());
@@ -1556,6 +1650,8 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
       writesPacket |= store.getSpace() == MemSpace::Packet;
     if (isa<CopyOp>(op))
       writesPacket = true;
+    if (isa<ExbufCreateOp>(op))
+      writesPacket = replacesPacket = true;
     if (auto load = dyn_cast<LoadOp>(op)) {
       if (load.getSpace() != MemSpace::Packet)
         return;

@@ -274,3 +274,12 @@ me.func @p.push attributes {handler = "push", pe = "p"} {
 me.func @p.push attributes {handler = "exit", pe = "p"} {
   me.drop
 }
+
+// -----
+
+me.func @p.push attributes {handler = "push", pe = "p"} {
+  %x = me.arg "buffer"
+  // expected-error @+1 {{sets 'length' or 'wire', not 'buffer'}}
+  me.arg_set "buffer", %x
+  me.drop
+}

@@ -395,6 +395,10 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   builder.setInsertionPointToEnd(meModule->getBody());
   MELoweringOptions lowering;
   lowering.maxHeaderBytes = pktReadXfer * 4;
+  // Buffers in whole 64-byte blocks (DRAM writes of a new exchange buffer).
+  Buffers pool;
+  pool.bytes = (std::max(options.machine.maxPacketBytes, 64u) + 63) & ~63u;
+  lowering.bufferBytes = pool.bytes;
   // Info memory: as large as the largest NetPE's, as the other engines.
   layout.infoSize = options.defaultInfoSize;
   for (PEInfo &info : pes)
@@ -515,8 +519,6 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     spillSlots = dupWord;
   }
   unsigned copyBuffers = 8 * (copySlots + (dups ? 1 : 0));
-  Buffers pool;
-  pool.bytes = (std::max(options.machine.maxPacketBytes, 64u) + 7) & ~7u;
   uint64_t dramEnd =
       uint64_t(pool.copyPoolBase()) + uint64_t(copyBuffers) * pool.stride();
   if (dramEnd > options.machine.dramBytes)

@@ -522,6 +522,10 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         emit(in);
         return success();
       })
+      .Case([&](med::ArgSetOp o) {
+        move(fixedArgRegister(o.getName()).operand(), o.getValue());
+        return success();
+      })
       .Case([&](med::LocalReadOp o) {
         Instr in;
         in.op = me::Op::AluB;
