@@ -328,6 +328,19 @@ def ME_SendCopyOp : ME_Op<"send_copy"> {
   let assemblyFormat = "$port attr-dict";
 }
 
+def ME_StateTokenOp : ME_Op<"state_token"> {
+  let summary = "enter the packet-ordered section before a state access";
+  let description = [{
+    Put before every access to data or shared memory. When the handlers of
+    the application write state, the packet path expands it to: unless
+    the packet already holds the state token, wait for it (the previous
+    packet passes it on when it is done). Packets thus reach the state in
+    packet order while the code before their first access runs in
+    parallel. In init handlers and stateless applications it is nothing.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def ME_DropOp : ME_Op<"drop", [Terminator]> {
   let summary = "end the handler: the packet is dropped and its buffer freed";
   let assemblyFormat = "attr-dict";

@@ -157,6 +157,11 @@ private:
   LogicalResult lowerFieldCmp(FieldCmpOp op);
   LogicalResult lowerPacketScan(PacketScanOp op);
   LogicalResult lowerExbufCreate(ExbufCreateOp op);
+  /// Before an access to data or shared memory: the ordered section.
+  void enterState(Location loc, MemSpace space) {
+    if (space == MemSpace::Data || space == MemSpace::Shared)
+      med::StateTokenOp::create(b, loc);
+  }
   /// The handler replaces its packet (exbuf_create): lengths read before
   /// are copied out of the packet path's registers.
   bool replacesPacket = false;
@@ -402,6 +407,7 @@ LogicalResult HandlerLowering::lowerLoad(LoadOp op) {
     auto space = sramSpace(op, op.getSpace());
     if (failed(space))
       return failure();
+    enterState(loc, op.getSpace());
     values.map(op.getResult(),
                sramLoad(loc, space->first, op.getOffset(), size));
     return success();
@@ -623,6 +629,7 @@ FailureOr<Value> HandlerLowering::loadByte(Operation *op, MemSpace space,
     auto where = sramSpace(op, space);
     if (failed(where))
       return failure();
+    enterState(loc, space);
     return sramLoad(loc, where->first, offset, 1);
   }
   }
@@ -665,6 +672,7 @@ LogicalResult HandlerLowering::storeByte(Operation *op, MemSpace space,
     if (failed(where))
       return failure();
     info.writesState = true;
+    enterState(loc, space);
     Value at = alu(loc, "+", offset, constant(where->first, loc));
     Value aligned = alu(loc, "and~", at, constant(3, loc));
     auto read = med::MemOp::create(b, loc, TypeRange{i32}, "sram", "read",
@@ -742,6 +750,8 @@ LogicalResult HandlerLowering::lowerStore(StoreOp op) {
     return failure();
   info.writesState = true;
   auto c = constantOf(op.getOffset());
+  if (c)
+    enterState(loc, op.getSpace());
   if (!c)
     return storeBytes(op, op.getSpace(), get(op.getOffset()),
                       get(op.getValue()), size);
@@ -1343,6 +1353,7 @@ LogicalResult HandlerLowering::lowerRandom(RandomOp op) {
   Location loc = op.getLoc();
   info.writesState = true;
   info.usesRandom = true;
+  med::StateTokenOp::create(b, loc);
   Value zero = constant(0, loc);
   auto read = med::MemOp::create(b, loc, TypeRange{b.getI32Type()}, "sram",
                                  "read", constant(options.randomState, loc),

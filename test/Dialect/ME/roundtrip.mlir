@@ -56,6 +56,8 @@ me.func @p.push attributes {handler = "push", pe = "p"} {
   me.lm_write 1, 4, %lm
   // CHECK: me.send_copy 1
   me.send_copy 1
+  // CHECK: me.state_token
+  me.state_token
   // CHECK: me.arg_set "length", %[[LM]]
   me.arg_set "length", %lm
   // CHECK: me.pkt_read %[[ADD]], 2, false

@@ -67,6 +67,10 @@ struct ExitLabels {
   std::string drop;
   std::string raise; // with a15 = pe | kind << 16, b15 = location
   unsigned pe = 0;
+  /// The local-memory word (window 0) that says whether the packet holds
+  /// the state token; -1: me.state_token is nothing (init handlers,
+  /// stateless applications).
+  int stateWord = -1;
   /// Appends the code of me.send_copy on `port`; false with an error when
   /// the port does not lead to exactly one sink.
   std::function<bool(unsigned port, CodeSection &section, std::string &error)>

@@ -519,6 +519,18 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     spillSlots = dupWord;
   }
   unsigned copyBuffers = 8 * (copySlots + (dups ? 1 : 0));
+  // With state written by the handlers, packets reach it in order: a third
+  // token (s7) passes from context to context; a packet takes it at its
+  // first state access (me.state_token) and passes it on when it leaves.
+  // Local memory word `stateWord` says whether it holds it.
+  bool stateful = false;
+  for (PEInfo &info : pes)
+    stateful |= info.pushInfo.writesState;
+  int stateWord = -1;
+  if (stateful) {
+    stateWord = static_cast<int>(spillSlots) - 1;
+    spillSlots = static_cast<unsigned>(stateWord);
+  }
   uint64_t dramEnd =
       uint64_t(pool.copyPoolBase()) + uint64_t(copyBuffers) * pool.stride();
   if (dramEnd > options.machine.dramBytes)
@@ -535,17 +547,24 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   section.meMask = 1u << handlerME;
   section.title = "ME 1: the NetPEs of '" + app.getSymName().str() + "'";
   LineBuilder a{section};
-  bool watchdog = false, stateful = false;
-  for (PEInfo &info : pes) {
+  bool watchdog = false;
+  for (PEInfo &info : pes)
     watchdog |= info.pushInfo.usesWatchdog || info.initInfo.usesWatchdog;
-    stateful |= info.pushInfo.writesState;
-  }
-  // With state written by the handlers, packets go through them in order:
-  // a third token (s7) passes from context to context, as the work token.
+  // Leaving: the state token goes on, taken first if the packet never
+  // needed it (the next packet waits for this one either way).
+  unsigned statePasses = 0;
   auto passState = [&] {
-    if (stateful)
-      a("local_csr_wr[same_me_signal, " + hex(0x80 | (7 << 3)) + "]",
-        "state token");
+    if (!stateful)
+      return;
+    std::string word = "*l$index0[" + std::to_string(stateWord) + "]";
+    std::string have = "state_held" + std::to_string(statePasses++);
+    a("alu[--, --, b, " + word + "]");
+    a("bne[@" + have + "]");
+    a("ctx_arb[s7]", "keep the state token moving");
+    a.label(have);
+    a("alu[" + word + ", --, b, 0]");
+    a("local_csr_wr[same_me_signal, " + hex(0x80 | (7 << 3)) + "]",
+      "state token");
   };
   if (watchdog) {
     // Each context's local memory: 64 words at context x 256 bytes; word
@@ -568,6 +587,9 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     a("alu[a15, a15, +, " + std::to_string(16 * 4) + "]");
     a("local_csr_wr[active_lm_addr_1, a15]", "info memory: words 16-31");
   }
+  if (stateful)
+    a("alu[*l$index0[" + std::to_string(stateWord) + "], --, b, 0]",
+      "no state token held");
   if (fanOut) {
     for (unsigned slot = 0; slot < copySlots; ++slot)
       a("alu[*l$index0[" + std::to_string(slotWord(slot)) + "], --, b, 0]",
@@ -609,8 +631,6 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   for (unsigned w = 0; w < infoWords && layout.infoUsed; ++w)
     a("alu[*l$index1[" + std::to_string(w) + "], --, b, 0]",
       w == 0 ? "info memory starts as zeros" : "");
-  if (stateful)
-    a("ctx_arb[s7]", "state token: the handlers in packet order");
   if (watchdog)
     a("alu[a2, --, b, *l$index0[15]]", "the packet's loop budget");
   // The source's destination.
@@ -707,6 +727,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     };
     ExitLabels exits;
     exits.pe = info.index;
+    exits.stateWord = stateWord;
     exits.sendCopy = [&, peName = info.pe.getSymName().str()](
                          unsigned port, CodeSection &into, std::string &error) {
       auto it = outputs.find({peName, port});
@@ -790,6 +811,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       std::string name = "init_" + std::to_string(info.index);
       exits.drop = name + "_done";
       exits.raise = name + "_raise";
+      exits.stateWord = -1; // before the tokens start: alone anyway
       if (failed(emitFunc(info.init, info.initInfo, name, exits)))
         return failure();
     }
@@ -954,7 +976,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("immed[$0, 0xffffffff]", "end marker");
   a.orderedPut(txRing, "s5");
   a("ctx_arb[kill]");
-  if (!watchdog && handlerReport.spills == 0 && !layout.infoUsed && !fanOut)
+  if (!watchdog && handlerReport.spills == 0 && !layout.infoUsed && !fanOut &&
+      !stateful)
     section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
   handlerReport.instructions = section.lines.size();
   program.code.push_back(std::move(section));

@@ -672,6 +672,29 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         emit(br, exits.send(o.getPort()));
         return success();
       })
+      .Case([&](med::StateTokenOp) {
+        if (exits.stateWord < 0)
+          return success();
+        Operand held = Operand::lm(0, LmMode::Offset, exits.stateWord);
+        std::string have = prefix + "_l" + std::to_string(localLabels++);
+        Instr test;
+        test.op = me::Op::AluB;
+        test.dst = Operand::none();
+        test.a = Operand::none();
+        test.b = held;
+        emit(test, "", "the state token: held already?");
+        branch("bne", have);
+        emit(asmLine("ctx_arb[s7]").instr);
+        Instr set;
+        set.op = me::Op::AluB;
+        set.dst = held;
+        set.a = Operand::none();
+        set.b = Operand::imm();
+        set.imm = 1;
+        emit(set);
+        label(have);
+        return success();
+      })
       .Case([&](med::SendCopyOp o) -> LogicalResult {
         if (!exits.sendCopy)
           return o.emitError("internal error: no packet path for send_copy");
