@@ -222,6 +222,28 @@ void transmitStage(Program &program, const Buffers &pool, unsigned copies) {
   program.code.push_back(std::move(section));
 }
 
+/// Removes unconditional branches to the next instruction (the packet
+/// path and the handlers are laid out one after the other, so a send to
+/// the next NetPE or to `to_sink` often falls through).
+void removeBranchesToNext(CodeSection &section) {
+  std::vector<Line> &lines = section.lines;
+  for (size_t i = 0; i + 1 < lines.size();) {
+    Line &line = lines[i];
+    const std::vector<std::string> &next = lines[i + 1].labels;
+    bool toNext =
+        line.instr.op == me::Op::Br && line.instr.defer == 0 &&
+        std::find(next.begin(), next.end(), line.target) != next.end();
+    if (!toNext) {
+      ++i;
+      continue;
+    }
+    std::vector<std::string> labels = std::move(line.labels);
+    lines.erase(lines.begin() + i);
+    lines[i].labels.insert(lines[i].labels.begin(), labels.begin(),
+                           labels.end());
+  }
+}
+
 struct PEInfo {
   PEOp pe;
   unsigned index = 0;
@@ -641,13 +663,26 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         return "pe" + std::to_string(info.index) + "_entry";
     return std::string();
   };
+  // The input port goes to b1 only for handlers that read it.
+  auto readsPort = [&](PEOp pe) {
+    for (PEInfo &info : pes)
+      if (info.pe == pe && info.push) {
+        bool reads = false;
+        info.push.walk([&](med::ArgOp arg) {
+          reads |= arg.getName() == "port" && !arg.getResult().use_empty();
+        });
+        return reads;
+      }
+    return false;
+  };
   auto gotoEndpoint = [&](const Endpoint &dest) {
     if (dest.sink >= 0) {
       a("immed[b1, " + std::to_string(dest.sink) + "]");
       a("br[@to_sink]");
       return;
     }
-    a("immed[b1, " + std::to_string(dest.port) + "]", "input port");
+    if (readsPort(dest.pe))
+      a("immed[b1, " + std::to_string(dest.port) + "]", "input port");
     a("br[@" + entryOf(dest.pe) + "]");
   };
   // A copy of the packet (buffer a0, info memory in local memory) for
@@ -699,6 +734,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
 
   // Each NetPE: its entry (header prefetch) and its handler.
   std::vector<MEReport> reports;
+  bool anyUnconnected = false;
   MEReport handlerReport;
   handlerReport.me = handlerME;
   handlerReport.controlStore = options.machine.controlStore;
@@ -823,6 +859,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       a.label(tag + "_out" + std::to_string(number));
       auto it = outputs.find({info.pe.getSymName().str(), number});
       if (it == outputs.end()) {
+        anyUnconnected = true;
         a("immed[a15, " + hex(info.index | (3u << 16)) + "]",
           "unconnected port " + port.getSymName().str());
         a("immed[b15, 0]");
@@ -888,9 +925,11 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     passState();
     a("br[@work_loop]");
   }
-  a.label("unconnected");
-  a("immed[a4, 3]", "EventKind::Unconnected");
-  a("br[@log_event]");
+  if (anyUnconnected) {
+    a.label("unconnected");
+    a("immed[a4, 3]", "EventKind::Unconnected");
+    a("br[@log_event]");
+  }
   a.label("raise");
   a("immed[a4, 1]", "EventKind::Exception");
   // log_event: [tag b2, kind a4, pe | kind << 16 in a15, location b15].
@@ -910,15 +949,18 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("alu[$3, --, b, b15]");
   a("sram[write, $0, a3, 0, 4], ctx_swap[s6]");
   a.label("event_done");
-  a("alu[--, b2, +, 1]");
-  a("bne[@drop]");
+  if (!inits.empty()) {
+    a("alu[--, b2, +, 1]", "an event of an init handler?");
+    a("bne[@drop]");
+  }
   // An event of an init handler: back to the next one.
   for (auto &[info, name] : inits) {
     a("alu[b3, a15, and, 0xffff]", "the NetPE of the event");
     a("alu[--, b3, -, " + std::to_string(info->index) + "]");
     a("beq[@" + name + "_done]");
   }
-  a("br[@start_tokens]");
+  if (!inits.empty())
+    a("br[@start_tokens]");
   a.label("drop");
   a("alu[$0, --, b, a0]");
   if (fanOut) {
@@ -979,6 +1021,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   if (!watchdog && handlerReport.spills == 0 && !layout.infoUsed && !fanOut &&
       !stateful)
     section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
+  removeBranchesToNext(section);
   handlerReport.instructions = section.lines.size();
   program.code.push_back(std::move(section));
 
