@@ -293,6 +293,39 @@ LogicalResult PacketReadOp::verify() {
   return success();
 }
 
+ParseResult AluOp::parse(OpAsmParser &parser, OperationState &result) {
+  StringAttr op;
+  OpAsmParser::UnresolvedOperand first, second;
+  if (parser.parseAttribute(op, "op", result.attributes) ||
+      parser.parseOperand(first))
+    return failure();
+  Type i32 = parser.getBuilder().getI32Type();
+  bool binary = succeeded(parser.parseOptionalComma());
+  if (binary && parser.parseOperand(second))
+    return failure();
+  if (parser.parseOptionalAttrDict(result.attributes))
+    return failure();
+  if (binary) {
+    if (parser.resolveOperand(first, i32, result.operands) ||
+        parser.resolveOperand(second, i32, result.operands))
+      return failure();
+  } else if (parser.resolveOperand(first, i32, result.operands)) {
+    return failure();
+  }
+  result.addTypes(i32);
+  return success();
+}
+
+void AluOp::print(OpAsmPrinter &p) {
+  p << " ";
+  p.printAttributeWithoutType(getOpAttr());
+  p << " ";
+  if (getA())
+    p << getA() << ", ";
+  p << getB();
+  p.printOptionalAttrDict((*this)->getAttrs(), {"op"});
+}
+
 LogicalResult ArgSetOp::verify() {
   if (getName() != "length" && getName() != "wire")
     return emitOpError("sets 'length' or 'wire', not '") << getName() << "'";

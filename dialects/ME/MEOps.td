@@ -129,7 +129,9 @@ def ME_AluOp : ME_Op<"alu", [Pure]> {
   let arguments = !con((ins StrAttr:$op, Optional<I32>:$a, I32:$b),
                        ME_ShiftAttrs);
   let results = (outs I32:$result);
-  let assemblyFormat = "$op ($a^ `,`)? $b attr-dict";
+  // `"op" %a, %b` or, for the unary operations, `"op" %b` (a declarative
+  // optional group before $b would read a unary operand as `a`).
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
 }
 

@@ -32,6 +32,10 @@ me.func @p.push attributes {handler = "push", pe = "p"} {
   %add = me.alu "+" %buf, %len
   // CHECK: me.alu "or" %[[H0]], %[[H1]] {amount = 16 : i32, shift = ">>"}
   %shr = me.alu "or" %h0, %h1 {shift = ">>", amount = 16 : i32}
+  // CHECK: me.alu "b" %[[H0]] {amount = 8 : i32, shift = ">>rot"}
+  %rot = me.alu "b" %h0 {shift = ">>rot", amount = 8 : i32}
+  // CHECK: me.alu "~b" %[[H1]]
+  %not = me.alu "~b" %h1
   // The unary operations ("b", "~b") are left out: their custom form does
   // not parse yet (MEDialectTest.DISABLED_UnaryAluRoundTrip).
   // CHECK: me.alu "*" %[[ADD]], %[[C30]]
