@@ -231,7 +231,7 @@ void removeBranchesToNext(CodeSection &section) {
     Line &line = lines[i];
     const std::vector<std::string> &next = lines[i + 1].labels;
     bool toNext =
-        line.instr.op == me::Op::Br && line.instr.defer == 0 &&
+        line.instr.op == me::Op::Br && line.instr.defer == 0 && !line.fixed &&
         std::find(next.begin(), next.end(), line.target) != next.end();
     if (!toNext) {
       ++i;

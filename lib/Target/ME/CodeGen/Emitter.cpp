@@ -621,6 +621,61 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         return success();
       })
       .Case([&](med::SwitchOp o) {
+        // Dense switches of 4 or more cases (a range at most twice the
+        // number of cases, at most 64) jump through a table of branches:
+        // 4 instructions whatever the case; others are a chain of
+        // compares, 2 instructions a case.
+        ArrayRef<int32_t> cases = o.getCases();
+        if (cases.size() >= 4 && !constOf(o.getInput())) {
+          uint32_t lo = static_cast<uint32_t>(cases[0]), hi = lo;
+          for (int32_t c : cases) {
+            lo = std::min(lo, static_cast<uint32_t>(c));
+            hi = std::max(hi, static_cast<uint32_t>(c));
+          }
+          uint64_t range = uint64_t(hi) - lo + 1;
+          if (range <= 2 * cases.size() && range <= 64) {
+            Operand x = regOf(o.getInput()).operand();
+            Operand index = temp(Reg::GprA);
+            Instr sub;
+            sub.op = me::Op::AluSub;
+            sub.dst = index;
+            sub.a = x;
+            if (lo <= 0xffff) {
+              sub.b = Operand::imm();
+              sub.imm = lo;
+            } else {
+              sub.b = loadTemp(
+                  x.cls() == OperandClass::GprB ? Reg::GprA : Reg::GprB, lo);
+            }
+            repairPair(sub);
+            emit(sub, "", "jump table");
+            Instr cmp;
+            cmp.op = me::Op::AluSub;
+            cmp.dst = Operand::none();
+            cmp.a = index;
+            cmp.b = Operand::imm();
+            cmp.imm = static_cast<uint32_t>(range);
+            emit(cmp);
+            branch("bcc", labelOf(o.getDests()[0]));
+            std::string table = prefix + "_l" + std::to_string(localLabels++);
+            Instr jump;
+            jump.op = me::Op::Jump;
+            jump.a = index;
+            emit(jump, table);
+            label(table);
+            for (uint64_t k = 0; k < range; ++k) {
+              Block *dest = o.getDests()[0];
+              for (auto [i, value] : llvm::enumerate(cases))
+                if (static_cast<uint32_t>(value) == lo + k)
+                  dest = o.getDests()[i + 1];
+              Instr br;
+              br.op = me::Op::Br;
+              emit(br, labelOf(dest));
+              section.lines.back().fixed = true;
+            }
+            return success();
+          }
+        }
         // A chain of compares; the most common NetIL switches are small.
         for (auto [i, value] : llvm::enumerate(o.getCases())) {
           Instr in;

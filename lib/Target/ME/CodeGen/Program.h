@@ -24,6 +24,7 @@ struct Line {
   Instr instr;
   std::string target;  // branch target label (branches, jump)
   std::string comment; // printed after the instruction
+  bool fixed = false;  // part of a jump table: never removed or moved
 };
 
 struct CodeSection {
