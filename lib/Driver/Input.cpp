@@ -16,8 +16,8 @@
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -26,12 +26,13 @@ using namespace netvm;
 using namespace netvm::driver;
 
 /// Whether a positional word names an application file rather than a word
-/// of a tcpdump expression (netvm-run -r f.pcap tcp port 80).
-static bool isApplicationFile(StringRef word) {
-  if (llvm::sys::fs::exists(word))
-    return true;
-  return word.contains('/') || word.ends_with(".netil") ||
-         word.ends_with(".nvapp") || word.ends_with(".mlir");
+/// of a tcpdump expression (netvm-run -r f.pcap tcp port 80): by its
+/// extension alone, never by what exists on disk or by a '/', so that no
+/// expression (`net 10.0.0.0/8`, `udp` beside a directory `udp/`) is ever
+/// taken for a file. No tcpdump expression word ends in these.
+static bool isApplicationFileName(StringRef word) {
+  StringRef ext = llvm::sys::path::extension(word);
+  return ext == ".netil" || ext == ".nvapp" || ext == ".mlir";
 }
 
 FailureOr<Input> netvm::driver::resolveInput(const InputOptions &options,
@@ -86,7 +87,8 @@ FailureOr<Input> netvm::driver::resolveInput(const InputOptions &options,
                 .str();
     return failure();
   }
-  if (options.expressionWords && !isApplicationFile(options.files.front())) {
+  if (options.expressionWords &&
+      !isApplicationFileName(options.files.front())) {
     input.kind = Input::Kind::Filter;
     input.filter = llvm::join(options.files, " ");
     input.language = FilterLanguage::PcapFilter;

@@ -52,13 +52,15 @@ static cl::list<std::string>
     inputs(cl::Positional, cl::ZeroOrMore, cl::cat(runCategory),
            cl::desc("<application: NetIL files (chained in order), one "
                     ".nvapp description, or one .mlir file; or, like "
-                    "tcpdump, the words of a filter expression>"));
+                    "tcpdump, the words of a filter expression>. The words "
+                    "are files only when the first ends in .netil, .nvapp "
+                    "or .mlir, whatever exists on disk"));
 static cl::opt<std::string> pcapFilter(
     "pcap-filter",
     cl::desc("Run this tcpdump expression (man pcap-filter) instead of an "
              "application: accepted packets leave through sink 'match'. "
-             "Words after the options that name no file are taken as one "
-             "too, as tcpdump does"),
+             "Words after the options are taken as one too, as tcpdump "
+             "does, unless the first ends in .netil, .nvapp or .mlir"),
     cl::value_desc("expression"), cl::cat(runCategory));
 static cl::opt<std::string> expressionFile(
     "F",

@@ -111,7 +111,9 @@ struct Input {
 /// Input or says, in the tool's option names, what is wrong.
 struct InputOptions {
   /// Positional words: files, or (with expressionWords) the words of a
-  /// tcpdump expression, as in `tcpdump -r f.pcap tcp port 80`.
+  /// tcpdump expression, as in `tcpdump -r f.pcap tcp port 80`: files when
+  /// the first word ends in `.netil`, `.nvapp` or `.mlir` (nothing else:
+  /// not a word with a '/', not a file that happens to exist).
   std::vector<std::string> files;
   bool expressionWords = false;
   std::optional<std::string> pcapFilter, pfl, filterFile;
