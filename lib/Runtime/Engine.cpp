@@ -57,10 +57,20 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
   PacketBatch chunk;
   TracePacket packet;
   bool more = true, ok = true;
-  while (more) {
+  auto done = [&] {
+    return (options.maxPackets && stats.packets >= options.maxPackets) ||
+           (options.maxMatches && stats.matches >= options.maxMatches) ||
+           (options.stop && *options.stop);
+  };
+  while (more && !done()) {
     auto start = Clock::now();
     chunk.clear();
-    while (chunk.size() < std::max<size_t>(1, options.chunk)) {
+    // Each packet matches at most once: a chunk no larger than the matches
+    // still wanted never runs a packet past the last one.
+    uint64_t limit = std::max<size_t>(1, options.chunk);
+    if (options.maxMatches)
+      limit = std::min(limit, options.maxMatches - stats.matches);
+    while (chunk.size() < limit) {
       if ((options.maxPackets && stats.packets >= options.maxPackets) ||
           (options.stop && *options.stop)) {
         more = false;
@@ -81,12 +91,16 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
       continue;
     start = Clock::now();
     uint64_t base = stats.packets - chunk.size();
-    if (onPacket) {
+    if (onPacket || options.maxMatches) {
+      netvm_packet *packets = chunk.packets();
       auto deliver = [&](size_t i, const PacketResult &result) {
-        (*onPacket)(base + i + 1, chunk[i].length, result);
+        stats.matches += !result.outputs.empty();
+        if (onPacket)
+          (*onPacket)(base + i + 1, packets[i], result);
       };
       ResultFn fn = deliver;
-      run(source, {chunk.packets(), chunk.size()}, &fn, detail);
+      run(source, {packets, chunk.size()}, &fn,
+          onPacket ? detail : ResultDetail::Verdicts);
     } else {
       run(source, {chunk.packets(), chunk.size()}, nullptr, detail);
     }

@@ -29,6 +29,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
@@ -66,7 +67,7 @@ static cl::opt<std::string> expressionFile(
     "F",
     cl::desc("Read the tcpdump expression from this file, as tcpdump -F "
              "does ('#' starts a comment); errors give file:line:col"),
-    cl::value_desc("file"), cl::cat(runCategory));
+    cl::value_desc("file"), cl::Prefix, cl::Grouping, cl::cat(runCategory));
 static cl::opt<std::string> pflFilter(
     "pfl",
     cl::desc("Run this NetPFL filter (docs/netpfl.md) instead of an "
@@ -80,8 +81,8 @@ static cl::opt<std::string>
             cl::value_desc("file.xml"), cl::cat(runCategory));
 static cl::opt<std::string> pcapInput("r",
                                       cl::desc("Read packets from a pcap file"),
-                                      cl::value_desc("trace.pcap"),
-                                      cl::cat(runCategory));
+                                      cl::value_desc("trace.pcap"), cl::Prefix,
+                                      cl::Grouping, cl::cat(runCategory));
 static cl::opt<std::string> hexInput(
     "hex",
     cl::desc("Read packets from a text file: one packet per line, as "
@@ -93,7 +94,8 @@ static cl::opt<std::string> liveDevice(
     cl::desc("Capture packets live from this network interface through "
              "libpcap (needs root or CAP_NET_RAW); stops after -c packets or "
              "on Ctrl-C"),
-    cl::value_desc("interface"), cl::cat(runCategory));
+    cl::value_desc("interface"), cl::Prefix, cl::Grouping,
+    cl::cat(runCategory));
 static cl::opt<bool>
     promiscuous("promiscuous",
                 cl::desc("With -i: put the interface in promiscuous mode"),
@@ -111,17 +113,45 @@ static cl::opt<std::string>
 static cl::opt<bool> verbose("v",
                              cl::desc("Print what happened to every packet, "
                                       "with the bytes of forwarded packets"),
-                             cl::cat(runCategory));
+                             cl::Grouping, cl::cat(runCategory));
 static cl::opt<std::string> writePattern(
     "w",
     cl::desc("Write forwarded packets to pcap files: '%s' in the name is "
              "replaced by the sink name (one file per sink); without '%s' "
              "the application must have a single sink"),
-    cl::value_desc("pattern"), cl::cat(runCategory));
-static cl::opt<uint64_t> maxPackets("c",
-                                    cl::desc("Stop after this many packets"),
-                                    cl::value_desc("count"),
-                                    cl::cat(runCategory));
+    cl::value_desc("pattern"), cl::Prefix, cl::Grouping, cl::cat(runCategory));
+static cl::opt<uint64_t> maxPackets(
+    "c",
+    cl::desc("Stop after this many packets: for a filter, packets it "
+             "accepts (as tcpdump -c); for an application, packets read"),
+    cl::value_desc("count"), cl::Prefix, cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool>
+    dumpCode("d",
+             cl::desc("Print what the filter or application compiles to (the "
+                      "optimized netvm IR, as tcpdump -d prints BPF) and exit"),
+             cl::Grouping, cl::cat(runCategory));
+// tcpdump's flags that mean nothing for netvm: accepted, so that a tcpdump
+// command line runs unchanged, and ignored.
+static cl::opt<bool> numeric(
+    "n",
+    cl::desc("Accepted and ignored (tcpdump -n, -nn): netvm never resolves "
+             "addresses or ports to names in its output"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> noPromiscuous(
+    "p",
+    cl::desc("Accepted and ignored (tcpdump -p): -i captures without "
+             "promiscuous mode unless --promiscuous"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<uint32_t> snapLength(
+    "s",
+    cl::desc("Accepted and ignored (tcpdump -s): -r runs the bytes the file "
+             "holds, -i captures up to 262144 bytes of each packet"),
+    cl::value_desc("snaplen"), cl::Prefix, cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> packetBuffered(
+    "U",
+    cl::desc("Accepted and ignored (tcpdump -U): -w files are complete "
+             "when netvm-run exits"),
+    cl::Grouping, cl::cat(runCategory));
 static cl::opt<bool> json("json",
                           cl::desc("Print the summary as JSON (with -v, "
                                    "also every packet's outputs)"),
@@ -173,7 +203,7 @@ static cl::opt<char> optLevel(
     "O",
     cl::desc("Optimization level -O0..-O3 (default: -O2 for native code and "
              "the emulator; the interpreter runs -O0 IR unless -O is given)"),
-    cl::Prefix, cl::init('2'), cl::cat(runCategory));
+    cl::Prefix, cl::Grouping, cl::init('2'), cl::cat(runCategory));
 // Registered as "emu-stats-json" and renamed in main(): LLVM's statistics
 // own "stats-json" until then (as in netvm-emu).
 static cl::opt<std::string> statsJson(
@@ -191,7 +221,8 @@ static cl::opt<unsigned> threads(
     cl::desc("Native code: threads to run packets on (default 1). Stateless "
              "applications get one replica per thread; stateful ones run on "
              "one thread unless --pipeline. Outputs keep the arrival order"),
-    cl::value_desc("N"), cl::init(1), cl::Prefix, cl::cat(runCategory));
+    cl::value_desc("N"), cl::init(1), cl::Prefix, cl::Grouping,
+    cl::cat(runCategory));
 static cl::opt<bool> pipeline(
     "pipeline",
     cl::desc("Native code: split the NetPEs into -j stages (one thread "
@@ -671,6 +702,10 @@ int main(int argc, char **argv) {
   statsJson.setArgStr("stats-json");
   registerMachineOptions();
   driver::configureHelp(runCategory, /*showMLIROptions=*/false);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "netvm-run (netvm) " NETVM_VERSION "\n"
+       << "built with LLVM " LLVM_VERSION_STRING "\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "netvm-run - run a NetVM application over packets\n\n"
@@ -689,8 +724,9 @@ int main(int argc, char **argv) {
       "                                   on the ME emulator, with statistics\n"
       "  netvm-run filter.netil -i eth0 -c 1000      live capture (root)\n");
 
-  int inputKinds = !pcapInput.empty() + !hexInput.empty() +
-                   !hexPackets.empty() + !liveDevice.empty();
+  int inputKinds = dumpCode ? 1
+                            : !pcapInput.empty() + !hexInput.empty() +
+                                  !hexPackets.empty() + !liveDevice.empty();
   if (inputKinds != 1)
     return fail("give exactly one packet input: -r FILE, --hex FILE, "
                 "--hex-packet FILE... or -i INTERFACE");
@@ -741,6 +777,13 @@ int main(int argc, char **argv) {
                                   ? driver::OptimizeFor::ME
                                   : driver::OptimizeFor::Native)))
     return 1;
+  if (dumpCode) {
+    module->print(llvm::outs());
+    return 0;
+  }
+  // A filter's packets either match (leave through a sink) or not: -c
+  // counts the matches, as tcpdump -c counts what its filter accepts.
+  bool isFilter = input->kind != driver::Input::Kind::Files;
   int status = 1;
   std::unique_ptr<rt::Engine> engine = createEngine(*module, level, status);
   if (!engine)
@@ -813,13 +856,16 @@ int main(int argc, char **argv) {
             .count();
   } else {
     rt::StreamOptions streamOptions;
-    streamOptions.maxPackets = maxPackets;
     streamOptions.chunk = chunkSize;
     streamOptions.stop = &interrupted;
     bool perPacket = verbose || resultsFormat || !writePattern.empty();
-    auto onPacket = [&](uint64_t number, uint32_t length,
+    if (isFilter)
+      streamOptions.maxMatches = maxPackets;
+    else
+      streamOptions.maxPackets = maxPackets;
+    auto onPacket = [&](uint64_t number, const netvm_packet &packet,
                         const rt::PacketResult &result) {
-      report.packet(number, length, result);
+      report.packet(number, packet.length, result);
     };
     rt::StreamFn fn = onPacket;
     inputOk = engine->runStream(source, *reader, streamOptions,
