@@ -11,7 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PacketLines.h"
+
 #include "netvm/Driver/Driver.h"
+#include "netvm/ProtoDB/ProtoDB.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
@@ -125,6 +128,36 @@ static cl::opt<uint64_t> maxPackets(
     cl::desc("Stop after this many packets: for a filter, packets it "
              "accepts (as tcpdump -c); for an application, packets read"),
     cl::value_desc("count"), cl::Prefix, cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool>
+    quiet("q",
+          cl::desc("A filter: no line per matching packet, only the summary "
+                   "(on standard output)"),
+          cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool>
+    linkHeader("e", cl::desc("Packet lines: print the link-layer header too"),
+               cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> hexDump(
+    "x",
+    cl::desc("Packet lines: each packet's bytes in hex from the network "
+             "layer on (-xx: from the link layer)"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> hexAsciiDump(
+    "X",
+    cl::desc("Packet lines: each packet's bytes in hex and ASCII from the "
+             "network layer on (-XX: from the link layer)"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool>
+    asciiDump("A", cl::desc("Packet lines: each packet's bytes as ASCII"),
+              cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> timeFormat(
+    "t",
+    cl::desc("Packet lines: -t no time stamp, -tt seconds since 1970, -ttt "
+             "since the previous line, -tttt date and time, -ttttt since "
+             "the first line (default: the time of day)"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> lineBuffered(
+    "l", cl::desc("Packet lines: flush standard output after every line"),
+    cl::Grouping, cl::cat(runCategory));
 static cl::opt<bool>
     dumpCode("d",
              cl::desc("Print what the filter or application compiles to (the "
@@ -804,7 +837,23 @@ int main(int argc, char **argv) {
     return fail("the application has no source to push packets into");
   }
 
-  llvm::raw_ostream &os = llvm::outs();
+  // A filter prints a line per matching packet on standard output, as
+  // tcpdump does, unless its packets go elsewhere or another listing was
+  // asked for; the summary then goes to standard error.
+  bool lines = isFilter && !quiet && writePattern.empty() && !verbose &&
+               !json && !resultsFormat && !dumpData && pullCount == 0;
+  std::optional<tools::PacketLines> packetLines;
+  if (lines) {
+    tools::LineOptions lineOptions;
+    lineOptions.timestamps = timeFormat.getNumOccurrences();
+    lineOptions.linkHeader = linkHeader;
+    lineOptions.hex =
+        std::max(hexDump.getNumOccurrences(), hexAsciiDump.getNumOccurrences());
+    lineOptions.ascii = hexAsciiDump.getNumOccurrences() > 0;
+    lineOptions.asciiOnly = asciiDump;
+    packetLines.emplace(protodb::Database::builtin(), lineOptions);
+  }
+  llvm::raw_ostream &os = lines ? llvm::errs() : llvm::outs();
   Report report(*engine, os);
   if (!report.openWriters(reader->linkType()))
     return 1;
@@ -858,7 +907,7 @@ int main(int argc, char **argv) {
     rt::StreamOptions streamOptions;
     streamOptions.chunk = chunkSize;
     streamOptions.stop = &interrupted;
-    bool perPacket = verbose || resultsFormat || !writePattern.empty();
+    bool perPacket = verbose || resultsFormat || !writePattern.empty() || lines;
     if (isFilter)
       streamOptions.maxMatches = maxPackets;
     else
@@ -866,11 +915,17 @@ int main(int argc, char **argv) {
     auto onPacket = [&](uint64_t number, const netvm_packet &packet,
                         const rt::PacketResult &result) {
       report.packet(number, packet.length, result);
+      if (packetLines && !result.outputs.empty()) {
+        packetLines->print(llvm::outs(), packet);
+        if (lineBuffered)
+          llvm::outs().flush();
+      }
     };
     rt::StreamFn fn = onPacket;
-    inputOk = engine->runStream(source, *reader, streamOptions,
-                                perPacket ? &fn : nullptr,
-                                rt::ResultDetail::Full, stats, error);
+    inputOk = engine->runStream(
+        source, *reader, streamOptions, perPacket ? &fn : nullptr,
+        lines ? rt::ResultDetail::Verdicts : rt::ResultDetail::Full, stats,
+        error);
   }
   if (!inputOk)
     fail(error);
