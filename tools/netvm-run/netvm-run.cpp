@@ -431,8 +431,28 @@ public:
 
   /// The per-sink and per-NetPE summary (or JSON) and --dump-data;
   /// `source` is the source packets went into ("" in pull mode).
+  /// A tcpdump expression: a load past the captured bytes is libpcap's way
+  /// to reject a packet, not an exception, and the summary counts it with
+  /// the dropped packets ("too short").
+  void shortPacketsAreRejections() { shortRejected = true; }
+
   void summary(uint64_t packets, llvm::StringRef source, bool pulled) {
     rt::Counters c = engine.counters();
+    uint64_t tooShort = 0;
+    if (shortRejected) {
+      tooShort = c.exceptions[NETVM_EXC_PACKET_BOUNDS];
+      c.exceptions[NETVM_EXC_PACKET_BOUNDS] = 0;
+      c.dropped += tooShort;
+    }
+    auto peCounters = [&](unsigned pe) {
+      rt::PECounters p = engine.peCounters(pe);
+      // The expression is one NetPE: every short packet is its own.
+      if (shortRejected && engine.peNames().size() == 1) {
+        p.exceptions -= std::min(p.exceptions, tooShort);
+        p.dropped += tooShort;
+      }
+      return p;
+    };
     std::map<std::string, uint64_t> exceptions;
     for (uint32_t k = 0; k < NETVM_EXC_KINDS; ++k)
       if (c.exceptions[k])
@@ -448,7 +468,7 @@ public:
       for (auto &[kind, count] : exceptions)
         excObj[kind] = static_cast<int64_t>(count);
       for (auto [i, name] : llvm::enumerate(engine.peNames())) {
-        rt::PECounters p = engine.peCounters(i);
+        rt::PECounters p = peCounters(i);
         peObj[name] = llvm::json::Object{
             {"invocations", static_cast<int64_t>(p.runs)},
             {"sent", static_cast<int64_t>(p.sent)},
@@ -460,6 +480,7 @@ public:
           {"source", source},
           {"sinks", std::move(sinkObj)},
           {"dropped", static_cast<int64_t>(c.dropped)},
+          {"too_short", static_cast<int64_t>(tooShort)},
           {"unconnected", static_cast<int64_t>(c.unconnected)},
           {"exceptions", std::move(excObj)},
           {"pes", std::move(peObj)}};
@@ -478,7 +499,10 @@ public:
         os << llvm::formatv("sink {0,-16} {1,10} packets {2,12} bytes\n", name,
                             s.packets, s.bytes);
       }
-      os << llvm::formatv("dropped {0,23}\n", c.dropped);
+      os << llvm::formatv("dropped {0,23}", c.dropped);
+      if (tooShort)
+        os << " (" << tooShort << " too short for the expression)";
+      os << "\n";
       if (c.unconnected)
         os << llvm::formatv("unconnected {0,19}\n", c.unconnected);
       os << llvm::formatv("exceptions {0,20}", c.totalExceptions());
@@ -493,7 +517,7 @@ public:
       }
       os << "\n";
       for (auto [i, name] : llvm::enumerate(engine.peNames())) {
-        rt::PECounters p = engine.peCounters(i);
+        rt::PECounters p = peCounters(i);
         os << llvm::formatv("pe {0,-18} {1,10} runs {2,8} sent {3,8} dropped "
                             "{4,8} exceptions\n",
                             name, p.runs, p.sent, p.dropped, p.exceptions);
@@ -545,6 +569,7 @@ private:
   llvm::ArrayRef<std::string> sinks;
   std::vector<std::unique_ptr<rt::PcapWriter>> writers;
   llvm::json::Array packetResults; // -v --json
+  bool shortRejected = false;
 };
 } // namespace
 
@@ -857,6 +882,8 @@ int main(int argc, char **argv) {
   Report report(*engine, os);
   if (!report.openWriters(reader->linkType()))
     return 1;
+  if (isFilter && input->language == driver::FilterLanguage::PcapFilter)
+    report.shortPacketsAreRejections();
   rt::PacketResult init = engine->initialize();
   if (!engine->failure().empty())
     return fail(engine->failure());
