@@ -753,8 +753,7 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
   return engine;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
+static int run(int argc, char **argv) {
   if (cl::Option *llvmStats = cl::getRegisteredOptions().lookup("stats-json"))
     llvmStats->setArgStr("llvm-stats-json");
   statsJson.setArgStr("stats-json");
@@ -878,7 +877,10 @@ int main(int argc, char **argv) {
     lineOptions.asciiOnly = asciiDump;
     packetLines.emplace(protodb::Database::builtin(), lineOptions);
   }
-  llvm::raw_ostream &os = lines ? llvm::errs() : llvm::outs();
+  // The summary goes where it does not mix with what standard output
+  // carries: packet lines, or the pcap file of -w -.
+  llvm::raw_ostream &os =
+      lines || writePattern == "-" ? llvm::errs() : llvm::outs();
   Report report(*engine, os);
   if (!report.openWriters(reader->linkType()))
     return 1;
@@ -1001,4 +1003,18 @@ int main(int argc, char **argv) {
                      : llvm::StringRef(engine->sourceNames()[source]),
                  pullCount > 0);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  int status = run(argc, argv);
+  // Standard output that could not be written (a full disk, a closed
+  // pipe) is an ordinary error, and the results are not complete.
+  llvm::outs().flush();
+  if (std::error_code ec = llvm::outs().error()) {
+    llvm::outs().clear_error();
+    fail("cannot write standard output: " + ec.message());
+    return status ? status : 1;
+  }
+  return status;
 }
