@@ -956,8 +956,16 @@ static int run(int argc, char **argv) {
         lines ? rt::ResultDetail::Verdicts : rt::ResultDetail::Full, stats,
         error);
   }
-  if (!inputOk)
-    fail(error);
+  // A read error (a trace cut mid-record) comes after what was read, as
+  // with tcpdump: the packets and the summary first, then the error, which
+  // names the file.
+  std::string inputName = !pcapInput.empty()    ? pcapInput.getValue()
+                          : !hexInput.empty()   ? hexInput.getValue()
+                          : !liveDevice.empty() ? liveDevice.getValue()
+                                                : std::string();
+  if (!inputOk && !inputName.empty() &&
+      !llvm::StringRef(error).starts_with(inputName + ":"))
+    error = inputName + ": " + error;
   // A failure of the engine (the emulated machine faulted) loses results:
   // never report the rest as if it were complete.
   if (!engine->failure().empty())
@@ -979,8 +987,6 @@ static int run(int argc, char **argv) {
                                  : 0.0,
         how);
   }
-  if (!inputOk)
-    return 1;
   if (!statsJson.empty() && engine->emulatorStats()) {
     std::string text = me::statsToJson(*engine->emulatorStats()) + "\n";
     if (statsJson == "-") {
@@ -993,15 +999,18 @@ static int run(int argc, char **argv) {
       out << text;
     }
   }
-  if (resultsFormat) {
+  if (resultsFormat)
     report.memories();
-    return 0;
+  else
+    report.summary(stats.packets,
+                   engine->sourceNames().empty()
+                       ? llvm::StringRef()
+                       : llvm::StringRef(engine->sourceNames()[source]),
+                   pullCount > 0);
+  if (!inputOk) {
+    llvm::outs().flush(); // the summary before the error
+    return fail(error);
   }
-  report.summary(stats.packets,
-                 engine->sourceNames().empty()
-                     ? llvm::StringRef()
-                     : llvm::StringRef(engine->sourceNames()[source]),
-                 pullCount > 0);
   return 0;
 }
 
