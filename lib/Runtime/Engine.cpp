@@ -12,6 +12,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <chrono>
+#include <pcap/pcap.h>
 
 using namespace netvm;
 using namespace netvm::rt;
@@ -46,10 +47,24 @@ void Engine::run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
   }
 }
 
+bool rt::checkLinkType(const PacketReader &reader, std::string &error) {
+  int type = reader.linkType();
+  if (type == DLT_EN10MB)
+    return true;
+  const char *name = pcap_datalink_val_to_name(type);
+  error = "link type " + std::string(name ? name : "unknown") + " (" +
+          std::to_string(type) +
+          "): netvm's applications and filters read Ethernet frames "
+          "(EN10MB) only";
+  return false;
+}
+
 bool Engine::runStream(unsigned source, PacketReader &reader,
                        const StreamOptions &options, const StreamFn *onPacket,
                        ResultDetail detail, StreamStats &stats,
                        std::string &error) {
+  if (!checkLinkType(reader, error))
+    return false;
   using Clock = std::chrono::steady_clock;
   auto secondsSince = [](Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();

@@ -848,6 +848,10 @@ static int run(int argc, char **argv) {
   std::unique_ptr<rt::PacketReader> reader = openInput();
   if (!reader)
     return 1;
+  if (!rt::checkLinkType(*reader, error)) {
+    std::string name = !pcapInput.empty() ? pcapInput : liveDevice;
+    return fail(name.empty() ? error : name + ": " + error);
+  }
 
   unsigned source = 0;
   if (!sourceName.empty()) {

@@ -182,6 +182,13 @@ public:
   virtual SinkCounters sinkCounters(unsigned sink) const = 0;
 };
 
+/// Whether netvm can run the packets of `reader`: applications (NetIL
+/// assumes Ethernet) and compiled filters read Ethernet frames, so any
+/// other link type (a Linux "cooked" capture, raw IP, loopback) is refused
+/// with `error` naming it, rather than matching nothing. runStream checks
+/// it; tools call it to refuse before they start.
+bool checkLinkType(const PacketReader &reader, std::string &error);
+
 /// Totals for engines that do not count for themselves: fed every result,
 /// it keeps Counters and SinkCounters as the native runtime does.
 class Tally {
