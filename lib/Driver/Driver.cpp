@@ -50,6 +50,10 @@ void netvm::driver::configureHelp(llvm::cl::OptionCategory &toolCategory,
       "MLIR debugging options",
       "Inspect the compiler's MLIR pipeline (see also --help-hidden)");
   SmallVector<const llvm::cl::OptionCategory *> shown = {&toolCategory};
+  // Defined with DiagnosticPrinter (Input.cpp), shown as the tool's own.
+  if (llvm::cl::Option *limit =
+          llvm::cl::getRegisteredOptions().lookup("error-limit"))
+    limit->addCategory(toolCategory);
   if (showMLIROptions) {
     for (auto &entry : llvm::cl::getRegisteredOptions())
       if (entry.first.starts_with("mlir-"))

@@ -16,6 +16,7 @@
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -24,6 +25,14 @@
 using namespace mlir;
 using namespace netvm;
 using namespace netvm::driver;
+
+// Every tool that prints diagnostics with DiagnosticPrinter takes it
+// (configureHelp lists it with the tool's own options).
+static llvm::cl::opt<unsigned> errorLimit(
+    "error-limit",
+    llvm::cl::desc("Stop showing diagnostics after this many errors, as "
+                   "clang's -ferror-limit (default 20; 0: no limit)"),
+    llvm::cl::init(20));
 
 /// Whether a positional word names an application file rather than a word
 /// of a tcpdump expression (netvm-run -r f.pcap tcp port 80): by its
@@ -175,6 +184,19 @@ struct DiagnosticPrinter::Impl {
   /// cannot be read): "file: error: message". Anything else: MLIR's own
   /// rendering.
   LogicalResult print(Diagnostic &diag) {
+    // Garbage input gives an error every few bytes: show the first ones,
+    // say that the rest are left out, and swallow them.
+    if (errorLimit && errors >= errorLimit) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error && !saidLimit) {
+        llvm::errs() << tool << ": too many errors (" << errorLimit.getValue()
+                     << "): the rest are not shown (--error-limit=0 shows "
+                        "them all)\n";
+        saidLimit = true;
+      }
+      return success();
+    }
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      ++errors;
     auto loc = dyn_cast<FileLineColLoc>(diag.getLocation());
     if (!loc)
       return failure();
@@ -227,6 +249,8 @@ struct DiagnosticPrinter::Impl {
 
   llvm::SourceMgr &sourceMgr;
   std::string tool;
+  unsigned errors = 0;
+  bool saidLimit = false;
   SourceMgrDiagnosticHandler fallback;
   ScopedDiagnosticHandler handler;
 };
