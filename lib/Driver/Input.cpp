@@ -114,11 +114,11 @@ static OwningOpRef<ModuleOp> compileFilter(MLIRContext &context,
                                            const Input &input) {
   std::string text = input.filter, name = input.filterName;
   if (input.kind == Input::Kind::FilterFile) {
-    auto buffer =
-        llvm::MemoryBuffer::getFileOrSTDIN(input.filter, /*IsText=*/true);
-    if (std::error_code ec = buffer.getError()) {
+    auto buffer = readSourceFile(input.filter);
+    if (!buffer) {
       emitError(FileLineColLoc::get(&context, input.filter, 0, 0))
-          << "cannot read '" << input.filter << "': " << ec.message();
+          << "cannot read '" << input.filter
+          << "': " << llvm::toString(buffer.takeError());
       return nullptr;
     }
     text = (*buffer)->getBuffer().str();

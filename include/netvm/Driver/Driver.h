@@ -17,6 +17,8 @@
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <memory>
 #include <optional>
@@ -155,6 +157,12 @@ private:
 
 /// The single netvm.application of a module, or null.
 ApplicationOp getApplication(mlir::ModuleOp module);
+
+/// A source file's text ("-": standard input, named "<stdin>"), read up to
+/// `limit` bytes: a file larger than that (a device such as /dev/zero
+/// never ends) is an error saying so, not a process that eats memory.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readSourceFile(llvm::StringRef path, size_t limit = size_t(64) << 20);
 
 /// The code the optimized IR is for: native code (little-endian hosts) or
 /// the big-endian microengines, where swapping constants' byte order does
