@@ -16,6 +16,7 @@ figures.
 Usage: bench/me-backend.py [--packets N] [--runs N] [--build DIR]
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -120,6 +121,51 @@ def main():
         print(f"| {name} | {c / args.packets:.1f} | {h / args.packets:.1f} "
               f"| {c / h:.3f} | {ci} | {hi} | {ci / hi:.2f} | {spills} "
               f"| {moves} | {statistics.median(times):.1f} |")
+
+    # Every bundled application: does it compile, its ME 1 size, spills and
+    # bank moves, and its emulated cycles per packet through netvm-run
+    # --engine=emu, after checking that its results (outputs with bytes and
+    # info memory, exceptions, memories) equal the interpreter's.
+    apps = sorted(
+        [os.path.join("examples", "netil", f)
+         for f in os.listdir(os.path.join(root, "examples", "netil"))
+         if f.endswith(".netil")] +
+        [os.path.join("examples", "apps", f)
+         for f in os.listdir(os.path.join(root, "examples", "apps"))
+         if f.endswith(".nvapp")])
+    small = os.path.join(tmp, "apps.pcap")
+    napp = min(args.packets, 5000)
+    run([tool["netvm-pcapgen"], "-o", small, "-n", str(napp),
+         "--malformed", "5"])
+    print(f"\nBundled applications, {napp} packets (5% malformed), "
+          "netvm-run --engine=emu:\n")
+    print("| application | ME 1 instructions | spills | bank moves "
+          "| cycles/pkt | results equal to the interpreter's |")
+    print("|---|---|---|---|---|---|")
+    for rel in apps:
+        path = os.path.join(root, rel)
+        r = subprocess.run([tool["netc"], "--target=me", path, "-o",
+                            os.path.join(tmp, "app.img"),
+                            "--resource-report"], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            why = r.stderr.strip().splitlines()[0]
+            why = why.split("error: ", 1)[-1]
+            print(f"| {rel} | refused: {why} | | | | |")
+            continue
+        m = re.search(r"me1 \(.*\): (\d+) of \d+ instructions, (\d+) "
+                      r"spills, (\d+) bank moves", r.stderr)
+        stats_json = os.path.join(tmp, "stats.json")
+        emu = run([tool["netvm-run"], "--engine=emu", path, "-r", small,
+                   "--results", "--stats-json", stats_json]).stdout
+        ref = run([tool["netvm-run"], "--engine=interp", path, "-r", small,
+                   "--results"]).stdout
+        with open(stats_json) as f:
+            cycles = json.load(f)["cycles"]
+        equal = emu == ref
+        failed |= not equal
+        print(f"| {rel} | {m.group(1)} | {m.group(2)} | {m.group(3)} "
+              f"| {cycles / napp:.1f} | {'yes' if equal else 'NO'} |")
     return 1 if failed else 0
 
 

@@ -408,6 +408,7 @@ const netvm_app_desc *optimizeAndJit(ModuleOp module, Phases &phases,
   native::CodegenOptions codegen;
   codegen.optLevel = 2;
   codegen.lowering.countHandlerRuns = false;
+  codegen.useCache = false; // compile latency: always compile
   codegen.lowering.forwardLinks = forwardLinks;
   start = Clock::now();
   auto desc = native::jitCompile(module, codegen);
@@ -1363,6 +1364,7 @@ const netvm_app_desc *jitAt(MLIRContext &context, const std::string &path,
   native::CodegenOptions codegen;
   codegen.optLevel = llvmLevel;
   codegen.lowering.countHandlerRuns = false;
+  codegen.useCache = false; // compile latency: always compile
   auto desc = native::jitCompile(*module, codegen);
   if (!desc) {
     llvm::errs() << "netvm-bench: " << llvm::toString(desc.takeError()) << "\n";

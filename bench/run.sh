@@ -11,7 +11,8 @@
 # pcap_compile and bpf_filter; the optimizer's effect (the netvm IR's size
 # at -O0 and -O2 of every bundled application and of the front ends'
 # differential filter lists, ns/packet at -O0 and -O2 against C); and
-# finally netvm-run -j 1 / -j 2 end to end. Prints Markdown;
+# finally netvm-run -j 1 / -j 2 end to end, and netvm-run against tcpdump
+# -r -w with the five filters (bench/e2e.py, hyperfine). Prints Markdown;
 # bench/README.md holds the latest figures.
 #
 # Usage: bench/run.sh [extra netvm-bench options, e.g. --min-time 1]
@@ -34,6 +35,8 @@ mkdir -p "$traces"
   "$build/bin/netvm-pcapgen" -n 65536 --seed 7 -o "$traces/small.pcap"
 [[ -s $traces/large.pcap ]] ||
   "$build/bin/netvm-pcapgen" -n 1000000 --seed 8 -o "$traces/large.pcap"
+[[ -s $traces/tiny.pcap ]] ||
+  "$build/bin/netvm-pcapgen" -n 50 --seed 9 -o "$traces/tiny.pcap"
 # The optimizer section: the 400 generated tcpdump expressions of the
 # front end's differential test, and tunnelled frames (IP-in-IP among
 # them) on which NetBee's samples must agree with their equivalents.
@@ -84,3 +87,8 @@ for app in filters/ip.netil netil/flow-hash.netil apps/classify.nvapp; do
       'BEGIN { printf "| %s | %s | %.1f | %.1f | %.2f | %.2f |\n", a, o, r, p, n / p / 1000, n / (r + p) / 1000 }'
   done
 done
+
+echo
+echo "### netvm-run against tcpdump end to end (-r TRACE -w OUT EXPR; large: 1,000,000 packets, small: 50)"
+echo
+python3 "$root/bench/e2e.py" "$build" "$traces/large.pcap" "$traces/tiny.pcap"

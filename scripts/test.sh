@@ -23,6 +23,7 @@ status=0
   "$build/test" "$build/test/Unit" || status=$?
 # The Python package, from the build tree, with the venv setup.sh made.
 PYTHONPATH="$build/python" NETVM_BUILD_DIR="$build" PYTHONDONTWRITEBYTECODE=1 \
+  NETVM_CACHE_DIR="$build/test/jit-cache" \
   "$build/python-env/bin/python" -m pytest -q -p no:cacheprovider \
   --junitxml "$results/pytest.xml" "$root/test/Python" || status=$?
 # clang-format over our C and C++ sources: one test case in the count.

@@ -28,6 +28,10 @@ llvm_config.add_tool_substitutions(
     tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.netvm_tools_dir, append_path=True)
+# The JIT's compile cache of the tests: in the build tree, never the user's.
+config.environment["NETVM_CACHE_DIR"] = os.path.join(config.test_exec_root,
+                                                     "jit-cache")
+config.environment.pop("NETVM_CACHE", None)
 
 # Optional tools: tests that need them say REQUIRES: <feature>.
 if shutil.which("tcpdump"):

@@ -30,6 +30,9 @@ ArrayRef<RowClaim> netvm::medialect::rowClaims() {
       {"me.ctx_arb", "ctx_arb", ""},
       {"me.alu", "alu", "*"},
       {"me.copy", "alu", "b"},
+      {"me.arg_set", "alu", "b"},
+      {"me.lm_read", "alu", "b"},
+      {"me.lm_write", "alu", "b"},
       {"me.const", "immed", ""},
       {"me.immed_half", "immed_w0", ""},
       {"me.immed_half", "immed_w1", ""},
@@ -288,6 +291,30 @@ LogicalResult PacketReadOp::verify() {
   if (getSize() != 1 && getSize() != 2 && getSize() != 4)
     return emitOpError("size must be 1, 2 or 4");
   return success();
+}
+
+LogicalResult ArgSetOp::verify() {
+  if (getName() != "length" && getName() != "wire")
+    return emitOpError("sets 'length' or 'wire', not '") << getName() << "'";
+  return success();
+}
+
+static LogicalResult verifyLocal(Operation *op, uint32_t window,
+                                 uint32_t word) {
+  if (window > 1)
+    return op->emitOpError("window must be 0 or 1");
+  if (word > 15)
+    return op->emitOpError("word must be 0-15 (the offset field of "
+                           "*l$indexN[word])");
+  return success();
+}
+
+LogicalResult LocalReadOp::verify() {
+  return verifyLocal(*this, getWindow(), getWord());
+}
+
+LogicalResult LocalWriteOp::verify() {
+  return verifyLocal(*this, getWindow(), getWord());
 }
 
 static std::optional<me::Csr> lookupCsr(StringRef name) {

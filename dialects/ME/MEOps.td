@@ -66,6 +66,17 @@ def ME_ArgOp : ME_Op<"arg", [Pure]> {
   let hasVerifier = 1;
 }
 
+def ME_ArgSetOp : ME_Op<"arg_set"> {
+  let summary = "change a value the packet path handed the handler";
+  let description = [{
+    Writes `length` or `wire` (a new exchange buffer has new lengths):
+    a move into the register the packet path reserves for it.
+  }];
+  let arguments = (ins StrAttr:$name, I32:$value);
+  let assemblyFormat = "$name `,` $value attr-dict";
+  let hasVerifier = 1;
+}
+
 def ME_ConstOp : ME_Op<"const", [Pure, ConstantLike]> {
   let summary = "a 32-bit constant";
   let description = [{
@@ -259,6 +270,26 @@ def ME_SelectOp : ME_Op<"select", [Pure]> {
   let hasVerifier = 1;
 }
 
+def ME_LocalReadOp : ME_Op<"lm_read"> {
+  let summary = "read a word of local memory (*l$indexN[word])";
+  let description = [{
+    Word `word` (0-15) above the context's local-memory pointer `window`
+    (0 or 1). The back end keeps info memory in window 1 while a packet is
+    on the ME (docs/me-backend.md, "Memory placement").
+  }];
+  let arguments = (ins I32Attr:$window, I32Attr:$word);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$window `,` $word attr-dict";
+  let hasVerifier = 1;
+}
+
+def ME_LocalWriteOp : ME_Op<"lm_write"> {
+  let summary = "write a word of local memory (*l$indexN[word])";
+  let arguments = (ins I32Attr:$window, I32Attr:$word, I32:$value);
+  let assemblyFormat = "$window `,` $word `,` $value attr-dict";
+  let hasVerifier = 1;
+}
+
 def ME_PacketReadOp : ME_Op<"pkt_read"> {
   let summary = "read 1, 2 or 4 packet bytes at a computed DRAM address";
   let description = [{
@@ -279,6 +310,19 @@ def ME_SendOp : ME_Op<"send", [Terminator]> {
     The packet path takes the packet to what the NetPE's output port
     `port` (its number among the NetPE's ports) connects to: a sink's
     transmit queue, the next NetPE on this ME, or a ring to another ME.
+  }];
+  let arguments = (ins I32Attr:$port);
+  let assemblyFormat = "$port attr-dict";
+}
+
+def ME_SendCopyOp : ME_Op<"send_copy"> {
+  let summary = "a copy of the packet leaves through output port `port`";
+  let description = [{
+    NetIL's `pkt.senddup` when the port leads to a sink: the packet path
+    copies the buffer and its info memory into a buffer of the copy pool
+    and puts it on the transmit queue in packet order; the handler goes on
+    with the original. The expansion uses only the temporaries, `$15`,
+    `$$12`-`$$15` and local memory, so the handler's registers survive it.
   }];
   let arguments = (ins I32Attr:$port);
   let assemblyFormat = "$port attr-dict";

@@ -296,6 +296,7 @@ void Interpreter::Impl::enter(const Endpoint &dest, ExBufPtr xb,
     Output out;
     out.sink = dest.index;
     out.length = static_cast<uint32_t>(xb->packet.size());
+    out.wireLength = xb->wireLength;
     out.bytes = std::move(xb->packet);
     out.info = std::move(xb->info);
     out.seconds = xb->seconds;

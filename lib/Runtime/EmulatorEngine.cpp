@@ -232,6 +232,7 @@ public:
     Output out;
     out.sink = t.port;
     out.length = static_cast<uint32_t>(t.length);
+    out.wireLength = t.wireLength;
     out.seconds = packets[t.tag].seconds;
     out.microseconds = packets[t.tag].microseconds;
     if (detail == ResultDetail::Full) {
@@ -499,6 +500,13 @@ private:
         stop.contains("input left unreceived")) {
       fail("the emulator stopped before the packets were processed (" +
            stats.stopReason + ")");
+      return false;
+    }
+    if (stats.packetsTruncated) {
+      fail(std::to_string(stats.packetsTruncated) +
+           " packet(s) were longer than the machine's receive size of " +
+           std::to_string(machine.maxPacketBytes) +
+           " bytes (--max-packet) and would be truncated");
       return false;
     }
     if (stats.packetsReceived != batch.size()) {

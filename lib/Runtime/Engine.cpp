@@ -59,6 +59,27 @@ bool rt::checkLinkType(const PacketReader &reader, std::string &error) {
   return false;
 }
 
+void Engine::runOutputs(unsigned source,
+                        llvm::MutableArrayRef<netvm_packet> packets,
+                        const OutputFn &onOutput) {
+  auto deliver = [&](size_t, const PacketResult &result) {
+    for (const Output &out : result.outputs)
+      onOutput(out.sink, view(out));
+  };
+  ResultFn fn = deliver;
+  run(source, packets, &fn, ResultDetail::Full);
+}
+
+PacketView rt::view(const Output &out) {
+  PacketView v;
+  v.data = out.bytes.data();
+  v.length = static_cast<uint32_t>(out.bytes.size());
+  v.wireLength = out.wireLength;
+  v.seconds = out.seconds;
+  v.microseconds = out.microseconds;
+  return v;
+}
+
 bool Engine::runStream(unsigned source, PacketReader &reader,
                        const StreamOptions &options, const StreamFn *onPacket,
                        ResultDetail detail, StreamStats &stats,
@@ -70,7 +91,7 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   PacketBatch chunk;
-  TracePacket packet;
+  PacketView packet;
   bool more = true, ok = true;
   auto done = [&] {
     return (options.maxPackets && stats.packets >= options.maxPackets) ||
@@ -91,7 +112,7 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
         more = false;
         break;
       }
-      if (!reader.next(packet, error)) {
+      if (!reader.nextView(packet, error)) {
         if (reader.timedOut())
           break; // a quiet link: run what came so far, then read again
         ok = error.empty();
@@ -99,26 +120,38 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
         break;
       }
       ++stats.packets;
-      chunk.add(packet);
+      // A mapped file's packets run where they are; others are copied.
+      if (reader.stableViews())
+        chunk.addInPlace(packet);
+      else
+        chunk.add(packet);
     }
     stats.readSeconds += secondsSince(start);
     if (chunk.empty())
       continue;
     start = Clock::now();
     uint64_t base = stats.packets - chunk.size();
+    llvm::MutableArrayRef<netvm_packet> packets(chunk.packets(), chunk.size());
     if (onPacket || options.maxMatches) {
-      netvm_packet *packets = chunk.packets();
       auto deliver = [&](size_t i, const PacketResult &result) {
         stats.matches += !result.outputs.empty();
+        if (options.onOutput)
+          for (const Output &out : result.outputs)
+            (*options.onOutput)(out.sink, view(out));
         if (onPacket)
           (*onPacket)(base + i + 1, packets[i], result);
       };
       ResultFn fn = deliver;
-      run(source, {packets, chunk.size()}, &fn,
-          onPacket ? detail : ResultDetail::Verdicts);
+      run(source, packets, &fn,
+          options.onOutput ? ResultDetail::Full
+          : onPacket       ? detail
+                           : ResultDetail::Verdicts);
+    } else if (options.onOutput) {
+      runOutputs(source, packets, *options.onOutput);
     } else {
-      run(source, {chunk.packets(), chunk.size()}, nullptr, detail);
+      run(source, packets, nullptr, detail);
     }
+    reader.release();
     stats.processSeconds += secondsSince(start);
   }
   return ok;

@@ -101,6 +101,17 @@ public:
     netvm_runner_set_events(runner, nullptr, nullptr);
   }
 
+  void runOutputs(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
+                  const OutputFn &onOutput) override {
+    if (packets.empty())
+      return;
+    sequence += packets.size();
+    netvm_runner_set_output_events(runner, &NativeEngine::onOutputEvent,
+                                   const_cast<OutputFn *>(&onOutput));
+    netvm_runner_run(runner, source, packets.data(), packets.size());
+    netvm_runner_set_events(runner, nullptr, nullptr);
+  }
+
   llvm::ArrayRef<std::string> sourceNames() const override { return sources; }
   llvm::ArrayRef<std::string> sinkNames() const override { return sinks; }
   llvm::ArrayRef<std::string> peNames() const override { return pes; }
@@ -145,6 +156,7 @@ private:
     Output out;
     out.sink = sink;
     out.length = xb->length;
+    out.wireLength = xb->wire_length;
     if (detail == ResultDetail::Full) {
       out.bytes.assign(xb->packet, xb->packet + xb->length);
       if (xb->info)
@@ -223,6 +235,18 @@ private:
   static void onException(void *user, uint32_t kind, const netvm_site *site) {
     auto *self = static_cast<NativeEngine *>(user);
     self->current->exceptions.push_back(self->exception(kind, site));
+  }
+  static void onOutputEvent(void *user, const netvm_event *ev) {
+    if (ev->type != NETVM_EVENT_OUTPUT)
+      return;
+    const netvm_exbuf *xb = ev->xb;
+    PacketView packet;
+    packet.data = xb->packet;
+    packet.length = xb->length;
+    packet.wireLength = xb->wire_length;
+    packet.seconds = xb->seconds;
+    packet.microseconds = xb->microseconds;
+    (*static_cast<const OutputFn *>(user))(ev->index, packet);
   }
   static int onPull(void *user, uint32_t source, netvm_exbuf *xb) {
     auto *self = static_cast<NativeEngine *>(user);

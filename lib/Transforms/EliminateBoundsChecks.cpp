@@ -5,9 +5,11 @@
 //
 // 1. Merge (within a block): when nothing observable happens between two
 //    checks of the same memory at `base + c1` and `base + c2` (only pure
-//    operations, reads and checks of that memory), the first grows to cover
-//    both and the second goes. A packet too short for either raises the
-//    same exception; nothing in between could tell where.
+//    operations, reads and checks of that memory), a second check inside
+//    the first goes, and when both come from the same NetIL location, the
+//    first grows to cover both and the second goes. Checks from different
+//    locations are not merged: a packet long enough for the first range but
+//    not for the second must raise at the second's location.
 // 2. Dominance: a check whose range a dominating check of the same memory
 //    covers (same base, constant range inside; or the same offset and
 //    length values) cannot fail and goes.
@@ -99,8 +101,21 @@ struct EliminateBoundsChecksPass
             open, [&](const Range &r) { return r.space != check.getSpace(); });
         if (!range || leftAlone(range->space))
           continue;
-        Range *into = llvm::find_if(
-            open, [&](const Range &r) { return r.base == range->base; });
+        // A check inside an open one cannot fail: it goes. Growing an open
+        // one is only right when both raise at the same location: a packet
+        // long enough for the first range but not for the second must
+        // report the second check's location.
+        if (llvm::any_of(open, [&](const Range &r) {
+              return r.base == range->base && range->lo >= r.lo &&
+                     range->hi <= r.hi;
+            })) {
+          check.erase();
+          NETVM_BUMP(numMerged);
+          continue;
+        }
+        Range *into = llvm::find_if(open, [&](Range &r) {
+          return r.base == range->base && r.op.getLoc() == check.getLoc();
+        });
         if (into == open.end()) {
           open.push_back(*range);
           continue;

@@ -13,6 +13,7 @@
 #include "netvm/Conversion/NetVMToLLVM.h"
 #include "netvm/Driver/Driver.h"
 #include "netvm/Runtime/Engine.h"
+#include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
 #include "netvm/emu/Options.h"
 #ifdef NETVM_HAVE_ME_CODEGEN
@@ -258,7 +259,16 @@ Application::compile(const CompileRequest &request,
     result->stats.push_back({s.pass, s.name, s.value});
   result->packetWrites = mayWritePackets(app);
   result->targetName = request.target;
-  result->machineOptions = request.machine;
+  // Compiled for the MEs, every packet fits its buffer whole unless the
+  // caller says otherwise.
+  bool sized = false;
+  for (const auto &option : request.machine)
+    sized |= option.first == "max-packet";
+  if (!sized)
+    result->machineOptions.push_back(
+        {"max-packet", std::to_string(me::compiledMaxPacketBytes)});
+  result->machineOptions.insert(result->machineOptions.end(),
+                                request.machine.begin(), request.machine.end());
   return result;
 }
 

@@ -252,6 +252,11 @@ static constexpr OptionEntry optionTable[] = {
       "SRAM (default 2)"},
      setInteger<&MachineConfig::sramChannels, 1, 8>,
      false},
+    {{"max-packet", "BYTES",
+      "Bytes of a packet that receive copies to DRAM; longer packets are "
+      "truncated (default 2048)"},
+     setInteger<&MachineConfig::maxPacketBytes, 64, 65536>,
+     false},
     {{"rbufs", "N", "Receive buffer elements (default 16)"},
      setInteger<&MachineConfig::rbufElements, 1, 1u << 20>,
      false},

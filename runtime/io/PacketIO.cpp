@@ -1,6 +1,8 @@
 //===- PacketIO.cpp - Reading and writing packet traces -------------------===//
 //
-// pcap input and output through libpcap; hexadecimal text input.
+// pcap input: classic pcap files mapped into memory and read in place, the
+// rest (pcapng, pipes, unusual files, live capture) through libpcap; pcap
+// output through a large buffer; hexadecimal text input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,13 +13,33 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace netvm::rt;
 
 PacketReader::~PacketReader() = default;
+
+bool PacketReader::copyNext(TracePacket &packet, std::string &error) {
+  PacketView view;
+  if (!nextView(view, error))
+    return false;
+  assign(packet, view);
+  return true;
+}
+
+bool PacketReader::nextView(PacketView &view, std::string &error) {
+  if (!next(viewed, error))
+    return false;
+  view = viewOf(viewed);
+  return true;
+}
 
 namespace {
 
@@ -27,15 +49,20 @@ public:
   ~PcapReader() override { pcap_close(handle); }
 
   bool next(TracePacket &packet, std::string &error) override {
+    return copyNext(packet, error);
+  }
+  /// The packet in libpcap's buffer (valid until the next read).
+  bool nextView(PacketView &view, std::string &error) override {
     struct pcap_pkthdr *header;
     const u_char *data;
     int rc = pcap_next_ex(handle, &header, &data);
     timeout = rc == 0; // live capture: nothing within the read timeout
     if (rc == 1) {
-      packet.bytes.assign(data, data + header->caplen);
-      packet.wireLength = header->len;
-      packet.seconds = static_cast<uint32_t>(header->ts.tv_sec);
-      packet.microseconds = static_cast<uint32_t>(header->ts.tv_usec);
+      view.data = data;
+      view.length = header->caplen;
+      view.wireLength = header->len;
+      view.seconds = static_cast<uint32_t>(header->ts.tv_sec);
+      view.microseconds = static_cast<uint32_t>(header->ts.tv_usec);
       return true;
     }
     if (rc == PCAP_ERROR)
@@ -43,11 +70,165 @@ public:
     return false;
   }
   int linkType() const override { return pcap_datalink(handle); }
+  uint32_t snapLength() const override {
+    return static_cast<uint32_t>(pcap_snapshot(handle));
+  }
   bool timedOut() const override { return timeout; }
 
 private:
   pcap_t *handle;
   bool timeout = false;
+};
+
+/// libpcap's reader of `path`, or null with `error` set.
+std::unique_ptr<PacketReader> openWithLibpcap(const std::string &path,
+                                              std::string &error) {
+  char errbuf[PCAP_ERRBUF_SIZE] = {0};
+  pcap_t *handle = pcap_open_offline(path.c_str(), errbuf);
+  if (!handle) {
+    // libpcap's message names the file when it could not open it.
+    std::string message = errbuf;
+    error = message.find(path) == std::string::npos ? path + ": " + message
+                                                    : message;
+    return nullptr;
+  }
+  return std::make_unique<PcapReader>(handle);
+}
+
+/// The largest snapshot length libpcap accepts for Ethernet.
+constexpr uint32_t maxSnapLength = 262144;
+
+/// A classic pcap file (version 2.4, Ethernet, microsecond or nanosecond
+/// timestamps in either byte order) mapped into memory: packets are read
+/// where they are, without a copy, and the views stay valid as long as the
+/// reader. The mapping is private and writable, so the runtime may change
+/// packets in place; the file never changes. A record it does not expect
+/// (longer than the snapshot length, truncated) hands the rest of the file
+/// to libpcap, which then reads or reports it as it always would.
+class MappedPcapReader final : public PacketReader {
+public:
+  /// The reader of `path`, or null if the file is not one it reads (then
+  /// libpcap opens it).
+  static std::unique_ptr<MappedPcapReader> open(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return nullptr;
+    struct stat st;
+    uint8_t header[24];
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size < static_cast<off_t>(sizeof header) ||
+        pread(fd, header, sizeof header, 0) != sizeof header) {
+      ::close(fd);
+      return nullptr;
+    }
+    auto reader = std::unique_ptr<MappedPcapReader>(new MappedPcapReader());
+    uint32_t magic = load32(header, false);
+    if (magic == 0xa1b2c3d4 || magic == 0xa1b23c4d) {
+      reader->swapped = false;
+    } else if (magic == 0xd4c3b2a1 || magic == 0x4d3cb2a1) {
+      reader->swapped = true;
+      magic = __builtin_bswap32(magic);
+    } else {
+      ::close(fd);
+      return nullptr;
+    }
+    reader->nanoseconds = magic == 0xa1b23c4d;
+    uint32_t version = load32(header + 4, false);
+    uint16_t major = static_cast<uint16_t>(
+                 reader->swapped ? version >> 24 | (version >> 8 & 0xff00)
+                                 : version),
+             minor = static_cast<uint16_t>(reader->swapped
+                                               ? (version >> 8 & 0xff) |
+                                                     (version << 8 & 0xff00)
+                                               : version >> 16);
+    reader->snap = reader->load32(header + 16);
+    uint32_t link = reader->load32(header + 20);
+    if (major != 2 || minor != 4 || link != DLT_EN10MB || reader->snap == 0 ||
+        reader->snap > maxSnapLength) {
+      ::close(fd);
+      return nullptr;
+    }
+    void *base =
+        mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (base == MAP_FAILED)
+      return nullptr;
+    madvise(base, st.st_size, MADV_SEQUENTIAL);
+    reader->path = path;
+    reader->base = static_cast<uint8_t *>(base);
+    reader->size = static_cast<size_t>(st.st_size);
+    reader->offset = sizeof header;
+    return reader;
+  }
+  ~MappedPcapReader() override { munmap(base, size); }
+
+  bool nextView(PacketView &view, std::string &error) override {
+    if (rest)
+      return rest->nextView(view, error);
+    size_t left = size - offset;
+    if (left == 0)
+      return false;
+    const uint8_t *record = base + offset;
+    uint32_t caplen = left >= 16 ? load32(record + 8) : 0;
+    if (left < 16 || caplen > snap || caplen > left - 16)
+      return handOver(error) && rest->nextView(view, error);
+    view.data = record + 16;
+    view.length = caplen;
+    view.wireLength = load32(record + 12);
+    view.seconds = load32(record);
+    uint32_t fraction = load32(record + 4);
+    view.microseconds = nanoseconds ? fraction / 1000 : fraction;
+    offset += 16 + caplen;
+    ++delivered;
+    return true;
+  }
+  bool next(TracePacket &packet, std::string &error) override {
+    return copyNext(packet, error);
+  }
+  bool stableViews() const override { return !rest; }
+  void release() override {
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t upTo = offset / page * page;
+    if (upTo > released) {
+      madvise(base + released, upTo - released, MADV_DONTNEED);
+      released = upTo;
+    }
+  }
+  int linkType() const override { return DLT_EN10MB; }
+  uint32_t snapLength() const override { return snap; }
+
+private:
+  MappedPcapReader() = default;
+
+  static uint32_t load32(const uint8_t *p, bool swap) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return swap ? __builtin_bswap32(v) : v;
+  }
+  uint32_t load32(const uint8_t *p) const { return load32(p, swapped); }
+
+  /// Continue with libpcap from the record after the last one delivered.
+  bool handOver(std::string &error) {
+    rest = openWithLibpcap(path, error);
+    if (!rest)
+      return false;
+    TracePacket skipped;
+    for (uint64_t i = 0; i < delivered; ++i)
+      if (!rest->next(skipped, error)) {
+        if (error.empty())
+          error = path + ": the file changed while it was read";
+        return false;
+      }
+    return true;
+  }
+
+  std::string path;
+  uint8_t *base = nullptr;
+  size_t size = 0, offset = 0, released = 0;
+  uint64_t delivered = 0;
+  uint32_t snap = 0;
+  bool swapped = false, nanoseconds = false;
+  std::unique_ptr<PacketReader> rest; // libpcap, after a hand-over
 };
 
 /// Parse whitespace-separated hex bytes; false (with `error`) on a bad
@@ -124,16 +305,12 @@ std::unique_ptr<PacketReader> PacketReader::open(const std::string &path,
     }
     return std::make_unique<HexReader>(path, std::move(in));
   }
-  char errbuf[PCAP_ERRBUF_SIZE] = {0};
-  pcap_t *handle = pcap_open_offline(path.c_str(), errbuf);
-  if (!handle) {
-    // libpcap's message names the file when it could not open it.
-    std::string message = errbuf;
-    error = message.find(path) == std::string::npos ? path + ": " + message
-                                                    : message;
-    return nullptr;
-  }
-  return std::make_unique<PcapReader>(handle);
+  // NETVM_PCAP_READER=libpcap: always libpcap (to compare the readers).
+  const char *which = std::getenv("NETVM_PCAP_READER");
+  if (!which || std::strcmp(which, "libpcap") != 0)
+    if (auto mapped = MappedPcapReader::open(path))
+      return mapped;
+  return openWithLibpcap(path, error);
 }
 
 std::unique_ptr<PacketReader> PacketReader::openLive(const std::string &device,
@@ -206,37 +383,75 @@ PacketReader::openHexPacketFiles(std::vector<std::string> paths) {
 }
 
 PcapWriter::~PcapWriter() {
+  std::string ignored;
+  flush(ignored);
   if (dumper)
     pcap_dump_close(static_cast<pcap_dumper_t *>(dumper));
   if (pcap)
     pcap_close(static_cast<pcap_t *>(pcap));
 }
 
-std::unique_ptr<PcapWriter>
-PcapWriter::create(const std::string &path, int linkType, std::string &error) {
+/// Bytes buffered before a write.
+static constexpr size_t writeBuffer = 1 << 20;
+
+std::unique_ptr<PcapWriter> PcapWriter::create(const std::string &path,
+                                               int linkType, std::string &error,
+                                               uint32_t snapLength) {
   std::unique_ptr<PcapWriter> writer(new PcapWriter());
-  pcap_t *handle = pcap_open_dead(linkType, 262144);
+  pcap_t *handle = pcap_open_dead_with_tstamp_precision(
+      linkType, static_cast<int>(snapLength), PCAP_TSTAMP_PRECISION_MICRO);
   if (!handle) {
     error = path + ": cannot create a pcap handle";
     return nullptr;
   }
   writer->pcap = handle;
+  // libpcap writes the file header (its link type and snapshot length);
+  // the records go through our buffer to the same descriptor.
   pcap_dumper_t *dumper = pcap_dump_open(handle, path.c_str());
   if (!dumper) {
     error = path + ": " + pcap_geterr(handle);
     return nullptr;
   }
   writer->dumper = dumper;
+  FILE *file = pcap_dump_file(dumper);
+  if (fflush(file) != 0) {
+    error = path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  writer->fd = fileno(file);
+  writer->path = path;
+  writer->buffer.reserve(writeBuffer + 16 + maxSnapLength);
   return writer;
 }
 
-void PcapWriter::write(const TracePacket &packet) {
-  struct pcap_pkthdr header;
-  std::memset(&header, 0, sizeof(header));
-  header.ts.tv_sec = packet.seconds;
-  header.ts.tv_usec = packet.microseconds;
-  header.caplen = packet.bytes.size();
-  header.len = std::max<uint32_t>(packet.wireLength, header.caplen);
-  pcap_dump(reinterpret_cast<u_char *>(dumper), &header, packet.bytes.data());
+void PcapWriter::write(const TracePacket &packet) { write(viewOf(packet)); }
+
+void PcapWriter::write(const PacketView &packet) {
+  // struct pcap_sf_pkthdr: 32-bit seconds, microseconds, lengths.
+  uint32_t header[4] = {packet.seconds, packet.microseconds, packet.length,
+                        std::max(packet.wireLength, packet.length)};
+  const uint8_t *bytes = reinterpret_cast<const uint8_t *>(header);
+  buffer.insert(buffer.end(), bytes, bytes + sizeof header);
+  buffer.insert(buffer.end(), packet.data, packet.data + packet.length);
   ++written;
+  if (buffer.size() >= writeBuffer) {
+    std::string ignored; // kept in `failure`, reported by flush()
+    flush(ignored);
+  }
+}
+
+bool PcapWriter::flush(std::string &error) {
+  size_t done = 0;
+  while (done < buffer.size() && failure.empty()) {
+    ssize_t n = ::write(fd, buffer.data() + done, buffer.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      failure = path + ": " + std::strerror(n < 0 ? errno : EIO);
+    else
+      done += static_cast<size_t>(n);
+  }
+  buffer.clear();
+  error = failure;
+  return failure.empty();
 }

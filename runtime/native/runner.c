@@ -42,7 +42,7 @@ typedef struct record {
   uint64_t sequence;
   const netvm_site *site;
   uint32_t drops, unconnected;
-  uint32_t length, info_length, seconds, microseconds, flags;
+  uint32_t length, info_length, seconds, microseconds, flags, wire_length;
   size_t offset; /* packet bytes then info bytes, in the log's data */
 } record;
 
@@ -213,6 +213,7 @@ struct netvm_runner {
   char note[256];
   netvm_event_fn events;
   void *events_user;
+  int outputs_only;  /* netvm_runner_set_output_events */
   uint64_t sequence; /* of the next packet */
 
   /* Run to completion: replicas[i] is used by thread i (0: the caller). */
@@ -254,7 +255,7 @@ struct netvm_runner {
 };
 
 static void deliver(netvm_runner *r, const netvm_event *ev) {
-  if (r->events)
+  if (r->events && (!r->outputs_only || ev->type == NETVM_EVENT_OUTPUT))
     r->events(r->events_user, ev);
 }
 
@@ -296,7 +297,8 @@ static void flush_log(netvm_runner *r, event_log *log) {
       netvm_exbuf xb;
       memset(&xb, 0, sizeof(xb));
       xb.packet = log->data + rec->offset;
-      xb.length = xb.capacity = xb.wire_length = rec->length;
+      xb.length = xb.capacity = rec->length;
+      xb.wire_length = rec->wire_length;
       xb.info = log->data + rec->offset + rec->length;
       xb.info_length = rec->info_length;
       xb.seconds = rec->seconds;
@@ -331,6 +333,8 @@ static int on_event(netvm_worker *w, uint32_t type, uint32_t index,
     r = w->pipeline->runner;
     if (!r->events)
       return 1;
+    if (r->outputs_only && type != NETVM_EVENT_OUTPUT)
+      return 0;
     if (w->stage + 1 < r->stages) {
       message *m = ring_reserve(&r->rings[w->stage]);
       m->type = type == NETVM_EVENT_OUTPUT ? MSG_OUTPUT : MSG_EXCEPTION;
@@ -346,6 +350,8 @@ static int on_event(netvm_worker *w, uint32_t type, uint32_t index,
   } else if (w->recorder) {
     r = w->recorder->runner;
     log = w->recorder->log;
+    if (r->outputs_only && type != NETVM_EVENT_OUTPUT)
+      return 0; /* counted; nobody listens */
   } else {
     return 0;
   }
@@ -364,6 +370,7 @@ static int on_event(netvm_worker *w, uint32_t type, uint32_t index,
       out->seconds = xb->seconds;
       out->microseconds = xb->microseconds;
       out->flags = xb->flags & NETVM_XB_NONE;
+      out->wire_length = xb->wire_length;
       memcpy(log->data + out->offset, xb->packet, xb->length);
       if (xb->info_length)
         memcpy(log->data + out->offset + xb->length, xb->info, xb->info_length);
@@ -420,6 +427,13 @@ static void run_packets(netvm_runner *r, netvm_worker *w, size_t first,
   }
   w->recorder = rec;
   netvm_worker_update_hooks(w);
+  if (r->outputs_only) {
+    /* Outputs only: the batch entry runs the whole range, outputs go to
+     * the log (or out) as they happen, no per-packet end events. */
+    w->sequence = xb->sequence = r->first_sequence + first;
+    r->app->batches[r->source](&w->ctx, xb, r->packets + first, n);
+    n = 0;
+  }
   for (i = first; i < first + n; ++i) {
     uint64_t drops = w->drops_total, unconnected = w->unconnected;
     w->sequence = xb->sequence = r->first_sequence + i;
@@ -669,7 +683,7 @@ static void run_pipeline(netvm_runner *r, uint32_t source,
   w->ctx.budget_reset = (int64_t)vm->budget;
   if (!r->events || r->stages == 1) {
     xb->sequence = r->sequence;
-    if (r->events) {
+    if (r->events && !r->outputs_only) {
       /* A single stage: events happen in order on this thread. */
       for (i = 0; i < count; ++i) {
         uint64_t drops = w->drops_total, unconnected = w->unconnected;
@@ -980,6 +994,7 @@ void netvm_runner_set_events(netvm_runner *r, netvm_event_fn fn, void *user) {
   uint32_t i;
   r->events = fn;
   r->events_user = user;
+  r->outputs_only = 0;
   if (r->mode != NETVM_RUN_PIPELINE)
     return;
   for (i = 0; i < r->stages; ++i) {
@@ -987,6 +1002,12 @@ void netvm_runner_set_events(netvm_runner *r, netvm_event_fn fn, void *user) {
     w->events_wanted = fn != NULL;
     netvm_worker_update_hooks(w);
   }
+}
+
+void netvm_runner_set_output_events(netvm_runner *r, netvm_event_fn fn,
+                                    void *user) {
+  netvm_runner_set_events(r, fn, user);
+  r->outputs_only = fn != NULL;
 }
 
 void netvm_runner_init(netvm_runner *r) {

@@ -1,4 +1,4 @@
-// RUN: netvm-opt %s --pass-pipeline='builtin.module(netvm.application(netvm.pe(netvm.handler(netvm-eliminate-bounds-checks))))' --split-input-file | FileCheck %s
+// RUN: netvm-opt %s --mlir-print-debuginfo --pass-pipeline='builtin.module(netvm.application(netvm.pe(netvm.handler(netvm-eliminate-bounds-checks))))' --split-input-file | FileCheck %s
 
 // Merging in straight-line code: one check for the furthest field of a
 // header; a check dominated by a covering one goes.
@@ -18,16 +18,17 @@ netvm.application @a {
       %ihl = arith.andi %ve, %c15 : i32
       %len = arith.shli %ihl, %c2 : i32
       // The TCP header starts at %h = 14 + 4 * IHL; its ports at %h + 0
-      // and %h + 2 get one check of 4 bytes.
+      // and %h + 2 (read by one NetIL instruction: one location) get one
+      // check of 4 bytes.
       // CHECK: %[[H:.*]] = arith.addi %{{.*}}, %c14_i32 : i32
       // CHECK: netvm.check_bounds packet[%[[H]]], 4
       // CHECK-NOT: netvm.check_bounds
       // CHECK: arith.cmpi
       %h = arith.addi %len, %c14 : i32
-      netvm.check_bounds packet[%h], 2
+      netvm.check_bounds packet[%h], 2 loc("tcp.netil":20:3)
       %sp = netvm.load packet[%h] {in_bounds} : i16
       %h2 = arith.addi %h, %c2 : i32
-      netvm.check_bounds packet[%h2], 2
+      netvm.check_bounds packet[%h2], 2 loc("tcp.netil":20:3)
       %dp = netvm.load packet[%h2] {in_bounds} : i16
       %dpe = arith.extui %dp : i16 to i32
       %is = arith.cmpi eq, %dpe, %c80 : i32
@@ -54,6 +55,36 @@ netvm.application @a {
     }
   }
 }
+
+// -----
+
+// Checks from two NetIL locations stay apart: a packet of 13 bytes must
+// raise at the second; a check inside an earlier one goes whatever its
+// location.
+netvm.application @a {
+  netvm.pe @p {
+    netvm.port @i push_input
+    netvm.port @o push_output
+    // CHECK-LABEL: netvm.handler push
+    netvm.handler push(%port) {
+      %c12 = arith.constant 12 : i32
+      %c13 = arith.constant 13 : i32
+      // CHECK: netvm.check_bounds packet[%c12_i32], 1 loc(#[[L1:.*]])
+      // CHECK: netvm.check_bounds packet[%c13_i32], 1 loc(#[[L2:.*]])
+      // CHECK-NOT: netvm.check_bounds
+      // CHECK: netvm.send
+      netvm.check_bounds packet[%c12], 1 loc("f.netil":3:3)
+      %a = netvm.load packet[%c12] {in_bounds} : i8
+      netvm.check_bounds packet[%c13], 1 loc("f.netil":5:3)
+      %b = netvm.load packet[%c13] {in_bounds} : i8
+      netvm.check_bounds packet[%c12], 1 loc("f.netil":7:3)
+      %c = netvm.load packet[%c12] {in_bounds} : i8
+      netvm.send @o
+    }
+  }
+}
+// CHECK: #[[L1]] = loc("f.netil":3:3)
+// CHECK: #[[L2]] = loc("f.netil":5:3)
 
 // -----
 

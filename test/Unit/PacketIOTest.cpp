@@ -97,3 +97,59 @@ TEST(PacketIO, NotAPcap) {
   EXPECT_FALSE(error.empty());
   llvm::sys::fs::remove(path);
 }
+
+/// A classic pcap file of `count` packets of 20 bytes (wire length 60) with
+/// the header's snapshot length `snap`.
+static std::string smallPcap(uint32_t snap, unsigned count) {
+  std::string path = tempPath("pcap");
+  std::string error;
+  auto writer = PcapWriter::create(path, 1, error, snap);
+  for (unsigned i = 0; i < count; ++i) {
+    TracePacket p;
+    p.bytes.assign(20, static_cast<uint8_t>(i));
+    p.wireLength = 60;
+    p.seconds = i;
+    writer->write(p);
+  }
+  return path;
+}
+
+TEST(PacketIO, MappedFilesAreReadInPlace) {
+  std::string path = smallPcap(96, 3), error;
+  auto reader = PacketReader::open(path, /*hex=*/false, error);
+  ASSERT_NE(reader, nullptr) << error;
+  EXPECT_TRUE(reader->stableViews());
+  EXPECT_EQ(reader->snapLength(), 96u);
+  PacketView first, view;
+  ASSERT_TRUE(reader->nextView(first, error));
+  ASSERT_TRUE(reader->nextView(view, error));
+  // In place: the views are where the file's records are, 16 bytes apart
+  // from the end of the one before.
+  EXPECT_EQ(view.data, first.data + 20 + 16);
+  EXPECT_EQ(view.length, 20u);
+  EXPECT_EQ(view.wireLength, 60u);
+  EXPECT_EQ(view.seconds, 1u);
+  EXPECT_EQ(first.data[0], 0u);
+  EXPECT_EQ(view.data[0], 1u);
+  ASSERT_TRUE(reader->nextView(view, error));
+  EXPECT_FALSE(reader->nextView(view, error));
+  EXPECT_TRUE(error.empty());
+  llvm::sys::fs::remove(path);
+}
+
+TEST(PacketIO, LibpcapReadsWhatTheMapDoesNotExpect) {
+  // A snapshot length of 10 with 20-byte records: libpcap cuts each record
+  // to 10 bytes, and the mapped reader leaves the file to it.
+  std::string path = smallPcap(10, 2), error;
+  auto reader = PacketReader::open(path, /*hex=*/false, error);
+  ASSERT_NE(reader, nullptr) << error;
+  PacketView view;
+  ASSERT_TRUE(reader->nextView(view, error)) << error;
+  EXPECT_FALSE(reader->stableViews());
+  EXPECT_EQ(view.length, 10u);
+  EXPECT_EQ(view.wireLength, 60u);
+  ASSERT_TRUE(reader->nextView(view, error)) << error;
+  EXPECT_EQ(view.seconds, 1u);
+  EXPECT_FALSE(reader->nextView(view, error));
+  llvm::sys::fs::remove(path);
+}

@@ -329,6 +329,7 @@ int main(int argc, char **argv) {
     }
     netvm::me::CodeGenOptions meOptions;
     meOptions.defaultInfoSize = infoSize;
+    meOptions.machine.maxPacketBytes = netvm::me::compiledMaxPacketBytes;
     netvm::me::CompiledApp compiled;
     OwningOpRef<ModuleOp> meIR;
     if (failed(

@@ -344,7 +344,7 @@ public:
       : engine(engine), os(os), sinks(engine.sinkNames()) {}
 
   /// Open the -w files; false after an error message.
-  bool openWriters(int linkType) {
+  bool openWriters(int linkType, uint32_t snapLength) {
     if (writePattern.empty())
       return true;
     bool perSink = llvm::StringRef(writePattern).contains("%s");
@@ -360,7 +360,7 @@ public:
       size_t at;
       while (perSink && (at = path.find("%s")) != std::string::npos)
         path.replace(at, 2, name);
-      writers[i] = rt::PcapWriter::create(path, linkType, error);
+      writers[i] = rt::PcapWriter::create(path, linkType, error, snapLength);
       if (!writers[i]) {
         fail(error);
         return false;
@@ -369,17 +369,17 @@ public:
     return true;
   }
 
-  void packet(uint64_t number, uint32_t length,
-              const rt::PacketResult &result) {
+  /// Write what left through `sink` to its -w file, if any.
+  void write(unsigned sink, const rt::PacketView &packet) {
+    if (sink < writers.size() && writers[sink])
+      writers[sink]->write(packet);
+  }
+
+  void packet(uint64_t number, uint32_t length, const rt::PacketResult &result,
+              bool written = false) {
     for (const rt::Output &out : result.outputs)
-      if (out.sink < writers.size() && writers[out.sink]) {
-        rt::TracePacket packet;
-        packet.bytes = out.bytes;
-        packet.wireLength = out.bytes.size();
-        packet.seconds = out.seconds;
-        packet.microseconds = out.microseconds;
-        writers[out.sink]->write(packet);
-      }
+      if (!written)
+        write(out.sink, rt::view(out));
     if (resultsFormat)
       return resultLines(number, result);
     if (!verbose)
@@ -621,6 +621,9 @@ static std::unique_ptr<rt::Engine>
 createEmulatorEngine(ModuleOp module, const rt::EngineOptions &options,
                      int &status) {
   me::MachineConfig machine;
+#ifdef NETVM_HAVE_ME_CODEGEN
+  machine.maxPacketBytes = me::compiledMaxPacketBytes;
+#endif
   if (!machineConfig(machine))
     return nullptr;
 #ifdef NETVM_HAVE_ME_CODEGEN
@@ -886,7 +889,7 @@ static int run(int argc, char **argv) {
   llvm::raw_ostream &os =
       lines || writePattern == "-" ? llvm::errs() : llvm::outs();
   Report report(*engine, os);
-  if (!report.openWriters(reader->linkType()))
+  if (!report.openWriters(reader->linkType(), reader->snapLength()))
     return 1;
   if (isFilter && input->language == driver::FilterLanguage::PcapFilter)
     report.shortPacketsAreRejections();
@@ -940,14 +943,21 @@ static int run(int argc, char **argv) {
     rt::StreamOptions streamOptions;
     streamOptions.chunk = chunkSize;
     streamOptions.stop = &interrupted;
-    bool perPacket = verbose || resultsFormat || !writePattern.empty() || lines;
+    // -w: outputs go to the files as they leave (no per-packet results).
+    auto onOutput = [&](unsigned sink, const rt::PacketView &packet) {
+      report.write(sink, packet);
+    };
+    rt::OutputFn outputFn = onOutput;
+    if (!writePattern.empty())
+      streamOptions.onOutput = &outputFn;
+    bool perPacket = verbose || resultsFormat || lines;
     if (isFilter)
       streamOptions.maxMatches = maxPackets;
     else
       streamOptions.maxPackets = maxPackets;
     auto onPacket = [&](uint64_t number, const netvm_packet &packet,
                         const rt::PacketResult &result) {
-      report.packet(number, packet.length, result);
+      report.packet(number, packet.length, result, /*written=*/true);
       if (packetLines && !result.outputs.empty()) {
         packetLines->print(llvm::outs(), packet);
         if (lineBuffered)

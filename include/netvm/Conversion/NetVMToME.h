@@ -33,6 +33,14 @@ struct MELoweringOptions {
   /// shared memory and the NetPE's initialised data (docs/me-backend.md,
   /// "Memory map"); their sizes come from the NetPE.
   uint32_t dataBase = 0, sharedBase = 0, initDataBase = 0;
+  /// Bytes of info memory (the application's), kept in local memory
+  /// window 1 while the packet is on the ME: at most 64.
+  unsigned infoSize = 64;
+  /// Bytes of a packet buffer (a new exchange buffer larger than this
+  /// raises packet_bounds, as one over 64 KB does on every engine).
+  uint32_t bufferBytes = 65536;
+  /// SRAM byte address of the NetPE's random-number state (a word).
+  uint32_t randomState = 0;
 };
 
 /// What the lowering of one handler found out, for the packet path.
@@ -44,6 +52,12 @@ struct MEHandlerInfo {
   /// The handler writes data or shared memory: its contexts must take
   /// packets through it in order (the packet path's state token).
   bool writesState = false;
+  /// The handler reads or writes info memory.
+  bool usesInfo = false;
+  /// The handler draws random numbers (the NetPE's state word).
+  bool usesRandom = false;
+  /// The handler sends copies of the packet (pkt.senddup).
+  bool sendsCopies = false;
 };
 
 /// Lowers one handler into a new me.func built at `builder`'s insertion

@@ -80,6 +80,14 @@ using ResultFn = llvm::function_ref<void(size_t index, const PacketResult &)>;
 using StreamFn = llvm::function_ref<void(
     uint64_t number, const netvm_packet &packet, const PacketResult &)>;
 
+/// Receives each packet that leaves through a sink, in arrival order, as it
+/// left (valid during the call).
+using OutputFn =
+    llvm::function_ref<void(unsigned sink, const PacketView &packet)>;
+
+/// An output as a view of its bytes.
+PacketView view(const Output &out);
+
 /// What a stream run read.
 struct StreamStats {
   uint64_t packets = 0;
@@ -100,6 +108,9 @@ struct StreamOptions {
   size_t chunk = 65536;
   /// Set from elsewhere (a signal handler) to stop reading.
   const volatile int *stop = nullptr;
+  /// Every output of the stream (e.g. to a PcapWriter). Without a per-packet
+  /// callback this is the fast way: native code runs whole batches.
+  const OutputFn *onOutput = nullptr;
 };
 
 class Engine {
@@ -157,12 +168,20 @@ public:
   virtual void run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
                    const ResultFn *onResult = nullptr,
                    ResultDetail detail = ResultDetail::Full);
+  /// Push every packet of `packets` through `source` and deliver only what
+  /// leaves, in arrival order. The default collects it from run()'s
+  /// results; native code runs whole batches and hands over the buffers.
+  virtual void runOutputs(unsigned source,
+                          llvm::MutableArrayRef<netvm_packet> packets,
+                          const OutputFn &onOutput);
   /// Read packets from `reader` and run them in chunks through `source`
   /// until the input ends (a live capture's read timeout is not an end),
   /// `options.maxPackets` packets, `options.maxMatches` matching ones or
   /// `*options.stop`. With `onPacket`, each packet's result is delivered
-  /// with its arrival number (from 1) and the packet as read. Returns false
-  /// with `error` set if reading failed; the packets read before it ran.
+  /// with its arrival number (from 1) and the packet as read; with
+  /// `options.onOutput`, every output. Packets of a mapped file run where
+  /// they are (PacketReader::stableViews). Returns false with `error` set
+  /// if reading failed; the packets read before it ran.
   bool runStream(unsigned source, PacketReader &reader,
                  const StreamOptions &options, const StreamFn *onPacket,
                  ResultDetail detail, StreamStats &stats, std::string &error);

@@ -33,6 +33,8 @@ struct Output {
   uint32_t seconds = 0, microseconds = 0;
   /// The packet's length (bytes.size() when the bytes are kept).
   uint32_t length = 0;
+  /// Its length on the wire (of the packet it came from; 0: unknown).
+  uint32_t wireLength = 0;
 };
 
 /// An exception, as every engine reports it.

@@ -37,7 +37,19 @@ struct CodegenOptions {
   /// What the lowering to the LLVM dialect generates (counters, descriptor
   /// name, forward links, info size).
   NativeLoweringOptions lowering;
+  /// jitCompile: look the object up in, and add it to, the persistent
+  /// compile cache (see jitCacheDirectory) instead of always compiling.
+  bool useCache = true;
 };
+
+/// The directory of the JIT's persistent compile cache: $NETVM_CACHE_DIR,
+/// else $XDG_CACHE_HOME/netvm/jit, else $HOME/.cache/netvm/jit; empty (no
+/// cache) when NETVM_CACHE is "off" or "0", or no directory is known.
+/// Entries are objects keyed by the optimized netvm IR (with locations),
+/// the code generation options, the target (triple, CPU, features), LLVM's
+/// version and the identity of the compiler's own binary; each is checked
+/// (key and checksum) when loaded, and compiled again if it does not match.
+std::string jitCacheDirectory();
 
 /// The triple of this machine, and the triples netvm can generate code for.
 std::string hostTriple();
@@ -69,8 +81,14 @@ jitCompile(mlir::ModuleOp module, const CodegenOptions &options);
 /// Milliseconds spent in the last jitCompile on this thread, by phase.
 struct CompileTimes {
   double lowering = 0, translation = 0, optimization = 0, codegen = 0;
+  /// Looking the object up in the cache (hashing the IR, reading, checking).
+  double cache = 0;
+  /// The object came from the compile cache (lowering, translation,
+  /// optimization and code generation did not run; codegen is the
+  /// linking).
+  bool cached = false;
   double total() const {
-    return lowering + translation + optimization + codegen;
+    return lowering + translation + optimization + codegen + cache;
   }
 };
 CompileTimes lastCompileTimes();

@@ -113,7 +113,74 @@ private:
                                                      MemSpace space);
   Value sramLoad(Location loc, uint32_t base, Value offset, unsigned size);
   Value headerLoad(Location loc, uint32_t offset, unsigned size);
+  /// Bytes n .. n + size - 1 of the 8 bytes w0:w1 (w1 may be absent when
+  /// they lie in w0), zero-extended.
+  Value extractBytes(Location loc, Value w0, Value w1, unsigned n,
+                     unsigned size);
+  /// Merges the `size` low bytes of `value` into the words `window` at byte
+  /// position `at` (0-3 of the first word, most significant first).
+  void mergeBytes(Location loc, SmallVectorImpl<Value> &window, unsigned at,
+                  Value value, unsigned size);
+  LogicalResult lowerInfoLoad(LoadOp op);
+  // Bytes at computed offsets, in any memory (netvm.copy and stores at
+  // computed offsets): the byte zero-extended, and its store.
+  FailureOr<Value> loadByte(Operation *op, MemSpace space, Value offset);
+  LogicalResult storeByte(Operation *op, MemSpace space, Value offset,
+                          Value byte);
+  /// `byte` (low 8 bits) merged into `word` at byte address `at`'s place.
+  Value mergeByte(Location loc, Value word, Value at, Value byte);
+  /// Runs `body` with local memory window 1 at info byte `offset` rounded
+  /// down to a word (*l$index1[0] is that word), then puts it back.
+  template <typename Body>
+  void atInfoWord(Location loc, Value offset, Body body);
+  LogicalResult lowerCopy(CopyOp op);
+  /// Stores `size` bytes of `value` at a computed offset, byte by byte.
+  LogicalResult storeBytes(Operation *op, MemSpace space, Value offset,
+                           Value value, unsigned size);
+  LogicalResult lowerInfoStore(StoreOp op);
   LogicalResult lowerCheckBounds(CheckBoundsOp op);
+  /// Raises packet_bounds at `loc` unless [offset, offset + extent) lies
+  /// in the packet.
+  void packetRangeCheck(Location loc, Value offset, Value extent);
+  /// The same for any memory (its size and bounds exception).
+  LogicalResult rangeCheck(Operation *op, MemSpace space, Value offset,
+                           Value extent);
+  LogicalResult rangeCheck(Operation *op, MemSpace space, Value offset,
+                           Value extent, Location loc);
+  LogicalResult lowerChecksum(ChecksumOp op);
+  /// Unsigned n / d and n % d by restoring division, a loop of 32 steps
+  /// (the MEs have no divider).
+  std::pair<Value, Value> divide(Location loc, Value n, Value d);
+  LogicalResult lowerDivision(Operation *op);
+  LogicalResult lowerHash(HashOp op);
+  LogicalResult lowerPacketStore(StoreOp op);
+  LogicalResult lowerFieldCmp(FieldCmpOp op);
+  LogicalResult lowerPacketScan(PacketScanOp op);
+  LogicalResult lowerExbufCreate(ExbufCreateOp op);
+  /// The handler replaces its packet (exbuf_create): lengths read before
+  /// are copied out of the packet path's registers.
+  bool replacesPacket = false;
+  /// Ends the current block with a raise of `kind` at `loc` (an access
+  /// that the bounds check before it always stops) and goes on lowering in
+  /// an unreachable block.
+  void raiseHere(Location loc, ExceptionKind kind) {
+    med::BrOp::create(b, loc, ValueRange(), raiseBlock(loc, kind));
+    b.setInsertionPointToEnd(newBlock());
+  }
+  LogicalResult lowerPacketCrc(PacketCrcOp op);
+  LogicalResult lowerBit(BitOp op);
+  LogicalResult lowerFindBit(FindBitOp op);
+  Value highestBit(Location loc, Value x);
+  LogicalResult lowerRandom(RandomOp op);
+  Value select(Location loc, StringRef cond, Value a, Value v, Value t,
+               Value f) {
+    return med::SelectOp::create(b, loc, b.getI32Type(), cond, "-", a, v, t, f);
+  }
+  /// The two bytes of a 16-bit value swapped.
+  Value swap16(Location loc, Value x) {
+    return alu(loc, "or", shifted(loc, "b", Value(), x, ">>", 8),
+               shifted(loc, "b", Value(), fieldClear(loc, 0x1, x, 0), "<<", 8));
+  }
 
   // Control flow.
   Block *blockFor(Block *netvmBlock) { return blocks.lookup(netvmBlock); }
@@ -158,6 +225,9 @@ private:
 };
 
 Value HandlerLowering::get(Value value) {
+  // Already lowered (the helpers that take either).
+  if (value && value.getParentRegion() == &func.getBody())
+    return value;
   // Constants are rematerialised where they are used: the emitter folds
   // small ones into immediates, so a register only holds one for as long
   // as the instruction that needs it.
@@ -326,6 +396,8 @@ LogicalResult HandlerLowering::lowerLoad(LoadOp op) {
   if (op.getLittleEndian())
     return refuse(op, "a little-endian load (the ME pipeline does not swap "
                       "byte order)");
+  if (op.getSpace() == MemSpace::Info)
+    return lowerInfoLoad(op);
   if (op.getSpace() != MemSpace::Packet) {
     auto space = sramSpace(op, op.getSpace());
     if (failed(space))
@@ -380,16 +452,8 @@ Value HandlerLowering::sramLoad(Location loc, uint32_t base, Value offset,
     auto read = med::MemOp::create(
         b, loc, SmallVector<Type>(words, b.getI32Type()), "sram", "read",
         constant(aligned, loc), zero, ValueRange(), words);
-    Value word = read.getResult(0);
-    if (words == 2)
-      word =
-          med::ByteAlignOp::create(b, loc, b.getI32Type(), word,
-                                   read.getResult(1), b.getI32IntegerAttr(n));
-    else if (n)
-      word = shifted(loc, "b", Value(), word, "<<", 8 * n);
-    if (size < 4)
-      word = shifted(loc, "b", Value(), word, ">>", 32 - 8 * size);
-    return word;
+    return extractBytes(loc, read.getResult(0),
+                        words == 2 ? read.getResult(1) : Value(), n, size);
   }
   Value address = alu(loc, "+", get(offset), constant(base, loc));
   Value aligned = alu(loc, "and~", address, constant(3, loc));
@@ -406,11 +470,271 @@ Value HandlerLowering::sramLoad(Location loc, uint32_t base, Value offset,
   return word;
 }
 
+Value HandlerLowering::extractBytes(Location loc, Value w0, Value w1,
+                                    unsigned n, unsigned size) {
+  if (n + size > 4) {
+    Value word = med::ByteAlignOp::create(b, loc, b.getI32Type(), w0, w1,
+                                          b.getI32IntegerAttr(n));
+    return size < 4 ? shifted(loc, "b", Value(), word, ">>", 32 - 8 * size)
+                    : word;
+  }
+  if (size == 4)
+    return w0;
+  if (n == 0)
+    return shifted(loc, "b", Value(), w0, ">>", 32 - 8 * size);
+  return fieldClear(loc, size == 2 ? 0x3 : 0x1, w0, 8 * (4 - n - size));
+}
+
+void HandlerLowering::mergeBytes(Location loc, SmallVectorImpl<Value> &window,
+                                 unsigned at, Value value, unsigned size) {
+  for (unsigned i = 0; i < size; ++i) {
+    // Byte i of the value (most significant first) goes to byte position
+    // p of the window.
+    unsigned p = at + i;
+    unsigned word = p / 4, byteInWord = p % 4; // 0 = most significant
+    unsigned fromBit = 8 * (size - 1 - i);     // the byte in the value
+    unsigned toBit = 8 * (3 - byteInWord);
+    // Rotate the value so that its byte lands at toBit, then ld_field it.
+    unsigned rot = (fromBit - toBit + 32) % 32; // right rotation
+    window[word] = med::LdFieldOp::create(
+        b, loc, b.getI32Type(), b.getI32IntegerAttr(1u << (3 - byteInWord)),
+        window[word], value, rot ? b.getStringAttr(">>rot") : StringAttr(),
+        rot ? b.getI32IntegerAttr(rot) : IntegerAttr());
+  }
+}
+
+LogicalResult HandlerLowering::lowerInfoLoad(LoadOp op) {
+  // Info memory is in local memory window 1: words read like registers.
+  Location loc = op.getLoc();
+  unsigned size = widthOf(op.getType()) / 8;
+  auto c = constantOf(op.getOffset());
+  if (!c) {
+    // Byte by byte through the moved window.
+    info.usesInfo = true;
+    Value offset = get(op.getOffset()), result;
+    for (unsigned i = 0; i < size; ++i) {
+      Value at = i ? alu(loc, "+", offset, constant(i, loc)) : offset;
+      FailureOr<Value> byte = loadByte(op, MemSpace::Info, at);
+      if (failed(byte))
+        return failure();
+      result =
+          i ? alu(loc, "or", shifted(loc, "b", Value(), result, "<<", 8), *byte)
+            : *byte;
+    }
+    values.map(op.getResult(), result);
+    return success();
+  }
+  info.usesInfo = true;
+  if (*c + size > options.infoSize) {
+    // Its bounds check raises first (sizes over 64 bytes are refused for
+    // the whole application).
+    raiseHere(op.getLoc(), ExceptionKind::InfoBounds);
+    values.map(op.getResult(), constant(0, loc));
+    return success();
+  }
+  unsigned word = *c / 4, n = *c % 4;
+  auto lm = [&](unsigned w) {
+    return med::LocalReadOp::create(b, loc, b.getI32Type(), 1, w);
+  };
+  Value w0 = lm(word);
+  Value w1 = n + size > 4 ? lm(word + 1) : Value();
+  values.map(op.getResult(), extractBytes(loc, w0, w1, n, size));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerInfoStore(StoreOp op) {
+  Location loc = op.getLoc();
+  unsigned size = widthOf(op.getValue().getType()) / 8;
+  auto c = constantOf(op.getOffset());
+  if (!c)
+    return storeBytes(op, MemSpace::Info, get(op.getOffset()),
+                      get(op.getValue()), size);
+  info.usesInfo = true;
+  if (*c + size > options.infoSize) {
+    raiseHere(op.getLoc(), ExceptionKind::InfoBounds);
+    return success();
+  }
+  Value value = get(op.getValue());
+  unsigned word = *c / 4, n = *c % 4;
+  unsigned words = n + size > 4 ? 2 : 1;
+  if (size == 4 && n == 0) {
+    med::LocalWriteOp::create(b, loc, 1, word, value);
+    return success();
+  }
+  SmallVector<Value> window;
+  for (unsigned i = 0; i < words; ++i)
+    window.push_back(
+        med::LocalReadOp::create(b, loc, b.getI32Type(), 1, word + i));
+  mergeBytes(loc, window, n, value, size);
+  for (unsigned i = 0; i < words; ++i)
+    med::LocalWriteOp::create(b, loc, 1, word + i, window[i]);
+  return success();
+}
+
+Value HandlerLowering::mergeByte(Location loc, Value word, Value at,
+                                 Value byte) {
+  // The byte's shift in its (big-endian) word: 24 - 8 * (at & 3).
+  Value sh = shifted(
+      loc, "b", Value(),
+      alu(loc, "xor", alu(loc, "and", at, constant(3, loc)), constant(3, loc)),
+      "<<", 3);
+  Value mask = shifted(loc, "b", sh, constant(0xff, loc), "<<indirect", 0);
+  return alu(
+      loc, "or", alu(loc, "and~", word, mask),
+      shifted(loc, "b", sh, fieldClear(loc, 0x1, byte, 0), "<<indirect", 0));
+}
+
+template <typename Body>
+void HandlerLowering::atInfoWord(Location loc, Value offset, Body body) {
+  info.usesInfo = true;
+  Value base =
+      med::CsrReadOp::create(b, loc, b.getI32Type(), "active_lm_addr_1");
+  med::CsrWriteOp::create(
+      b, loc, "active_lm_addr_1",
+      alu(loc, "+", base, alu(loc, "and~", offset, constant(3, loc))));
+  body();
+  med::CsrWriteOp::create(b, loc, "active_lm_addr_1", base);
+}
+
+FailureOr<Value> HandlerLowering::loadByte(Operation *op, MemSpace space,
+                                           Value offset) {
+  Location loc = op->getLoc();
+  Type i32 = b.getI32Type();
+  switch (space) {
+  case MemSpace::Packet: {
+    Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+    return Value(med::PacketReadOp::create(
+        b, loc, i32, alu(loc, "+", buffer, offset), b.getI32IntegerAttr(1),
+        b.getBoolAttr(false)));
+  }
+  case MemSpace::Info: {
+    Value word;
+    atInfoWord(loc, offset,
+               [&] { word = med::LocalReadOp::create(b, loc, i32, 1, 0); });
+    Value sh =
+        shifted(loc, "b", Value(),
+                alu(loc, "xor", alu(loc, "and", offset, constant(3, loc)),
+                    constant(3, loc)),
+                "<<", 3);
+    return fieldClear(loc, 0x1, shifted(loc, "b", sh, word, ">>indirect", 0),
+                      0);
+  }
+  default: {
+    auto where = sramSpace(op, space);
+    if (failed(where))
+      return failure();
+    return sramLoad(loc, where->first, offset, 1);
+  }
+  }
+}
+
+LogicalResult HandlerLowering::storeByte(Operation *op, MemSpace space,
+                                         Value offset, Value byte) {
+  Location loc = op->getLoc();
+  Type i32 = b.getI32Type();
+  Value zero = constant(0, loc);
+  switch (space) {
+  case MemSpace::Packet: {
+    // The quadword that holds the byte, read, merged and written back.
+    Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+    Value at = alu(loc, "+", buffer, offset);
+    Value q = alu(loc, "and~", at, constant(7, loc));
+    auto read = med::MemOp::create(b, loc, SmallVector<Type>(2, i32), "dram",
+                                   "read", q, zero, ValueRange(), 1);
+    Value high = alu(loc, "and", at, constant(4, loc));
+    Value word =
+        select(loc, "beq", high, zero, read.getResult(0), read.getResult(1));
+    Value merged = mergeByte(loc, word, at, byte);
+    Value w0 = select(loc, "beq", high, zero, merged, read.getResult(0));
+    Value w1 = select(loc, "beq", high, zero, read.getResult(1), merged);
+    med::MemOp::create(b, loc, TypeRange(), "dram", "write", q, zero,
+                       ValueRange{w0, w1}, 1);
+    return success();
+  }
+  case MemSpace::Info:
+    atInfoWord(loc, offset, [&] {
+      Value word = med::LocalReadOp::create(b, loc, i32, 1, 0);
+      med::LocalWriteOp::create(b, loc, 1, 0,
+                                mergeByte(loc, word, offset, byte));
+    });
+    return success();
+  case MemSpace::InitData:
+    return refuse(op, "a store to initdata memory");
+  default: {
+    auto where = sramSpace(op, space);
+    if (failed(where))
+      return failure();
+    info.writesState = true;
+    Value at = alu(loc, "+", offset, constant(where->first, loc));
+    Value aligned = alu(loc, "and~", at, constant(3, loc));
+    auto read = med::MemOp::create(b, loc, TypeRange{i32}, "sram", "read",
+                                   aligned, zero, ValueRange(), 1);
+    med::MemOp::create(b, loc, TypeRange(), "sram", "write", aligned, zero,
+                       ValueRange{mergeByte(loc, read.getResult(0), at, byte)},
+                       1);
+    return success();
+  }
+  }
+}
+
+LogicalResult HandlerLowering::storeBytes(Operation *op, MemSpace space,
+                                          Value offset, Value value,
+                                          unsigned size) {
+  Location loc = op->getLoc();
+  for (unsigned i = 0; i < size; ++i) {
+    Value at = i ? alu(loc, "+", offset, constant(i, loc)) : offset;
+    unsigned from = 8 * (size - 1 - i);
+    Value byte = from ? shifted(loc, "b", Value(), value, ">>", from) : value;
+    if (failed(storeByte(op, space, at, byte)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerCopy(CopyOp op) {
+  // Byte by byte (the memories differ: NetIL copies between two). Both
+  // ranges are checked first, the source before the destination.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  Value length = get(op.getLength());
+  if (!op.getInBounds()) {
+    if (failed(rangeCheck(op, op.getSrcSpace(), get(op.getSrc()), length)) ||
+        failed(rangeCheck(op, op.getDstSpace(), get(op.getDst()),
+                          get(op.getLength()))))
+      return failure();
+  }
+  Value src = get(op.getSrc()), dst = get(op.getDst());
+  Region &region = func.getBody();
+  Block *entry = b.getInsertionBlock();
+  Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *body = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end());
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{constant(0, loc)}, loop);
+  b.setInsertionPointToEnd(loop);
+  Value i = loop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), i,
+                       get(op.getLength()), ValueRange(), ValueRange(), done,
+                       body);
+  b.setInsertionPointToEnd(body);
+  FailureOr<Value> byte = loadByte(op, op.getSrcSpace(), alu(loc, "+", src, i));
+  if (failed(byte) ||
+      failed(storeByte(op, op.getDstSpace(), alu(loc, "+", dst, i), *byte)))
+    return failure();
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", i, constant(1, loc))},
+                    loop);
+  b.setInsertionPointToEnd(done);
+  return success();
+}
+
 LogicalResult HandlerLowering::lowerStore(StoreOp op) {
   Location loc = op.getLoc();
   unsigned size = widthOf(op.getValue().getType()) / 8;
-  if (op.getSpace() == MemSpace::Packet || op.getSpace() == MemSpace::Info ||
-      op.getSpace() == MemSpace::InitData)
+  if (op.getSpace() == MemSpace::Info)
+    return lowerInfoStore(op);
+  if (op.getSpace() == MemSpace::Packet)
+    return lowerPacketStore(op);
+  if (op.getSpace() == MemSpace::InitData)
     return refuse(op, Twine("a store to ") + stringifyMemSpace(op.getSpace()) +
                           " memory");
   auto space = sramSpace(op, op.getSpace());
@@ -419,8 +743,8 @@ LogicalResult HandlerLowering::lowerStore(StoreOp op) {
   info.writesState = true;
   auto c = constantOf(op.getOffset());
   if (!c)
-    return refuse(op, Twine("a store at a computed offset into ") +
-                          stringifyMemSpace(op.getSpace()) + " memory");
+    return storeBytes(op, op.getSpace(), get(op.getOffset()),
+                      get(op.getValue()), size);
   uint32_t address = space->first + *c;
   Value zero = constant(0, loc);
   Value value = get(op.getValue());
@@ -438,20 +762,7 @@ LogicalResult HandlerLowering::lowerStore(StoreOp op) {
       b, loc, SmallVector<Type>(words, b.getI32Type()), "sram", "read",
       constant(aligned, loc), zero, ValueRange(), words);
   SmallVector<Value> merged(read.getResults().begin(), read.getResults().end());
-  for (unsigned i = 0; i < size; ++i) {
-    // Byte i of the value (most significant first) goes to byte position
-    // p of the window.
-    unsigned p = (address & 3) + i;
-    unsigned word = p / 4, byteInWord = p % 4; // 0 = most significant
-    unsigned fromBit = 8 * (size - 1 - i);     // the byte in the value
-    unsigned toBit = 8 * (3 - byteInWord);
-    // Rotate the value so that its byte lands at toBit, then ld_field it.
-    unsigned rot = (fromBit - toBit + 32) % 32; // right rotation
-    merged[word] = med::LdFieldOp::create(
-        b, loc, b.getI32Type(), b.getI32IntegerAttr(1u << (3 - byteInWord)),
-        merged[word], value, rot ? b.getStringAttr(">>rot") : StringAttr(),
-        rot ? b.getI32IntegerAttr(rot) : IntegerAttr());
-  }
+  mergeBytes(loc, merged, address & 3, value, size);
   med::MemOp::create(b, loc, TypeRange(), "sram", "write",
                      constant(aligned, loc), zero, merged, words);
   return success();
@@ -463,6 +774,9 @@ LogicalResult HandlerLowering::lowerCheckBounds(CheckBoundsOp op) {
   Value length;
   if (op.getSpace() == MemSpace::Packet) {
     length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
+  } else if (op.getSpace() == MemSpace::Info) {
+    kind = ExceptionKind::InfoBounds;
+    length = constant(options.infoSize, loc);
   } else {
     auto space = sramSpace(op, op.getSpace());
     if (failed(space))
@@ -510,6 +824,540 @@ LogicalResult HandlerLowering::lowerCheckBounds(CheckBoundsOp op) {
   return success();
 }
 
+void HandlerLowering::packetRangeCheck(Location loc, Value offset,
+                                       Value extent) {
+  (void)rangeCheck(nullptr, MemSpace::Packet, offset, extent, loc);
+}
+
+LogicalResult HandlerLowering::rangeCheck(Operation *op, MemSpace space,
+                                          Value offset, Value extent) {
+  return rangeCheck(op, space, offset, extent, op->getLoc());
+}
+
+LogicalResult HandlerLowering::rangeCheck(Operation *op, MemSpace space,
+                                          Value offset, Value extent,
+                                          Location loc) {
+  ExceptionKind kind = ExceptionKind::PacketBounds;
+  Value length;
+  switch (space) {
+  case MemSpace::Packet:
+    length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
+    break;
+  case MemSpace::Info:
+    kind = ExceptionKind::InfoBounds;
+    length = constant(options.infoSize, loc);
+    break;
+  default: {
+    auto where = sramSpace(op, space);
+    if (failed(where))
+      return failure();
+    kind = space == MemSpace::Data     ? ExceptionKind::DataBounds
+           : space == MemSpace::Shared ? ExceptionKind::SharedBounds
+                                       : ExceptionKind::InitDataBounds;
+    length = constant(where->second, loc);
+  }
+  }
+  Block *raise = raiseBlock(loc, kind);
+  // offset + extent must not carry, and must not exceed the length.
+  Block *current = b.getInsertionBlock();
+  Block *compare = newBlock();
+  b.setInsertionPointToEnd(current);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("+"),
+                       offset, extent, ValueRange(), ValueRange(), raise,
+                       compare);
+  b.setInsertionPointToEnd(compare);
+  Value end = alu(loc, "+", offset, extent);
+  Block *after = newBlock();
+  b.setInsertionPointToEnd(compare);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("-"),
+                       length, end, ValueRange(), ValueRange(), raise, after);
+  b.setInsertionPointToEnd(after);
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerChecksum(ChecksumOp op) {
+  // A loop over the packet words that hold the range, one word read from
+  // DRAM at a time (pkt_read), bytes outside the range masked off. The
+  // 16-bit halves are added into a 32-bit sum (no carry is lost: 16384
+  // words of a 64 KB packet add at most 2^31), folded at the end. Summed in
+  // packet alignment, a range that starts at an odd offset gives the byte swap
+  // of its sum (RFC 1071, "byte order independence"): swapped back.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  if (!op.getInBounds())
+    packetRangeCheck(loc, get(op.getOffset()), get(op.getLength()));
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value start = alu(loc, "+", buffer, get(op.getOffset()));
+  Value end = alu(loc, "+", start, get(op.getLength()));
+  Value ones = constant(0xffffffff, loc);
+  // The bytes of the first word before the range, and of the last after.
+  Value headBits = shifted(loc, "b", Value(),
+                           alu(loc, "and", start, constant(3, loc)), "<<", 3);
+  Value headMask = shifted(loc, "b", headBits, ones, ">>indirect", 0);
+  Value tailBits = shifted(loc, "b", Value(),
+                           alu(loc, "and", end, constant(3, loc)), "<<", 3);
+  Value tailKeep = shifted(loc, "b", tailBits, ones, ">>indirect", 0);
+  Value tailMask =
+      med::SelectOp::create(b, loc, i32, "beq", "-", tailBits, constant(0, loc),
+                            ones, alu(loc, "~b", Value(), tailKeep));
+  Value first = alu(loc, "and~", start, constant(3, loc));
+  Block *entry = b.getInsertionBlock();
+  Region &region = func.getBody();
+  Block *loop = b.createBlock(&region, region.end(), {i32, i32}, {loc, loc});
+  Block *body = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{first, constant(0, loc)}, loop);
+  // loop(cur, sum): done when cur >= end.
+  b.setInsertionPointToEnd(loop);
+  Value cur = loop->getArgument(0), sum = loop->getArgument(1);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"),
+                       cur, end, ValueRange{sum}, ValueRange(), done, body);
+  b.setInsertionPointToEnd(body);
+  Value word = med::PacketReadOp::create(
+      b, loc, i32, cur, b.getI32IntegerAttr(4), b.getBoolAttr(false));
+  word = med::SelectOp::create(b, loc, i32, "beq", "-", cur, first,
+                               alu(loc, "and", word, headMask), word);
+  Value next = alu(loc, "+", cur, constant(4, loc));
+  word = med::SelectOp::create(b, loc, i32, "bhi", "-", next, end,
+                               alu(loc, "and", word, tailMask), word);
+  Value halves = alu(loc, "+", shifted(loc, "b", Value(), word, ">>", 16),
+                     fieldClear(loc, 0x3, word, 0));
+  med::BrOp::create(b, loc, ValueRange{next, alu(loc, "+", sum, halves)}, loop);
+  b.setInsertionPointToEnd(done);
+  Value total = done->getArgument(0);
+  for (int i = 0; i < 2; ++i)
+    total = alu(loc, "+", shifted(loc, "b", Value(), total, ">>", 16),
+                fieldClear(loc, 0x3, total, 0));
+  Value swapped =
+      alu(loc, "or", shifted(loc, "b", Value(), total, ">>", 8),
+          shifted(loc, "b", Value(), fieldClear(loc, 0x1, total, 0), "<<", 8));
+  values.map(op.getResult(),
+             med::SelectOp::create(b, loc, i32, "bne", "-",
+                                   alu(loc, "and", start, constant(1, loc)),
+                                   constant(0, loc), swapped, total));
+  return success();
+}
+
+std::pair<Value, Value> HandlerLowering::divide(Location loc, Value n,
+                                                Value d) {
+  Type i32 = b.getI32Type();
+  Block *entry = b.getInsertionBlock();
+  Region &region = func.getBody();
+  // step(count, quotient, remainder, bits of n still to bring down).
+  Block *step = b.createBlock(&region, region.end(), {i32, i32, i32, i32},
+                              {loc, loc, loc, loc});
+  Block *done = b.createBlock(&region, region.end(), {i32, i32}, {loc, loc});
+  b.setInsertionPointToEnd(entry);
+  Value zero = constant(0, loc);
+  med::BrOp::create(b, loc, ValueRange{constant(32, loc), zero, zero, n}, step);
+  b.setInsertionPointToEnd(step);
+  Value count = step->getArgument(0), q = step->getArgument(1),
+        r = step->getArgument(2), m = step->getArgument(3);
+  Value r2 = alu(loc, "or", shifted(loc, "b", Value(), r, "<<", 1),
+                 shifted(loc, "b", Value(), m, ">>", 31));
+  Value q2 = shifted(loc, "b", Value(), q, "<<", 1);
+  // r2 >= d: subtract, and a 1 in the quotient.
+  Value r3 = med::SelectOp::create(b, loc, i32, "bcc", "-", r2, d,
+                                   alu(loc, "-", r2, d), r2);
+  Value q3 = med::SelectOp::create(b, loc, i32, "bcc", "-", r2, d,
+                                   alu(loc, "or", q2, constant(1, loc)), q2);
+  Value m2 = shifted(loc, "b", Value(), m, "<<", 1);
+  Value left = alu(loc, "-", count, constant(1, loc));
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bne"), b.getStringAttr("-"),
+                       left, constant(0, loc), ValueRange{left, q3, r3, m2},
+                       ValueRange{q3, r3}, step, done);
+  b.setInsertionPointToEnd(done);
+  return {done->getArgument(0), done->getArgument(1)};
+}
+
+LogicalResult HandlerLowering::lowerDivision(Operation *op) {
+  Location loc = op->getLoc();
+  unsigned bits = widthOf(op->getResult(0).getType());
+  bool isSigned = isa<arith::DivSIOp, arith::RemSIOp>(op);
+  bool wantRem = isa<arith::RemUIOp, arith::RemSIOp>(op);
+  Value n = get(op->getOperand(0)), d = get(op->getOperand(1));
+  if (!isSigned) {
+    auto [q, r] = divide(loc, n, d);
+    values.map(op->getResult(0), wantRem ? r : q);
+    return success();
+  }
+  // Signed: divide the magnitudes; the quotient is negative when the signs
+  // differ, the remainder takes the sign of n (C's truncation).
+  n = signExtend(loc, n, bits);
+  d = signExtend(loc, d, bits);
+  Value zero = constant(0, loc);
+  Value an = med::SelectOp::create(b, loc, b.getI32Type(), "blt", "-", n, zero,
+                                   alu(loc, "b-a", n, zero), n);
+  Value ad = med::SelectOp::create(b, loc, b.getI32Type(), "blt", "-", d, zero,
+                                   alu(loc, "b-a", d, zero), d);
+  Value sn = n, sd = d;
+  auto [q, r] = divide(loc, an, ad);
+  Value result;
+  if (wantRem) {
+    result = med::SelectOp::create(b, loc, b.getI32Type(), "blt", "-", sn, zero,
+                                   alu(loc, "b-a", r, zero), r);
+  } else {
+    Value signs = alu(loc, "xor", sn, sd);
+    result = med::SelectOp::create(b, loc, b.getI32Type(), "blt", "-", signs,
+                                   zero, alu(loc, "b-a", q, zero), q);
+  }
+  values.map(op->getResult(0), truncate(loc, result, bits));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerPacketStore(StoreOp op) {
+  // Read-modify-write of the DRAM quadwords that hold the bytes (DRAM is
+  // written in whole quadwords). The handler does not prefetch the header
+  // (it writes the packet), so no copy in transfer registers goes stale.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  unsigned size = widthOf(op.getValue().getType()) / 8;
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value value = get(op.getValue());
+  Value zero = constant(0, loc);
+  if (auto c = constantOf(op.getOffset())) {
+    // Buffers are 8-byte aligned: the bytes' places are known.
+    unsigned n = *c & 7;
+    unsigned quads = n + size > 8 ? 2 : 1;
+    Value q = alu(loc, "+", buffer, constant(*c & ~7u, loc));
+    auto read =
+        med::MemOp::create(b, loc, SmallVector<Type>(2 * quads, i32), "dram",
+                           "read", q, zero, ValueRange(), quads);
+    SmallVector<Value> window(read.getResults().begin(),
+                              read.getResults().end());
+    mergeBytes(loc, window, n, value, size);
+    med::MemOp::create(b, loc, TypeRange(), "dram", "write", q, zero, window,
+                       quads);
+    return success();
+  }
+  // A computed offset: byte by byte, each in its quadword.
+  return storeBytes(op, MemSpace::Packet, get(op.getOffset()), value, size);
+}
+
+LogicalResult HandlerLowering::lowerExbufCreate(ExbufCreateOp op) {
+  // The buffer stays; its first `size` bytes become zeros (64 bytes a DRAM
+  // write), the lengths `size`, the info memory zeros.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  Value size = get(op.getSize());
+  uint32_t limit = std::min<uint32_t>(options.bufferBytes, 65536);
+  Block *raise = raiseBlock(loc, ExceptionKind::PacketBounds);
+  Block *current = b.getInsertionBlock();
+  Region &region = func.getBody();
+  Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *body = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end());
+  b.setInsertionPointToEnd(current);
+  Block *ok = newBlock();
+  b.setInsertionPointToEnd(current);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bhi"), b.getStringAttr("-"),
+                       size, constant(limit, loc), ValueRange(), ValueRange(),
+                       raise, ok);
+  b.setInsertionPointToEnd(ok);
+  med::BrOp::create(b, loc, ValueRange{constant(0, loc)}, loop);
+  b.setInsertionPointToEnd(loop);
+  Value at = loop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), at,
+                       size, ValueRange(), ValueRange(), done, body);
+  b.setInsertionPointToEnd(body);
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  SmallVector<Value> zeros(16, constant(0, loc));
+  med::MemOp::create(b, loc, TypeRange(), "dram", "write",
+                     alu(loc, "+", buffer, at), constant(0, loc), zeros, 8);
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", at, constant(64, loc))},
+                    loop);
+  b.setInsertionPointToEnd(done);
+  med::ArgSetOp::create(b, loc, "length", size);
+  med::ArgSetOp::create(b, loc, "wire", size);
+  info.usesInfo = true;
+  for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
+    med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerPacketScan(PacketScanOp op) {
+  // A loop over the offsets from `offset` while `width` bytes fit in the
+  // packet, reading them with pkt_read (width 1, 2 or 4).
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  unsigned width = widthOf(op.getValue().getType()) / 8;
+  Value start = get(op.getOffset());
+  if (!op.getInBounds())
+    packetRangeCheck(loc, start, constant(1, loc));
+  Value needle = get(op.getValue());
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value length = med::ArgOp::create(b, loc, i32, "length");
+  Region &region = func.getBody();
+  Block *entry = b.getInsertionBlock();
+  Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *fits = b.createBlock(&region, region.end());
+  Block *body = b.createBlock(&region, region.end());
+  Block *next = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{start}, loop);
+  // loop(at): at + width <= length, without overflow.
+  b.setInsertionPointToEnd(loop);
+  Value at = loop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("+"), at,
+                       constant(width, loc),
+                       ValueRange{constant(0xffffffff, loc)}, ValueRange(),
+                       done, fits);
+  b.setInsertionPointToEnd(fits);
+  Value end = alu(loc, "+", at, constant(width, loc));
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bhi"), b.getStringAttr("-"),
+                       end, length, ValueRange{constant(0xffffffff, loc)},
+                       ValueRange(), done, body);
+  b.setInsertionPointToEnd(body);
+  Value v = med::PacketReadOp::create(b, loc, i32, alu(loc, "+", buffer, at),
+                                      b.getI32IntegerAttr(width),
+                                      b.getBoolAttr(false));
+  med::CmpBrOp::create(b, loc, b.getStringAttr("beq"), b.getStringAttr("-"), v,
+                       needle, ValueRange{at}, ValueRange(), done, next);
+  b.setInsertionPointToEnd(next);
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", at, constant(1, loc))},
+                    loop);
+  b.setInsertionPointToEnd(done);
+  values.map(op.getResult(), done->getArgument(0));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerFieldCmp(FieldCmpOp op) {
+  // memcmp byte by byte: the loop ends at the first difference with 1
+  // (lhs below) or 2 (lhs above), or at the end with 0.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  Value length = get(op.getLength());
+  if (!op.getInBounds()) {
+    packetRangeCheck(loc, get(op.getLhs()), length);
+    packetRangeCheck(loc, get(op.getRhs()), get(op.getLength()));
+  }
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value lhs = alu(loc, "+", buffer, get(op.getLhs()));
+  Value rhs = alu(loc, "+", buffer, get(op.getRhs()));
+  Region &region = func.getBody();
+  Block *entry = b.getInsertionBlock();
+  Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *body = b.createBlock(&region, region.end());
+  Block *same = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{constant(0, loc)}, loop);
+  b.setInsertionPointToEnd(loop);
+  Value i = loop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), i,
+                       get(op.getLength()), ValueRange{constant(0, loc)},
+                       ValueRange(), done, body);
+  b.setInsertionPointToEnd(body);
+  auto byteAt = [&](Value base) {
+    return med::PacketReadOp::create(b, loc, i32, alu(loc, "+", base, i),
+                                     b.getI32IntegerAttr(1),
+                                     b.getBoolAttr(false));
+  };
+  Value x = byteAt(lhs), y = byteAt(rhs);
+  Value order = select(loc, "bcs", x, y, constant(1, loc), constant(2, loc));
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bne"), b.getStringAttr("-"), x,
+                       y, ValueRange{order}, ValueRange(), done, same);
+  b.setInsertionPointToEnd(same);
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", i, constant(1, loc))},
+                    loop);
+  b.setInsertionPointToEnd(done);
+  Value diff = done->getArgument(0);
+  StringRef cond;
+  uint32_t against = 0;
+  switch (op.getKind()) {
+  case FieldCmpKind::Eq:
+    cond = "beq";
+    break;
+  case FieldCmpKind::Ne:
+    cond = "bne";
+    break;
+  case FieldCmpKind::Lt:
+    cond = "beq";
+    against = 1;
+    break;
+  case FieldCmpKind::Gt:
+    cond = "beq";
+    against = 2;
+    break;
+  }
+  values.map(op.getResult(),
+             med::SetCCOp::create(b, loc, i32, b.getStringAttr(cond),
+                                  b.getStringAttr("-"), diff,
+                                  constant(against, loc)));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerHash(HashOp op) {
+  // SuperFastHash (runtime/include/netvm/semantics.h) over the words'
+  // bytes in network order: each word is two little-endian 16-bit reads.
+  Location loc = op.getLoc();
+  unsigned n = std::min<unsigned>(op.getInputs().size(), 256);
+  if (n == 0) {
+    values.map(op.getResult(), constant(0, loc));
+    return success();
+  }
+  Value hash = constant(4 * n, loc);
+  auto shl = [&](Value x, unsigned k) {
+    return shifted(loc, "b", Value(), x, "<<", k);
+  };
+  auto shr = [&](Value x, unsigned k) {
+    return shifted(loc, "b", Value(), x, ">>", k);
+  };
+  for (unsigned i = 0; i < n; ++i) {
+    Value w = get(op.getInputs()[i]);
+    hash = alu(loc, "+", hash, swap16(loc, shr(w, 16)));
+    Value tmp =
+        alu(loc, "xor", shl(swap16(loc, fieldClear(loc, 0x3, w, 0)), 11), hash);
+    hash = alu(loc, "xor", shl(hash, 16), tmp);
+    hash = alu(loc, "+", hash, shr(hash, 11));
+  }
+  hash = alu(loc, "xor", hash, shl(hash, 3));
+  hash = alu(loc, "+", hash, shr(hash, 5));
+  hash = alu(loc, "xor", hash, shl(hash, 2));
+  hash = alu(loc, "+", hash, shr(hash, 15));
+  hash = alu(loc, "xor", hash, shl(hash, 10));
+  values.map(op.getResult(), hash);
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerPacketCrc(PacketCrcOp op) {
+  // Whole words through the CRC unit (crc_be folds a word most
+  // significant byte first into the context's remainder), the last 1-3
+  // bytes bit by bit in the ALU.
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  if (!op.getInBounds())
+    packetRangeCheck(loc, get(op.getOffset()), get(op.getLength()));
+  bool crc32 = op.getKind() == CrcKind::Crc32;
+  uint32_t poly = crc32 ? 0xEDB88320u : 0x82F63B78u;
+  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
+  Value start = alu(loc, "+", buffer, get(op.getOffset()));
+  Value length = get(op.getLength());
+  Value end = alu(loc, "+", start, length);
+  Value wordsEnd =
+      alu(loc, "+", start, alu(loc, "and~", length, constant(3, loc)));
+  med::CsrWriteOp::create(b, loc, "crc_remainder", constant(0xffffffff, loc));
+  Region &region = func.getBody();
+  Block *entry = b.getInsertionBlock();
+  Block *wordLoop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *wordBody = b.createBlock(&region, region.end());
+  Block *tail = b.createBlock(&region, region.end());
+  Block *byteLoop =
+      b.createBlock(&region, region.end(), {i32, i32}, {loc, loc});
+  Block *byteBody = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{start}, wordLoop);
+  b.setInsertionPointToEnd(wordLoop);
+  Value p = wordLoop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), p,
+                       wordsEnd, ValueRange(), ValueRange(), tail, wordBody);
+  b.setInsertionPointToEnd(wordBody);
+  Value word = med::PacketReadOp::create(b, loc, i32, p, b.getI32IntegerAttr(4),
+                                         b.getBoolAttr(false));
+  med::CrcOp::create(b, loc, i32, crc32 ? "crc_32" : "crc_32c", true, word);
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", p, constant(4, loc))},
+                    wordLoop);
+  b.setInsertionPointToEnd(tail);
+  Value remainder = med::CsrReadOp::create(b, loc, i32, "crc_remainder");
+  med::BrOp::create(b, loc, ValueRange{wordsEnd, remainder}, byteLoop);
+  b.setInsertionPointToEnd(byteLoop);
+  Value q = byteLoop->getArgument(0), crc = byteLoop->getArgument(1);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), q,
+                       end, ValueRange{crc}, ValueRange(), done, byteBody);
+  b.setInsertionPointToEnd(byteBody);
+  Value byte = med::PacketReadOp::create(b, loc, i32, q, b.getI32IntegerAttr(1),
+                                         b.getBoolAttr(false));
+  Value c = alu(loc, "xor", crc, byte);
+  for (int bit = 0; bit < 8; ++bit) {
+    // c = c >> 1 ^ (poly if the low bit was set)
+    Value low = alu(loc, "and", c, constant(1, loc));
+    Value shiftedC = shifted(loc, "b", Value(), c, ">>", 1);
+    c = select(loc, "bne", low, constant(0, loc),
+               alu(loc, "xor", shiftedC, constant(poly, loc)), shiftedC);
+  }
+  med::BrOp::create(b, loc, ValueRange{alu(loc, "+", q, constant(1, loc)), c},
+                    byteLoop);
+  b.setInsertionPointToEnd(done);
+  values.map(op.getResult(), alu(loc, "~b", Value(), done->getArgument(0)));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerBit(BitOp op) {
+  Location loc = op.getLoc();
+  Value x = get(op.getInput()), index = get(op.getIndex());
+  Value r;
+  switch (op.getKind()) {
+  case BitOpKind::Test:
+  case BitOpKind::TestNot: {
+    Value bit = alu(loc, "and", shifted(loc, "b", index, x, ">>indirect", 0),
+                    constant(1, loc));
+    r = op.getKind() == BitOpKind::Test
+            ? bit
+            : alu(loc, "xor", bit, constant(1, loc));
+    break;
+  }
+  default: {
+    Value mask = shifted(loc, "b", index, constant(1, loc), "<<indirect", 0);
+    StringRef aluOp = op.getKind() == BitOpKind::Set     ? "or"
+                      : op.getKind() == BitOpKind::Clear ? "and~"
+                                                         : "xor";
+    r = alu(loc, aluOp, x, mask);
+    break;
+  }
+  }
+  // An index of 32 or more leaves the word as it is.
+  values.map(op.getResult(),
+             select(loc, "bcc", index, constant(32, loc), x, r));
+  return success();
+}
+
+Value HandlerLowering::highestBit(Location loc, Value x) {
+  // Binary search for the highest set bit: 5 steps of compare-and-select
+  // (0 for x = 0).
+  Value n = x, pos = constant(0, loc);
+  for (unsigned k : {16u, 8u, 4u, 2u, 1u}) {
+    Value limit = constant(1u << k, loc);
+    Value up = shifted(loc, "b", Value(), n, ">>", k);
+    pos =
+        select(loc, "bcc", n, limit, alu(loc, "+", pos, constant(k, loc)), pos);
+    n = select(loc, "bcc", n, limit, up, n);
+  }
+  return pos;
+}
+
+LogicalResult HandlerLowering::lowerFindBit(FindBitOp op) {
+  Location loc = op.getLoc();
+  Value x = get(op.getInput());
+  values.map(op.getResult(),
+             select(loc, "beq", x, constant(0, loc), constant(0xffffffff, loc),
+                    highestBit(loc, x)));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerRandom(RandomOp op) {
+  // The NetPE's xorshift32 state is an SRAM word, updated under the state
+  // token so that packets draw their numbers in order.
+  Location loc = op.getLoc();
+  info.writesState = true;
+  info.usesRandom = true;
+  Value zero = constant(0, loc);
+  auto read = med::MemOp::create(b, loc, TypeRange{b.getI32Type()}, "sram",
+                                 "read", constant(options.randomState, loc),
+                                 zero, ValueRange(), 1);
+  Value x = read.getResult(0);
+  x = alu(loc, "xor", x, shifted(loc, "b", Value(), x, "<<", 13));
+  x = alu(loc, "xor", x, shifted(loc, "b", Value(), x, ">>", 17));
+  x = alu(loc, "xor", x, shifted(loc, "b", Value(), x, "<<", 5));
+  med::MemOp::create(b, loc, TypeRange(), "sram", "write",
+                     constant(options.randomState, loc), constant(0, loc),
+                     ValueRange{x}, 1);
+  values.map(op.getResult(), x);
+  return success();
+}
+
 LogicalResult HandlerLowering::lowerOp(Operation *op) {
   Location loc = op->getLoc();
   auto binary = [&](StringRef aluOp) {
@@ -521,23 +1369,29 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
     return success();
   };
   auto shift = [&](StringRef direct, StringRef indirect) -> LogicalResult {
+    // Narrow values live zero-extended: a right shift works on them as
+    // they are (sign-extended first when arithmetic), a left shift is
+    // truncated after. Shifts by the width or more are poison in arith.
     unsigned bits = widthOf(op->getResult(0).getType());
     Value x = get(op->getOperand(0));
-    if (bits != 32)
-      return refuse(op, "a shift of a value narrower than 32 bits");
+    if (bits < 32 && direct == ">>asr")
+      x = signExtend(loc, x, bits);
+    Value r;
     if (auto n = constantOf(op->getOperand(1))) {
       if (*n == 0) {
-        values.map(op->getResult(0), x);
+        values.map(op->getResult(0), get(op->getOperand(0)));
         return success();
       }
-      if (*n >= 32)
-        return refuse(op, "a shift by 32 or more");
-      values.map(op->getResult(0), shifted(loc, "b", Value(), x, direct, *n));
-      return success();
+      if (*n >= bits)
+        return refuse(op, "a shift by the value's width or more");
+      r = shifted(loc, "b", Value(), x, direct, *n);
+    } else {
+      // The amount is the low 5 bits of a.
+      r = shifted(loc, "b", get(op->getOperand(1)), x, indirect, 0);
     }
-    // The amount is the low 5 bits of a.
-    values.map(op->getResult(0),
-               shifted(loc, "b", get(op->getOperand(1)), x, indirect, 0));
+    if (bits < 32 && direct != ">>")
+      r = truncate(loc, r, bits);
+    values.map(op->getResult(0), r);
     return success();
   };
   return TypeSwitch<Operation *, LogicalResult>(op)
@@ -599,14 +1453,32 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
                                          constant(0, loc), t, f));
         return success();
       })
-      .Case([&](PacketLengthOp o) {
-        values.map(o.getResult(),
-                   med::ArgOp::create(b, loc, b.getI32Type(), "length"));
-        return success();
-      })
-      .Case([&](WireLengthOp o) {
-        values.map(o.getResult(),
-                   med::ArgOp::create(b, loc, b.getI32Type(), "wire"));
+      .Case<arith::MinUIOp, arith::MaxUIOp, arith::MinSIOp, arith::MaxSIOp>(
+          [&](Operation *o) {
+            // a op b ? a : b, compared at the operands' width.
+            bool isSigned = isa<arith::MinSIOp, arith::MaxSIOp>(o);
+            bool isMin = isa<arith::MinUIOp, arith::MinSIOp>(o);
+            unsigned bits = widthOf(o->getResult(0).getType());
+            Value x = get(o->getOperand(0)), y = get(o->getOperand(1));
+            Value cx = x, cy = y;
+            if (isSigned && bits < 32) {
+              cx = signExtend(loc, x, bits);
+              cy = signExtend(loc, y, bits);
+            }
+            StringRef cond =
+                isMin ? (isSigned ? "blt" : "bcs") : (isSigned ? "bgt" : "bhi");
+            values.map(o->getResult(0),
+                       med::SelectOp::create(b, loc, b.getI32Type(), cond, "-",
+                                             cx, cy, x, y));
+            return success();
+          })
+      .Case<PacketLengthOp, WireLengthOp>([&](Operation *o) {
+        Value v = med::ArgOp::create(
+            b, loc, b.getI32Type(), isa<PacketLengthOp>(o) ? "length" : "wire");
+        // A copy when the handler may replace the packet later.
+        if (replacesPacket)
+          v = med::CopyOp::create(b, loc, b.getI32Type(), v);
+        values.map(o->getResult(0), v);
         return success();
       })
       .Case([&](ByteSwapOp o) {
@@ -624,6 +1496,47 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
       .Case([&](LoadOp o) { return lowerLoad(o); })
       .Case([&](StoreOp o) { return lowerStore(o); })
       .Case([&](CheckBoundsOp o) { return lowerCheckBounds(o); })
+      .Case([&](ChecksumOp o) { return lowerChecksum(o); })
+      .Case([&](HashOp o) { return lowerHash(o); })
+      .Case([&](FieldCmpOp o) { return lowerFieldCmp(o); })
+      .Case([&](CopyOp o) { return lowerCopy(o); })
+      .Case([&](PacketScanOp o) { return lowerPacketScan(o); })
+      .Case([&](ExbufCreateOp o) { return lowerExbufCreate(o); })
+      .Case([&](math::CountLeadingZerosOp o) -> LogicalResult {
+        unsigned bits = widthOf(o.getType());
+        Value x = get(o.getOperand());
+        // Leading zeros of the value at its width: (bits - 1) - highest
+        // set bit, or bits for 0.
+        Value count =
+            alu(loc, "b-a", highestBit(loc, x), constant(bits - 1, loc));
+        values.map(o.getResult(), select(loc, "beq", x, constant(0, loc),
+                                         constant(bits, loc), count));
+        return success();
+      })
+      .Case([&](CrcOp o) {
+        // One word through the CRC unit from a fresh remainder.
+        med::CsrWriteOp::create(b, loc, "crc_remainder",
+                                constant(0xffffffff, loc));
+        med::CrcOp::create(b, loc, b.getI32Type(),
+                           o.getKind() == CrcKind::Crc32 ? "crc_32" : "crc_32c",
+                           true, get(o.getInput()));
+        Value r =
+            med::CsrReadOp::create(b, loc, b.getI32Type(), "crc_remainder");
+        values.map(o.getResult(), alu(loc, "~b", Value(), r));
+        return success();
+      })
+      .Case([&](InfoClearOp) {
+        info.usesInfo = true;
+        for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
+          med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
+        return success();
+      })
+      .Case([&](PacketCrcOp o) { return lowerPacketCrc(o); })
+      .Case([&](BitOp o) { return lowerBit(o); })
+      .Case([&](FindBitOp o) { return lowerFindBit(o); })
+      .Case([&](RandomOp o) { return lowerRandom(o); })
+      .Case<arith::DivUIOp, arith::RemUIOp, arith::DivSIOp, arith::RemSIOp>(
+          [&](Operation *o) { return lowerDivision(o); })
       .Case([&](CheckOp o) {
         Block *raise = raiseBlock(loc, o.getKind());
         Block *current = b.getInsertionBlock();
@@ -648,6 +1561,14 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         if (!port)
           return refuse(o, "a send to an unknown port");
         med::SendOp::create(b, loc, pe.getPortNumber(port));
+        return success();
+      })
+      .Case([&](SendDupOp o) -> LogicalResult {
+        PortOp port = pe.lookupPort(o.getPort());
+        if (!port)
+          return refuse(o, "a send to an unknown port");
+        info.sendsCopies = true;
+        med::SendCopyOp::create(b, loc, pe.getPortNumber(port));
         return success();
       })
       .Case([&](DropOp) {
@@ -729,6 +1650,8 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
       writesPacket |= store.getSpace() == MemSpace::Packet;
     if (isa<CopyOp>(op))
       writesPacket = true;
+    if (isa<ExbufCreateOp>(op))
+      writesPacket = replacesPacket = true;
     if (auto load = dyn_cast<LoadOp>(op)) {
       if (load.getSpace() != MemSpace::Packet)
         return;

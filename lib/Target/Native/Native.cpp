@@ -2,7 +2,8 @@
 //------------------------===//
 //
 // LLVM IR generation and optimization, object/assembly emission, and the
-// process-wide ORC JIT (see netvm/Target/Native.h).
+// process-wide ORC JIT with its persistent compile cache (see
+// netvm/Target/Native.h and docs/native.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,9 +12,12 @@
 #include "netvm/runtime.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
@@ -22,14 +26,26 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <array>
 #include <chrono>
+#include <cstring>
+#include <dlfcn.h>
 #include <mutex>
+#include <sys/stat.h>
+#include <unistd.h>
 
 extern "C" {
 // The target initialisers we need (libLLVM.so has them all).
@@ -81,6 +97,17 @@ bool netvm::native::isSupportedTriple(llvm::StringRef triple,
   return true;
 }
 
+/// This machine's features, as a target machine's feature string.
+static const std::string &hostFeatures() {
+  static const std::string features = [] {
+    llvm::SubtargetFeatures f;
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      f.AddFeature(feature.first(), feature.second);
+    return f.getString();
+  }();
+  return features;
+}
+
 static llvm::CodeGenOptLevel codegenLevel(unsigned level) {
   switch (level) {
   case 0:
@@ -128,13 +155,7 @@ netvm::native::createTargetMachine(llvm::StringRef tripleName,
       return llvm::createStringError("unknown CPU '" + cpu + "' for " +
                                      tripleStr);
   }
-  std::string features;
-  if (native) {
-    llvm::SubtargetFeatures f;
-    for (auto &feature : llvm::sys::getHostCPUFeatures())
-      f.AddFeature(feature.first(), feature.second);
-    features = f.getString();
-  }
+  std::string features = native ? hostFeatures() : "";
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
@@ -226,6 +247,148 @@ llvm::Error netvm::native::emitFile(llvm::Module &llvmModule,
 }
 
 //===----------------------------------------------------------------------===//
+// The persistent compile cache
+//===----------------------------------------------------------------------===//
+
+std::string netvm::native::jitCacheDirectory() {
+  if (const char *mode = std::getenv("NETVM_CACHE"))
+    if (!std::strcmp(mode, "off") || !std::strcmp(mode, "0"))
+      return "";
+  if (const char *dir = std::getenv("NETVM_CACHE_DIR"); dir && *dir)
+    return dir;
+  llvm::SmallString<128> path;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    path = xdg;
+  else if (const char *home = std::getenv("HOME"); home && *home)
+    llvm::sys::path::append(path, home, ".cache");
+  else
+    return "";
+  llvm::sys::path::append(path, "netvm", "jit");
+  return std::string(path);
+}
+
+namespace {
+/// Bump when what an entry holds, or how its key is made, changes.
+constexpr uint32_t cacheFormat = 1;
+constexpr char cacheMagic[8] = {'N', 'E', 'T', 'V', 'M', 'J', 'I', 'T'};
+
+/// An entry: the header, then the object.
+struct CacheHeader {
+  char magic[8];
+  uint32_t format;
+  uint32_t reserved;
+  uint8_t key[32];   // the whole key's SHA-256 (the name has it too)
+  uint64_t size;     // of the object
+  uint64_t checksum; // xxh3 of the object
+};
+
+/// What makes this compiler's code what it is beyond the IR and the
+/// options: the binary (executable or library) netvm's code generation is
+/// linked into, by path, size and modification time, so that a rebuilt
+/// netvm never loads what an older one compiled.
+const std::string &compilerIdentity() {
+  static const std::string identity = [] {
+    std::string id = "netvm abi " + std::to_string(NETVM_ABI_VERSION) +
+                     " llvm " LLVM_VERSION_STRING;
+    Dl_info info;
+    struct stat st;
+    if (dladdr(reinterpret_cast<void *>(&compilerIdentity), &info) &&
+        info.dli_fname && stat(info.dli_fname, &st) == 0)
+      id += std::string(" binary ") + info.dli_fname + " " +
+            std::to_string(st.st_size) + " " + std::to_string(st.st_mtime) +
+            "." + std::to_string(st.st_mtim.tv_nsec);
+    else
+      id += " binary unknown " + std::to_string(getpid()); // never shared
+    return id;
+  }();
+  return identity;
+}
+
+/// The key of `module` compiled with `options` for this machine (the
+/// target machine createTargetMachine("") makes: it is made on a miss
+/// only).
+std::array<uint8_t, 32> cacheKey(mlir::ModuleOp module,
+                                 const CodegenOptions &options) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "format " << cacheFormat << "\n"
+     << compilerIdentity() << "\n"
+     << "target " << hostTriple() << " " << llvm::sys::getHostCPUName() << " "
+     << hostFeatures() << "\n"
+     << "opt " << options.optLevel << " counters "
+     << options.lowering.countHandlerRuns << " info "
+     << options.lowering.defaultInfoSize << " forward "
+     << options.lowering.forwardLinks << " symbol "
+     << options.lowering.descriptorSymbol << "\n";
+  // Locations name the exception sites the descriptor carries.
+  module->print(os, mlir::OpPrintingFlags().enableDebugInfo(true, false));
+  return llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
+}
+
+std::string cachePath(const std::string &dir,
+                      const std::array<uint8_t, 32> &key) {
+  llvm::SmallString<128> path(dir);
+  llvm::sys::path::append(path, llvm::toHex(key, true) + ".o");
+  return std::string(path);
+}
+
+/// The object of a valid entry at `path` for `key`, or null (no entry, or
+/// one that is truncated, corrupt or for another key).
+std::unique_ptr<llvm::MemoryBuffer>
+cacheLoad(const std::string &path, const std::array<uint8_t, 32> &key) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false);
+  if (!file)
+    return nullptr;
+  llvm::StringRef bytes = (*file)->getBuffer();
+  CacheHeader header;
+  if (bytes.size() < sizeof header)
+    return nullptr;
+  std::memcpy(&header, bytes.data(), sizeof header);
+  llvm::StringRef object = bytes.drop_front(sizeof header);
+  if (std::memcmp(header.magic, cacheMagic, sizeof cacheMagic) ||
+      header.format != cacheFormat ||
+      std::memcmp(header.key, key.data(), key.size()) ||
+      header.size != object.size() ||
+      header.checksum != llvm::xxh3_64bits(llvm::arrayRefFromStringRef(object)))
+    return nullptr;
+  return llvm::MemoryBuffer::getMemBufferCopy(object, path);
+}
+
+/// Store `object` as the entry for `key` (written aside, then renamed, so
+/// that concurrent runs never see half an entry). Failures are ignored:
+/// the cache only saves time.
+void cacheStore(const std::string &dir, const std::string &path,
+                const std::array<uint8_t, 32> &key, llvm::StringRef object) {
+  if (llvm::sys::fs::create_directories(dir))
+    return;
+  CacheHeader header{};
+  std::memcpy(header.magic, cacheMagic, sizeof cacheMagic);
+  header.format = cacheFormat;
+  std::memcpy(header.key, key.data(), key.size());
+  header.size = object.size();
+  header.checksum = llvm::xxh3_64bits(llvm::arrayRefFromStringRef(object));
+  std::string temporary = path + ".tmp" + std::to_string(getpid());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(temporary, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return;
+    os.write(reinterpret_cast<const char *>(&header), sizeof header);
+    os << object;
+    os.close();
+    if (os.has_error()) {
+      os.clear_error();
+      llvm::sys::fs::remove(temporary);
+      return;
+    }
+  }
+  if (llvm::sys::fs::rename(temporary, path))
+    llvm::sys::fs::remove(temporary);
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
 // The process-wide JIT
 //===----------------------------------------------------------------------===//
 
@@ -253,30 +416,55 @@ public:
     std::lock_guard<std::mutex> lock(mutex);
     options.lowering.descriptorSymbol =
         "netvm_jit_app_" + std::to_string(counter++);
-    auto context = std::make_unique<llvm::LLVMContext>();
-    auto start0 = std::chrono::steady_clock::now();
-    std::unique_ptr<llvm::TargetMachine> &tm =
-        targetMachines[std::min(options.optLevel, 3u)];
-    if (!tm) {
-      auto created = createTargetMachine("", options.optLevel);
-      if (!created)
-        return created.takeError();
-      tm = std::move(*created);
+    // The cache: hit, the object as it was stored; miss, compiled and
+    // stored. Either way the JIT links an object made by emitFile.
+    std::string dir = options.useCache ? jitCacheDirectory() : "";
+    std::array<uint8_t, 32> key{};
+    std::string path;
+    std::unique_ptr<llvm::MemoryBuffer> object;
+    if (!dir.empty()) {
+      auto start = std::chrono::steady_clock::now();
+      key = cacheKey(module, options);
+      path = cachePath(dir, key);
+      object = cacheLoad(path, key);
+      lastTimes.cache = millisSince(start);
+      lastTimes.cached = object != nullptr;
     }
-    double tmTime = millisSince(start0);
-    auto llvmModule = generateLLVMIR(module, *context, *tm, options);
-    lastTimes.lowering += tmTime;
-    if (!llvmModule)
-      return llvmModule.takeError();
-    (*llvmModule)->setDataLayout(jit->getDataLayout());
     auto start = std::chrono::steady_clock::now();
-    if (llvm::Error err = jit->addIRModule(llvm::orc::ThreadSafeModule(
-            std::move(*llvmModule), std::move(context))))
+    if (!object) {
+      std::unique_ptr<llvm::TargetMachine> &tm =
+          targetMachines[std::min(options.optLevel, 3u)];
+      if (!tm) {
+        auto created = createTargetMachine("", options.optLevel);
+        if (!created)
+          return created.takeError();
+        tm = std::move(*created);
+      }
+      double tmTime = millisSince(start);
+      llvm::LLVMContext context;
+      auto llvmModule = generateLLVMIR(module, context, *tm, options);
+      lastTimes.lowering += tmTime;
+      if (!llvmModule)
+        return llvmModule.takeError();
+      start = std::chrono::steady_clock::now();
+      llvm::SmallVector<char, 0> bytes;
+      llvm::raw_svector_ostream os(bytes);
+      if (llvm::Error err = emitFile(**llvmModule, *tm, FileKind::Object, os))
+        return std::move(err);
+      llvm::StringRef text(bytes.data(), bytes.size());
+      if (!dir.empty())
+        cacheStore(dir, path, key, text);
+      object = llvm::MemoryBuffer::getMemBufferCopy(
+          text, options.lowering.descriptorSymbol);
+      lastTimes.codegen = millisSince(start);
+    }
+    start = std::chrono::steady_clock::now();
+    if (llvm::Error err = jit->addObjectFile(std::move(object)))
       return std::move(err);
     auto symbol = jit->lookup(options.lowering.descriptorSymbol);
     if (!symbol)
       return symbol.takeError();
-    lastTimes.codegen = millisSince(start);
+    lastTimes.codegen += millisSince(start);
     return symbol->toPtr<const netvm_app_desc *>();
   }
 
@@ -287,9 +475,19 @@ private:
     if (!jtmb)
       return jtmb.takeError();
     jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
-    auto jit = llvm::orc::LLJITBuilder()
-                   .setJITTargetMachineBuilder(std::move(*jtmb))
-                   .create();
+    // Objects only (add() compiles them itself): the IR layer's target
+    // machine is never made.
+    auto jit =
+        llvm::orc::LLJITBuilder()
+            .setJITTargetMachineBuilder(std::move(*jtmb))
+            .setCompileFunctionCreator(
+                [](llvm::orc::JITTargetMachineBuilder builder)
+                    -> llvm::Expected<std::unique_ptr<
+                        llvm::orc::IRCompileLayer::IRCompiler>> {
+                  return std::make_unique<llvm::orc::ConcurrentIRCompiler>(
+                      std::move(builder));
+                })
+            .create();
     if (!jit)
       return jit.takeError();
     auto engine = std::make_unique<Engine>();

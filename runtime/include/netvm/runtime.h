@@ -180,6 +180,13 @@ netvm_runner *netvm_runner_create(const netvm_app_desc *app,
                                   char *error, size_t error_size);
 void netvm_runner_destroy(netvm_runner *r);
 void netvm_runner_set_events(netvm_runner *r, netvm_event_fn fn, void *user);
+/* Outputs only: like netvm_runner_set_events, but `fn` receives only the
+ * NETVM_EVENT_OUTPUT events (in the same order), and packets run through
+ * the batch entry in whole batches, without the per-packet end events: the
+ * fastest way to collect what leaves (writing it to a file). Exceptions are
+ * counted and go to the instances' exception hooks. */
+void netvm_runner_set_output_events(netvm_runner *r, netvm_event_fn fn,
+                                    void *user);
 /* Run the init handlers (of every replica). */
 void netvm_runner_init(netvm_runner *r);
 /* Process `count` packets through `source`; returns when all are done and

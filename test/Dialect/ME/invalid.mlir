@@ -216,6 +216,23 @@ me.func @p.push attributes {handler = "push", pe = "p"} {
 // -----
 
 me.func @p.push attributes {handler = "push", pe = "p"} {
+  // expected-error @+1 {{word must be 0-15}}
+  %y = me.lm_read 1, 16
+  me.drop
+}
+
+// -----
+
+me.func @p.push attributes {handler = "push", pe = "p"} {
+  %x = me.arg "buffer"
+  // expected-error @+1 {{window must be 0 or 1}}
+  me.lm_write 2, 0, %x
+  me.drop
+}
+
+// -----
+
+me.func @p.push attributes {handler = "push", pe = "p"} {
   %x = me.arg "buffer"
   // expected-error @+1 {{needs a default successor and one per case}}
   me.switch %x, [1, 2], ^a, ^b
@@ -255,5 +272,14 @@ me.func @p.push attributes {handler = "push", pe = "p"} {
 
 // expected-error @+1 {{handler must be init, push or pull}}
 me.func @p.push attributes {handler = "exit", pe = "p"} {
+  me.drop
+}
+
+// -----
+
+me.func @p.push attributes {handler = "push", pe = "p"} {
+  %x = me.arg "buffer"
+  // expected-error @+1 {{sets 'length' or 'wire', not 'buffer'}}
+  me.arg_set "buffer", %x
   me.drop
 }

@@ -50,6 +50,14 @@ me.func @p.push attributes {handler = "push", pe = "p"} {
   %lt = me.setcc "bcs" "-" %len, %c30
   // CHECK: me.select "bne" "-" %[[LEN]], %[[C30]], %[[BUF]], %[[ADD]]
   %sel = me.select "bne" "-" %len, %c30, %buf, %add
+  // CHECK: %[[LM:.*]] = me.lm_read 1, 3
+  %lm = me.lm_read 1, 3
+  // CHECK: me.lm_write 1, 4, %[[LM]]
+  me.lm_write 1, 4, %lm
+  // CHECK: me.send_copy 1
+  me.send_copy 1
+  // CHECK: me.arg_set "length", %[[LM]]
+  me.arg_set "length", %lm
   // CHECK: me.pkt_read %[[ADD]], 2, false
   %pr = me.pkt_read %add, 2, false
   // CHECK: me.pkt_read %[[ADD]], 1, true

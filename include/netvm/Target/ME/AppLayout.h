@@ -30,6 +30,12 @@ struct Placement {
   std::map<std::string, unsigned> peToME;
 };
 
+/// The receive size (MachineConfig::maxPacketBytes) that netc, netvm-run
+/// and Python give a compiled application's machine unless told otherwise:
+/// every packet NetVM accepts fits its buffers whole, as the interpreter
+/// sees it. (An IXP would chain 2 KB buffers; the back end does not.)
+constexpr unsigned compiledMaxPacketBytes = 65536;
+
 struct CodeGenOptions {
   /// The machine the image must fit (MEs, control store, memories).
   MachineConfig machine;

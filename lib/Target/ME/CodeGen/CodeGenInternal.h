@@ -46,6 +46,9 @@ struct AllocationOptions {
   llvm::SmallVector<unsigned> poolA{3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
   llvm::SmallVector<unsigned> poolB{3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
   unsigned firstFreeDramXfer = 0, endDramXfer = pktReadXfer;
+  /// SRAM transfer registers $0 .. endSramXfer - 1 ($15 is the packet
+  /// path's, for me.send_copy).
+  unsigned endSramXfer = 15;
   unsigned spillSlots = 15; // *l$index0[0..14]; [15] is the watchdog budget
 };
 
@@ -64,6 +67,10 @@ struct ExitLabels {
   std::string drop;
   std::string raise; // with a15 = pe | kind << 16, b15 = location
   unsigned pe = 0;
+  /// Appends the code of me.send_copy on `port`; false with an error when
+  /// the port does not lead to exactly one sink.
+  std::function<bool(unsigned port, CodeSection &section, std::string &error)>
+      sendCopy;
 };
 
 struct EmitStats {

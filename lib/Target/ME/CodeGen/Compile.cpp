@@ -26,6 +26,8 @@
 #include "NetVM/NetVMOps.h"
 #include "netvm/Conversion/NetVMToME.h"
 
+#include "netvm/semantics.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
@@ -39,12 +41,30 @@ namespace med = netvm::medialect;
 namespace {
 
 // The memory map (docs/me-backend.md, "Memory map").
-constexpr unsigned freeRing = 0, txRing = 1, workRing = 2;
+constexpr unsigned freeRing = 0, txRing = 1, workRing = 2, copyRing = 3;
 constexpr uint32_t freeRingBase = 0x0, txRingBase = 0x800,
-                   workRingBase = 0x1000;
+                   workRingBase = 0x1000, copyRingBase = 0x1800;
 constexpr unsigned entryWords = 5; // buffer, length, wire, status, tag
 constexpr unsigned buffers = 64;
-constexpr uint32_t bufferBase = 0x10000, bufferBytes = 2048;
+constexpr uint32_t bufferBase = 0x10000;
+/// Info memory travels in the 64 bytes before each buffer, and lives in
+/// local memory window 1 (words 16-31 of the context's 64) while the packet
+/// is on the ME.
+constexpr uint32_t infoBytes = 64;
+
+/// Packet buffers: as large as the machine's receive copies
+/// (MachineConfig::maxPacketBytes), each after its info memory.
+struct Buffers {
+  uint32_t bytes = 2048;
+  uint32_t stride() const { return bytes + infoBytes; }
+  /// With fan-out, the copies come from a pool of their own (ring 3, the
+  /// buffers after the 64 of ring 0), so that the receive ME, which takes
+  /// every free buffer it can, cannot starve a copy. A buffer goes back
+  /// to the ring of its pool.
+  uint32_t copyPoolBase() const {
+    return bufferBase + infoBytes + buffers * stride();
+  }
+};
 constexpr uint32_t watchdogAddress = 0x0, eventCountAddress = 0x4,
                    eventLogAddress = 0x100, eventCapacity = 16384;
 /// Data memories, initialised data and shared memory, in SRAM from here.
@@ -79,16 +99,43 @@ struct LineBuilder {
   }
 };
 
+/// Puts the buffer a0 (also in $0) back on its free ring (b15 scratch).
+void freeBuffer(LineBuilder &a, const Buffers &pool, unsigned copies,
+                const std::string &label, const std::string &sig,
+                const std::string &then) {
+  if (!copies) {
+    a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], ctx_swap[" +
+      sig + "]");
+    if (!then.empty())
+      a("br[@" + then + "]");
+    return;
+  }
+  a("immed[b15, " + hex(pool.copyPoolBase()) + "]");
+  a("alu[--, a0, -, b15]");
+  a("bcc[@" + label + "_copy]", "a buffer of the copy pool");
+  a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], ctx_swap[" +
+    sig + "]");
+  a("br[@" + then + "]");
+  a.label(label + "_copy");
+  a("scratch[put, $0, " + std::to_string(copyRing) + ", 0, 1], ctx_swap[" +
+    sig + "]");
+  if (!then.empty())
+    a("br[@" + then + "]");
+}
+
 /// ME 0: receive into free buffers, hand [buffer, length, wire, status,
-/// tag] to the work ring in packet order.
-void receiveStage(Program &program) {
+/// tag] to the work ring in packet order. `copies`: the buffers of the
+/// copy pool (0 without fan-out).
+void receiveStage(Program &program, const Buffers &pool, unsigned copies) {
   CodeSection section;
   section.meMask = 1u << rxME;
   section.title = "ME 0: receive";
   LineBuilder a{section};
   a("br!=ctx[0, @rx_loop]");
-  a("immed[a1, " + hex(bufferBase) + "]", "context 0 fills the free ring");
-  a("immed[b1, " + std::to_string(bufferBytes) + "]");
+  a("immed[a1, " + hex(bufferBase + infoBytes) + "]",
+    "context 0 fills the free ring");
+  a("immed[b1, " + std::to_string(pool.stride()) + "]",
+    "info memory, then the packet");
   a("immed[a2, " + std::to_string(buffers / 16) + "]");
   a.label("fill");
   a("local_csr_wr[t_index, 0]");
@@ -101,6 +148,15 @@ void receiveStage(Program &program) {
   a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 16], ctx_swap[s3]");
   a("alu[a2, a2, -, 1]");
   a("bne[@fill]");
+  if (copies) {
+    a("immed[a2, " + std::to_string(copies) + "]", "the pool of copies");
+    a.label("fill_copies");
+    a("alu[$0, --, b, a1]");
+    a("scratch[put, $0, " + std::to_string(copyRing) + ", 0, 1], ctx_swap[s3]");
+    a("alu[a1, a1, +, b1]");
+    a("alu[a2, a2, -, 1]");
+    a("bne[@fill_copies]");
+  }
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
   a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
   a.label("rx_loop");
@@ -131,7 +187,7 @@ void receiveStage(Program &program) {
 }
 
 /// ME 2: transmit in ring order with the tag, then free the buffer.
-void transmitStage(Program &program) {
+void transmitStage(Program &program, const Buffers &pool, unsigned copies) {
   CodeSection section;
   section.meMask = 1u << txME;
   section.ctxEnable = 1;
@@ -151,9 +207,13 @@ void transmitStage(Program &program) {
   a("alu[$3, --, b, $4]", "tag");
   a("msf[tx, $0, a0, 0, 4], ctx_swap[s2]");
   a("alu[$0, --, b, a0]");
-  a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], sig_done[s3]");
-  a("ctx_arb[s3]");
-  a("br[@tx_loop]");
+  if (copies) {
+    freeBuffer(a, pool, copies, "tx_free", "s3", "tx_loop");
+  } else {
+    a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], sig_done[s3]");
+    a("ctx_arb[s3]");
+    a("br[@tx_loop]");
+  }
   a.label("tx_marker");
   a("alu[b5, b5, +, 1]");
   a("alu[--, b5, -, 8]");
@@ -249,15 +309,85 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       outputs[{pe.getSymName().str(), pe.getPortNumber(port)}].push_back(dest);
     }
   }
-  if (fromSource.size() != 1)
-    return app.emitError("the microengine back end does not yet copy a "
-                         "packet to several destinations (a source with ")
-           << fromSource.size() << " connections)";
+  if (fromSource.empty())
+    return app.emitError("the source '")
+           << layout.sources.front() << "' has no connection";
+
+  // Fan-out: a port (or the source) with several connections sends a copy
+  // of the packet to each, depth first in connection order, as the
+  // interpreter does. At the port, a copy of the buffer (and of its info
+  // memory) is made for every destination after the first and parked in a
+  // local-memory slot; when the packet's path ends, the parked copy of the
+  // most downstream port goes on. Slots are checked in reverse topological
+  // order of their NetPEs: every port with a parked copy lies on one path
+  // from the source, so the most downstream one is the most recent.
+  std::map<std::string, unsigned> topo; // NetPE name -> topological index
+  {
+    std::map<std::string, unsigned> indegree;
+    std::map<std::string, std::vector<std::string>> next;
+    for (PEInfo &info : pes)
+      indegree[info.pe.getSymName().str()] = 0;
+    for (auto &[from, dests] : outputs)
+      for (Endpoint d : dests)
+        if (d.pe) {
+          next[from.first].push_back(d.pe.getSymName().str());
+          ++indegree[d.pe.getSymName().str()];
+        }
+    std::vector<std::string> ready;
+    for (auto &[name, n] : indegree)
+      if (!n)
+        ready.push_back(name);
+    while (!ready.empty()) {
+      std::string name = ready.back();
+      ready.pop_back();
+      topo[name] = topo.size();
+      for (const std::string &n : next[name])
+        if (--indegree[n] == 0)
+          ready.push_back(n);
+    }
+  }
+  struct FanOut {
+    std::vector<Endpoint> dests;
+    unsigned firstSlot = 0; // slots firstSlot .. + dests.size() - 2
+    unsigned order = 0;     // topological index of its NetPE (0: source)
+  };
+  std::vector<FanOut> fanOuts;
+  std::map<std::pair<std::string, unsigned>, unsigned> fanOutOf;
+  unsigned copySlots = 0;
+  auto planFanOut = [&](const std::vector<Endpoint> &dests, unsigned order) {
+    FanOut f;
+    f.dests = dests;
+    f.firstSlot = copySlots;
+    f.order = order;
+    copySlots += dests.size() - 1;
+    fanOuts.push_back(f);
+    return fanOuts.size() - 1;
+  };
+  if (fromSource.size() > 1)
+    planFanOut(fromSource, 0);
   for (auto &[from, dests] : outputs)
-    if (dests.size() > 1)
-      return app.emitError("the microengine back end does not yet copy a "
-                           "packet to several destinations (port '")
-             << from.second << "' of NetPE '" << from.first << "')";
+    if (dests.size() > 1) {
+      if (!topo.count(from.first))
+        return app.emitError("the microengine back end copies packets only "
+                             "in an acyclic application (NetPE '")
+               << from.first << "' is on a cycle)";
+      fanOutOf[from] = planFanOut(dests, topo[from.first] + 1);
+    }
+  bool fanOut = !fanOuts.empty();
+  // Local memory window 0 of each context: spill slots from word 0, the
+  // watchdog budget in word 15; with fan-out, word 14 says whether the
+  // packet holds the transmit token and the copy slots go down from 13.
+  constexpr unsigned maxCopySlots = 8;
+  if (copySlots > maxCopySlots)
+    return app.emitError("the microengine back end parks at most ")
+           << maxCopySlots << " copies of a packet; the fan-out of this "
+           << "application needs " << copySlots << " (over by "
+           << copySlots - maxCopySlots << ")";
+  // With pkt.senddup, the word below the slots keeps the copy's buffer.
+  constexpr unsigned heldWord = 14;
+  auto slotWord = [](unsigned slot) { return 13 - slot; };
+  unsigned dupWord = slotWord(copySlots);
+  unsigned spillSlots = fanOut ? slotWord(copySlots) : 15;
 
   // Instruction selection, into a module of me.funcs kept with the input.
   OpBuilder builder(ctx);
@@ -265,6 +395,16 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   builder.setInsertionPointToEnd(meModule->getBody());
   MELoweringOptions lowering;
   lowering.maxHeaderBytes = pktReadXfer * 4;
+  // Buffers in whole 64-byte blocks (DRAM writes of a new exchange buffer).
+  Buffers pool;
+  pool.bytes = (std::max(options.machine.maxPacketBytes, 64u) + 63) & ~63u;
+  lowering.bufferBytes = pool.bytes;
+  // Info memory: as large as the largest NetPE's, as the other engines.
+  layout.infoSize = options.defaultInfoSize;
+  for (PEInfo &info : pes)
+    layout.infoSize = std::max(layout.infoSize, info.pe.getInfoSize());
+  layout.infoOffset = infoBytes;
+  lowering.infoSize = std::min(layout.infoSize, infoBytes);
   uint32_t sramNext = sramDataBase;
   std::vector<DataInit> initData;
   for (PEInfo &info : pes) {
@@ -293,6 +433,20 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         data.bytes.push_back(static_cast<uint8_t>(byte));
       if (!data.bytes.empty())
         initData.push_back(std::move(data));
+    }
+    bool random = false;
+    pe.walk([&](RandomOp) { random = true; });
+    if (random) {
+      // The NetPE's xorshift32 state, seeded as on every engine.
+      lowering.randomState = place(4);
+      layout.persistent.push_back({Memory::Sram, lowering.randomState, 4});
+      DataInit seed;
+      seed.memory = Memory::Sram;
+      seed.address = lowering.randomState;
+      uint32_t v = NETVM_RANDOM_SEED;
+      seed.bytes = {uint8_t(v >> 24), uint8_t(v >> 16), uint8_t(v >> 8),
+                    uint8_t(v)};
+      initData.push_back(std::move(seed));
     }
     if (pe.getSharedmemSize()) {
       if (!layout.sharedMemory.size) {
@@ -344,9 +498,37 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   layout.eventCapacity = eventCapacity;
   for (PEInfo &info : pes)
     layout.pes.push_back(info.pe.getSymName().str());
-  layout.infoSize = std::max<unsigned>(options.defaultInfoSize, 64);
+  for (PEInfo &info : pes)
+    layout.infoUsed |= info.pushInfo.usesInfo || info.initInfo.usesInfo;
+  if (layout.infoUsed && layout.infoSize > infoBytes)
+    return app.emitError("the microengine back end keeps at most ")
+           << infoBytes << " bytes of info memory; this application has "
+           << layout.infoSize << " (over by " << layout.infoSize - infoBytes
+           << ")";
+  unsigned infoWords = (layout.infoSize + 7) / 8 * 2; // whole quadwords
 
-  receiveStage(program);
+  // Enough copies that every context can park all of a packet's.
+  // pkt.senddup: copies that leave at once, one buffer a context at a time.
+  bool dups = false;
+  for (PEInfo &info : pes)
+    dups |= info.pushInfo.sendsCopies || info.initInfo.sendsCopies;
+  if (dups && !fanOut) {
+    fanOut = true;
+    spillSlots = dupWord;
+  } else if (dups) {
+    spillSlots = dupWord;
+  }
+  unsigned copyBuffers = 8 * (copySlots + (dups ? 1 : 0));
+  uint64_t dramEnd =
+      uint64_t(pool.copyPoolBase()) + uint64_t(copyBuffers) * pool.stride();
+  if (dramEnd > options.machine.dramBytes)
+    return app.emitError("the packet buffers (")
+           << buffers + copyBuffers << " of " << pool.bytes
+           << " bytes) do not fit the machine's DRAM of "
+           << options.machine.dramBytes << " bytes";
+  if (fanOut)
+    program.rings.push_back(RingConfig{copyRing, copyRingBase, 128});
+  receiveStage(program, pool, copyBuffers);
 
   // ME 1: the NetPEs.
   CodeSection section;
@@ -382,6 +564,17 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     a("alu_shf[a15, --, b, a15, <<8]");
     a("local_csr_wr[active_lm_addr_0, a15]", "spill slots");
   }
+  if (layout.infoUsed) {
+    a("alu[a15, a15, +, " + std::to_string(16 * 4) + "]");
+    a("local_csr_wr[active_lm_addr_1, a15]", "info memory: words 16-31");
+  }
+  if (fanOut) {
+    for (unsigned slot = 0; slot < copySlots; ++slot)
+      a("alu[*l$index0[" + std::to_string(slotWord(slot)) + "], --, b, 0]",
+        "no parked copy");
+    a("alu[*l$index0[" + std::to_string(heldWord) + "], --, b, 0]",
+      "no transmit token held");
+  }
   a("br!=ctx[0, @work_loop]");
   // Init handlers run once, in context 0, before the first packet.
   std::vector<std::pair<PEInfo *, std::string>> inits;
@@ -413,6 +606,9 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("alu[a1, --, b, $2]");
   a("br_bset[$3, 0, @work_end]");
   a("alu[b2, --, b, $4]", "tag");
+  for (unsigned w = 0; w < infoWords && layout.infoUsed; ++w)
+    a("alu[*l$index1[" + std::to_string(w) + "], --, b, 0]",
+      w == 0 ? "info memory starts as zeros" : "");
   if (stateful)
     a("ctx_arb[s7]", "state token: the handlers in packet order");
   if (watchdog)
@@ -434,7 +630,52 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     a("immed[b1, " + std::to_string(dest.port) + "]", "input port");
     a("br[@" + entryOf(dest.pe) + "]");
   };
-  gotoEndpoint(first);
+  // A copy of the packet (buffer a0, info memory in local memory) for
+  // every destination of `f` after the first, parked in its slot; then on
+  // to the first destination.
+  unsigned clones = 0;
+  auto emitFanOut = [&](const FanOut &f) {
+    for (size_t i = 1; i < f.dests.size(); ++i) {
+      std::string slot =
+          "*l$index0[" + std::to_string(slotWord(f.firstSlot + i - 1)) + "]";
+      std::string l = "copy" + std::to_string(clones++);
+      a.label(l + "_buffer");
+      a("scratch[get, $0, " + std::to_string(copyRing) +
+            ", 0, 1], ctx_swap[s3]",
+        "a copy for destination " + std::to_string(i + 1) + " of " +
+            std::to_string(f.dests.size()));
+      a("alu[a15, --, b, $0]");
+      a("beq[@" + l + "_buffer]", "no free buffer yet");
+      a("alu[" + slot + ", --, b, a15]", "parked");
+      if (layout.infoUsed && infoWords) {
+        for (unsigned w = 0; w < infoWords; ++w)
+          a("alu[$$" + std::to_string(w) + ", --, b, *l$index1[" +
+            std::to_string(w) + "]]");
+        a("alu[a15, a15, -, " + std::to_string(infoBytes) + "]");
+        a("dram[write, $$0, a15, 0, " + std::to_string(infoWords / 2) +
+              "], ctx_swap[s3]",
+          "its info memory");
+      }
+      a("immed[b15, 0]", "the packet, 64 bytes at a time");
+      a.label(l + "_loop");
+      a("alu[a15, a0, +, b15]");
+      a("dram[read, $$0, a15, 0, 8], ctx_swap[s3]");
+      for (unsigned w = 0; w < 16; ++w)
+        a("alu[$$" + std::to_string(w) + ", --, b, $$" + std::to_string(w) +
+          "]");
+      a("alu[a15, b15, +, " + slot + "]");
+      a("dram[write, $$0, a15, 0, 8], ctx_swap[s3]");
+      a("alu[b15, b15, +, 64]");
+      a("alu[a15, --, b, b0]");
+      a("alu[--, a15, -, b15]");
+      a("bhi[@" + l + "_loop]");
+    }
+    gotoEndpoint(f.dests.front());
+  };
+  if (fromSource.size() > 1)
+    emitFanOut(fanOuts.front());
+  else
+    gotoEndpoint(first);
 
   // Each NetPE: its entry (header prefetch) and its handler.
   std::vector<MEReport> reports;
@@ -449,6 +690,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
                         ExitLabels exits) -> LogicalResult {
       AllocationOptions alloc;
       alloc.firstFreeDramXfer = hinfo.headerBytes / 4;
+      alloc.spillSlots = spillSlots;
       Allocation allocation;
       if (failed(allocateRegisters(func, alloc, allocation)))
         return failure();
@@ -465,6 +707,68 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     };
     ExitLabels exits;
     exits.pe = info.index;
+    exits.sendCopy = [&, peName = info.pe.getSymName().str()](
+                         unsigned port, CodeSection &into, std::string &error) {
+      auto it = outputs.find({peName, port});
+      if (it == outputs.end() || it->second.size() != 1 ||
+          it->second.front().sink < 0) {
+        error = "the microengine back end sends a copy (pkt.senddup) only "
+                "through a port connected to one sink (NetPE '" +
+                peName + "')";
+        return false;
+      }
+      LineBuilder c{into};
+      std::string l = "dup" + std::to_string(clones++);
+      std::string dup = "*l$index0[" + std::to_string(dupWord) + "]";
+      c.label(l + "_buffer");
+      c("scratch[get, $15, " + std::to_string(copyRing) +
+            ", 0, 1], ctx_swap[s3]",
+        "pkt.senddup: a copy of the packet");
+      c("alu[a15, --, b, $15]");
+      c("beq[@" + l + "_buffer]", "no free buffer yet");
+      c("alu[" + dup + ", --, b, a15]");
+      // Only $$12-$$15 and the temporaries: the handler's registers live.
+      for (unsigned chunk = 0; layout.infoUsed && chunk < infoWords / 4;
+           ++chunk) {
+        for (unsigned w = 0; w < 4; ++w)
+          c("alu[$$" + std::to_string(pktReadXfer + w) + ", --, b, *l$index1[" +
+            std::to_string(4 * chunk + w) + "]]");
+        c("alu[a15, " + dup + ", -, " + std::to_string(infoBytes - 16 * chunk) +
+          "]");
+        c("dram[write, $$" + std::to_string(pktReadXfer) +
+          ", a15, 0, 2], ctx_swap[s3]");
+      }
+      c("immed[b15, 0]");
+      c.label(l + "_loop");
+      c("alu[a15, a0, +, b15]");
+      c("dram[read, $$" + std::to_string(pktReadXfer) +
+        ", a15, 0, 2], ctx_swap[s3]");
+      for (unsigned w = 0; w < 4; ++w)
+        c("alu[$$" + std::to_string(pktReadXfer + w) + ", --, b, $$" +
+          std::to_string(pktReadXfer + w) + "]");
+      c("alu[a15, b15, +, " + dup + "]");
+      c("dram[write, $$" + std::to_string(pktReadXfer) +
+        ", a15, 0, 2], ctx_swap[s3]");
+      c("alu[b15, b15, +, 16]");
+      c("alu[a15, --, b, b0]");
+      c("alu[--, a15, -, b15]");
+      c("bhi[@" + l + "_loop]");
+      c("alu[$0, --, b, " + dup + "]");
+      c("alu[$1, --, b, b0]");
+      c("alu[$2, --, b, a1]");
+      c("alu[$3, --, b, " + std::to_string(it->second.front().sink) + "]",
+        "the sink");
+      c("alu[$4, --, b, b2]");
+      std::string held = "*l$index0[" + std::to_string(heldWord) + "]";
+      c("alu[--, --, b, " + held + "]");
+      c("bne[@" + l + "_put]");
+      c("ctx_arb[s2]", "transmit token, held for the packet's copies");
+      c("alu[" + held + ", --, b, 1]");
+      c.label(l + "_put");
+      c("scratch[put, $0, " + std::to_string(txRing) + ", 0, " +
+        std::to_string(entryWords) + "], ctx_swap[s5]");
+      return true;
+    };
     std::string tag = "pe" + std::to_string(info.index);
     exits.send = [&, tag](unsigned port) {
       return tag + "_out" + std::to_string(port);
@@ -475,7 +779,9 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         a("dram[read, $$0, a0, 0, " + std::to_string(bytes / 8) +
               "], ctx_swap[s4]",
           "the header: bytes 0-" + std::to_string(bytes - 1));
-      exits.drop = "drop";
+      // With fan-out, every dropped copy is an event (the host cannot
+      // tell a dropped copy from the packet's other outputs).
+      exits.drop = fanOut ? tag + "_drop" : "drop";
       exits.raise = "raise";
       if (failed(emitFunc(info.push, info.pushInfo, tag + "_push", exits)))
         return failure();
@@ -501,7 +807,17 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         a("br[@unconnected]");
         continue;
       }
-      gotoEndpoint(it->second.front());
+      if (it->second.size() > 1)
+        emitFanOut(fanOuts[fanOutOf[{info.pe.getSymName().str(), number}]]);
+      else
+        gotoEndpoint(it->second.front());
+    }
+    if (fanOut && info.push) {
+      a.label(tag + "_drop");
+      a("immed[a15, " + std::to_string(info.index) + "]", "a copy dropped");
+      a("immed[b15, 0]");
+      a("immed[a4, " + std::to_string(unsigned(EventKind::Drop)) + "]");
+      a("br[@log_event]");
     }
     if (info.init) {
       // An exception in init: log it, go on with the next init.
@@ -517,14 +833,39 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
 
   // Leaving: to a sink (b1 = the sink), dropped, or an exception logged.
   a.label("to_sink");
+  if (layout.infoUsed && infoWords) {
+    // Info memory goes with the packet: the 64 bytes before its buffer.
+    for (unsigned w = 0; w < infoWords; ++w)
+      a("alu[$$" + std::to_string(w) + ", --, b, *l$index1[" +
+            std::to_string(w) + "]]",
+        w == 0 ? "info memory before the buffer" : "");
+    a("alu[a15, a0, -, " + std::to_string(infoBytes) + "]");
+    a("dram[write, $$0, a15, 0, " + std::to_string(infoWords / 2) +
+      "], ctx_swap[s6]");
+  }
   a("alu[$0, --, b, a0]");
   a("alu[$1, --, b, b0]");
   a("alu[$2, --, b, a1]");
   a("alu[$3, --, b, b1]", "the sink: its transmit port");
   a("alu[$4, --, b, b2]", "tag");
-  a.orderedPut(txRing, "s5", "transmit token");
-  passState();
-  a("br[@work_loop]");
+  std::string held = "*l$index0[" + std::to_string(heldWord) + "]";
+  if (fanOut) {
+    // The packet takes the transmit token at its first output and keeps
+    // it until its last copy is done, so that every sink sees the packets
+    // in order.
+    a("alu[--, --, b, " + held + "]");
+    a("bne[@put_held]");
+    a("ctx_arb[s2]", "transmit token, held for the packet's copies");
+    a("alu[" + held + ", --, b, 1]");
+    a.label("put_held");
+    a("scratch[put, $0, " + std::to_string(txRing) + ", 0, " +
+      std::to_string(entryWords) + "], ctx_swap[s5]");
+    a("br[@packet_end]");
+  } else {
+    a.orderedPut(txRing, "s5", "transmit token");
+    passState();
+    a("br[@work_loop]");
+  }
   a.label("unconnected");
   a("immed[a4, 3]", "EventKind::Unconnected");
   a("br[@log_event]");
@@ -558,22 +899,67 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("br[@start_tokens]");
   a.label("drop");
   a("alu[$0, --, b, a0]");
-  a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], sig_done[s5]");
-  a("ctx_arb[s2]", "keep the transmit token moving");
-  a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
-  a("ctx_arb[s5]");
-  passState();
-  a("br[@work_loop]");
+  if (fanOut) {
+    freeBuffer(a, pool, copyBuffers, "drop_free", "s5", "packet_end");
+    // The end of a copy's path: the parked copies of the most downstream
+    // port first, then the transmit token moves on.
+    a.label("packet_end");
+    std::vector<const FanOut *> byOrder;
+    for (const FanOut &f : fanOuts)
+      byOrder.push_back(&f);
+    llvm::sort(byOrder, [](const FanOut *x, const FanOut *y) {
+      return x->order != y->order ? x->order > y->order
+                                  : x->firstSlot < y->firstSlot;
+    });
+    for (const FanOut *f : byOrder)
+      for (size_t i = 1; i < f->dests.size(); ++i) {
+        unsigned slot = f->firstSlot + i - 1;
+        a("alu[--, --, b, *l$index0[" + std::to_string(slotWord(slot)) + "]]");
+        a("bne[@resume" + std::to_string(slot) + "]");
+      }
+    a("alu[--, --, b, " + held + "]");
+    a("bne[@packet_pass]");
+    a("ctx_arb[s2]", "keep the transmit token moving");
+    a.label("packet_pass");
+    a("alu[" + held + ", --, b, 0]");
+    a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
+    passState();
+    a("br[@work_loop]");
+    for (const FanOut *f : byOrder)
+      for (size_t i = 1; i < f->dests.size(); ++i) {
+        unsigned slot = f->firstSlot + i - 1;
+        std::string word = "*l$index0[" + std::to_string(slotWord(slot)) + "]";
+        a.label("resume" + std::to_string(slot));
+        a("alu[a0, --, b, " + word + "]", "a parked copy goes on");
+        a("alu[" + word + ", --, b, 0]");
+        if (layout.infoUsed && infoWords) {
+          a("alu[a15, a0, -, " + std::to_string(infoBytes) + "]");
+          a("dram[read, $$0, a15, 0, " + std::to_string(infoWords / 2) +
+            "], ctx_swap[s3]");
+          for (unsigned w = 0; w < infoWords; ++w)
+            a("alu[*l$index1[" + std::to_string(w) + "], --, b, $$" +
+              std::to_string(w) + "]");
+        }
+        gotoEndpoint(f->dests[i]);
+      }
+  } else {
+    a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], sig_done[s5]");
+    a("ctx_arb[s2]", "keep the transmit token moving");
+    a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
+    a("ctx_arb[s5]");
+    passState();
+    a("br[@work_loop]");
+  }
   a.label("work_end");
   a("immed[$0, 0xffffffff]", "end marker");
   a.orderedPut(txRing, "s5");
   a("ctx_arb[kill]");
-  if (!watchdog && handlerReport.spills == 0)
+  if (!watchdog && handlerReport.spills == 0 && !layout.infoUsed && !fanOut)
     section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
   handlerReport.instructions = section.lines.size();
   program.code.push_back(std::move(section));
 
-  transmitStage(program);
+  transmitStage(program, pool, copyBuffers);
 
   // Resources.
   for (const CodeSection &s : program.code)

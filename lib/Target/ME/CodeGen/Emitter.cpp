@@ -197,7 +197,11 @@ private:
     in.dst = dst;
     in.a = Operand::none();
     in.b = source(src, in);
-    if (in.b == dst)
+    // A transfer register as a source is the read one, as a destination
+    // the write one: $$0 to $$0 is a real move.
+    bool xfer =
+        dst.cls() == OperandClass::XferD || dst.cls() == OperandClass::XferS;
+    if (in.b == dst && !xfer)
       return;
     emit(in);
   }
@@ -518,6 +522,39 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         emit(in);
         return success();
       })
+      .Case([&](med::ArgSetOp o) {
+        move(fixedArgRegister(o.getName()).operand(), o.getValue());
+        return success();
+      })
+      .Case([&](med::LocalReadOp o) {
+        Instr in;
+        in.op = me::Op::AluB;
+        in.dst = dstOf(o.getResult());
+        in.a = Operand::none();
+        in.b = Operand::lm(o.getWindow(), LmMode::Offset, o.getWord());
+        emit(in);
+        return success();
+      })
+      .Case([&](med::LocalWriteOp o) {
+        Instr in;
+        in.op = me::Op::AluB;
+        in.dst = Operand::lm(o.getWindow(), LmMode::Offset, o.getWord());
+        in.a = Operand::none();
+        in.b = source(o.getValue(), in);
+        emit(in);
+        return success();
+      })
+      .Case([&](med::CrcOp o) {
+        Instr in;
+        in.op = o.getBigEndian() ? me::Op::CrcBe : me::Op::CrcLe;
+        in.dst = dstOf(o.getResult());
+        in.field =
+            uint8_t(o.getKind() == "crc_32" ? CrcKind::Crc32 : CrcKind::Crc32c);
+        in.a = Operand::none();
+        in.b = source(o.getInput(), in);
+        emit(in);
+        return success();
+      })
       .Case([&](med::CsrReadOp o) {
         Instr in;
         in.op = me::Op::CsrRd;
@@ -633,6 +670,14 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         Instr br;
         br.op = me::Op::Br;
         emit(br, exits.send(o.getPort()));
+        return success();
+      })
+      .Case([&](med::SendCopyOp o) -> LogicalResult {
+        if (!exits.sendCopy)
+          return o.emitError("internal error: no packet path for send_copy");
+        std::string error;
+        if (!exits.sendCopy(o.getPort(), section, error))
+          return o.emitError(error);
         return success();
       })
       .Case([&](med::DropOp) {

@@ -180,7 +180,8 @@ LogicalResult netvm::me::allocateRegisters(med::FuncOp func,
       continue;
     Reg::Kind kind = mem.getUnit() == "dram" ? Reg::XferD : Reg::XferS;
     unsigned first = kind == Reg::XferD ? options.firstFreeDramXfer : 0;
-    unsigned last = kind == Reg::XferD ? options.endDramXfer : 16;
+    unsigned last =
+        kind == Reg::XferD ? options.endDramXfer : options.endSramXfer;
     unsigned n = mem.getNumResults();
     std::optional<unsigned> base;
     for (unsigned b = first; b + n <= last && !base; ++b) {

@@ -1,7 +1,9 @@
 //===- PacketIO.h - Reading and writing packet traces -----------*- C++ -*-===//
 //
-// Packet sources and sinks of the runtimes: pcap files through libpcap, and
-// text files of hexadecimal bytes in the style of NetBee's test vectors.
+// Packet sources and sinks of the runtimes: pcap files (classic pcap files
+// mapped into memory and read in place; pcapng, pipes and anything unusual
+// through libpcap, the parser of record), live capture, and text files of
+// hexadecimal bytes in the style of NetBee's test vectors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,34 @@ struct TracePacket {
   uint32_t seconds = 0, microseconds = 0;
 };
 
+/// A packet where a reader holds it: valid until the reader's next read,
+/// or as long as the reader lives if its views are stable.
+struct PacketView {
+  const uint8_t *data = nullptr;
+  uint32_t length = 0;     // captured bytes
+  uint32_t wireLength = 0; // length on the wire (>= length)
+  uint32_t seconds = 0, microseconds = 0;
+};
+
+/// A view of `packet`'s bytes (valid while it is unchanged).
+inline PacketView viewOf(const TracePacket &packet) {
+  PacketView view;
+  view.data = packet.bytes.data();
+  view.length = static_cast<uint32_t>(packet.bytes.size());
+  view.wireLength = packet.wireLength;
+  view.seconds = packet.seconds;
+  view.microseconds = packet.microseconds;
+  return view;
+}
+
+/// Make `packet` a copy of `view`.
+inline void assign(TracePacket &packet, const PacketView &view) {
+  packet.bytes.assign(view.data, view.data + view.length);
+  packet.wireLength = view.wireLength;
+  packet.seconds = view.seconds;
+  packet.microseconds = view.microseconds;
+}
+
 /// Packets gathered into one buffer for the runtime's batch entries
 /// (netvm_instance_push_batch, netvm_runner_run).
 class PacketBatch {
@@ -32,27 +62,41 @@ public:
     offsets.clear();
     items.clear();
   }
-  void add(const TracePacket &packet) {
+  void add(const TracePacket &packet) { add(viewOf(packet)); }
+  /// Add a copy of `packet`.
+  void add(const PacketView &packet) {
     offsets.push_back(arena.size());
-    arena.insert(arena.end(), packet.bytes.begin(), packet.bytes.end());
-    netvm_packet p{};
-    p.length = static_cast<uint32_t>(packet.bytes.size());
-    p.seconds = packet.seconds;
-    p.microseconds = packet.microseconds;
-    p.wire_length = packet.wireLength;
-    items.push_back(p);
+    arena.insert(arena.end(), packet.data, packet.data + packet.length);
+    items.push_back(item(packet));
+  }
+  /// Add `packet` in place: its memory must stay valid (and writable: the
+  /// runtime may change packets in place) while the batch is used.
+  void addInPlace(const PacketView &packet) {
+    offsets.push_back(inPlace);
+    items.push_back(item(packet));
+    items.back().data = const_cast<uint8_t *>(packet.data);
   }
   size_t size() const { return items.size(); }
   bool empty() const { return items.empty(); }
   /// The packets, pointing into the buffer: valid until the next add().
   netvm_packet *packets() {
     for (size_t i = 0; i < items.size(); ++i)
-      items[i].data = arena.data() + offsets[i];
+      if (offsets[i] != inPlace)
+        items[i].data = arena.data() + offsets[i];
     return items.data();
   }
   const netvm_packet &operator[](size_t i) const { return items[i]; }
 
 private:
+  static constexpr size_t inPlace = ~size_t(0);
+  static netvm_packet item(const PacketView &packet) {
+    netvm_packet p{};
+    p.length = packet.length;
+    p.seconds = packet.seconds;
+    p.microseconds = packet.microseconds;
+    p.wire_length = packet.wireLength;
+    return p;
+  }
   std::vector<uint8_t> arena;
   std::vector<size_t> offsets;
   std::vector<netvm_packet> items;
@@ -86,25 +130,51 @@ public:
   /// `error` is non-empty), or, for live captures, when no packet came
   /// within the read timeout (then timedOut() is true).
   virtual bool next(TracePacket &packet, std::string &error) = 0;
+  /// The next packet without a copy where the reader can (as next()).
+  virtual bool nextView(PacketView &view, std::string &error);
+  /// Whether the views of nextView() stay valid, and their bytes writable,
+  /// as long as the reader lives (a mapped file).
+  virtual bool stableViews() const { return false; }
+  /// The views given so far are no longer used: a mapped file lets their
+  /// memory go (peak memory stays a chunk, not the file).
+  virtual void release() {}
   /// Whether the last next() returned false for a read timeout.
   virtual bool timedOut() const { return false; }
   /// The pcap link-layer type (DLT_EN10MB for hex files).
   virtual int linkType() const = 0;
+  /// The snapshot length of a pcap input (262144 for other inputs).
+  virtual uint32_t snapLength() const { return 262144; }
+
+protected:
+  /// next() for readers that implement nextView().
+  bool copyNext(TracePacket &packet, std::string &error);
+  TracePacket viewed; // what nextView() returns by default
 };
 
-/// Writes packets to a pcap file.
+/// Writes packets to a pcap file ('-': standard output) as libpcap's
+/// pcap_dump would (tcpdump -w), through a large buffer: one system call
+/// per megabyte, not per packet. The header carries the link type and the
+/// snapshot length given (those of the input: the file's are kept).
 class PcapWriter {
 public:
   ~PcapWriter();
   static std::unique_ptr<PcapWriter> create(const std::string &path,
-                                            int linkType, std::string &error);
+                                            int linkType, std::string &error,
+                                            uint32_t snapLength = 262144);
   void write(const TracePacket &packet);
+  /// The record's original length is max(wireLength, length).
+  void write(const PacketView &packet);
+  /// Write what is buffered; false (with `error`) if a write failed.
+  bool flush(std::string &error);
   uint64_t count() const { return written; }
 
 private:
   PcapWriter() = default;
   void *pcap = nullptr;   // pcap_t *
   void *dumper = nullptr; // pcap_dumper_t *
+  int fd = -1;
+  std::vector<uint8_t> buffer;
+  std::string path, failure;
   uint64_t written = 0;
 };
 
