@@ -27,9 +27,11 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -50,6 +52,10 @@ void netvm::driver::configureHelp(llvm::cl::OptionCategory &toolCategory,
       "MLIR debugging options",
       "Inspect the compiler's MLIR pipeline (see also --help-hidden)");
   SmallVector<const llvm::cl::OptionCategory *> shown = {&toolCategory};
+  // Defined with DiagnosticPrinter (Input.cpp), shown as the tool's own.
+  if (llvm::cl::Option *limit =
+          llvm::cl::getRegisteredOptions().lookup("error-limit"))
+    limit->addCategory(toolCategory);
   if (showMLIROptions) {
     for (auto &entry : llvm::cl::getRegisteredOptions())
       if (entry.first.starts_with("mlir-"))
@@ -83,12 +89,47 @@ static std::optional<unsigned> loadFile(MLIRContext &context,
   for (unsigned id = 1; id <= sourceMgr.getNumBuffers(); ++id)
     if (sourceMgr.getMemoryBuffer(id)->getBufferIdentifier() == path)
       return id;
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
-  if (std::error_code ec = buffer.getError()) {
-    emitError(useLoc) << "cannot read '" << path << "': " << ec.message();
+  auto buffer = readSourceFile(path);
+  if (!buffer) {
+    emitError(useLoc) << "cannot read '" << path
+                      << "': " << llvm::toString(buffer.takeError());
     return std::nullopt;
   }
   return sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
+}
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+netvm::driver::readSourceFile(StringRef path, size_t limit) {
+  namespace fs = llvm::sys::fs;
+  bool stdinput = path == "-";
+  llvm::Expected<fs::file_t> file =
+      stdinput ? fs::getStdinHandle()
+               : fs::openNativeFileForRead(path, fs::OF_Text);
+  if (!file)
+    return file.takeError();
+  llvm::scope_exit close([&] {
+    if (!stdinput)
+      fs::closeFile(*file);
+  });
+  constexpr size_t kChunk = 1 << 16;
+  std::string text;
+  for (;;) {
+    size_t at = text.size();
+    text.resize(at + kChunk);
+    llvm::Expected<size_t> n =
+        fs::readNativeFile(*file, llvm::MutableArrayRef(&text[at], kChunk));
+    if (!n)
+      return n.takeError();
+    text.resize(at + *n);
+    if (*n == 0)
+      break;
+    if (text.size() > limit)
+      return llvm::createStringError(
+          std::errc::file_too_large,
+          "larger than %zu MiB, too large for a source file", limit >> 20);
+  }
+  return llvm::MemoryBuffer::getMemBufferCopy(text,
+                                              stdinput ? "<stdin>" : path);
 }
 
 static std::string stemOf(StringRef path) {

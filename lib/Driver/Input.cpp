@@ -16,8 +16,9 @@
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -25,13 +26,22 @@ using namespace mlir;
 using namespace netvm;
 using namespace netvm::driver;
 
+// Every tool that prints diagnostics with DiagnosticPrinter takes it
+// (configureHelp lists it with the tool's own options).
+static llvm::cl::opt<unsigned> errorLimit(
+    "error-limit",
+    llvm::cl::desc("Stop showing diagnostics after this many errors, as "
+                   "clang's -ferror-limit (default 20; 0: no limit)"),
+    llvm::cl::init(20));
+
 /// Whether a positional word names an application file rather than a word
-/// of a tcpdump expression (netvm-run -r f.pcap tcp port 80).
-static bool isApplicationFile(StringRef word) {
-  if (llvm::sys::fs::exists(word))
-    return true;
-  return word.contains('/') || word.ends_with(".netil") ||
-         word.ends_with(".nvapp") || word.ends_with(".mlir");
+/// of a tcpdump expression (netvm-run -r f.pcap tcp port 80): by its
+/// extension alone, never by what exists on disk or by a '/', so that no
+/// expression (`net 10.0.0.0/8`, `udp` beside a directory `udp/`) is ever
+/// taken for a file. No tcpdump expression word ends in these.
+static bool isApplicationFileName(StringRef word) {
+  StringRef ext = llvm::sys::path::extension(word);
+  return ext == ".netil" || ext == ".nvapp" || ext == ".mlir";
 }
 
 FailureOr<Input> netvm::driver::resolveInput(const InputOptions &options,
@@ -86,7 +96,8 @@ FailureOr<Input> netvm::driver::resolveInput(const InputOptions &options,
                 .str();
     return failure();
   }
-  if (options.expressionWords && !isApplicationFile(options.files.front())) {
+  if (options.expressionWords &&
+      !isApplicationFileName(options.files.front())) {
     input.kind = Input::Kind::Filter;
     input.filter = llvm::join(options.files, " ");
     input.language = FilterLanguage::PcapFilter;
@@ -103,11 +114,11 @@ static OwningOpRef<ModuleOp> compileFilter(MLIRContext &context,
                                            const Input &input) {
   std::string text = input.filter, name = input.filterName;
   if (input.kind == Input::Kind::FilterFile) {
-    auto buffer =
-        llvm::MemoryBuffer::getFileOrSTDIN(input.filter, /*IsText=*/true);
-    if (std::error_code ec = buffer.getError()) {
+    auto buffer = readSourceFile(input.filter);
+    if (!buffer) {
       emitError(FileLineColLoc::get(&context, input.filter, 0, 0))
-          << "cannot read '" << input.filter << "': " << ec.message();
+          << "cannot read '" << input.filter
+          << "': " << llvm::toString(buffer.takeError());
       return nullptr;
     }
     text = (*buffer)->getBuffer().str();
@@ -173,6 +184,19 @@ struct DiagnosticPrinter::Impl {
   /// cannot be read): "file: error: message". Anything else: MLIR's own
   /// rendering.
   LogicalResult print(Diagnostic &diag) {
+    // Garbage input gives an error every few bytes: show the first ones,
+    // say that the rest are left out, and swallow them.
+    if (errorLimit && errors >= errorLimit) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error && !saidLimit) {
+        llvm::errs() << tool << ": too many errors (" << errorLimit.getValue()
+                     << "): the rest are not shown (--error-limit=0 shows "
+                        "them all)\n";
+        saidLimit = true;
+      }
+      return success();
+    }
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      ++errors;
     auto loc = dyn_cast<FileLineColLoc>(diag.getLocation());
     if (!loc)
       return failure();
@@ -225,6 +249,8 @@ struct DiagnosticPrinter::Impl {
 
   llvm::SourceMgr &sourceMgr;
   std::string tool;
+  unsigned errors = 0;
+  bool saidLimit = false;
   SourceMgrDiagnosticHandler fallback;
   ScopedDiagnosticHandler handler;
 };

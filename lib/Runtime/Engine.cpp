@@ -12,6 +12,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <chrono>
+#include <pcap/pcap.h>
 
 using namespace netvm;
 using namespace netvm::rt;
@@ -46,6 +47,18 @@ void Engine::run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
   }
 }
 
+bool rt::checkLinkType(const PacketReader &reader, std::string &error) {
+  int type = reader.linkType();
+  if (type == DLT_EN10MB)
+    return true;
+  const char *name = pcap_datalink_val_to_name(type);
+  error = "link type " + std::string(name ? name : "unknown") + " (" +
+          std::to_string(type) +
+          "): netvm's applications and filters read Ethernet frames "
+          "(EN10MB) only";
+  return false;
+}
+
 void Engine::runOutputs(unsigned source,
                         llvm::MutableArrayRef<netvm_packet> packets,
                         const OutputFn &onOutput) {
@@ -71,6 +84,8 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
                        const StreamOptions &options, const StreamFn *onPacket,
                        ResultDetail detail, StreamStats &stats,
                        std::string &error) {
+  if (!checkLinkType(reader, error))
+    return false;
   using Clock = std::chrono::steady_clock;
   auto secondsSince = [](Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
@@ -78,10 +93,20 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
   PacketBatch chunk;
   PacketView packet;
   bool more = true, ok = true;
-  while (more) {
+  auto done = [&] {
+    return (options.maxPackets && stats.packets >= options.maxPackets) ||
+           (options.maxMatches && stats.matches >= options.maxMatches) ||
+           (options.stop && *options.stop);
+  };
+  while (more && !done()) {
     auto start = Clock::now();
     chunk.clear();
-    while (chunk.size() < std::max<size_t>(1, options.chunk)) {
+    // Each packet matches at most once: a chunk no larger than the matches
+    // still wanted never runs a packet past the last one.
+    uint64_t limit = std::max<size_t>(1, options.chunk);
+    if (options.maxMatches)
+      limit = std::min(limit, options.maxMatches - stats.matches);
+    while (chunk.size() < limit) {
       if ((options.maxPackets && stats.packets >= options.maxPackets) ||
           (options.stop && *options.stop)) {
         more = false;
@@ -107,15 +132,20 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
     start = Clock::now();
     uint64_t base = stats.packets - chunk.size();
     llvm::MutableArrayRef<netvm_packet> packets(chunk.packets(), chunk.size());
-    if (onPacket) {
+    if (onPacket || options.maxMatches) {
       auto deliver = [&](size_t i, const PacketResult &result) {
+        stats.matches += !result.outputs.empty();
         if (options.onOutput)
           for (const Output &out : result.outputs)
             (*options.onOutput)(out.sink, view(out));
-        (*onPacket)(base + i + 1, chunk[i].length, result);
+        if (onPacket)
+          (*onPacket)(base + i + 1, packets[i], result);
       };
       ResultFn fn = deliver;
-      run(source, packets, &fn, options.onOutput ? ResultDetail::Full : detail);
+      run(source, packets, &fn,
+          options.onOutput ? ResultDetail::Full
+          : onPacket       ? detail
+                           : ResultDetail::Verdicts);
     } else if (options.onOutput) {
       runOutputs(source, packets, *options.onOutput);
     } else {

@@ -1,6 +1,7 @@
 """Instance: single packets, batches, traces, the control plane, and the
 errors a wrong argument raises."""
 
+import struct
 import threading
 
 import numpy as np
@@ -217,6 +218,13 @@ def test_run_pcap_errors(ip_tcp, tmp_path):
         inst.run_pcap(junk)
     with pytest.raises(IndexError):
         inst.run_pcap(junk, port=2)
+    # A Linux "cooked" capture is no Ethernet: refused by name, not run to
+    # no matches.
+    sll = tmp_path / "sll.pcap"
+    sll.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 113)
+                    + struct.pack("<IIII", 0, 0, 20, 20) + bytes(20))
+    with pytest.raises(OSError, match=r"link type LINUX_SLL \(113\)"):
+        inst.run_pcap(sll)
 
 
 def test_batch_equals_single(classify, trace):

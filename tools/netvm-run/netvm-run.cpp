@@ -11,7 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PacketLines.h"
+
 #include "netvm/Driver/Driver.h"
+#include "netvm/ProtoDB/ProtoDB.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
@@ -29,6 +32,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
@@ -52,19 +56,21 @@ static cl::list<std::string>
     inputs(cl::Positional, cl::ZeroOrMore, cl::cat(runCategory),
            cl::desc("<application: NetIL files (chained in order), one "
                     ".nvapp description, or one .mlir file; or, like "
-                    "tcpdump, the words of a filter expression>"));
+                    "tcpdump, the words of a filter expression>. The words "
+                    "are files only when the first ends in .netil, .nvapp "
+                    "or .mlir, whatever exists on disk"));
 static cl::opt<std::string> pcapFilter(
     "pcap-filter",
     cl::desc("Run this tcpdump expression (man pcap-filter) instead of an "
              "application: accepted packets leave through sink 'match'. "
-             "Words after the options that name no file are taken as one "
-             "too, as tcpdump does"),
+             "Words after the options are taken as one too, as tcpdump "
+             "does, unless the first ends in .netil, .nvapp or .mlir"),
     cl::value_desc("expression"), cl::cat(runCategory));
 static cl::opt<std::string> expressionFile(
     "F",
     cl::desc("Read the tcpdump expression from this file, as tcpdump -F "
              "does ('#' starts a comment); errors give file:line:col"),
-    cl::value_desc("file"), cl::cat(runCategory));
+    cl::value_desc("file"), cl::Prefix, cl::Grouping, cl::cat(runCategory));
 static cl::opt<std::string> pflFilter(
     "pfl",
     cl::desc("Run this NetPFL filter (docs/netpfl.md) instead of an "
@@ -78,8 +84,8 @@ static cl::opt<std::string>
             cl::value_desc("file.xml"), cl::cat(runCategory));
 static cl::opt<std::string> pcapInput("r",
                                       cl::desc("Read packets from a pcap file"),
-                                      cl::value_desc("trace.pcap"),
-                                      cl::cat(runCategory));
+                                      cl::value_desc("trace.pcap"), cl::Prefix,
+                                      cl::Grouping, cl::cat(runCategory));
 static cl::opt<std::string> hexInput(
     "hex",
     cl::desc("Read packets from a text file: one packet per line, as "
@@ -91,7 +97,8 @@ static cl::opt<std::string> liveDevice(
     cl::desc("Capture packets live from this network interface through "
              "libpcap (needs root or CAP_NET_RAW); stops after -c packets or "
              "on Ctrl-C"),
-    cl::value_desc("interface"), cl::cat(runCategory));
+    cl::value_desc("interface"), cl::Prefix, cl::Grouping,
+    cl::cat(runCategory));
 static cl::opt<bool>
     promiscuous("promiscuous",
                 cl::desc("With -i: put the interface in promiscuous mode"),
@@ -109,17 +116,75 @@ static cl::opt<std::string>
 static cl::opt<bool> verbose("v",
                              cl::desc("Print what happened to every packet, "
                                       "with the bytes of forwarded packets"),
-                             cl::cat(runCategory));
+                             cl::Grouping, cl::cat(runCategory));
 static cl::opt<std::string> writePattern(
     "w",
     cl::desc("Write forwarded packets to pcap files: '%s' in the name is "
              "replaced by the sink name (one file per sink); without '%s' "
              "the application must have a single sink"),
-    cl::value_desc("pattern"), cl::cat(runCategory));
-static cl::opt<uint64_t> maxPackets("c",
-                                    cl::desc("Stop after this many packets"),
-                                    cl::value_desc("count"),
-                                    cl::cat(runCategory));
+    cl::value_desc("pattern"), cl::Prefix, cl::Grouping, cl::cat(runCategory));
+static cl::opt<uint64_t> maxPackets(
+    "c",
+    cl::desc("Stop after this many packets: for a filter, packets it "
+             "accepts (as tcpdump -c); for an application, packets read"),
+    cl::value_desc("count"), cl::Prefix, cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool>
+    quiet("q",
+          cl::desc("A filter: no line per matching packet, only the summary "
+                   "(on standard output)"),
+          cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool>
+    linkHeader("e", cl::desc("Packet lines: print the link-layer header too"),
+               cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> hexDump(
+    "x",
+    cl::desc("Packet lines: each packet's bytes in hex from the network "
+             "layer on (-xx: from the link layer)"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> hexAsciiDump(
+    "X",
+    cl::desc("Packet lines: each packet's bytes in hex and ASCII from the "
+             "network layer on (-XX: from the link layer)"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool>
+    asciiDump("A", cl::desc("Packet lines: each packet's bytes as ASCII"),
+              cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> timeFormat(
+    "t",
+    cl::desc("Packet lines: -t no time stamp, -tt seconds since 1970, -ttt "
+             "since the previous line, -tttt date and time, -ttttt since "
+             "the first line (default: the time of day)"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> lineBuffered(
+    "l", cl::desc("Packet lines: flush standard output after every line"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool>
+    dumpCode("d",
+             cl::desc("Print what the filter or application compiles to (the "
+                      "optimized netvm IR, as tcpdump -d prints BPF) and exit"),
+             cl::Grouping, cl::cat(runCategory));
+// tcpdump's flags that mean nothing for netvm: accepted, so that a tcpdump
+// command line runs unchanged, and ignored.
+static cl::opt<bool> numeric(
+    "n",
+    cl::desc("Accepted and ignored (tcpdump -n, -nn): netvm never resolves "
+             "addresses or ports to names in its output"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> noPromiscuous(
+    "p",
+    cl::desc("Accepted and ignored (tcpdump -p): -i captures without "
+             "promiscuous mode unless --promiscuous"),
+    cl::Grouping, cl::cat(runCategory));
+static cl::opt<uint32_t> snapLength(
+    "s",
+    cl::desc("Accepted and ignored (tcpdump -s): -r runs the bytes the file "
+             "holds, -i captures up to 262144 bytes of each packet"),
+    cl::value_desc("snaplen"), cl::Prefix, cl::Grouping, cl::cat(runCategory));
+static cl::opt<bool> packetBuffered(
+    "U",
+    cl::desc("Accepted and ignored (tcpdump -U): -w files are complete "
+             "when netvm-run exits"),
+    cl::Grouping, cl::cat(runCategory));
 static cl::opt<bool> json("json",
                           cl::desc("Print the summary as JSON (with -v, "
                                    "also every packet's outputs)"),
@@ -171,7 +236,7 @@ static cl::opt<char> optLevel(
     "O",
     cl::desc("Optimization level -O0..-O3 (default: -O2 for native code and "
              "the emulator; the interpreter runs -O0 IR unless -O is given)"),
-    cl::Prefix, cl::init('2'), cl::cat(runCategory));
+    cl::Prefix, cl::Grouping, cl::init('2'), cl::cat(runCategory));
 // Registered as "emu-stats-json" and renamed in main(): LLVM's statistics
 // own "stats-json" until then (as in netvm-emu).
 static cl::opt<std::string> statsJson(
@@ -189,7 +254,8 @@ static cl::opt<unsigned> threads(
     cl::desc("Native code: threads to run packets on (default 1). Stateless "
              "applications get one replica per thread; stateful ones run on "
              "one thread unless --pipeline. Outputs keep the arrival order"),
-    cl::value_desc("N"), cl::init(1), cl::Prefix, cl::cat(runCategory));
+    cl::value_desc("N"), cl::init(1), cl::Prefix, cl::Grouping,
+    cl::cat(runCategory));
 static cl::opt<bool> pipeline(
     "pipeline",
     cl::desc("Native code: split the NetPEs into -j stages (one thread "
@@ -365,8 +431,28 @@ public:
 
   /// The per-sink and per-NetPE summary (or JSON) and --dump-data;
   /// `source` is the source packets went into ("" in pull mode).
+  /// A tcpdump expression: a load past the captured bytes is libpcap's way
+  /// to reject a packet, not an exception, and the summary counts it with
+  /// the dropped packets ("too short").
+  void shortPacketsAreRejections() { shortRejected = true; }
+
   void summary(uint64_t packets, llvm::StringRef source, bool pulled) {
     rt::Counters c = engine.counters();
+    uint64_t tooShort = 0;
+    if (shortRejected) {
+      tooShort = c.exceptions[NETVM_EXC_PACKET_BOUNDS];
+      c.exceptions[NETVM_EXC_PACKET_BOUNDS] = 0;
+      c.dropped += tooShort;
+    }
+    auto peCounters = [&](unsigned pe) {
+      rt::PECounters p = engine.peCounters(pe);
+      // The expression is one NetPE: every short packet is its own.
+      if (shortRejected && engine.peNames().size() == 1) {
+        p.exceptions -= std::min(p.exceptions, tooShort);
+        p.dropped += tooShort;
+      }
+      return p;
+    };
     std::map<std::string, uint64_t> exceptions;
     for (uint32_t k = 0; k < NETVM_EXC_KINDS; ++k)
       if (c.exceptions[k])
@@ -382,7 +468,7 @@ public:
       for (auto &[kind, count] : exceptions)
         excObj[kind] = static_cast<int64_t>(count);
       for (auto [i, name] : llvm::enumerate(engine.peNames())) {
-        rt::PECounters p = engine.peCounters(i);
+        rt::PECounters p = peCounters(i);
         peObj[name] = llvm::json::Object{
             {"invocations", static_cast<int64_t>(p.runs)},
             {"sent", static_cast<int64_t>(p.sent)},
@@ -394,6 +480,7 @@ public:
           {"source", source},
           {"sinks", std::move(sinkObj)},
           {"dropped", static_cast<int64_t>(c.dropped)},
+          {"too_short", static_cast<int64_t>(tooShort)},
           {"unconnected", static_cast<int64_t>(c.unconnected)},
           {"exceptions", std::move(excObj)},
           {"pes", std::move(peObj)}};
@@ -412,7 +499,10 @@ public:
         os << llvm::formatv("sink {0,-16} {1,10} packets {2,12} bytes\n", name,
                             s.packets, s.bytes);
       }
-      os << llvm::formatv("dropped {0,23}\n", c.dropped);
+      os << llvm::formatv("dropped {0,23}", c.dropped);
+      if (tooShort)
+        os << " (" << tooShort << " too short for the expression)";
+      os << "\n";
       if (c.unconnected)
         os << llvm::formatv("unconnected {0,19}\n", c.unconnected);
       os << llvm::formatv("exceptions {0,20}", c.totalExceptions());
@@ -427,7 +517,7 @@ public:
       }
       os << "\n";
       for (auto [i, name] : llvm::enumerate(engine.peNames())) {
-        rt::PECounters p = engine.peCounters(i);
+        rt::PECounters p = peCounters(i);
         os << llvm::formatv("pe {0,-18} {1,10} runs {2,8} sent {3,8} dropped "
                             "{4,8} exceptions\n",
                             name, p.runs, p.sent, p.dropped, p.exceptions);
@@ -479,6 +569,7 @@ private:
   llvm::ArrayRef<std::string> sinks;
   std::vector<std::unique_ptr<rt::PcapWriter>> writers;
   llvm::json::Array packetResults; // -v --json
+  bool shortRejected = false;
 };
 } // namespace
 
@@ -665,13 +756,16 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
   return engine;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
+static int run(int argc, char **argv) {
   if (cl::Option *llvmStats = cl::getRegisteredOptions().lookup("stats-json"))
     llvmStats->setArgStr("llvm-stats-json");
   statsJson.setArgStr("stats-json");
   registerMachineOptions();
   driver::configureHelp(runCategory, /*showMLIROptions=*/false);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "netvm-run (netvm) " NETVM_VERSION "\n"
+       << "built with LLVM " LLVM_VERSION_STRING "\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "netvm-run - run a NetVM application over packets\n\n"
@@ -690,8 +784,9 @@ int main(int argc, char **argv) {
       "                                   on the ME emulator, with statistics\n"
       "  netvm-run filter.netil -i eth0 -c 1000      live capture (root)\n");
 
-  int inputKinds = !pcapInput.empty() + !hexInput.empty() +
-                   !hexPackets.empty() + !liveDevice.empty();
+  int inputKinds = dumpCode ? 1
+                            : !pcapInput.empty() + !hexInput.empty() +
+                                  !hexPackets.empty() + !liveDevice.empty();
   if (inputKinds != 1)
     return fail("give exactly one packet input: -r FILE, --hex FILE, "
                 "--hex-packet FILE... or -i INTERFACE");
@@ -742,6 +837,13 @@ int main(int argc, char **argv) {
                                   ? driver::OptimizeFor::ME
                                   : driver::OptimizeFor::Native)))
     return 1;
+  if (dumpCode) {
+    module->print(llvm::outs());
+    return 0;
+  }
+  // A filter's packets either match (leave through a sink) or not: -c
+  // counts the matches, as tcpdump -c counts what its filter accepts.
+  bool isFilter = input->kind != driver::Input::Kind::Files;
   int status = 1;
   std::unique_ptr<rt::Engine> engine = createEngine(*module, level, status);
   if (!engine)
@@ -749,6 +851,10 @@ int main(int argc, char **argv) {
   std::unique_ptr<rt::PacketReader> reader = openInput();
   if (!reader)
     return 1;
+  if (!rt::checkLinkType(*reader, error)) {
+    std::string name = !pcapInput.empty() ? pcapInput : liveDevice;
+    return fail(name.empty() ? error : name + ": " + error);
+  }
 
   unsigned source = 0;
   if (!sourceName.empty()) {
@@ -762,10 +868,31 @@ int main(int argc, char **argv) {
     return fail("the application has no source to push packets into");
   }
 
-  llvm::raw_ostream &os = llvm::outs();
+  // A filter prints a line per matching packet on standard output, as
+  // tcpdump does, unless its packets go elsewhere or another listing was
+  // asked for; the summary then goes to standard error.
+  bool lines = isFilter && !quiet && writePattern.empty() && !verbose &&
+               !json && !resultsFormat && !dumpData && pullCount == 0;
+  std::optional<tools::PacketLines> packetLines;
+  if (lines) {
+    tools::LineOptions lineOptions;
+    lineOptions.timestamps = timeFormat.getNumOccurrences();
+    lineOptions.linkHeader = linkHeader;
+    lineOptions.hex =
+        std::max(hexDump.getNumOccurrences(), hexAsciiDump.getNumOccurrences());
+    lineOptions.ascii = hexAsciiDump.getNumOccurrences() > 0;
+    lineOptions.asciiOnly = asciiDump;
+    packetLines.emplace(protodb::Database::builtin(), lineOptions);
+  }
+  // The summary goes where it does not mix with what standard output
+  // carries: packet lines, or the pcap file of -w -.
+  llvm::raw_ostream &os =
+      lines || writePattern == "-" ? llvm::errs() : llvm::outs();
   Report report(*engine, os);
   if (!report.openWriters(reader->linkType(), reader->snapLength()))
     return 1;
+  if (isFilter && input->language == driver::FilterLanguage::PcapFilter)
+    report.shortPacketsAreRejections();
   rt::PacketResult init = engine->initialize();
   if (!engine->failure().empty())
     return fail(engine->failure());
@@ -814,7 +941,6 @@ int main(int argc, char **argv) {
             .count();
   } else {
     rt::StreamOptions streamOptions;
-    streamOptions.maxPackets = maxPackets;
     streamOptions.chunk = chunkSize;
     streamOptions.stop = &interrupted;
     // -w: outputs go to the files as they leave (no per-packet results).
@@ -824,18 +950,36 @@ int main(int argc, char **argv) {
     rt::OutputFn outputFn = onOutput;
     if (!writePattern.empty())
       streamOptions.onOutput = &outputFn;
-    bool perPacket = verbose || resultsFormat;
-    auto onPacket = [&](uint64_t number, uint32_t length,
+    bool perPacket = verbose || resultsFormat || lines;
+    if (isFilter)
+      streamOptions.maxMatches = maxPackets;
+    else
+      streamOptions.maxPackets = maxPackets;
+    auto onPacket = [&](uint64_t number, const netvm_packet &packet,
                         const rt::PacketResult &result) {
-      report.packet(number, length, result, /*written=*/true);
+      report.packet(number, packet.length, result, /*written=*/true);
+      if (packetLines && !result.outputs.empty()) {
+        packetLines->print(llvm::outs(), packet);
+        if (lineBuffered)
+          llvm::outs().flush();
+      }
     };
     rt::StreamFn fn = onPacket;
-    inputOk = engine->runStream(source, *reader, streamOptions,
-                                perPacket ? &fn : nullptr,
-                                rt::ResultDetail::Full, stats, error);
+    inputOk = engine->runStream(
+        source, *reader, streamOptions, perPacket ? &fn : nullptr,
+        lines ? rt::ResultDetail::Verdicts : rt::ResultDetail::Full, stats,
+        error);
   }
-  if (!inputOk)
-    fail(error);
+  // A read error (a trace cut mid-record) comes after what was read, as
+  // with tcpdump: the packets and the summary first, then the error, which
+  // names the file.
+  std::string inputName = !pcapInput.empty()    ? pcapInput.getValue()
+                          : !hexInput.empty()   ? hexInput.getValue()
+                          : !liveDevice.empty() ? liveDevice.getValue()
+                                                : std::string();
+  if (!inputOk && !inputName.empty() &&
+      !llvm::StringRef(error).starts_with(inputName + ":"))
+    error = inputName + ": " + error;
   // A failure of the engine (the emulated machine faulted) loses results:
   // never report the rest as if it were complete.
   if (!engine->failure().empty())
@@ -857,8 +1001,6 @@ int main(int argc, char **argv) {
                                  : 0.0,
         how);
   }
-  if (!inputOk)
-    return 1;
   if (!statsJson.empty() && engine->emulatorStats()) {
     std::string text = me::statsToJson(*engine->emulatorStats()) + "\n";
     if (statsJson == "-") {
@@ -871,14 +1013,31 @@ int main(int argc, char **argv) {
       out << text;
     }
   }
-  if (resultsFormat) {
+  if (resultsFormat)
     report.memories();
-    return 0;
+  else
+    report.summary(stats.packets,
+                   engine->sourceNames().empty()
+                       ? llvm::StringRef()
+                       : llvm::StringRef(engine->sourceNames()[source]),
+                   pullCount > 0);
+  if (!inputOk) {
+    llvm::outs().flush(); // the summary before the error
+    return fail(error);
   }
-  report.summary(stats.packets,
-                 engine->sourceNames().empty()
-                     ? llvm::StringRef()
-                     : llvm::StringRef(engine->sourceNames()[source]),
-                 pullCount > 0);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  int status = run(argc, argv);
+  // Standard output that could not be written (a full disk, a closed
+  // pipe) is an ordinary error, and the results are not complete.
+  llvm::outs().flush();
+  if (std::error_code ec = llvm::outs().error()) {
+    llvm::outs().clear_error();
+    fail("cannot write standard output: " + ec.message());
+    return status ? status : 1;
+  }
+  return status;
 }

@@ -17,6 +17,8 @@
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <memory>
 #include <optional>
@@ -111,7 +113,9 @@ struct Input {
 /// Input or says, in the tool's option names, what is wrong.
 struct InputOptions {
   /// Positional words: files, or (with expressionWords) the words of a
-  /// tcpdump expression, as in `tcpdump -r f.pcap tcp port 80`.
+  /// tcpdump expression, as in `tcpdump -r f.pcap tcp port 80`: files when
+  /// the first word ends in `.netil`, `.nvapp` or `.mlir` (nothing else:
+  /// not a word with a '/', not a file that happens to exist).
   std::vector<std::string> files;
   bool expressionWords = false;
   std::optional<std::string> pcapFilter, pfl, filterFile;
@@ -153,6 +157,12 @@ private:
 
 /// The single netvm.application of a module, or null.
 ApplicationOp getApplication(mlir::ModuleOp module);
+
+/// A source file's text ("-": standard input, named "<stdin>"), read up to
+/// `limit` bytes: a file larger than that (a device such as /dev/zero
+/// never ends) is an error saying so, not a process that eats memory.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readSourceFile(llvm::StringRef path, size_t limit = size_t(64) << 20);
 
 /// The code the optimized IR is for: native code (little-endian hosts) or
 /// the big-endian microengines, where swapping constants' byte order does

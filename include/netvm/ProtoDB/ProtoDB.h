@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,41 @@ private:
 
 /// "did you mean 'a', 'b' or 'c'?" (empty when there is nothing close).
 std::string didYouMean(llvm::ArrayRef<std::string> names);
+
+/// Where one field of a decoded header is in the packet.
+struct DecodedField {
+  std::string name;
+  uint32_t offset = 0, size = 0; // bytes
+  uint32_t mask = 0;             // bit fields: the bits of the size bytes
+  /// The value of a field of 1 to 4 bytes (a bit field's bits shifted
+  /// down), as buf2int reads it; nothing for other sizes.
+  std::optional<uint32_t> value(llvm::ArrayRef<uint8_t> packet) const;
+};
+
+/// One header of a decoded packet.
+struct DecodedHeader {
+  const Protocol *protocol = nullptr;
+  uint32_t offset = 0, length = 0;
+  /// Every field decoded, in order (a field decoded twice, such as an
+  /// option in a loop, appears each time).
+  std::vector<DecodedField> fields;
+  /// The header ends beyond the captured bytes (or a database expression
+  /// could not be evaluated): the fields decoded so far are here, no
+  /// header follows.
+  bool truncated = false;
+
+  /// The last field decoded with this name, or null.
+  const DecodedField *field(llvm::StringRef name) const;
+  std::optional<uint32_t> value(llvm::StringRef name,
+                                llvm::ArrayRef<uint8_t> packet) const;
+};
+
+/// Decode the headers of `packet` (its captured bytes) from `db`'s
+/// startproto on, as the code NetPFL generates parses them
+/// (docs/protodb.md): never past the captured bytes, every loop moving
+/// forward, at most 64 headers.
+std::vector<DecodedHeader> decode(const Database &db,
+                                  llvm::ArrayRef<uint8_t> packet);
 
 } // namespace netvm::protodb
 

@@ -75,9 +75,10 @@ struct EngineOptions {
 using ResultFn = llvm::function_ref<void(size_t index, const PacketResult &)>;
 
 /// Receives each packet's result of a stream: its arrival number (from 1),
-/// its length as read, and the result (valid during the call).
-using StreamFn = llvm::function_ref<void(uint64_t number, uint32_t length,
-                                         const PacketResult &)>;
+/// the packet as read (its length, wire length and time stamp; its bytes
+/// as the application left them) and the result, valid during the call.
+using StreamFn = llvm::function_ref<void(
+    uint64_t number, const netvm_packet &packet, const PacketResult &)>;
 
 /// Receives each packet that leaves through a sink, in arrival order, as it
 /// left (valid during the call).
@@ -90,12 +91,19 @@ PacketView view(const Output &out);
 /// What a stream run read.
 struct StreamStats {
   uint64_t packets = 0;
+  /// Packets that left through a sink (counted when the run delivers
+  /// results: with a StreamFn or StreamOptions::maxMatches).
+  uint64_t matches = 0;
   double readSeconds = 0, processSeconds = 0;
 };
 
 struct StreamOptions {
-  /// Stop after this many packets (0: no limit).
+  /// Stop after this many packets read (0: no limit).
   uint64_t maxPackets = 0;
+  /// Stop after this many packets left through a sink (0: no limit), as
+  /// tcpdump -c counts the packets its filter accepts. No packet after the
+  /// last of them is run.
+  uint64_t maxMatches = 0;
   /// Packets read before they are processed together.
   size_t chunk = 65536;
   /// Set from elsewhere (a signal handler) to stop reading.
@@ -168,12 +176,12 @@ public:
                           const OutputFn &onOutput);
   /// Read packets from `reader` and run them in chunks through `source`
   /// until the input ends (a live capture's read timeout is not an end),
-  /// `options.maxPackets` packets or `*options.stop`. With `onPacket`, each
-  /// packet's result is delivered with its arrival number (from 1) and the
-  /// length it had when read; with `options.onOutput`, every output. Packets
-  /// of a mapped file run where they are (PacketReader::stableViews).
-  /// Returns false with `error` set if reading failed; the packets read
-  /// before it ran.
+  /// `options.maxPackets` packets, `options.maxMatches` matching ones or
+  /// `*options.stop`. With `onPacket`, each packet's result is delivered
+  /// with its arrival number (from 1) and the packet as read; with
+  /// `options.onOutput`, every output. Packets of a mapped file run where
+  /// they are (PacketReader::stableViews). Returns false with `error` set
+  /// if reading failed; the packets read before it ran.
   bool runStream(unsigned source, PacketReader &reader,
                  const StreamOptions &options, const StreamFn *onPacket,
                  ResultDetail detail, StreamStats &stats, std::string &error);
@@ -192,6 +200,13 @@ public:
   virtual PECounters peCounters(unsigned pe) const = 0;
   virtual SinkCounters sinkCounters(unsigned sink) const = 0;
 };
+
+/// Whether netvm can run the packets of `reader`: applications (NetIL
+/// assumes Ethernet) and compiled filters read Ethernet frames, so any
+/// other link type (a Linux "cooked" capture, raw IP, loopback) is refused
+/// with `error` naming it, rather than matching nothing. runStream checks
+/// it; tools call it to refuse before they start.
+bool checkLinkType(const PacketReader &reader, std::string &error);
 
 /// Totals for engines that do not count for themselves: fed every result,
 /// it keeps Counters and SinkCounters as the native runtime does.
