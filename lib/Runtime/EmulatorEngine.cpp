@@ -177,10 +177,7 @@ std::string describe(const me::Fault &f) {
 //===----------------------------------------------------------------------===//
 
 /// A packet of a batch, as the run keeps it.
-struct BatchPacket {
-  const uint8_t *data = nullptr;
-  uint32_t length = 0, wireLength = 0, seconds = 0, microseconds = 0;
-};
+using BatchPacket = PacketView;
 
 /// The batch, in order, on one receive port.
 class BatchInput final : public me::PacketInput {
@@ -338,12 +335,7 @@ public:
   }
 
   PacketResult push(unsigned source, const TracePacket &packet) override {
-    BatchPacket p;
-    p.data = packet.bytes.data();
-    p.length = static_cast<uint32_t>(packet.bytes.size());
-    p.wireLength = packet.wireLength;
-    p.seconds = packet.seconds;
-    p.microseconds = packet.microseconds;
+    BatchPacket p = viewOf(packet);
     std::vector<PacketResult> results;
     runBatch(source, p, ResultDetail::Full, results);
     return results.empty() ? PacketResult() : std::move(results.front());

@@ -254,7 +254,8 @@ static constexpr OptionEntry optionTable[] = {
      false},
     {{"max-packet", "BYTES",
       "Bytes of a packet that receive copies to DRAM; longer packets are "
-      "truncated (default 2048)"},
+      "truncated (default 2048; 65536 for applications compiled by netc, "
+      "netvm-run --engine=emu and Python)"},
      setInteger<&MachineConfig::maxPacketBytes, 64, 65536>,
      false},
     {{"rbufs", "N", "Receive buffer elements (default 16)"},

@@ -139,9 +139,10 @@ private:
                            Value value, unsigned size);
   LogicalResult lowerInfoStore(StoreOp op);
   LogicalResult lowerCheckBounds(CheckBoundsOp op);
-  /// Raises packet_bounds at `loc` unless [offset, offset + extent) lies
-  /// in the packet.
-  void packetRangeCheck(Location loc, Value offset, Value extent);
+  /// The DRAM addresses of packet[offset, offset + length), after raising
+  /// packet_bounds unless the range is in the packet (or `inBounds`).
+  std::pair<Value, Value> packetSpan(Location loc, Value offset, Value length,
+                                     bool inBounds);
   /// The same for any memory (its size and bounds exception).
   LogicalResult rangeCheck(Operation *op, MemSpace space, Value offset,
                            Value extent);
@@ -779,64 +780,21 @@ LogicalResult HandlerLowering::lowerStore(StoreOp op) {
 }
 
 LogicalResult HandlerLowering::lowerCheckBounds(CheckBoundsOp op) {
-  Location loc = op.getLoc();
-  ExceptionKind kind = ExceptionKind::PacketBounds;
-  Value length;
-  if (op.getSpace() == MemSpace::Packet) {
-    length = med::ArgOp::create(b, loc, b.getI32Type(), "length");
-  } else if (op.getSpace() == MemSpace::Info) {
-    kind = ExceptionKind::InfoBounds;
-    length = constant(options.infoSize, loc);
-  } else {
-    auto space = sramSpace(op, op.getSpace());
-    if (failed(space))
-      return failure();
-    kind = op.getSpace() == MemSpace::Data     ? ExceptionKind::DataBounds
-           : op.getSpace() == MemSpace::Shared ? ExceptionKind::SharedBounds
-                                               : ExceptionKind::InitDataBounds;
-    length = constant(space->second, loc);
-  }
-  Block *raise = raiseBlock(loc, kind);
-  auto offset = constantOf(op.getOffset());
-  Block *current = b.getInsertionBlock();
-  Block *next = newBlock();
-  b.setInsertionPointToEnd(current);
-  if (offset && !op.getLength()) {
-    // length < offset + extent: borrow.
-    uint64_t end = *offset + static_cast<uint64_t>(op.getExtent());
-    if (end > 0xffffffffull) {
-      med::BrOp::create(b, loc, ValueRange(), raise);
-    } else {
-      med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("-"),
-                           length, constant(static_cast<uint32_t>(end), loc),
-                           ValueRange(), ValueRange(), raise, next);
-    }
-    b.setInsertionPointToEnd(next);
-    return success();
-  }
-  Value off = get(op.getOffset());
-  Value extent = op.getLength()
-                     ? get(op.getLength())
-                     : constant(static_cast<uint32_t>(op.getExtent()), loc);
-  // offset + extent must not carry, and must not exceed the length.
-  Block *compare = next;
-  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("+"),
-                       off, extent, ValueRange(), ValueRange(), raise, compare);
-  b.setInsertionPointToEnd(compare);
-  Value end =
-      alu(loc, "+", get(op.getOffset()),
-          op.getLength() ? get(op.getLength()) : constant(op.getExtent(), loc));
-  Block *after = newBlock();
-  b.setInsertionPointToEnd(compare);
-  med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("-"),
-                       length, end, ValueRange(), ValueRange(), raise, after);
-  b.setInsertionPointToEnd(after);
-  return success();
+  Value extent =
+      op.getLength()
+          ? get(op.getLength())
+          : constant(static_cast<uint32_t>(op.getExtent()), op.getLoc());
+  return rangeCheck(op, op.getSpace(), get(op.getOffset()), extent);
 }
 
-void HandlerLowering::packetRangeCheck(Location loc, Value offset,
-                                       Value extent) {
-  (void)rangeCheck(nullptr, MemSpace::Packet, offset, extent, loc);
+std::pair<Value, Value> HandlerLowering::packetSpan(Location loc, Value offset,
+                                                    Value length,
+                                                    bool inBounds) {
+  if (!inBounds)
+    (void)rangeCheck(nullptr, MemSpace::Packet, offset, length, loc);
+  Value buffer = med::ArgOp::create(b, loc, b.getI32Type(), "buffer");
+  Value start = alu(loc, "+", buffer, offset);
+  return {start, alu(loc, "+", start, length)};
 }
 
 LogicalResult HandlerLowering::rangeCheck(Operation *op, MemSpace space,
@@ -868,8 +826,23 @@ LogicalResult HandlerLowering::rangeCheck(Operation *op, MemSpace space,
   }
   }
   Block *raise = raiseBlock(loc, kind);
-  // offset + extent must not carry, and must not exceed the length.
   Block *current = b.getInsertionBlock();
+  auto c = constantOf(offset), n = constantOf(extent);
+  if (c && n) {
+    // length < offset + extent: one compare (or always out of range).
+    uint64_t end = uint64_t(*c) + *n;
+    Block *next = newBlock();
+    b.setInsertionPointToEnd(current);
+    if (end > 0xffffffffull)
+      med::BrOp::create(b, loc, ValueRange(), raise);
+    else
+      med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("-"),
+                           length, constant(static_cast<uint32_t>(end), loc),
+                           ValueRange(), ValueRange(), raise, next);
+    b.setInsertionPointToEnd(next);
+    return success();
+  }
+  // offset + extent must not carry, and must not exceed the length.
   Block *compare = newBlock();
   b.setInsertionPointToEnd(current);
   med::CmpBrOp::create(b, loc, b.getStringAttr("bcs"), b.getStringAttr("+"),
@@ -894,11 +867,8 @@ LogicalResult HandlerLowering::lowerChecksum(ChecksumOp op) {
   // of its sum (RFC 1071, "byte order independence"): swapped back.
   Location loc = op.getLoc();
   Type i32 = b.getI32Type();
-  if (!op.getInBounds())
-    packetRangeCheck(loc, get(op.getOffset()), get(op.getLength()));
-  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
-  Value start = alu(loc, "+", buffer, get(op.getOffset()));
-  Value end = alu(loc, "+", start, get(op.getLength()));
+  auto [start, end] = packetSpan(loc, get(op.getOffset()), get(op.getLength()),
+                                 op.getInBounds());
   Value ones = constant(0xffffffff, loc);
   // The bytes of the first word before the range, and of the last after.
   Value headBits = shifted(loc, "b", Value(),
@@ -1094,7 +1064,7 @@ LogicalResult HandlerLowering::lowerPacketScan(PacketScanOp op) {
   unsigned width = widthOf(op.getValue().getType()) / 8;
   Value start = get(op.getOffset());
   if (!op.getInBounds())
-    packetRangeCheck(loc, start, constant(1, loc));
+    (void)rangeCheck(op, MemSpace::Packet, start, constant(1, loc));
   Value needle = get(op.getValue());
   Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
   Value length = med::ArgOp::create(b, loc, i32, "length");
@@ -1140,8 +1110,9 @@ LogicalResult HandlerLowering::lowerFieldCmp(FieldCmpOp op) {
   Type i32 = b.getI32Type();
   Value length = get(op.getLength());
   if (!op.getInBounds()) {
-    packetRangeCheck(loc, get(op.getLhs()), length);
-    packetRangeCheck(loc, get(op.getRhs()), get(op.getLength()));
+    (void)rangeCheck(op, MemSpace::Packet, get(op.getLhs()), length);
+    (void)rangeCheck(op, MemSpace::Packet, get(op.getRhs()),
+                     get(op.getLength()));
   }
   Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
   Value lhs = alu(loc, "+", buffer, get(op.getLhs()));
@@ -1238,14 +1209,11 @@ LogicalResult HandlerLowering::lowerPacketCrc(PacketCrcOp op) {
   // bytes bit by bit in the ALU.
   Location loc = op.getLoc();
   Type i32 = b.getI32Type();
-  if (!op.getInBounds())
-    packetRangeCheck(loc, get(op.getOffset()), get(op.getLength()));
   bool crc32 = op.getKind() == CrcKind::Crc32;
   uint32_t poly = crc32 ? 0xEDB88320u : 0x82F63B78u;
-  Value buffer = med::ArgOp::create(b, loc, i32, "buffer");
-  Value start = alu(loc, "+", buffer, get(op.getOffset()));
   Value length = get(op.getLength());
-  Value end = alu(loc, "+", start, length);
+  auto [start, end] =
+      packetSpan(loc, get(op.getOffset()), length, op.getInBounds());
   Value wordsEnd =
       alu(loc, "+", start, alu(loc, "and~", length, constant(3, loc)));
   med::CsrWriteOp::create(b, loc, "crc_remainder", constant(0xffffffff, loc));
