@@ -382,6 +382,8 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
          static_cast<uint32_t>(handler.getKind()), locationString(op->getLoc()),
          std::move(detail)});
     ++pe.counters.exceptions;
+    for (CoproPtr &copro : pe.coprocessors)
+      netvm_copro_abandon(copro.get());
     exit = HandlerExit{HandlerExit::Raised};
   };
   // Bounds-checked access to a memory space; null after raising.

@@ -189,6 +189,8 @@ public:
     const BatchPacket &p = packets[at++];
     packet.bytes.assign(p.data, p.data + p.length);
     packet.wireLength = std::max(p.wireLength, p.length);
+    packet.seconds = p.seconds;
+    packet.microseconds = p.microseconds;
     return true;
   }
 

@@ -404,3 +404,8 @@ void netvm_copro_attach(netvm_copro *c, const uint8_t *packet,
 }
 
 const char *netvm_copro_error(const netvm_copro *c) { return c->error; }
+
+void netvm_copro_abandon(netvm_copro *c) {
+  if (c && c->ops == &lookup_ops)
+    ((struct lookup_state *)c->state)->pending_length = 0;
+}

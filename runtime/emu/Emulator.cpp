@@ -958,7 +958,7 @@ void Emulator::Impl::applyEvent(Event &e) {
   }
   case EventKind::RxDone: {
     MEState &me = mes[e.me];
-    uint32_t desc[4] = {0, 0, 1, 0}; // status bit 0: end of input
+    uint32_t desc[6] = {0, 0, 1, 0, 0, 0}; // status bit 0: end of input
     if (e.aux != ~0u) {
       BufferedPacket &bp = inFlight[e.aux];
       const InputPacket &p = bp.packet;
@@ -972,6 +972,8 @@ void Emulator::Impl::applyEvent(Event &e) {
       desc[1] = wire;
       desc[2] = (truncated ? 2u : 0u) | bp.port << 8;
       desc[3] = uint32_t(bp.sequence);
+      desc[4] = p.seconds;
+      desc[5] = p.microseconds;
       ++stats.packetsReceived;
       stats.bytesReceived += wire;
       stats.packetsTruncated += truncated;
@@ -1047,6 +1049,7 @@ bool Emulator::Impl::pullPacket(unsigned port, uint64_t arrival,
     spare.pop_back();
     packet.bytes.clear();
     packet.wireLength = 0;
+    packet.seconds = packet.microseconds = 0;
   }
   if (!rx.input->next(packet)) {
     rx.done = true;

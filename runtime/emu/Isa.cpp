@@ -476,7 +476,7 @@ bool netvm::me::decode(uint64_t word, Instr &in, std::string &why) {
       why = "an atomic command works on one word";
       return false;
     }
-    if ((in.op == Op::MsfRx && in.count > 4) ||
+    if ((in.op == Op::MsfRx && in.count > 6) ||
         (in.op == Op::MsfTx && in.count > 4) ||
         (transferWords(in.op, 1) == 2 && in.count > 8)) {
       why = "count " + std::to_string(in.count) + " too large for the command";

@@ -163,8 +163,12 @@ void netvm_rt_exception(netvm_ctx *ctx, uint32_t kind, uint32_t site,
       site < vm->app->num_sites ? &vm->app->sites[site] : NULL;
   if (kind < NETVM_EXC_KINDS)
     w->exceptions[kind]++;
-  if (where && where->pe < vm->app->num_pes)
+  if (where && where->pe < vm->app->num_pes) {
+    uint32_t j;
     w->pe_exceptions[where->pe]++;
+    for (j = 0; j < vm->app->pes[where->pe].num_coprocessors; ++j)
+      netvm_copro_abandon(vm->pes[where->pe].coprocessors[j]);
+  }
   vm->exception_sequence = xb ? xb->sequence : w->sequence;
   if (!((w->pipeline || w->recorder) &&
         netvm_runner_on_exception(w, kind, where)) &&

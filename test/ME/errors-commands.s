@@ -16,8 +16,8 @@
     sram[frob, $0, a0, 0]
 ; CHECK: :[[@LINE+1]]:20: error: both source operands are in GPR bank A; an instruction reads at most one operand from each bank
     sram[read, $0, a0, a1]
-; CHECK: :[[@LINE+1]]:24: error: the count of msf[rx] is 1-4
-    msf[rx, $0, a0, 0, 5]
+; CHECK: :[[@LINE+1]]:24: error: the count of msf[rx] is 1-6
+    msf[rx, $0, a0, 0, 7]
 ; CHECK: :[[@LINE+1]]:24: error: the count of msf[tx] is 1-4
     msf[tx, $0, a0, 0, 5]
 ; CHECK: :[[@LINE+1]]:45: error: a command raises one signal

@@ -114,6 +114,30 @@ TEST(Coprocessor, LookupErrors) {
   EXPECT_FALSE(netvm_copro_invoke(c.get(), 1)); // 17-word key
 }
 
+TEST(Coprocessor, LookupAbandonForgetsThePendingKey) {
+  // Key [3] -> 30. A key half-built ([8]) when the handler raised is
+  // abandoned: the next read_value looks up [R0] = [3], not [8, 3].
+  Copro c = make("lookup");
+  ASSERT_TRUE(netvm_copro_write(c.get(), 0, 3));
+  ASSERT_TRUE(netvm_copro_invoke(c.get(), 1));
+  ASSERT_TRUE(netvm_copro_write(c.get(), 0, 30));
+  ASSERT_TRUE(netvm_copro_invoke(c.get(), 2));
+  ASSERT_TRUE(netvm_copro_write(c.get(), 0, 8));
+  ASSERT_TRUE(netvm_copro_invoke(c.get(), 1));
+  netvm_copro_abandon(c.get());
+  ASSERT_TRUE(netvm_copro_write(c.get(), 0, 3));
+  ASSERT_TRUE(netvm_copro_invoke(c.get(), 3));
+  EXPECT_EQ(reg(c.get(), 1), 1u);
+  EXPECT_EQ(reg(c.get(), 0), 30u);
+  // Without a pending key, add_value fails after abandon.
+  ASSERT_TRUE(netvm_copro_invoke(c.get(), 1));
+  netvm_copro_abandon(c.get());
+  EXPECT_FALSE(netvm_copro_invoke(c.get(), 2));
+  // Other coprocessors accept it (nothing to abandon).
+  netvm_copro_abandon(make("associative").get());
+  netvm_copro_abandon(nullptr);
+}
+
 TEST(Coprocessor, AssociativeLongestPrefix) {
   Copro c = make("associative");
   auto insert = [&](uint32_t key, uint32_t keyLen, uint32_t value) {

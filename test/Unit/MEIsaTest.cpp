@@ -458,6 +458,57 @@ end:
   EXPECT_EQ(stats.packetsReceived, 4u);
 }
 
+TEST(MEEmulator, ReceiveDescriptorCarriesTheArrivalTime) {
+  // Words 4 and 5 of the descriptor: the input's seconds and microseconds.
+  // The program sends them as the packet's first 8 bytes.
+  Image image = assembleOrFail(R"(
+.me 0
+.ctx_enable 1
+loop:
+    msf[rx, $0, 0, 0, 6], ctx_swap[s1]
+    br_bset[$2, 0, end]
+    alu[$$0, --, b, $4]
+    alu[$$1, --, b, $5]
+    dram[write, $$0, 0, 0, 1], ctx_swap[s2]
+    immed[$0, 8]
+    immed[$1, 0]
+    immed[$2, 0]
+    msf[tx, $0, 0, 0, 3], ctx_swap[s2]
+    br[loop]
+end:
+    ctx_arb[kill]
+)");
+  struct TimedInput : PacketInput {
+    unsigned at = 0;
+    bool next(InputPacket &packet) override {
+      if (at == 2)
+        return false;
+      packet.bytes.assign(60, 0);
+      packet.seconds = 1700000000u + at;
+      packet.microseconds = 999999u - at;
+      ++at;
+      return true;
+    }
+  } in;
+  MachineConfig config;
+  Emulator emulator(config);
+  std::string error;
+  ASSERT_TRUE(emulator.load(image, error)) << error;
+  emulator.setInput(0, &in);
+  PortOutput out;
+  emulator.setOutput(&out);
+  emulator.run();
+  ASSERT_TRUE(emulator.stats().faults.empty());
+  ASSERT_EQ(out.sent.size(), 2u);
+  for (unsigned k = 0; k < 2; ++k) {
+    uint32_t s = 1700000000u + k, us = 999999u - k;
+    std::vector<uint8_t> want = {
+        uint8_t(s >> 24),  uint8_t(s >> 16),  uint8_t(s >> 8),  uint8_t(s),
+        uint8_t(us >> 24), uint8_t(us >> 16), uint8_t(us >> 8), uint8_t(us)};
+    EXPECT_EQ(out.sent[k].second, want) << "packet " << k;
+  }
+}
+
 TEST(MEEmulator, TransmitToAPortBeyondTheFabricFaults) {
   Image image = assembleOrFail(R"(
 .me 0

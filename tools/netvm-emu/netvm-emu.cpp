@@ -149,6 +149,8 @@ public:
       return false;
     std::swap(trace.bytes, packet.bytes);
     packet.wireLength = trace.wireLength;
+    packet.seconds = trace.seconds;
+    packet.microseconds = trace.microseconds;
     return true;
   }
   std::unique_ptr<netvm::rt::PacketReader> reader;

@@ -41,7 +41,23 @@ struct MELoweringOptions {
   uint32_t bufferBytes = 65536;
   /// SRAM byte address of the NetPE's random-number state (a word).
   uint32_t randomState = 0;
+  /// SRAM byte address of the NetPE's lookup table (meLookupTableBytes;
+  /// 0 when the NetPE does not use the lookup coprocessor).
+  uint32_t lookupBase = 0;
+  /// Local memory window 0 word that holds the packet's arrival seconds
+  /// (microseconds in the next word); -1 if no handler reads them.
+  int timestampWord = -1;
 };
+
+/// The lookup coprocessor on the MEs (docs/me-backend.md, "Coprocessors"):
+/// an SRAM table of meLookupSlots slots, probed linearly from a hash of the
+/// key, after a word that counts the entries. A slot is the key's length
+/// in words (0: empty), the value, then up to 16 key words. It holds at
+/// most meLookupCapacity entries, as the lookup coprocessor does on every
+/// engine.
+constexpr uint32_t meLookupCapacity = 16384, meLookupSlots = 32768,
+                   meLookupSlotBytes = 72;
+constexpr uint32_t meLookupTableBytes = 8 + meLookupSlots * meLookupSlotBytes;
 
 /// What the lowering of one handler found out, for the packet path.
 struct MEHandlerInfo {

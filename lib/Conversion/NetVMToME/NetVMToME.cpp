@@ -209,6 +209,49 @@ private:
   /// location).
   Block *raiseBlock(Location loc, ExceptionKind kind);
 
+  // Coprocessors (the lookup coprocessor only). Its registers R0 and R1
+  // and the pending key are SSA values while the handler runs: the
+  // handler must write a register before it reads it and leave no key
+  // pending (then nothing carries from one packet to the next, and a
+  // context's copy is the NetPE's). Blocks take the live ones as extra
+  // arguments after their own.
+  struct CoproPoint {
+    bool reachable = false;
+    unsigned pending = 0; // words of the pending key
+    unsigned defined = 0; // bit r: register r written
+    bool operator==(const CoproPoint &o) const {
+      return reachable == o.reachable && pending == o.pending &&
+             defined == o.defined;
+    }
+  };
+  /// The state at each block's entry; refuses what the MEs cannot keep.
+  LogicalResult analyzeCopro();
+  /// Runs the block's coprocessor operations from `point`; with `check`,
+  /// refuses reads of registers not written.
+  LogicalResult transferCopro(Block *block, CoproPoint &point, bool check);
+  /// The branch operands of an edge to `dest`: its own, then the live
+  /// coprocessor values.
+  SmallVector<Value> edge(Block *dest, ValueRange operands);
+  LogicalResult lowerCoproInvoke(CoproInvokeOp op);
+  /// Probes the lookup table for `key`: the blocks reached on a hit and on
+  /// an empty slot, and the slot's offset and value there.
+  struct Probe {
+    Block *hit, *miss;
+    Value offset, value;
+  };
+  /// Ends the current block with a branch into the probe loop.
+  Probe enterProbe(Location loc, ArrayRef<Value> key);
+  Value lookupSlots(Location loc) {
+    return constant(options.lookupBase + 8, loc);
+  }
+  enum : unsigned { coproR0 = 0, coproR1 = 1, coproKey = 2 };
+  /// Words of a slot per SRAM command (the transfer registers hold 15).
+  static constexpr unsigned lookupChunk = 12;
+  DenseMap<Block *, CoproPoint> coproEntry;
+  SmallVector<Value> copro; // R0, R1, then the pending key's words
+  /// The handler changes the table: its operations take the state token.
+  bool tableWrites = false;
+
   LogicalResult lowerOp(Operation *op);
   LogicalResult refuse(Operation *op, const Twine &why) {
     return op->emitError("the microengine back end cannot compile ")
@@ -1337,6 +1380,344 @@ LogicalResult HandlerLowering::lowerRandom(RandomOp op) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// The lookup coprocessor
+//===----------------------------------------------------------------------===//
+
+LogicalResult HandlerLowering::transferCopro(Block *block, CoproPoint &point,
+                                             bool check) {
+  auto needs = [&](Operation *op, unsigned reg) -> LogicalResult {
+    if (!check || (point.defined & (1u << reg)))
+      return success();
+    return refuse(op, Twine("a read of lookup register R") + Twine(reg) +
+                          " that this handler has not written (the "
+                          "registers do not carry from packet to packet)");
+  };
+  for (Operation &op : *block) {
+    if (!point.reachable)
+      return success();
+    if (auto out = dyn_cast<CoproWriteOp>(op)) {
+      if (out.getReg() > 1)
+        point.reachable = false; // raises
+      else
+        point.defined |= 1u << out.getReg();
+    } else if (auto in = dyn_cast<CoproReadOp>(op)) {
+      if (in.getReg() > 1)
+        point.reachable = false;
+      else if (failed(needs(&op, in.getReg())))
+        return failure();
+    } else if (auto invoke = dyn_cast<CoproInvokeOp>(op)) {
+      switch (invoke.getOpcode()) {
+      case 0:
+      case 4:
+        point.pending = 0;
+        break;
+      case 1: // raises with 16 words pending
+        if (point.pending == 16)
+          point.reachable = false;
+        else if (failed(needs(&op, coproR0)))
+          return failure();
+        else
+          ++point.pending;
+        break;
+      case 2: // raises without a key
+        if (point.pending == 0)
+          point.reachable = false;
+        else if (failed(needs(&op, coproR0)))
+          return failure();
+        point.pending = 0;
+        break;
+      case 3:
+        if (point.pending == 0 && failed(needs(&op, coproR0)))
+          return failure();
+        point.defined |= 1u << coproR1;
+        point.pending = 0;
+        break;
+      default:
+        point.reachable = false;
+        break;
+      }
+    } else if (op.hasTrait<OpTrait::IsTerminator>() &&
+               op.getNumSuccessors() == 0 && !isa<TrapOp>(op) &&
+               point.pending && check) {
+      return refuse(&op, "a handler that ends with a lookup key pending (the "
+                         "key would carry to the next packet)");
+    }
+  }
+  return success();
+}
+
+LogicalResult HandlerLowering::analyzeCopro() {
+  bool any = false;
+  handler.walk([&](Operation *op) {
+    if (isa<CoproWriteOp, CoproReadOp, CoproInvokeOp>(op))
+      any = true;
+    if (auto invoke = dyn_cast<CoproInvokeOp>(op))
+      tableWrites |= handler.getKind() == HandlerKind::Push &&
+                     (invoke.getOpcode() == 0 || invoke.getOpcode() == 2);
+  });
+  if (!any)
+    return success();
+  // A forward analysis to a fixed point; then once more to check reads.
+  Region &body = handler.getBody();
+  CoproPoint start;
+  start.reachable = true;
+  coproEntry[&body.front()] = start;
+  SmallVector<Block *> work{&body.front()};
+  DenseSet<Block *> queued{&body.front()};
+  while (!work.empty()) {
+    Block *block = work.pop_back_val();
+    queued.erase(block);
+    CoproPoint point = coproEntry[block];
+    (void)transferCopro(block, point, /*check=*/false);
+    if (!point.reachable)
+      continue;
+    for (Block *succ : block->getSuccessors()) {
+      auto [it, inserted] = coproEntry.try_emplace(succ, point);
+      CoproPoint &at = it->second;
+      if (!inserted) {
+        CoproPoint merged = at;
+        if (!merged.reachable) {
+          merged = point;
+        } else {
+          if (merged.pending != point.pending)
+            return refuse(&succ->front(),
+                          "paths that meet here with lookup keys of "
+                          "different lengths pending");
+          merged.defined &= point.defined;
+        }
+        if (merged == at)
+          continue;
+        at = merged;
+      }
+      if (queued.insert(succ).second)
+        work.push_back(succ);
+    }
+  }
+  for (auto &[block, point] : coproEntry) {
+    CoproPoint p = point;
+    if (failed(transferCopro(block, p, /*check=*/true)))
+      return failure();
+  }
+  return success();
+}
+
+SmallVector<Value> HandlerLowering::edge(Block *dest, ValueRange operands) {
+  SmallVector<Value> args = mapped(operands);
+  auto it = coproEntry.find(dest);
+  if (it == coproEntry.end())
+    return args;
+  for (unsigned r = 0; r < 2; ++r)
+    if (it->second.defined & (1u << r))
+      args.push_back(copro[r] ? copro[r] : constant(0, dest->front().getLoc()));
+  for (unsigned i = 0; i < it->second.pending; ++i)
+    args.push_back(copro[coproKey + i] ? copro[coproKey + i]
+                                       : constant(0, dest->front().getLoc()));
+  return args;
+}
+
+HandlerLowering::Probe HandlerLowering::enterProbe(Location loc,
+                                                   ArrayRef<Value> key) {
+  // The slot: a hash of the key words (rotate and xor, then the high bits
+  // folded into the low ones), probed linearly until the key or an empty
+  // slot. The table is never full (at most half its slots hold entries).
+  Type i32 = b.getI32Type();
+  unsigned n = key.size();
+  Value h = key[0];
+  for (unsigned i = 1; i < n; ++i)
+    h = alu(loc, "xor", shifted(loc, "b", Value(), h, ">>rot", 27), key[i]);
+  h = alu(loc, "xor", h, shifted(loc, "b", Value(), h, ">>", 15));
+  h = alu(loc, "xor", h, shifted(loc, "b", Value(), h, ">>", 7));
+  Value index = alu(loc, "and", h, constant(meLookupSlots - 1, loc));
+  // index * 72 = index * 64 + index * 8.
+  Value offset = shifted(loc, "+", shifted(loc, "b", Value(), index, "<<", 6),
+                         index, "<<", 3);
+  Block *caller = b.getInsertionBlock();
+  Region &region = func.getBody();
+  Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *check = b.createBlock(&region, region.end());
+  Block *next = b.createBlock(&region, region.end());
+  Probe probe;
+  probe.hit = b.createBlock(&region, region.end());
+  probe.miss = b.createBlock(&region, region.end());
+  b.setInsertionPointToEnd(caller);
+  med::BrOp::create(b, loc, ValueRange{offset}, loop);
+
+  // loop(at): the slot's length, value and key words, compared a chunk
+  // at a time.
+  b.setInsertionPointToEnd(loop);
+  Value at = loop->getArgument(0);
+  probe.offset = at;
+  Block *compare = loop;
+  for (unsigned from = 0; from < 2 + n; from += lookupChunk) {
+    unsigned count = std::min(2 + n - from, lookupChunk);
+    b.setInsertionPointToEnd(compare);
+    auto read = med::MemOp::create(
+        b, loc, SmallVector<Type>(count, i32), "sram", "read", lookupSlots(loc),
+        from ? alu(loc, "+", at, constant(4 * from, loc)) : at, ValueRange(),
+        count);
+    for (unsigned w = from; w < from + count; ++w) {
+      Value got = read.getResult(w - from);
+      if (w == 1) {
+        probe.value = got;
+        continue;
+      }
+      bool last = w + 1 == 2 + n;
+      Block *same = last ? probe.hit : b.createBlock(&region, region.end());
+      b.setInsertionPointToEnd(compare);
+      if (w == 0) // an empty slot ends the probe
+        med::CmpBrOp::create(b, loc, "beq", "-", got, constant(0, loc),
+                             ValueRange(), ValueRange(), probe.miss, check);
+      if (w == 0)
+        b.setInsertionPointToEnd(check);
+      med::CmpBrOp::create(b, loc, "bne", "-", got,
+                           w == 0 ? constant(n, loc) : key[w - 2], ValueRange(),
+                           ValueRange(), next, same);
+      compare = same;
+    }
+  }
+  // The next slot, round to the first after the last.
+  b.setInsertionPointToEnd(next);
+  Value after = alu(loc, "+", at, constant(meLookupSlotBytes, loc));
+  Value wrapped = select(loc, "beq", after,
+                         constant(meLookupSlots * meLookupSlotBytes, loc),
+                         constant(0, loc), after);
+  med::BrOp::create(b, loc, ValueRange{wrapped}, loop);
+  return probe;
+}
+
+LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  unsigned pending = 0;
+  while (pending < 16 && copro[coproKey + pending])
+    ++pending;
+  auto clearKey = [&] {
+    for (unsigned i = 0; i < 16; ++i)
+      copro[coproKey + i] = Value();
+  };
+  Region &region = func.getBody();
+  Value count = constant(options.lookupBase, loc);
+  switch (op.getOpcode()) {
+  case 0: {
+    // Empty the table: the slots' lengths to 0, unless it is empty.
+    if (tableWrites) {
+      info.writesState = true;
+      med::StateTokenOp::create(b, loc);
+    }
+    clearKey();
+    auto read = med::MemOp::create(b, loc, TypeRange{i32}, "sram", "read",
+                                   count, constant(0, loc), ValueRange(), 1);
+    Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
+    Block *cleared = b.createBlock(&region, region.end());
+    Block *done = b.createBlock(&region, region.end());
+    b.setInsertionPointToEnd(read->getBlock());
+    med::CmpBrOp::create(b, loc, "beq", "-", read.getResult(0),
+                         constant(0, loc), ValueRange(),
+                         ValueRange{constant(0, loc)}, done, loop);
+    b.setInsertionPointToEnd(loop);
+    Value at = loop->getArgument(0);
+    med::MemOp::create(b, loc, TypeRange(), "sram", "write", lookupSlots(loc),
+                       at, ValueRange{constant(0, loc)}, 1);
+    Value after = alu(loc, "+", at, constant(meLookupSlotBytes, loc));
+    med::CmpBrOp::create(b, loc, "bne", "-", after,
+                         constant(meLookupSlots * meLookupSlotBytes, loc),
+                         ValueRange{after}, ValueRange(), loop, cleared);
+    b.setInsertionPointToEnd(cleared);
+    med::MemOp::create(b, loc, TypeRange(), "sram", "write", count,
+                       constant(0, loc), ValueRange{constant(0, loc)}, 1);
+    med::BrOp::create(b, loc, ValueRange(), done);
+    b.setInsertionPointToEnd(done);
+    return success();
+  }
+  case 1:
+    if (pending == 16) {
+      raiseHere(loc, ExceptionKind::Coprocessor);
+      return success();
+    }
+    copro[coproKey + pending] = copro[coproR0];
+    return success();
+  case 2: {
+    if (pending == 0) {
+      raiseHere(loc, ExceptionKind::Coprocessor);
+      return success();
+    }
+    if (tableWrites) {
+      info.writesState = true;
+      med::StateTokenOp::create(b, loc);
+    }
+    SmallVector<Value> key(copro.begin() + coproKey,
+                           copro.begin() + coproKey + pending);
+    Value value = copro[coproR0];
+    clearKey();
+    Probe probe = enterProbe(loc, key);
+    Block *done = b.createBlock(&region, region.end());
+    // The key is there: a new value.
+    b.setInsertionPointToEnd(probe.hit);
+    med::MemOp::create(b, loc, TypeRange(), "sram", "write", lookupSlots(loc),
+                       alu(loc, "+", probe.offset, constant(4, loc)),
+                       ValueRange{value}, 1);
+    med::BrOp::create(b, loc, ValueRange(), done);
+    // A new entry, if the table has room.
+    b.setInsertionPointToEnd(probe.miss);
+    auto entries = med::MemOp::create(b, loc, TypeRange{i32}, "sram", "read",
+                                      count, constant(0, loc), ValueRange(), 1);
+    Block *room = b.createBlock(&region, region.end());
+    b.setInsertionPointToEnd(probe.miss);
+    med::CmpBrOp::create(b, loc, "bcc", "-", entries.getResult(0),
+                         constant(meLookupCapacity, loc), ValueRange(),
+                         ValueRange(),
+                         raiseBlock(loc, ExceptionKind::Coprocessor), room);
+    b.setInsertionPointToEnd(room);
+    SmallVector<Value> slot{constant(pending, loc), value};
+    slot.append(key.begin(), key.end());
+    for (unsigned from = 0; from < slot.size(); from += lookupChunk) {
+      unsigned count = std::min<unsigned>(slot.size() - from, lookupChunk);
+      med::MemOp::create(
+          b, loc, TypeRange(), "sram", "write", lookupSlots(loc),
+          from ? alu(loc, "+", probe.offset, constant(4 * from, loc))
+               : probe.offset,
+          ArrayRef<Value>(slot).slice(from, count), count);
+    }
+    med::MemOp::create(
+        b, loc, TypeRange(), "sram", "write", count, constant(0, loc),
+        ValueRange{alu(loc, "+", entries.getResult(0), constant(1, loc))}, 1);
+    med::BrOp::create(b, loc, ValueRange(), done);
+    b.setInsertionPointToEnd(done);
+    return success();
+  }
+  case 3: {
+    if (tableWrites) {
+      info.writesState = true;
+      med::StateTokenOp::create(b, loc);
+    }
+    SmallVector<Value> key;
+    if (pending)
+      key.assign(copro.begin() + coproKey, copro.begin() + coproKey + pending);
+    else
+      key.push_back(copro[coproR0]);
+    Value r0 = copro[coproR0] ? copro[coproR0] : constant(0, loc);
+    clearKey();
+    Probe probe = enterProbe(loc, key);
+    Block *done = b.createBlock(&region, region.end(), {i32, i32}, {loc, loc});
+    b.setInsertionPointToEnd(probe.hit);
+    med::BrOp::create(b, loc, ValueRange{probe.value, constant(1, loc)}, done);
+    b.setInsertionPointToEnd(probe.miss);
+    med::BrOp::create(b, loc, ValueRange{r0, constant(0, loc)}, done);
+    b.setInsertionPointToEnd(done);
+    copro[coproR0] = done->getArgument(0);
+    copro[coproR1] = done->getArgument(1);
+    return success();
+  }
+  case 4:
+    clearKey();
+    return success();
+  default:
+    raiseHere(loc, ExceptionKind::Coprocessor);
+    return success();
+  }
+}
+
 LogicalResult HandlerLowering::lowerOp(Operation *op) {
   Location loc = op->getLoc();
   auto binary = [&](StringRef aluOp) {
@@ -1514,6 +1895,40 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
       .Case([&](BitOp o) { return lowerBit(o); })
       .Case([&](FindBitOp o) { return lowerFindBit(o); })
       .Case([&](RandomOp o) { return lowerRandom(o); })
+      .Case([&](CoproWriteOp o) {
+        if (o.getReg() > 1)
+          raiseHere(loc, ExceptionKind::Coprocessor);
+        else
+          copro[o.getReg()] = get(o.getValue());
+        return success();
+      })
+      .Case([&](CoproReadOp o) {
+        if (o.getReg() > 1) {
+          raiseHere(loc, ExceptionKind::Coprocessor);
+          values.map(o.getResult(), constant(0, loc));
+          return success();
+        }
+        Value v = copro[o.getReg()];
+        values.map(o.getResult(), v ? v : constant(0, loc));
+        return success();
+      })
+      .Case([&](CoproInitOp o) {
+        // The lookup coprocessor takes any data: status 0.
+        values.map(o.getResult(), constant(0, loc));
+        return success();
+      })
+      .Case([&](CoproExbufOp) { return success(); })
+      .Case([&](CoproInvokeOp o) { return lowerCoproInvoke(o); })
+      .Case([&](TimestampOp o) -> LogicalResult {
+        // The packet path keeps the arrival time in local memory.
+        if (options.timestampWord < 0)
+          return refuse(o, "a timestamp without the packet path's time");
+        unsigned word = static_cast<unsigned>(options.timestampWord) +
+                        (o.getUnit() == TimeUnit::Microseconds ? 1 : 0);
+        values.map(o.getResult(),
+                   med::LocalReadOp::create(b, loc, b.getI32Type(), 0, word));
+        return success();
+      })
       .Case<arith::DivUIOp, arith::RemUIOp, arith::DivSIOp, arith::RemSIOp>(
           [&](Operation *o) { return lowerDivision(o); })
       .Case([&](CheckOp o) {
@@ -1565,13 +1980,13 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](cf::BranchOp o) {
-        med::BrOp::create(b, loc, mapped(o.getDestOperands()),
+        med::BrOp::create(b, loc, edge(o.getDest(), o.getDestOperands()),
                           blockFor(o.getDest()));
         return success();
       })
       .Case([&](cf::CondBranchOp o) {
-        SmallVector<Value> t = mapped(o.getTrueDestOperands());
-        SmallVector<Value> f = mapped(o.getFalseDestOperands());
+        SmallVector<Value> t = edge(o.getTrueDest(), o.getTrueDestOperands());
+        SmallVector<Value> f = edge(o.getFalseDest(), o.getFalseDestOperands());
         branchOn(loc, o.getCondition(), blockFor(o.getTrueDest()), t,
                  blockFor(o.getFalseDest()), f);
         return success();
@@ -1585,9 +2000,9 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         // Successors with operands go through a block that passes them.
         auto target = [&](Block *dest, ValueRange operands) -> Block * {
           Block *mappedDest = blockFor(dest);
-          if (operands.empty())
+          SmallVector<Value> args = edge(dest, operands);
+          if (args.empty())
             return mappedDest;
-          SmallVector<Value> args = mapped(operands);
           OpBuilder::InsertionGuard guard(b);
           Block *pass = b.createBlock(&func.getBody(), func.getBody().end());
           med::BrOp::create(b, loc, args, mappedDest);
@@ -1649,6 +2064,8 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
         std::min<unsigned>((header + 7) & ~7u, options.maxHeaderBytes & ~7u);
   }
 
+  if (failed(analyzeCopro()))
+    return failure();
   // Blocks in reverse post-order, so that every value is lowered before
   // its uses (unreachable blocks are left out).
   SmallVector<Block *> order;
@@ -1661,6 +2078,13 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
       continue;
     for (BlockArgument arg : block->getArguments())
       values.map(arg, mine->addArgument(b.getI32Type(), arg.getLoc()));
+    // The live coprocessor values (edge() passes them).
+    CoproPoint at = coproEntry.lookup(block);
+    for (unsigned r = 0; r < 2; ++r)
+      if (at.defined & (1u << r))
+        mine->addArgument(b.getI32Type(), loc);
+    for (unsigned i = 0; i < at.pending; ++i)
+      mine->addArgument(b.getI32Type(), loc);
   }
   // The port argument.
   b.setInsertionPointToStart(blockFor(&body.front()));
@@ -1668,7 +2092,18 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
     values.map(port, med::ArgOp::create(b, loc, b.getI32Type(), "port"));
 
   for (Block *block : order) {
-    b.setInsertionPointToEnd(blockFor(block));
+    Block *mine = blockFor(block);
+    b.setInsertionPointToEnd(mine);
+    copro.assign(coproKey + 16, Value());
+    if (!block->isEntryBlock()) {
+      CoproPoint at = coproEntry.lookup(block);
+      unsigned next = block->getNumArguments();
+      for (unsigned r = 0; r < 2; ++r)
+        if (at.defined & (1u << r))
+          copro[r] = mine->getArgument(next++);
+      for (unsigned i = 0; i < at.pending; ++i)
+        copro[coproKey + i] = mine->getArgument(next++);
+    }
     for (Operation &op : *block)
       if (failed(lowerOp(&op)))
         return failure();

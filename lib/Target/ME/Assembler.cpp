@@ -1532,7 +1532,7 @@ bool Assembler::encodeStatement(Block &block, unsigned blockIndex,
     in.count = 1;
     size_t countArg = format == Format::Mem ? 4 : 1;
     unsigned limit = dram || in.op == Op::Hash64 ? 8
-                     : in.op == Op::MsfRx        ? 4
+                     : in.op == Op::MsfRx        ? 6
                      : in.op == Op::MsfTx        ? 4
                      : isAtomic(in.op)           ? 1
                                                  : maxCount;

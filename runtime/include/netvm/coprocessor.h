@@ -51,6 +51,11 @@ int netvm_copro_invoke(netvm_copro *copro, uint32_t operation);
 void netvm_copro_attach(netvm_copro *copro, const uint8_t *packet,
                         uint32_t length);
 const char *netvm_copro_error(const netvm_copro *copro);
+/* The handler that was using the coprocessor raised an exception: work in
+ * progress is abandoned (the lookup coprocessor forgets its pending key),
+ * so that nothing half-built carries to the next packet. Engines call it
+ * for every coprocessor of the NetPE that raised. */
+void netvm_copro_abandon(netvm_copro *copro);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -45,6 +45,8 @@ constexpr unsigned freeRing = 0, txRing = 1, workRing = 2, copyRing = 3;
 constexpr uint32_t freeRingBase = 0x0, txRingBase = 0x800,
                    workRingBase = 0x1000, copyRingBase = 0x1800;
 constexpr unsigned entryWords = 5; // buffer, length, wire, status, tag
+/// Work ring entries with the arrival time: seconds, microseconds after.
+constexpr unsigned timedEntryWords = 7;
 constexpr unsigned buffers = 64;
 constexpr uint32_t bufferBase = 0x10000;
 /// Info memory travels in the 64 bytes before each buffer, and lives in
@@ -90,10 +92,11 @@ struct LineBuilder {
   /// token (s2), issue the put, pass the token to the next context, then
   /// wait for the put (signal `done`).
   void orderedPut(unsigned ring, const std::string &done,
-                  const std::string &comment = "") {
+                  const std::string &comment = "",
+                  unsigned words = entryWords) {
     (*this)("ctx_arb[s2]", comment);
     (*this)("scratch[put, $0, " + std::to_string(ring) + ", 0, " +
-            std::to_string(entryWords) + "], sig_done[" + done + "]");
+            std::to_string(words) + "], sig_done[" + done + "]");
     (*this)("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
     (*this)("ctx_arb[" + done + "]");
   }
@@ -124,9 +127,11 @@ void freeBuffer(LineBuilder &a, const Buffers &pool, unsigned copies,
 }
 
 /// ME 0: receive into free buffers, hand [buffer, length, wire, status,
-/// tag] to the work ring in packet order. `copies`: the buffers of the
-/// copy pool (0 without fan-out).
-void receiveStage(Program &program, const Buffers &pool, unsigned copies) {
+/// tag] to the work ring in packet order, followed by the arrival time's
+/// seconds and microseconds when `timestamps`. `copies`: the buffers of
+/// the copy pool (0 without fan-out).
+void receiveStage(Program &program, const Buffers &pool, unsigned copies,
+                  bool timestamps) {
   CodeSection section;
   section.meMask = 1u << rxME;
   section.title = "ME 0: receive";
@@ -164,7 +169,8 @@ void receiveStage(Program &program, const Buffers &pool, unsigned copies) {
   a("alu[a0, --, b, $0]");
   a("beq[@rx_loop]", "no free buffer yet");
   a("ctx_arb[s1]", "receive token");
-  a("msf[rx, $0, a0, 0, 4], sig_done[s3]");
+  a("msf[rx, $0, a0, 0, " + std::to_string(timestamps ? 6 : 4) +
+    "], sig_done[s3]");
   a("local_csr_wr[same_me_signal, " + hex(0x80 | (1 << 3)) + "]");
   a("ctx_arb[s3]");
   a("br_bset[$2, 0, @rx_end]", "end of input");
@@ -173,7 +179,12 @@ void receiveStage(Program &program, const Buffers &pool, unsigned copies) {
   a("alu[$2, --, b, $1]", "wire length");
   a("alu[$3, --, b, $2]", "status");
   a("alu[$4, --, b, $3]", "the packet's number: its tag");
-  a.orderedPut(workRing, "s3", "put token");
+  unsigned words = timestamps ? timedEntryWords : entryWords;
+  if (timestamps) {
+    a("alu[$5, --, b, $4]", "arrival time: seconds");
+    a("alu[$6, --, b, $5]", "microseconds");
+  }
+  a.orderedPut(workRing, "s3", "put token", words);
   a("br[@rx_loop]");
   a.label("rx_end");
   a("immed[$0, 0xffffffff]", "end marker");
@@ -181,7 +192,11 @@ void receiveStage(Program &program, const Buffers &pool, unsigned copies) {
   a("immed[$2, 0]");
   a("immed[$3, 1]");
   a("immed[$4, 0]");
-  a.orderedPut(workRing, "s3");
+  if (timestamps) {
+    a("immed[$5, 0]");
+    a("immed[$6, 0]");
+  }
+  a.orderedPut(workRing, "s3", "", words);
   a("ctx_arb[kill]");
   program.code.push_back(std::move(section));
 }
@@ -410,6 +425,17 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   auto slotWord = [](unsigned slot) { return 13 - slot; };
   unsigned dupWord = slotWord(copySlots);
   unsigned spillSlots = fanOut ? slotWord(copySlots) : 15;
+  // With timestamps, the packet's arrival time (seconds, microseconds) in
+  // the two words below the copy's buffer: every copy of the packet runs
+  // on the same context, so they hold for all of them.
+  bool timestamps = false;
+  for (PEInfo &info : pes)
+    info.pe.walk([&](TimestampOp) { timestamps = true; });
+  int timeWord = -1;
+  if (timestamps) {
+    timeWord = static_cast<int>(dupWord) - 2;
+    spillSlots = std::min(spillSlots, static_cast<unsigned>(timeWord));
+  }
 
   // Instruction selection, into a module of me.funcs kept with the input.
   OpBuilder builder(ctx);
@@ -421,6 +447,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   Buffers pool;
   pool.bytes = (std::max(options.machine.maxPacketBytes, 64u) + 63) & ~63u;
   lowering.bufferBytes = pool.bytes;
+  lowering.timestampWord = timeWord;
   // Info memory: as large as the largest NetPE's, as the other engines.
   layout.infoSize = options.defaultInfoSize;
   for (PEInfo &info : pes)
@@ -431,16 +458,27 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   std::vector<DataInit> initData;
   for (PEInfo &info : pes) {
     PEOp pe = info.pe;
-    if (!pe.getCoprocessors().empty())
-      return pe.emitError("the microengine back end does not yet run "
-                          "coprocessors (NetPE '")
-             << pe.getSymName() << "')";
     // SRAM: the NetPE's data memory and initialised data.
     auto place = [&](uint32_t size) {
       uint32_t at = sramNext;
       sramNext = (sramNext + size + 7) & ~7u;
       return at;
     };
+    // Coprocessors: the lookup table in SRAM; the others run on the host.
+    lowering.lookupBase = 0;
+    for (Attribute attr : pe.getCoprocessors()) {
+      StringRef name = cast<StringAttr>(attr).getValue();
+      if (name == "lookup") {
+        lowering.lookupBase = place(meLookupTableBytes);
+        continue;
+      }
+      bool host = name == "regexp" || name == "stringmatching";
+      return pe.emitError("the microengine back end cannot run coprocessor '")
+             << name << "' (NetPE '" << pe.getSymName() << "'): "
+             << (host ? "it runs on the host only (Hyperscan)"
+                      : "only 'lookup' runs on the MEs")
+             << "; docs/me-backend.md lists what it refuses";
+    }
     lowering.dataBase = place(pe.getDatamemSize());
     layout.dataMemory.push_back(
         {Memory::Sram, lowering.dataBase, pe.getDatamemSize()});
@@ -493,6 +531,12 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       (handler.getKind() == HandlerKind::Push ? info.push : info.init) = *func;
     }
   }
+  if (sramNext > options.machine.sramBytes)
+    return app.emitError("the NetPEs' memories and tables need ")
+           << sramNext - sramDataBase << " bytes of SRAM from "
+           << hex(sramDataBase) << "; the machine has "
+           << options.machine.sramBytes << " bytes (over by "
+           << sramNext - options.machine.sramBytes << ")";
   if (failed(verify(*meModule)))
     return failure();
 
@@ -534,11 +578,9 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   bool dups = false;
   for (PEInfo &info : pes)
     dups |= info.pushInfo.sendsCopies || info.initInfo.sendsCopies;
-  if (dups && !fanOut) {
+  if (dups) {
     fanOut = true;
-    spillSlots = dupWord;
-  } else if (dups) {
-    spillSlots = dupWord;
+    spillSlots = std::min(spillSlots, dupWord);
   }
   unsigned copyBuffers = 8 * (copySlots + (dups ? 1 : 0));
   // With state written by the handlers, packets reach it in order: a third
@@ -562,7 +604,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
            << options.machine.dramBytes << " bytes";
   if (fanOut)
     program.rings.push_back(RingConfig{copyRing, copyRingBase, 128});
-  receiveStage(program, pool, copyBuffers);
+  receiveStage(program, pool, copyBuffers, timestamps);
 
   // ME 1: the NetPEs.
   CodeSection section;
@@ -642,7 +684,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("ctx_arb[s1]", "work token");
   a.label("get_work");
   a("scratch[get, $0, " + std::to_string(workRing) + ", 0, " +
-    std::to_string(entryWords) + "], ctx_swap[s4]");
+    std::to_string(timestamps ? timedEntryWords : entryWords) +
+    "], ctx_swap[s4]");
   a("alu[a0, --, b, $0]");
   a("beq[@get_work]", "nothing queued yet");
   a("local_csr_wr[same_me_signal, " + hex(0x80 | (1 << 3)) + "]");
@@ -650,6 +693,11 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("alu[a1, --, b, $2]");
   a("br_bset[$3, 0, @work_end]");
   a("alu[b2, --, b, $4]", "tag");
+  if (timestamps) {
+    a("alu[*l$index0[" + std::to_string(timeWord) + "], --, b, $5]",
+      "arrival time");
+    a("alu[*l$index0[" + std::to_string(timeWord + 1) + "], --, b, $6]");
+  }
   for (unsigned w = 0; w < infoWords && layout.infoUsed; ++w)
     a("alu[*l$index1[" + std::to_string(w) + "], --, b, 0]",
       w == 0 ? "info memory starts as zeros" : "");
@@ -1019,7 +1067,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a.orderedPut(txRing, "s5");
   a("ctx_arb[kill]");
   if (!watchdog && handlerReport.spills == 0 && !layout.infoUsed && !fanOut &&
-      !stateful)
+      !stateful && !timestamps)
     section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
   removeBranchesToNext(section);
   handlerReport.instructions = section.lines.size();

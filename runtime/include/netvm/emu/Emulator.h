@@ -30,6 +30,9 @@ namespace netvm::me {
 struct InputPacket {
   std::vector<uint8_t> bytes;
   uint32_t wireLength = 0; // >= bytes.size(); 0 means bytes.size()
+  /// The arrival time (a capture's timestamp): words 4 and 5 of the
+  /// receive descriptor.
+  uint32_t seconds = 0, microseconds = 0;
 };
 
 class PacketInput {
