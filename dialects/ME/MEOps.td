@@ -345,6 +345,12 @@ def ME_StateTokenOp : ME_Op<"state_token"> {
 
 def ME_DropOp : ME_Op<"drop", [Terminator]> {
   let summary = "end the handler: the packet is dropped and its buffer freed";
+  let description = [{
+    With `logged`, the drop is also logged as an event: in a handler that
+    may have logged a drop already (`exbuf.delete`), the host cannot infer
+    this one.
+  }];
+  let arguments = (ins UnitAttr:$logged);
   let assemblyFormat = "attr-dict";
 }
 

@@ -44,6 +44,10 @@ struct MELoweringOptions {
   /// SRAM byte address of the NetPE's lookup table (meLookupTableBytes;
   /// 0 when the NetPE does not use the lookup coprocessor).
   uint32_t lookupBase = 0;
+  /// The event log (SRAM addresses of its count and entries, its capacity)
+  /// and the NetPE's index in it: exbuf.delete logs a drop.
+  uint32_t eventCount = 0, eventLog = 0, eventCapacity = 0, dropEvent = 0;
+  unsigned peIndex = 0;
   /// Local memory window 0 word that holds the packet's arrival seconds
   /// (microseconds in the next word); -1 if no handler reads them.
   int timestampWord = -1;
@@ -74,6 +78,9 @@ struct MEHandlerInfo {
   bool usesRandom = false;
   /// The handler sends copies of the packet (pkt.senddup).
   bool sendsCopies = false;
+  /// The handler logs its drops as events (it deletes its exchange buffer,
+  /// which logs a drop, so the host cannot infer the others).
+  bool logsDrops = false;
 };
 
 /// Lowers one handler into a new me.func built at `builder`'s insertion

@@ -215,15 +215,41 @@ private:
   // pending (then nothing carries from one packet to the next, and a
   // context's copy is the NetPE's). Blocks take the live ones as extra
   // arguments after their own.
+  // The exchange buffers a point may see, as a set: the packet that
+  // arrived, none (after exbuf.delete, and in .init), one made by
+  // exbuf.create (no arrival time). Where none is possible but not sure,
+  // the code tests for it: exbuf.delete sets the wire length to ~0.
+  enum Exbuf : unsigned { Arrived = 1, None = 2, Created = 4 };
   struct CoproPoint {
     bool reachable = false;
     unsigned pending = 0; // words of the pending key
     unsigned defined = 0; // bit r: register r written
+    unsigned exbuf = Arrived;
     bool operator==(const CoproPoint &o) const {
       return reachable == o.reachable && pending == o.pending &&
-             defined == o.defined;
+             defined == o.defined && exbuf == o.exbuf;
     }
   };
+  unsigned exbuf = Arrived; // at the operation being lowered
+  /// Branches to `dest` when there is no exchange buffer (only where there
+  /// may be none; with none for sure, always).
+  void branchIfNone(Location loc, Block *dest) {
+    if (!(exbuf & None))
+      return;
+    if (exbuf == None) {
+      med::BrOp::create(b, loc, ValueRange(), dest);
+      b.setInsertionPointToEnd(newBlock());
+      return;
+    }
+    Block *current = b.getInsertionBlock();
+    Block *next = newBlock();
+    b.setInsertionPointToEnd(current);
+    Value wire = med::ArgOp::create(b, loc, b.getI32Type(), "wire");
+    med::CmpBrOp::create(b, loc, "beq", "+", wire, constant(1, loc),
+                         ValueRange(), ValueRange(), dest, next);
+    b.setInsertionPointToEnd(next);
+  }
+  LogicalResult lowerExbufDelete(ExbufDeleteOp op);
   /// The state at each block's entry; refuses what the MEs cannot keep.
   LogicalResult analyzeCopro();
   /// Runs the block's coprocessor operations from `point`; with `check`,
@@ -575,6 +601,7 @@ LogicalResult HandlerLowering::lowerInfoLoad(LoadOp op) {
     return success();
   }
   info.usesInfo = true;
+  branchIfNone(loc, raiseBlock(loc, ExceptionKind::InfoBounds));
   if (*c + size > options.infoSize) {
     // Its bounds check raises first (sizes over 64 bytes are refused for
     // the whole application).
@@ -600,6 +627,7 @@ LogicalResult HandlerLowering::lowerInfoStore(StoreOp op) {
     return storeBytes(op, MemSpace::Info, get(op.getOffset()),
                       get(op.getValue()), size);
   info.usesInfo = true;
+  branchIfNone(loc, raiseBlock(loc, ExceptionKind::InfoBounds));
   if (*c + size > options.infoSize) {
     raiseHere(op.getLoc(), ExceptionKind::InfoBounds);
     return success();
@@ -856,6 +884,7 @@ LogicalResult HandlerLowering::rangeCheck(Operation *op, MemSpace space,
     break;
   case MemSpace::Info:
     kind = ExceptionKind::InfoBounds;
+    branchIfNone(loc, raiseBlock(loc, kind));
     length = constant(options.infoSize, loc);
     break;
   default: {
@@ -1093,9 +1122,53 @@ LogicalResult HandlerLowering::lowerExbufCreate(ExbufCreateOp op) {
   b.setInsertionPointToEnd(done);
   med::ArgSetOp::create(b, loc, "length", size);
   med::ArgSetOp::create(b, loc, "wire", size);
+  exbuf = Created;
   info.usesInfo = true;
   for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
     med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerExbufDelete(ExbufDeleteOp op) {
+  // The packet is dropped (a drop event in the log, as the tag's other
+  // outcomes) but its buffer stays with the context for an exbuf.create
+  // or until the handler ends; without it the packet and its info memory
+  // are empty.
+  Location loc = op.getLoc();
+  if (exbuf == None)
+    return success();
+  Type i32 = b.getI32Type();
+  Block *start = b.getInsertionBlock();
+  Block *after = newBlock();
+  b.setInsertionPointToEnd(start);
+  branchIfNone(loc, after);
+  auto count = med::MemOp::create(
+      b, loc, TypeRange{i32}, "sram", "test_and_add", constant(0, loc),
+      constant(options.eventCount, loc), ValueRange{constant(1, loc)}, 1);
+  Value n = count.getResult(0);
+  Block *current = b.getInsertionBlock();
+  Block *room = newBlock();
+  Block *done = newBlock();
+  b.setInsertionPointToEnd(current);
+  med::CmpBrOp::create(b, loc, "bcc", "-", n,
+                       constant(options.eventCapacity, loc), ValueRange(),
+                       ValueRange(), done, room);
+  b.setInsertionPointToEnd(room);
+  Value entry = alu(loc, "+", shifted(loc, "b", Value(), n, "<<", 4),
+                    constant(options.eventLog, loc));
+  Value tag = med::ArgOp::create(b, loc, i32, "tag");
+  med::MemOp::create(
+      b, loc, TypeRange(), "sram", "write", entry, constant(0, loc),
+      ValueRange{tag, constant(options.dropEvent, loc),
+                 constant(options.peIndex, loc), constant(0, loc)},
+      4);
+  med::BrOp::create(b, loc, ValueRange(), done);
+  b.setInsertionPointToEnd(done);
+  med::BrOp::create(b, loc, ValueRange(), after);
+  b.setInsertionPointToEnd(after);
+  med::ArgSetOp::create(b, loc, "length", constant(0, loc));
+  med::ArgSetOp::create(b, loc, "wire", constant(0xffffffff, loc));
+  exbuf = None;
   return success();
 }
 
@@ -1396,6 +1469,10 @@ LogicalResult HandlerLowering::transferCopro(Block *block, CoproPoint &point,
   for (Operation &op : *block) {
     if (!point.reachable)
       return success();
+    if (isa<ExbufDeleteOp>(op))
+      point.exbuf = None;
+    else if (isa<ExbufCreateOp>(op))
+      point.exbuf = Created;
     if (auto out = dyn_cast<CoproWriteOp>(op)) {
       if (out.getReg() > 1)
         point.reachable = false; // raises
@@ -1450,7 +1527,8 @@ LogicalResult HandlerLowering::transferCopro(Block *block, CoproPoint &point,
 LogicalResult HandlerLowering::analyzeCopro() {
   bool any = false;
   handler.walk([&](Operation *op) {
-    if (isa<CoproWriteOp, CoproReadOp, CoproInvokeOp>(op))
+    if (isa<CoproWriteOp, CoproReadOp, CoproInvokeOp, ExbufDeleteOp,
+            ExbufCreateOp>(op))
       any = true;
     if (auto invoke = dyn_cast<CoproInvokeOp>(op))
       tableWrites |= handler.getKind() == HandlerKind::Push &&
@@ -1462,6 +1540,7 @@ LogicalResult HandlerLowering::analyzeCopro() {
   Region &body = handler.getBody();
   CoproPoint start;
   start.reachable = true;
+  start.exbuf = handler.getKind() == HandlerKind::Push ? Arrived : None;
   coproEntry[&body.front()] = start;
   SmallVector<Block *> work{&body.front()};
   DenseSet<Block *> queued{&body.front()};
@@ -1485,6 +1564,7 @@ LogicalResult HandlerLowering::analyzeCopro() {
                           "paths that meet here with lookup keys of "
                           "different lengths pending");
           merged.defined &= point.defined;
+          merged.exbuf |= point.exbuf;
         }
         if (merged == at)
           continue;
@@ -1862,6 +1942,7 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
       .Case([&](CopyOp o) { return lowerCopy(o); })
       .Case([&](PacketScanOp o) { return lowerPacketScan(o); })
       .Case([&](ExbufCreateOp o) { return lowerExbufCreate(o); })
+      .Case([&](ExbufDeleteOp o) { return lowerExbufDelete(o); })
       .Case([&](math::CountLeadingZerosOp o) -> LogicalResult {
         unsigned bits = widthOf(o.getType());
         Value x = get(o.getOperand());
@@ -1885,10 +1966,26 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         values.map(o.getResult(), alu(loc, "~b", Value(), r));
         return success();
       })
-      .Case([&](InfoClearOp) {
+      .Case([&](InfoClearOp o) -> LogicalResult {
+        if (exbuf == None)
+          return success(); // (clearing it when there may be none is harmless)
         info.usesInfo = true;
         for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
           med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
+        return success();
+      })
+      .Case<ChecksumAddOp, ChecksumSubOp>([&](Operation *o) {
+        // 16-bit halves added, one end-around carry (the sum of two 16-bit
+        // values folds once).
+        Value v = get(o->getOperand(1));
+        if (isa<ChecksumSubOp>(o))
+          v = alu(loc, "~b", Value(), v);
+        Value sum =
+            alu(loc, "+", fieldClear(loc, 0x3, get(o->getOperand(0)), 0),
+                fieldClear(loc, 0x3, v, 0));
+        values.map(o->getResult(0),
+                   alu(loc, "+", shifted(loc, "b", Value(), sum, ">>", 16),
+                       fieldClear(loc, 0x3, sum, 0)));
         return success();
       })
       .Case([&](PacketCrcOp o) { return lowerPacketCrc(o); })
@@ -1917,10 +2014,21 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         values.map(o.getResult(), constant(0, loc));
         return success();
       })
-      .Case([&](CoproExbufOp) { return success(); })
+      .Case([&](CoproExbufOp) {
+        branchIfNone(loc, raiseBlock(loc, ExceptionKind::NoExchangeBuffer));
+        return success();
+      })
       .Case([&](CoproInvokeOp o) { return lowerCoproInvoke(o); })
       .Case([&](TimestampOp o) -> LogicalResult {
-        // The packet path keeps the arrival time in local memory.
+        // The packet path keeps the arrival time in local memory; a made
+        // exchange buffer, or none, has 0.
+        if (!(exbuf & Arrived)) {
+          values.map(o.getResult(), constant(0, loc));
+          return success();
+        }
+        if (exbuf != Arrived)
+          return refuse(o, "a timestamp where paths with and without "
+                           "exbuf.delete or exbuf.create meet");
         if (options.timestampWord < 0)
           return refuse(o, "a timestamp without the packet path's time");
         unsigned word = static_cast<unsigned>(options.timestampWord) +
@@ -1954,6 +2062,7 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         PortOp port = pe.lookupPort(o.getPort());
         if (!port)
           return refuse(o, "a send to an unknown port");
+        branchIfNone(loc, raiseBlock(loc, ExceptionKind::NoExchangeBuffer));
         med::SendOp::create(b, loc, pe.getPortNumber(port));
         return success();
       })
@@ -1961,16 +2070,15 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         PortOp port = pe.lookupPort(o.getPort());
         if (!port)
           return refuse(o, "a send to an unknown port");
+        branchIfNone(loc, raiseBlock(loc, ExceptionKind::NoExchangeBuffer));
         info.sendsCopies = true;
         med::SendCopyOp::create(b, loc, pe.getPortNumber(port));
         return success();
       })
-      .Case([&](DropOp) {
-        med::DropOp::create(b, loc);
-        return success();
-      })
-      .Case([&](RetOp) {
-        med::DropOp::create(b, loc);
+      .Case<DropOp, RetOp>([&](Operation *) {
+        // With exbuf.delete in the handler every drop is logged (ret
+        // counts one with or without an exchange buffer).
+        med::DropOp::create(b, loc, info.logsDrops);
         return success();
       })
       .Case([&](TrapOp o) {
@@ -2066,6 +2174,9 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
 
   if (failed(analyzeCopro()))
     return failure();
+  handler.walk([&](ExbufDeleteOp) {
+    info.logsDrops = handler.getKind() == HandlerKind::Push;
+  });
   // Blocks in reverse post-order, so that every value is lowered before
   // its uses (unreachable blocks are left out).
   SmallVector<Block *> order;
@@ -2095,6 +2206,9 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
     Block *mine = blockFor(block);
     b.setInsertionPointToEnd(mine);
     copro.assign(coproKey + 16, Value());
+    exbuf = handler.getKind() == HandlerKind::Push ? Arrived : None;
+    if (auto it = coproEntry.find(block); it != coproEntry.end())
+      exbuf = it->second.exbuf;
     if (!block->isEntryBlock()) {
       CoproPoint at = coproEntry.lookup(block);
       unsigned next = block->getNumArguments();

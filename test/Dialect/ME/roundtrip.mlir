@@ -137,5 +137,6 @@ me.func @p.push attributes {handler = "push", pe = "p"} {
 me.func @p.init attributes {handler = "init", pe = "p"} {
   // CHECK: me.ctx_arb "kill"
   me.ctx_arb "kill"
-  me.drop
+  // CHECK: me.drop {logged}
+  me.drop {logged}
 }

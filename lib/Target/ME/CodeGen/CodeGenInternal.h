@@ -65,6 +65,8 @@ mlir::LogicalResult allocateRegisters(medialect::FuncOp func,
 struct ExitLabels {
   std::function<std::string(unsigned port)> send;
   std::string drop;
+  /// me.drop {logged}: the drop logged as an event.
+  std::string dropLogged;
   std::string raise; // with a15 = pe | kind << 16, b15 = location
   unsigned pe = 0;
   /// The local-memory word (window 0) that says whether the packet holds

@@ -448,6 +448,10 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   pool.bytes = (std::max(options.machine.maxPacketBytes, 64u) + 63) & ~63u;
   lowering.bufferBytes = pool.bytes;
   lowering.timestampWord = timeWord;
+  lowering.eventCount = eventCountAddress;
+  lowering.eventLog = eventLogAddress;
+  lowering.eventCapacity = eventCapacity;
+  lowering.dropEvent = static_cast<uint32_t>(EventKind::Drop);
   // Info memory: as large as the largest NetPE's, as the other engines.
   layout.infoSize = options.defaultInfoSize;
   for (PEInfo &info : pes)
@@ -516,6 +520,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       }
       lowering.sharedBase = layout.sharedMemory.address;
     }
+    lowering.peIndex = info.index;
     for (HandlerOp handler : pe.getBodyBlock()->getOps<HandlerOp>()) {
       if (handler.getKind() == HandlerKind::Pull)
         return handler.emitError("the microengine back end does not run pull "
@@ -887,13 +892,14 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       // With fan-out, every dropped copy is an event (the host cannot
       // tell a dropped copy from the packet's other outputs).
       exits.drop = fanOut ? tag + "_drop" : "drop";
+      exits.dropLogged = tag + "_drop";
       exits.raise = "raise";
       if (failed(emitFunc(info.push, info.pushInfo, tag + "_push", exits)))
         return failure();
     }
     if (info.init) {
       std::string name = "init_" + std::to_string(info.index);
-      exits.drop = name + "_done";
+      exits.drop = exits.dropLogged = name + "_done";
       exits.raise = name + "_raise";
       exits.stateWord = -1; // before the tokens start: alone anyway
       if (failed(emitFunc(info.init, info.initInfo, name, exits)))
@@ -919,7 +925,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       else
         gotoEndpoint(it->second.front());
     }
-    if (fanOut && info.push) {
+    if ((fanOut || info.pushInfo.logsDrops) && info.push) {
       a.label(tag + "_drop");
       a("immed[a15, " + std::to_string(info.index) + "]", "a copy dropped");
       a("immed[b15, 0]");

@@ -758,10 +758,10 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
           return o.emitError(error);
         return success();
       })
-      .Case([&](med::DropOp) {
+      .Case([&](med::DropOp o) {
         Instr br;
         br.op = me::Op::Br;
-        emit(br, exits.drop);
+        emit(br, o.getLogged() ? exits.dropLogged : exits.drop);
         return success();
       })
       .Case([&](med::RaiseOp o) {
@@ -800,8 +800,8 @@ LogicalResult FuncEmitter::run(const std::string &entry) {
     Operation &op = block->front();
     if (auto send = dyn_cast<med::SendOp>(op))
       return exits.send(send.getPort());
-    if (isa<med::DropOp>(op))
-      return exits.drop;
+    if (auto drop = dyn_cast<med::DropOp>(op))
+      return drop.getLogged() ? exits.dropLogged : exits.drop;
     if (auto br = dyn_cast<med::BrOp>(op)) {
       if (!br.getDestOperands().empty())
         return std::nullopt;
