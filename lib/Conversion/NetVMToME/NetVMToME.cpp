@@ -231,6 +231,12 @@ private:
     }
   };
   unsigned exbuf = Arrived; // at the operation being lowered
+  /// Raises `kind` when there is no exchange buffer (only where there may
+  /// be none).
+  void raiseIfNone(Location loc, ExceptionKind kind) {
+    if (exbuf & None)
+      branchIfNone(loc, raiseBlock(loc, kind));
+  }
   /// Branches to `dest` when there is no exchange buffer (only where there
   /// may be none; with none for sure, always).
   void branchIfNone(Location loc, Block *dest) {
@@ -601,7 +607,7 @@ LogicalResult HandlerLowering::lowerInfoLoad(LoadOp op) {
     return success();
   }
   info.usesInfo = true;
-  branchIfNone(loc, raiseBlock(loc, ExceptionKind::InfoBounds));
+  raiseIfNone(loc, ExceptionKind::InfoBounds);
   if (*c + size > options.infoSize) {
     // Its bounds check raises first (sizes over 64 bytes are refused for
     // the whole application).
@@ -627,7 +633,7 @@ LogicalResult HandlerLowering::lowerInfoStore(StoreOp op) {
     return storeBytes(op, MemSpace::Info, get(op.getOffset()),
                       get(op.getValue()), size);
   info.usesInfo = true;
-  branchIfNone(loc, raiseBlock(loc, ExceptionKind::InfoBounds));
+  raiseIfNone(loc, ExceptionKind::InfoBounds);
   if (*c + size > options.infoSize) {
     raiseHere(op.getLoc(), ExceptionKind::InfoBounds);
     return success();
@@ -884,7 +890,7 @@ LogicalResult HandlerLowering::rangeCheck(Operation *op, MemSpace space,
     break;
   case MemSpace::Info:
     kind = ExceptionKind::InfoBounds;
-    branchIfNone(loc, raiseBlock(loc, kind));
+    raiseIfNone(loc, kind);
     length = constant(options.infoSize, loc);
     break;
   default: {
@@ -2015,7 +2021,7 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](CoproExbufOp) {
-        branchIfNone(loc, raiseBlock(loc, ExceptionKind::NoExchangeBuffer));
+        raiseIfNone(loc, ExceptionKind::NoExchangeBuffer);
         return success();
       })
       .Case([&](CoproInvokeOp o) { return lowerCoproInvoke(o); })
@@ -2062,7 +2068,7 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         PortOp port = pe.lookupPort(o.getPort());
         if (!port)
           return refuse(o, "a send to an unknown port");
-        branchIfNone(loc, raiseBlock(loc, ExceptionKind::NoExchangeBuffer));
+        raiseIfNone(loc, ExceptionKind::NoExchangeBuffer);
         med::SendOp::create(b, loc, pe.getPortNumber(port));
         return success();
       })
@@ -2070,7 +2076,7 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         PortOp port = pe.lookupPort(o.getPort());
         if (!port)
           return refuse(o, "a send to an unknown port");
-        branchIfNone(loc, raiseBlock(loc, ExceptionKind::NoExchangeBuffer));
+        raiseIfNone(loc, ExceptionKind::NoExchangeBuffer);
         info.sendsCopies = true;
         med::SendCopyOp::create(b, loc, pe.getPortNumber(port));
         return success();
