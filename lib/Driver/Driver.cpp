@@ -91,8 +91,15 @@ static std::optional<unsigned> loadFile(MLIRContext &context,
       return id;
   auto buffer = readSourceFile(path);
   if (!buffer) {
-    emitError(useLoc) << "cannot read '" << path
-                      << "': " << llvm::toString(buffer.takeError());
+    // The path once: as the location when the file is the input itself,
+    // in the message when another file names it.
+    auto at = dyn_cast<FileLineColLoc>(useLoc);
+    if (at && at.getFilename() == path)
+      emitError(useLoc) << "cannot read: "
+                        << llvm::toString(buffer.takeError());
+    else
+      emitError(useLoc) << "cannot read '" << path
+                        << "': " << llvm::toString(buffer.takeError());
     return std::nullopt;
   }
   return sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());

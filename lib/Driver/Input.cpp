@@ -117,8 +117,7 @@ static OwningOpRef<ModuleOp> compileFilter(MLIRContext &context,
     auto buffer = readSourceFile(input.filter);
     if (!buffer) {
       emitError(FileLineColLoc::get(&context, input.filter, 0, 0))
-          << "cannot read '" << input.filter
-          << "': " << llvm::toString(buffer.takeError());
+          << "cannot read: " << llvm::toString(buffer.takeError());
       return nullptr;
     }
     text = (*buffer)->getBuffer().str();

@@ -96,6 +96,23 @@ class CompileError(Exception):
         return [d for d in self.diagnostics if d.severity == "error"]
 
 
+class _SourceDiagnostic(NamedTuple):
+    """A diagnostic made on the Python side (the fields of Diagnostic)."""
+
+    severity: str
+    message: str
+    file: str
+    line: int
+    column: int
+    rendered: str
+    notes: list
+
+
+def _source_error(name: str, message: str) -> CompileError:
+    return CompileError([_SourceDiagnostic("error", message, name, 0, 0,
+                                           f"{name}: error: {message}", [])])
+
+
 class PassStatistic(NamedTuple):
     """A counter of one of netvm's passes (``netc --mlir-pass-statistics``)."""
 
@@ -245,7 +262,12 @@ def _language_of(path: str) -> str:
 
 def _text(source) -> str:
     if isinstance(source, bytes):
-        return source.decode("utf-8")
+        try:
+            return source.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise _source_error(
+                "<source>", f"the source is not UTF-8 text (byte "
+                f"0x{source[e.start]:02x} at offset {e.start})") from None
     return source
 
 
@@ -350,7 +372,8 @@ def read_pcap(path: Union[str, "os.PathLike[str]"], *,
     """The packets of a pcap file (microsecond or nanosecond timestamps,
     either byte order): a list of ``bytes`` (the captured bytes), or with
     ``details=True`` of :class:`PcapPacket` (bytes, timestamp, length on
-    the wire)."""
+    the wire). A file cut in the middle of a record raises ``OSError``
+    with libpcap's words, as ``Instance.run_pcap`` does."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 24:
@@ -365,9 +388,16 @@ def read_pcap(path: Union[str, "os.PathLike[str]"], *,
     record = struct.Struct(order + "IIII")
     packets = []
     at = 24
-    while at + 16 <= len(data):
+    while at < len(data):
+        if at + 16 > len(data):
+            raise OSError(f"{os.fspath(path)}: truncated dump file; tried to "
+                          f"read 16 header bytes, only got {len(data) - at}")
         seconds, fraction, caplen, wire = record.unpack_from(data, at)
         at += 16
+        if at + caplen > len(data):
+            raise OSError(f"{os.fspath(path)}: truncated dump file; tried to "
+                          f"read {caplen} captured bytes, only got "
+                          f"{len(data) - at}")
         packet = data[at:at + caplen]
         at += caplen
         if details:

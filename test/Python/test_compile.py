@@ -224,6 +224,14 @@ def test_missing_file():
         netvm.compile(pathlib.Path("/nonexistent/x.netil"))
 
 
+def test_source_bytes_not_utf8():
+    # Bytes that are not text are a CompileError naming the byte, not a
+    # UnicodeDecodeError.
+    with pytest.raises(netvm.CompileError,
+                       match=r"not UTF-8 text \(byte 0xff at offset 3\)"):
+        netvm.compile(b"abc\xff")
+
+
 def test_missing_nvapp_member():
     with pytest.raises(netvm.CompileError, match="cannot read 'gone.netil'"):
         netvm.compile('source s\npe p = "gone.netil"\n', lang="nvapp")

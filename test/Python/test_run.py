@@ -356,6 +356,25 @@ def test_read_pcap_and_pack(mixed, tmp_path):
         netvm.read_pcap(bad)
 
 
+def test_read_pcap_truncated(mixed, tmp_path, ip_tcp):
+    # A file cut inside a record's bytes or its header raises, as run_pcap
+    # does, instead of returning the packets before the cut silently.
+    data = open(mixed, "rb").read()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:300])
+    with pytest.raises(OSError, match="truncated dump file; tried to read "
+                       r"\d+ captured bytes, only got \d+"):
+        netvm.read_pcap(cut)
+    inst = netvm.Instance(ip_tcp)
+    with pytest.raises(OSError, match="truncated dump file"):
+        inst.run_pcap(cut)
+    first = 24 + 16 + int.from_bytes(data[32:36], "little")
+    cut.write_bytes(data[:first + 7])
+    with pytest.raises(OSError, match="tried to read 16 header bytes, "
+                       "only got 7"):
+        netvm.read_pcap(cut)
+
+
 def test_exception_kinds():
     assert netvm.EXCEPTION_KINDS[0] == "packet_bounds"
     assert "watchdog" in netvm.EXCEPTION_KINDS
