@@ -10,6 +10,9 @@
 #include "NetVM/NetVMOps.h"
 #include "NetVM/Semantics.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
@@ -291,6 +294,18 @@ LogicalResult PEOp::verifyRegions() {
   for (Attribute attr : getCoprocessors())
     if (cast<StringAttr>(attr).getValue().empty())
       return emitOpError("coprocessor names must not be empty");
+  // Sizes as NetIL bounds them (a negative i32 would read as 4 GiB).
+  auto size = [&](StringRef name, int64_t value) -> LogicalResult {
+    if (value >= 0 && value <= kMaxMemorySize)
+      return success();
+    return emitOpError() << name << " must be 0-" << kMaxMemorySize
+                         << " bytes, not " << value;
+  };
+  auto asSigned = [](uint32_t v) { return static_cast<int64_t>(int32_t(v)); };
+  if (failed(size("datamem_size", asSigned(getDatamemSize()))) ||
+      failed(size("info_size", asSigned(getInfoSize()))) ||
+      failed(size("sharedmem_size", asSigned(getSharedmemSize()))))
+    return failure();
   return success();
 }
 
@@ -655,6 +670,34 @@ LogicalResult CoproExbufOp::verify() {
 
 #define GET_OP_CLASSES
 #include "NetVM/NetVMOps.cpp.inc"
+
+bool netvm::isExecutableOp(Operation *op) {
+  // Values are integers of at most 64 bits.
+  auto integer = [](Type t) {
+    auto i = dyn_cast<IntegerType>(t);
+    return i && i.getWidth() <= 64;
+  };
+  if (!llvm::all_of(op->getOperandTypes(), integer) ||
+      !llvm::all_of(op->getResultTypes(), integer))
+    return false;
+  return isa<
+      // netvm
+      SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp,
+      PacketLengthOp, WireLengthOp, InfoLengthOp, InfoClearOp, TimestampOp,
+      RandomOp, CheckOp, CheckBoundsOp, ByteSwapOp, FindBitOp, BitOp, HashOp,
+      ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp, PacketCrcOp, FieldCmpOp,
+      PacketScanOp, SendDupOp, ReceiveOp, ExbufCreateOp, ExbufDeleteOp,
+      CoproInitOp, CoproReadOp, CoproWriteOp, CoproInvokeOp, CoproExbufOp,
+      // arith, math
+      arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
+      arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,
+      arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::ShLIOp, arith::ShRUIOp,
+      arith::ShRSIOp, arith::CmpIOp, arith::SelectOp, arith::ExtUIOp,
+      arith::ExtSIOp, arith::TruncIOp, arith::MaxUIOp, arith::MinUIOp,
+      arith::MaxSIOp, arith::MinSIOp, math::CountLeadingZerosOp,
+      // cf
+      cf::BranchOp, cf::CondBranchOp, cf::SwitchOp>(op);
+}
 
 std::string netvm::locationString(Location loc) {
   if (auto file = loc->findInstanceOf<FileLineColLoc>())

@@ -67,4 +67,15 @@ MLIR_DECLARE_EXPLICIT_TYPE_ID(netvm::RandomStateResource)
 #define GET_OP_CLASSES
 #include "NetVM/NetVMOps.h.inc"
 
+namespace netvm {
+/// Whether `op` is an operation of a handler body that every engine runs:
+/// the netvm operations, integer arith, math.ctlz and cf. Handlers made by
+/// the front ends and the optimizer hold nothing else; an .mlir input with
+/// anything else is refused by every engine alike.
+bool isExecutableOp(mlir::Operation *op);
+/// The largest data, info and shared memory a NetPE may declare (NetIL's
+/// limit, 64 MiB).
+constexpr uint32_t kMaxMemorySize = 64u << 20;
+} // namespace netvm
+
 #endif // NETVM_DIALECT_NETVMOPS_H

@@ -293,6 +293,31 @@ netvm::driver::loadApplication(MLIRContext &context, llvm::SourceMgr &sourceMgr,
           << "'";
       return nullptr;
     }
+    // An .mlir file is untrusted input: its `in_bounds` claims go, so that
+    // the bounds-check pass checks every access again (the optimizer
+    // removes the checks the file already had where they are redundant).
+    // Compiled code then never touches memory the interpreter would
+    // refuse, whatever the file says.
+    module->walk([](Operation *op) { op->removeAttr("in_bounds"); });
+    // Only what every engine executes (the interpreter would refuse the
+    // rest; the JIT must not run it either).
+    WalkResult walk = module->walk([&](HandlerOp handler) {
+      WalkResult inner =
+          handler.getBody().walk([&](Operation *op) {
+            if (isExecutableOp(op))
+              return WalkResult::advance();
+            op->emitError("'")
+                << op->getName()
+                << "' is not an operation netvm executes in a handler (netvm "
+                   "operations, integer arith of at most 64 bits, math.ctlz "
+                   "and cf)";
+            return WalkResult::interrupt();
+          });
+      return inner.wasInterrupted() ? WalkResult::interrupt()
+                                    : WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return nullptr;
     return module;
   }
   }

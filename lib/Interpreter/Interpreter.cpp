@@ -139,27 +139,6 @@ struct Interpreter::Impl {
 Interpreter::Interpreter(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Interpreter::~Interpreter() = default;
 
-/// Operations the interpreter can execute; create() rejects anything else.
-static bool isSupported(Operation *op) {
-  return isa<
-      // netvm
-      SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp,
-      PacketLengthOp, WireLengthOp, InfoLengthOp, InfoClearOp, TimestampOp,
-      RandomOp, CheckOp, CheckBoundsOp, ByteSwapOp, FindBitOp, BitOp, HashOp,
-      ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp, PacketCrcOp, FieldCmpOp,
-      PacketScanOp, SendDupOp, ReceiveOp, ExbufCreateOp, ExbufDeleteOp,
-      CoproInitOp, CoproReadOp, CoproWriteOp, CoproInvokeOp, CoproExbufOp,
-      // arith, math
-      arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
-      arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,
-      arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::ShLIOp, arith::ShRUIOp,
-      arith::ShRSIOp, arith::CmpIOp, arith::SelectOp, arith::ExtUIOp,
-      arith::ExtSIOp, arith::TruncIOp, arith::MaxUIOp, arith::MinUIOp,
-      arith::MaxSIOp, arith::MinSIOp, math::CountLeadingZerosOp,
-      // cf
-      cf::BranchOp, cf::CondBranchOp, cf::SwitchOp>(op);
-}
-
 std::unique_ptr<Interpreter> Interpreter::create(ApplicationOp app,
                                                  const Options &options) {
   auto impl = std::make_unique<Impl>();
@@ -207,7 +186,7 @@ std::unique_ptr<Interpreter> Interpreter::create(ApplicationOp app,
       impl->peNames.push_back(state.name);
       impl->pes.push_back(std::move(state));
       WalkResult walk = pe.walk([&](Operation *inner) {
-        if (isa<PEOp, PortOp, HandlerOp>(inner) || isSupported(inner))
+        if (isa<PEOp, PortOp, HandlerOp>(inner) || isExecutableOp(inner))
           return WalkResult::advance();
         inner->emitError("the reference interpreter cannot execute '")
             << inner->getName() << "'";
