@@ -348,9 +348,10 @@ def ME_DropOp : ME_Op<"drop", [Terminator]> {
   let description = [{
     With `logged`, the drop is also logged as an event: in a handler that
     may have logged a drop already (`exbuf.delete`), the host cannot infer
-    this one.
+    this one. With `counted` (`pkt.drop`, not `ret`), the NetPE's drop
+    counter goes up by one.
   }];
-  let arguments = (ins UnitAttr:$logged);
+  let arguments = (ins UnitAttr:$logged, UnitAttr:$counted);
   let assemblyFormat = "attr-dict";
 }
 

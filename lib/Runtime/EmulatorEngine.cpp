@@ -509,7 +509,7 @@ private:
       return false;
     }
     std::vector<unsigned> dropEvents(batch.size());
-    if (!readEvents(emu, results, dropEvents, other))
+    if (!readEvents(emu, results, dropEvents, other) || !readCounters(emu))
       return false;
     for (size_t i = 0; i < results.size(); ++i) {
       PacketResult &r = results[i];
@@ -575,11 +575,10 @@ private:
         break;
       }
       case uint32_t(me::EventKind::Drop):
+        // (The NetPE's own counter counts its pkt.drop; see readCounters.)
         ++r.drops;
         if (ofPacket)
           ++dropEvents[packet];
-        if (counts)
-          ++counts->dropped;
         break;
       case uint32_t(me::EventKind::Unconnected):
         ++r.unconnected;
@@ -589,6 +588,27 @@ private:
              std::to_string(kind));
         return false;
       }
+    }
+    return true;
+  }
+
+  /// Adds the run's per-NetPE counters (runs, sent, dropped) to the
+  /// engine's; every run starts them at 0.
+  bool readCounters(const me::Emulator &emu) {
+    const AppLayout &layout = app.layout;
+    if (!layout.peCounters || peCounts.empty())
+      return true;
+    std::vector<uint8_t> bytes;
+    if (!emu.readMemory(me::Memory::Sram, layout.peCounters,
+                        12 * peCounts.size(), bytes)) {
+      fail("cannot read the NetPE counters at SRAM 0x" +
+           llvm::utohexstr(layout.peCounters, true));
+      return false;
+    }
+    for (size_t pe = 0; pe < peCounts.size(); ++pe) {
+      peCounts[pe].runs += readWord(bytes.data() + 12 * pe);
+      peCounts[pe].sent += readWord(bytes.data() + 12 * pe + 4);
+      peCounts[pe].dropped += readWord(bytes.data() + 12 * pe + 8);
     }
     return true;
   }

@@ -645,6 +645,7 @@ static nb::dict layoutDict(const me::AppLayout &l) {
   d["shared_memory"] = regionTuple(l.sharedMemory);
   d["persistent"] = persistent;
   d["event_count"] = l.eventCount;
+  d["pe_counters"] = l.peCounters;
   d["event_log"] = l.eventLog;
   d["event_capacity"] = l.eventCapacity;
   d["locations"] = l.locations;
@@ -657,21 +658,11 @@ static nb::dict layoutDict(const me::AppLayout &l) {
 }
 
 static me::AppLayout layoutOf(nb::dict d) {
-  static const char *const known[] = {"sources",
-                                      "sinks",
-                                      "pes",
-                                      "data_memory",
-                                      "shared_memory",
-                                      "persistent",
-                                      "event_count",
-                                      "event_log",
-                                      "event_capacity",
-                                      "locations",
-                                      "watchdog_address",
-                                      "default_watchdog",
-                                      "info_offset",
-                                      "info_size",
-                                      "info_used"};
+  static const char *const known[] = {
+      "sources",          "sinks",       "pes",         "data_memory",
+      "shared_memory",    "persistent",  "event_count", "event_log",
+      "event_capacity",   "pe_counters", "locations",   "watchdog_address",
+      "default_watchdog", "info_offset", "info_size",   "info_used"};
   for (auto [key, value] : d) {
     std::string k = nb::cast<std::string>(nb::str(key));
     if (std::find(std::begin(known), std::end(known), k) == std::end(known))
@@ -696,6 +687,7 @@ static me::AppLayout layoutOf(nb::dict d) {
   get("event_count", l.eventCount);
   get("event_log", l.eventLog);
   get("event_capacity", l.eventCapacity);
+  get("pe_counters", l.peCounters);
   get("locations", l.locations);
   get("watchdog_address", l.watchdogAddress);
   get("default_watchdog", l.defaultWatchdog);

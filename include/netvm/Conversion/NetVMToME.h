@@ -48,6 +48,9 @@ struct MELoweringOptions {
   /// and the NetPE's index in it: exbuf.delete logs a drop.
   uint32_t eventCount = 0, eventLog = 0, eventCapacity = 0, dropEvent = 0;
   unsigned peIndex = 0;
+  /// SRAM address of the NetPE's drop counter (0: none), which pkt.drop
+  /// and exbuf.delete increment.
+  uint32_t dropCounter = 0;
   /// Local memory window 0 word that holds the packet's arrival seconds
   /// (microseconds in the next word); -1 if no handler reads them.
   int timestampWord = -1;

@@ -256,6 +256,13 @@ private:
     b.setInsertionPointToEnd(next);
   }
   LogicalResult lowerExbufDelete(ExbufDeleteOp op);
+  /// The NetPE's drop counter + 1 (an SRAM increment).
+  void countDrop(Location loc) {
+    if (options.dropCounter && handler.getKind() == HandlerKind::Push)
+      med::MemOp::create(b, loc, TypeRange(), "sram", "incr",
+                         constant(options.dropCounter, loc), constant(0, loc),
+                         ValueRange(), 1);
+  }
   /// The state at each block's entry; refuses what the MEs cannot keep.
   LogicalResult analyzeCopro();
   /// Runs the block's coprocessor operations from `point`; with `check`,
@@ -1170,6 +1177,7 @@ LogicalResult HandlerLowering::lowerExbufDelete(ExbufDeleteOp op) {
       4);
   med::BrOp::create(b, loc, ValueRange(), done);
   b.setInsertionPointToEnd(done);
+  countDrop(loc);
   med::BrOp::create(b, loc, ValueRange(), after);
   b.setInsertionPointToEnd(after);
   med::ArgSetOp::create(b, loc, "length", constant(0, loc));
@@ -2081,10 +2089,11 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         med::SendCopyOp::create(b, loc, pe.getPortNumber(port));
         return success();
       })
-      .Case<DropOp, RetOp>([&](Operation *) {
+      .Case<DropOp, RetOp>([&](Operation *o) {
+        // pkt.drop counts for the NetPE (ret does not, as on every engine).
         // With exbuf.delete in the handler every drop is logged (ret
         // counts one with or without an exchange buffer).
-        med::DropOp::create(b, loc, info.logsDrops);
+        med::DropOp::create(b, loc, info.logsDrops, isa<DropOp>(o));
         return success();
       })
       .Case([&](TrapOp o) {

@@ -47,7 +47,7 @@ struct CodeGenOptions {
 /// Event kinds of the event log (AppLayout::eventLog).
 enum class EventKind : uint32_t {
   Exception = 1,   // word 2: NETVM_EXC_* kind; word 3: location index
-  Drop = 2,        // a copy dropped (logged only when a packet may fan out)
+  Drop = 2,        // a drop the host cannot infer (copies, exbuf.delete)
   Unconnected = 3, // a send on a port without connection
 };
 
@@ -77,6 +77,11 @@ struct AppLayout {
   /// NETVM_EXC_* value and the location indexes `locations`.
   uint32_t eventCount = 0, eventLog = 0, eventCapacity = 0;
   std::vector<std::string> locations; // "file:line:col" or ""
+  /// Per-NetPE counters, 3 SRAM words each from here in `pes` order:
+  /// handler runs, packets sent (pkt.send and pkt.senddup) and packets
+  /// dropped (pkt.drop, exbuf.delete), as the other engines count them.
+  /// 0: the image keeps none.
+  uint32_t peCounters = 0;
   /// The watchdog budget (loop iterations per packet) is read from this
   /// SRAM word; a host writes it before the run (0: the image's default).
   uint32_t watchdogAddress = 0;

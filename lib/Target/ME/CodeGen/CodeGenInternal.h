@@ -67,6 +67,8 @@ struct ExitLabels {
   std::string drop;
   /// me.drop {logged}: the drop logged as an event.
   std::string dropLogged;
+  /// me.drop {counted}: the SRAM word to increment (0: none).
+  uint32_t dropCounter = 0;
   std::string raise; // with a15 = pe | kind << 16, b15 = location
   unsigned pe = 0;
   /// The local-memory word (window 0) that says whether the packet holds

@@ -69,6 +69,15 @@ struct Buffers {
 };
 constexpr uint32_t watchdogAddress = 0x0, eventCountAddress = 0x4,
                    eventLogAddress = 0x100, eventCapacity = 16384;
+/// Per-NetPE counters [runs, sent, dropped]: below the event log for the
+/// first 20 NetPEs (an immediate address, one instruction an increment),
+/// after it for applications with more.
+constexpr uint32_t peCountersLow = 0x8, peCountersHigh = 0x40100;
+constexpr unsigned peCountersLowMax = 20;
+/// Set once the init handlers have run: a host runs the image once per
+/// batch with this word carried forward, and .init must run once in all.
+constexpr uint32_t initDoneAddress = 0xfc;
+
 /// Data memories, initialised data and shared memory, in SRAM from here.
 constexpr uint32_t sramDataBase = 0x80000;
 constexpr unsigned handlerME = 1, rxME = 0, txME = 2;
@@ -101,6 +110,17 @@ struct LineBuilder {
     (*this)("ctx_arb[" + done + "]");
   }
 };
+
+/// Adds 1 to the SRAM word at `address` without waiting (no signal: the
+/// emulator completes the command before the run ends).
+void countUp(LineBuilder &a, uint32_t address, const std::string &what) {
+  if (address <= 0xffff) {
+    a("sram[incr, --, " + hex(address) + ", 0]", what);
+    return;
+  }
+  a("immed[a15, " + hex(address) + "]", what);
+  a("sram[incr, --, a15, 0]");
+}
 
 /// Puts the buffer a0 (also in $0) back on its free ring (b15 scratch).
 void freeBuffer(LineBuilder &a, const Buffers &pool, unsigned copies,
@@ -437,6 +457,13 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     spillSlots = std::min(spillSlots, static_cast<unsigned>(timeWord));
   }
 
+  // The NetPEs' counters: word `which` (0 runs, 1 sent, 2 dropped) of `pe`.
+  layout.peCounters =
+      pes.size() <= peCountersLowMax ? peCountersLow : peCountersHigh;
+  auto counterOf = [&](unsigned pe, unsigned which) {
+    return layout.peCounters + 12 * pe + 4 * which;
+  };
+
   // Instruction selection, into a module of me.funcs kept with the input.
   OpBuilder builder(ctx);
   OwningOpRef<ModuleOp> meModule = ModuleOp::create(app.getLoc());
@@ -473,7 +500,10 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     for (Attribute attr : pe.getCoprocessors()) {
       StringRef name = cast<StringAttr>(attr).getValue();
       if (name == "lookup") {
+        // The table lives on from run to run (batches).
         lowering.lookupBase = place(meLookupTableBytes);
+        layout.persistent.push_back(
+            {Memory::Sram, lowering.lookupBase, meLookupTableBytes});
         continue;
       }
       bool host = name == "regexp" || name == "stringmatching";
@@ -521,6 +551,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       lowering.sharedBase = layout.sharedMemory.address;
     }
     lowering.peIndex = info.index;
+    lowering.dropCounter = counterOf(info.index, 2);
     for (HandlerOp handler : pe.getBodyBlock()->getOps<HandlerOp>()) {
       if (handler.getKind() == HandlerKind::Pull)
         return handler.emitError("the microengine back end does not run pull "
@@ -672,13 +703,25 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   for (PEInfo &info : pes)
     if (info.init)
       inits.push_back({&info, "init_" + std::to_string(info.index)});
-  if (!inits.empty())
+  if (!inits.empty()) {
+    a("sram[read, $0, " + hex(initDoneAddress) + ", 0, 1], ctx_swap[s4]",
+      "the init handlers ran in an earlier run?");
+    a("alu[--, --, b, $0]");
+    a("bne[@start_tokens]");
     a("immed[b0, 0]", "no exchange buffer: empty packet");
+  }
   for (size_t i = 0; i < inits.size(); ++i) {
     if (watchdog)
       a("alu[a2, --, b, *l$index0[15]]");
+    countUp(a, counterOf(inits[i].first->index, 0), "a run of .init");
     a("br[@" + inits[i].second + "]");
     a.label(inits[i].second + "_done");
+  }
+  if (!inits.empty()) {
+    a("immed[$0, 1]");
+    a("sram[write, $0, " + hex(initDoneAddress) + ", 0, 1], ctx_swap[s4]",
+      "they did");
+    layout.persistent.push_back({Memory::Sram, initDoneAddress, 4});
   }
   a.label("start_tokens");
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
@@ -816,6 +859,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     };
     ExitLabels exits;
     exits.pe = info.index;
+    exits.dropCounter = counterOf(info.index, 2);
     exits.stateWord = stateWord;
     exits.sendCopy = [&, peName = info.pe.getSymName().str()](
                          unsigned port, CodeSection &into, std::string &error) {
@@ -877,6 +921,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       c.label(l + "_put");
       c("scratch[put, $0, " + std::to_string(txRing) + ", 0, " +
         std::to_string(entryWords) + "], ctx_swap[s5]");
+      LineBuilder counted{into};
+      countUp(counted, counterOf(info.index, 1), "sent");
       return true;
     };
     std::string tag = "pe" + std::to_string(info.index);
@@ -885,6 +931,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     };
     if (info.push) {
       a.label(tag + "_entry");
+      countUp(a, counterOf(info.index, 0), "a run of " + tag);
       if (unsigned bytes = info.pushInfo.headerBytes)
         a("dram[read, $$0, a0, 0, " + std::to_string(bytes / 8) +
               "], ctx_swap[s4]",
@@ -902,6 +949,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       exits.drop = exits.dropLogged = name + "_done";
       exits.raise = name + "_raise";
       exits.stateWord = -1; // before the tokens start: alone anyway
+      exits.dropCounter = 0;
       if (failed(emitFunc(info.init, info.initInfo, name, exits)))
         return failure();
     }
@@ -911,6 +959,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         continue;
       unsigned number = info.pe.getPortNumber(port);
       a.label(tag + "_out" + std::to_string(number));
+      countUp(a, counterOf(info.index, 1), "sent");
       auto it = outputs.find({info.pe.getSymName().str(), number});
       if (it == outputs.end()) {
         anyUnconnected = true;

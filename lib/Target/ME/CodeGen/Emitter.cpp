@@ -759,6 +759,16 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         return success();
       })
       .Case([&](med::DropOp o) {
+        if (o.getCounted() && exits.dropCounter) {
+          // Fire and forget: the emulator completes it before the run ends.
+          std::string address = std::to_string(exits.dropCounter);
+          if (exits.dropCounter > 0xffff) {
+            emit(asmLine("immed[a15, " + address + "]").instr);
+            address = "a15";
+          }
+          emit(asmLine("sram[incr, --, " + address + ", 0]").instr, "",
+               "dropped");
+        }
         Instr br;
         br.op = me::Op::Br;
         emit(br, o.getLogged() ? exits.dropLogged : exits.drop);
@@ -800,8 +810,11 @@ LogicalResult FuncEmitter::run(const std::string &entry) {
     Operation &op = block->front();
     if (auto send = dyn_cast<med::SendOp>(op))
       return exits.send(send.getPort());
-    if (auto drop = dyn_cast<med::DropOp>(op))
+    if (auto drop = dyn_cast<med::DropOp>(op)) {
+      if (drop.getCounted())
+        return std::nullopt; // the count comes first
       return drop.getLogged() ? exits.dropLogged : exits.drop;
+    }
     if (auto br = dyn_cast<med::BrOp>(op)) {
       if (!br.getDestOperands().empty())
         return std::nullopt;
