@@ -85,6 +85,11 @@ static cl::opt<bool> stats("timing",
                                     "standard error"),
                            cl::cat(idsCategory));
 
+static cl::opt<unsigned> rulesPerVerifier(
+    "rules-per-verifier",
+    cl::desc("Rules per verify NetPE (compile time against NetPE hops)"),
+    cl::init(64), cl::Hidden, cl::cat(idsCategory));
+
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "netvm-ids: error: " << message << "\n";
   return 1;
@@ -248,7 +253,7 @@ static int run() {
 
   start = std::chrono::steady_clock::now();
   GroupPlan plan = planGroups(rules);
-  CompiledIDS ids = compileRules(rules, plan);
+  CompiledIDS ids = compileRules(rules, plan, "ids", rulesPerVerifier);
   double generateMs = since(start);
   if (!emitApp.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(emitApp))

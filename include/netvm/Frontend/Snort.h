@@ -172,6 +172,10 @@ struct GroupPlan {
 /// longest non-negated content; none if it has only negated contents.
 std::optional<unsigned> fastPattern(const Rule &rule);
 
+/// Whether a content after content `j` of `rule` anchors on its match
+/// (distance/within), so that its end must be known.
+bool anchorsLater(const Rule &rule, unsigned j);
+
 GroupPlan planGroups(const std::vector<Rule> &rules);
 
 /// Info memory of the IDS application, as the alert sink hands it over
@@ -204,9 +208,11 @@ struct CompiledIDS {
 };
 
 /// Compile `rules` into the IDS application. `name` names the files
-/// (`NAME.nvapp`, `NAME-decode.netil`, ...).
+/// (`NAME.nvapp`, `NAME-decode.netil`, ...). The rules' code is split over
+/// verify NetPEs of `rulesPerVerifier` rules each.
 CompiledIDS compileRules(const std::vector<Rule> &rules, const GroupPlan &plan,
-                         llvm::StringRef name = "ids");
+                         llvm::StringRef name = "ids",
+                         unsigned rulesPerVerifier = 64);
 
 } // namespace netvm::snort
 
