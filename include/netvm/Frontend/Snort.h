@@ -5,8 +5,8 @@
 // every rule or option it cannot take, one by one, at file:line:col.
 // planGroups sorts the rules into port groups, each with its fast patterns,
 // as Snort's detection engine does; compileRules turns the rules and their
-// plan into a NetVM application of five NetPEs (decode, classify,
-// fastpattern, verify, pcre) given as an .nvapp and NetIL texts that
+// plan into a NetVM application (decode, classify, fastpattern, verify
+// NetPEs of 64 rules each, pcre) given as an .nvapp and NetIL texts that
 // driver::load compiles like files.
 //
 // The matching semantics (which bytes a content searches, how relative

@@ -8,9 +8,10 @@
 //               every rule whose fast pattern occurs, and the group's rules
 //               without content, become candidates (once: an epoch per rule
 //               in data memory)
-//   verify      per candidate, a block of code for its rule: addresses,
+//   verify0...  per candidate, a block of code for its rule: addresses,
 //               ports, dsize, flags, then its contents, each a test of its
-//               own stringmatching group over its window
+//               own stringmatching group over its window; 64 rules per
+//               NetPE, the packet leaving after the last one it needs
 //   pcre        per surviving candidate, its pcre options on the regexp
 //               coprocessor; the sids that alert go into info memory and
 //               the packet to sink `alert`
@@ -26,8 +27,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <set>
 
 using namespace netvm::snort;
 
@@ -464,11 +463,11 @@ static std::string fastpatternNetPE(const std::vector<Rule> &rules,
 }
 
 namespace {
-/// Code for the tests of one rule in `verify`; jumps to `fail` when the
-/// rule does not match, falls through when it does.
+/// Code for the header tests of one rule in `verify`: each test jumps to
+/// its `yes` or `no` label.
 class RuleCode {
 public:
-  RuleCode(Writer &w, std::string fail) : w(w), fail(std::move(fail)) {}
+  explicit RuleCode(Writer &w) : w(w) {}
 
   void address(const AddressSpec &spec, unsigned info, const std::string &yes,
                const std::string &no) {
@@ -539,7 +538,6 @@ public:
 
 private:
   Writer &w;
-  std::string fail;
 
   /// A list: one positive element matches (or there is none), and no
   /// negated one excludes the value.
@@ -663,7 +661,7 @@ static std::string verifyNetPE(const std::vector<Rule> &rules,
   for (unsigned i : members) {
     const Rule &r = rules[i];
     w.at("rule" + llvm::Twine(i).str());
-    RuleCode code(w, "fail");
+    RuleCode code(w);
     static const unsigned protocols[] = {6, 17, 1};
     if (r.protocol != Protocol::IP)
       w << ("push " + llvm::Twine(InfoProtocol)) << "uiload.8"
