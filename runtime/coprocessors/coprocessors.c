@@ -1,15 +1,20 @@
 /*===- coprocessors.c - NetVM virtual coprocessors ------------------------===*
  *
  * lookup
- *   Registers: R0 data (read/write), R1 valid (read).
+ *   Registers: R0 data (read/write), R1 valid (read), R2 stamp (write).
+ *   At most NETVM_LOOKUP_CAPACITY (16384) entries.
  *   Operations:
- *     0 init        empty the table and the pending key
- *     1 add_data    append R0 to the pending key (at most 16 words)
- *     2 add_value   map the pending key to R0, then clear the pending key
- *     3 read_value  look up the pending key, or [R0] if none is pending; on
- *                   a hit R0 = value and R1 = 1, on a miss R1 = 0; the
- *                   pending key is cleared
- *     4 reset       clear the pending key
+ *     0 init           empty the table and the pending key
+ *     1 add_data       append R0 to the pending key (at most 16 words)
+ *     2 add_value      map the pending key to R0 with the stamp R2, then
+ *                      clear the pending key; a new key in a full table
+ *                      raises the exception
+ *     3 read_value     look up the pending key, or [R0] if none is pending;
+ *                      on a hit R0 = value and R1 = 1, on a miss R1 = 0;
+ *                      the pending key is cleared
+ *     4 reset          clear the pending key
+ *     5 try_add_value  as add_value, but a new key in a full table is not
+ *                      stored and gives R1 = 0 (R1 = 1 when stored)
  *
  * associative
  *   Registers: R0 table (0..15), R1 key length in bytes (0..32), R2 value
@@ -48,51 +53,112 @@ static int fail(netvm_copro *c, const char *what, uint32_t value) {
   return netvm_copro_fail(c, "%s %u", what, value);
 }
 
-/*===- lookup -------------------------------------------------------------===*/
+/*===- lookup -------------------------------------------------------------===*
+ *
+ * Open addressing with linear probing over an index of slots (the hash and
+ * the entry's position), entries in a dense array. The index has at least
+ * twice as many slots as entries, so probes stay short; deletion shifts the
+ * following slots back (no tombstones) and moves the last entry into the
+ * hole, so the entries stay dense for the control plane's walks. The
+ * capacity is fixed (NETVM_LOOKUP_CAPACITY): the ME back end keeps the same
+ * table in SRAM and every engine must refuse the same insertions.
+ */
 
-enum { LOOKUP_MAX_KEY = 16 };
+enum { LOOKUP_MAX_KEY = NETVM_LOOKUP_MAX_KEY, LOOKUP_MIN_SLOTS = 64 };
 
 struct lookup_entry {
-  uint32_t key[LOOKUP_MAX_KEY];
   uint32_t key_length;
   uint32_t value;
-  struct lookup_entry *next;
+  uint32_t stamp;
+  uint32_t hash;
+  uint32_t key[LOOKUP_MAX_KEY];
+};
+
+struct lookup_slot {
+  uint32_t hash;
+  uint32_t entry; /* position in entries + 1; 0: empty */
 };
 
 struct lookup_state {
-  struct lookup_entry **buckets;
-  uint32_t num_buckets, num_entries;
+  struct lookup_slot *slots;
+  uint32_t mask; /* slots - 1 */
+  struct lookup_entry *entries;
+  uint32_t num_entries, entries_capacity;
   uint32_t pending[LOOKUP_MAX_KEY];
   uint32_t pending_length;
 };
 
-static uint32_t lookup_bucket(const struct lookup_state *s, const uint32_t *key,
-                              uint32_t length) {
-  return netvm_hash_words(key, length) & (s->num_buckets - 1);
+/* A multiplicative mix per word and a final avalanche (murmur3's): the
+ * keys are MAC and IP addresses, whose low bits vary most. */
+static inline uint32_t lookup_hash(const uint32_t *key, uint32_t length) {
+  uint32_t h = 0x9747b28cu ^ length, i;
+  for (i = 0; i < length; ++i) {
+    uint32_t k = key[i] * 0xcc9e2d51u;
+    k = (k << 15) | (k >> 17);
+    h ^= k * 0x1b873593u;
+    h = ((h << 13) | (h >> 19)) * 5u + 0xe6546b64u;
+  }
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
+static inline int lookup_key_equal(const struct lookup_entry *e,
+                                   const uint32_t *key, uint32_t length) {
+  uint32_t i;
+  if (e->key_length != length)
+    return 0;
+  for (i = 0; i < length; ++i)
+    if (e->key[i] != key[i])
+      return 0;
+  return 1;
+}
+
+/* The slot holding `key`, or the empty slot where it would go. */
+static inline uint32_t lookup_probe(const struct lookup_state *s,
+                                    const uint32_t *key, uint32_t length,
+                                    uint32_t hash) {
+  uint32_t i = hash & s->mask;
+  for (;; i = (i + 1) & s->mask) {
+    const struct lookup_slot *slot = &s->slots[i];
+    if (!slot->entry)
+      return i;
+    if (slot->hash == hash &&
+        lookup_key_equal(&s->entries[slot->entry - 1], key, length))
+      return i;
+  }
+}
+
+static int lookup_resize(struct lookup_state *s, uint32_t num_slots) {
+  struct lookup_slot *slots = calloc(num_slots, sizeof(*slots));
+  uint32_t i;
+  if (!slots)
+    return 0;
+  free(s->slots);
+  s->slots = slots;
+  s->mask = num_slots - 1;
+  for (i = 0; i < s->num_entries; ++i) {
+    uint32_t j = s->entries[i].hash & s->mask;
+    while (slots[j].entry)
+      j = (j + 1) & s->mask;
+    slots[j].hash = s->entries[i].hash;
+    slots[j].entry = i + 1;
+  }
+  return 1;
 }
 
 static void lookup_clear(struct lookup_state *s) {
-  uint32_t i;
-  for (i = 0; i < s->num_buckets; ++i) {
-    struct lookup_entry *e = s->buckets[i];
-    while (e) {
-      struct lookup_entry *next = e->next;
-      free(e);
-      e = next;
-    }
-    s->buckets[i] = NULL;
-  }
+  memset(s->slots, 0, (s->mask + 1) * sizeof(*s->slots));
   s->num_entries = 0;
   s->pending_length = 0;
 }
 
 static int lookup_create(netvm_copro *c) {
   struct lookup_state *s = calloc(1, sizeof(*s));
-  if (!s)
-    return 0;
-  s->num_buckets = 64;
-  s->buckets = calloc(s->num_buckets, sizeof(*s->buckets));
-  if (!s->buckets) {
+  if (!s || !lookup_resize(s, LOOKUP_MIN_SLOTS)) {
     free(s);
     return 0;
   }
@@ -102,40 +168,70 @@ static int lookup_create(netvm_copro *c) {
 
 static void lookup_destroy(netvm_copro *c) {
   struct lookup_state *s = c->state;
-  lookup_clear(s);
-  free(s->buckets);
+  free(s->slots);
+  free(s->entries);
   free(s);
 }
 
-static struct lookup_entry *lookup_find(struct lookup_state *s,
-                                        const uint32_t *key, uint32_t length) {
-  struct lookup_entry *e = s->buckets[lookup_bucket(s, key, length)];
-  for (; e; e = e->next)
-    if (e->key_length == length &&
-        memcmp(e->key, key, length * sizeof(uint32_t)) == 0)
-      return e;
-  return NULL;
-}
-
-/* Double the bucket array when the table gets crowded. */
-static void lookup_grow(struct lookup_state *s) {
-  uint32_t old = s->num_buckets, i;
-  struct lookup_entry **buckets = calloc(2 * old, sizeof(*buckets));
-  if (!buckets)
-    return; /* keep the longer chains */
-  s->num_buckets = 2 * old;
-  for (i = 0; i < old; ++i) {
-    struct lookup_entry *e = s->buckets[i];
-    while (e) {
-      struct lookup_entry *next = e->next;
-      uint32_t b = lookup_bucket(s, e->key, e->key_length);
-      e->next = buckets[b];
-      buckets[b] = e;
-      e = next;
+/* Remove the entry in slot `i`: shift the slots of the same probe run back
+ * into the hole, then move the last entry into the freed position. */
+static void lookup_remove_slot(struct lookup_state *s, uint32_t i) {
+  uint32_t gone = s->slots[i].entry - 1, last = s->num_entries - 1, j;
+  for (j = (i + 1) & s->mask; s->slots[j].entry; j = (j + 1) & s->mask) {
+    uint32_t home = s->slots[j].hash & s->mask;
+    /* Slot j may move to the hole i unless its home lies in (i, j]. */
+    if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+      s->slots[i] = s->slots[j];
+      i = j;
     }
   }
-  free(s->buckets);
-  s->buckets = buckets;
+  s->slots[i].entry = 0;
+  if (gone != last) {
+    struct lookup_entry *moved = &s->entries[last];
+    uint32_t k = lookup_probe(s, moved->key, moved->key_length, moved->hash);
+    s->slots[k].entry = gone + 1;
+    s->entries[gone] = *moved;
+  }
+  --s->num_entries;
+}
+
+/* Map the pending key to R0 with the stamp R2. Returns 1 if stored, 0 if the
+ * key is new and the table full (nothing changes), -1 if out of memory. */
+static int lookup_store(netvm_copro *c, struct lookup_state *s) {
+  uint32_t hash = lookup_hash(s->pending, s->pending_length);
+  uint32_t i = lookup_probe(s, s->pending, s->pending_length, hash);
+  struct lookup_entry *e;
+  if (!s->slots[i].entry) {
+    if (s->num_entries == NETVM_LOOKUP_CAPACITY)
+      return 0;
+    if (s->num_entries == s->entries_capacity) {
+      uint32_t capacity = s->entries_capacity ? 2 * s->entries_capacity : 64;
+      struct lookup_entry *grown =
+          realloc(s->entries, capacity * sizeof(*grown));
+      if (!grown)
+        return -1;
+      s->entries = grown;
+      s->entries_capacity = capacity;
+    }
+    e = &s->entries[s->num_entries++];
+    e->key_length = s->pending_length;
+    e->hash = hash;
+    memcpy(e->key, s->pending, s->pending_length * sizeof(uint32_t));
+    s->slots[i].hash = hash;
+    s->slots[i].entry = s->num_entries;
+    /* Keep at least two slots per entry. */
+    if (2 * s->num_entries > s->mask + 1 &&
+        !lookup_resize(s, 2 * (s->mask + 1))) {
+      lookup_remove_slot(s, lookup_probe(s, e->key, e->key_length, hash));
+      return -1;
+    }
+    e = &s->entries[s->num_entries - 1];
+  } else {
+    e = &s->entries[s->slots[i].entry - 1];
+  }
+  e->value = c->registers[0];
+  e->stamp = c->registers[2];
+  return 1;
 }
 
 static int lookup_invoke(netvm_copro *c, uint32_t operation) {
@@ -149,36 +245,34 @@ static int lookup_invoke(netvm_copro *c, uint32_t operation) {
       return fail(c, "lookup key longer than words:", LOOKUP_MAX_KEY);
     s->pending[s->pending_length++] = c->registers[0];
     return 1;
-  case 2: {
-    struct lookup_entry *e;
-    if (s->pending_length == 0)
+  case 2:
+  case 5: {
+    uint32_t length = s->pending_length;
+    int stored;
+    if (length == 0)
       return fail(c, "add_value without a key (use add_data first); value",
                   c->registers[0]);
-    e = lookup_find(s, s->pending, s->pending_length);
-    if (!e) {
-      uint32_t b;
-      e = calloc(1, sizeof(*e));
-      if (!e)
-        return fail(c,
-                    "out of memory inserting key of words:", s->pending_length);
-      memcpy(e->key, s->pending, s->pending_length * sizeof(uint32_t));
-      e->key_length = s->pending_length;
-      b = lookup_bucket(s, e->key, e->key_length);
-      e->next = s->buckets[b];
-      s->buckets[b] = e;
-      if (++s->num_entries > 2 * s->num_buckets)
-        lookup_grow(s);
-    }
-    e->value = c->registers[0];
+    stored = lookup_store(c, s);
     s->pending_length = 0;
+    if (stored < 0)
+      return fail(c, "out of memory inserting key of words:", length);
+    if (operation == 5) {
+      c->registers[1] = (uint32_t)stored;
+      return 1;
+    }
+    if (!stored)
+      return netvm_copro_fail(c, "lookup table full (%u entries)",
+                              NETVM_LOOKUP_CAPACITY);
     return 1;
   }
   case 3: {
-    struct lookup_entry *e;
+    uint32_t i;
     if (s->pending_length == 0)
       s->pending[s->pending_length++] = c->registers[0];
-    e = lookup_find(s, s->pending, s->pending_length);
-    if (e) {
+    i = lookup_probe(s, s->pending, s->pending_length,
+                     lookup_hash(s->pending, s->pending_length));
+    if (s->slots[i].entry) {
+      const struct lookup_entry *e = &s->entries[s->slots[i].entry - 1];
       c->registers[0] = e->value;
       c->registers[1] = 1;
     } else {
@@ -193,6 +287,67 @@ static int lookup_invoke(netvm_copro *c, uint32_t operation) {
   default:
     return fail(c, "unknown lookup operation", operation);
   }
+}
+
+static const struct copro_ops lookup_ops = {
+    "lookup", 3, lookup_create, lookup_destroy, NULL, lookup_invoke};
+
+/*===- lookup: the control plane
+ * -------------------------------------------===*/
+
+static struct lookup_state *lookup_of(const netvm_copro *c) {
+  return c && c->ops == &lookup_ops ? c->state : NULL;
+}
+
+uint32_t netvm_lookup_count(const netvm_copro *c) {
+  const struct lookup_state *s = lookup_of(c);
+  return s ? s->num_entries : 0;
+}
+
+int netvm_lookup_get(const netvm_copro *c, uint32_t index,
+                     netvm_lookup_entry *out) {
+  const struct lookup_state *s = lookup_of(c);
+  const struct lookup_entry *e;
+  if (!s || index >= s->num_entries)
+    return 0;
+  e = &s->entries[index];
+  memset(out, 0, sizeof(*out));
+  memcpy(out->key, e->key, e->key_length * sizeof(uint32_t));
+  out->key_length = e->key_length;
+  out->value = e->value;
+  out->stamp = e->stamp;
+  return 1;
+}
+
+int netvm_lookup_delete(netvm_copro *c, const uint32_t *key,
+                        uint32_t key_length) {
+  struct lookup_state *s = lookup_of(c);
+  uint32_t i;
+  if (!s || key_length == 0 || key_length > LOOKUP_MAX_KEY)
+    return 0;
+  i = lookup_probe(s, key, key_length, lookup_hash(key, key_length));
+  if (!s->slots[i].entry)
+    return 0;
+  lookup_remove_slot(s, i);
+  return 1;
+}
+
+uint32_t netvm_lookup_age(netvm_copro *c, uint32_t now, uint32_t max_age) {
+  struct lookup_state *s = lookup_of(c);
+  uint32_t removed = 0, i = 0;
+  if (!s)
+    return 0;
+  while (i < s->num_entries) {
+    struct lookup_entry *e = &s->entries[i];
+    if (now - e->stamp > max_age) {
+      /* The last entry moves into position i: look at i again. */
+      lookup_remove_slot(s, lookup_probe(s, e->key, e->key_length, e->hash));
+      ++removed;
+    } else {
+      ++i;
+    }
+  }
+  return removed;
 }
 
 /*===- associative --------------------------------------------------------===*/
@@ -313,8 +468,6 @@ static int assoc_invoke(netvm_copro *c, uint32_t operation) {
 
 static const struct copro_ops assoc_ops = {
     "associative", ASSOC_REGS, assoc_create, assoc_destroy, NULL, assoc_invoke};
-static const struct copro_ops lookup_ops = {
-    "lookup", 2, lookup_create, lookup_destroy, NULL, lookup_invoke};
 
 /* In the order of netvm_copro_names. */
 static const struct copro_ops *const copro_table[] = {
