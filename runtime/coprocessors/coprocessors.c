@@ -357,7 +357,8 @@ static int lookup_invoke(netvm_copro *c, uint32_t operation) {
 }
 
 static const struct copro_ops lookup_ops = {
-    "lookup", 3, lookup_create, lookup_destroy, NULL, lookup_invoke};
+    "lookup", NETVM_LOOKUP_REGISTERS, lookup_create, lookup_destroy,
+    NULL,     lookup_invoke};
 
 /*===- lookup: the control plane
  * -------------------------------------------===*/
@@ -423,7 +424,7 @@ enum {
   ASSOC_MAX_BYTES = 32,
   ASSOC_KEY_REG = 3,
   ASSOC_VALUE_REG = 11,
-  ASSOC_REGS = 20
+  ASSOC_REGS = NETVM_ASSOCIATIVE_REGISTERS
 };
 
 struct assoc_entry {

@@ -28,6 +28,25 @@ extern "C" {
 
 typedef struct netvm_copro netvm_copro;
 
+/* How many registers each coprocessor has, and where generated code finds
+ * them: every instance starts as netvm_copro_head, so that code compiled
+ * by netvm (netvm-to-llvm) reads and writes a register that exists in
+ * place, without a call; it calls netvm_copro_read/write only for
+ * registers the coprocessor does not have (the `coprocessor` exception).
+ * coprocessors.c checks its own layout against this one. */
+enum {
+  NETVM_LOOKUP_REGISTERS = 3,
+  NETVM_ASSOCIATIVE_REGISTERS = 20,
+  NETVM_REGEXP_REGISTERS = 4,
+  NETVM_STRINGMATCHING_REGISTERS = 4,
+  NETVM_COPRO_MAX_REGISTERS = 20
+};
+
+typedef struct netvm_copro_head {
+  const void *ops; /* private */
+  uint32_t registers[NETVM_COPRO_MAX_REGISTERS];
+} netvm_copro_head;
+
 /* A new instance of the coprocessor called `name`, or NULL if there is no
  * such coprocessor. */
 netvm_copro *netvm_copro_create(const char *name);
