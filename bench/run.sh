@@ -12,7 +12,9 @@
 # at -O0 and -O2 of every bundled application and of the front ends'
 # differential filter lists, ns/packet at -O0 and -O2 against C); and
 # finally netvm-run -j 1 / -j 2 end to end, and netvm-run against tcpdump
-# -r -w with the five filters (bench/e2e.py, hyperfine). Prints Markdown;
+# -r -w with the five filters (bench/e2e.py, hyperfine); between them
+# netvm-bridge-bench, the learning bridge against a C bridge on DPDK's
+# rte_hash and the lookup coprocessor against rte_hash. Prints Markdown;
 # bench/README.md holds the latest figures.
 #
 # Usage: bench/run.sh [extra netvm-bench options, e.g. --min-time 1]
@@ -27,7 +29,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${NETVM_BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh" >&2
-ninja -C "$build" netvm-bench netvm-run netvm-pcapgen >&2
+ninja -C "$build" netvm-bench netvm-bridge-bench netvm-run netvm-pcapgen >&2
 
 traces=$build/bench
 mkdir -p "$traces"
@@ -70,6 +72,11 @@ for ((i = 0; i < ${#args[@]}; ++i)); do
   esac
 done
 [[ $section == all ]] || exit 0
+
+# The learning bridge (JIT against C on DPDK's rte_hash) and the lookup
+# coprocessor against rte_hash.
+echo
+"$build/bin/netvm-bridge-bench" "$root/examples/bridge/bridge.netil"
 
 echo
 echo "### netvm-run end to end ($traces/large.pcap, 1,000,000 packets)"

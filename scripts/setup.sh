@@ -33,6 +33,9 @@ packages=(
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   # python bindings
   python3-dev python3-venv
+  # the benchmark's C peer of the learning bridge and of the lookup
+  # coprocessor: DPDK's rte_hash
+  dpdk-dev
 )
 
 missing=()

@@ -886,6 +886,14 @@ llvm::ArrayRef<uint8_t> Interpreter::dataMemory(unsigned pe) const {
 llvm::MutableArrayRef<uint8_t> Interpreter::mutableDataMemory(unsigned pe) {
   return impl->pes[pe].data;
 }
+netvm_copro *Interpreter::coprocessor(unsigned pe, llvm::StringRef name) {
+  if (pe >= impl->pes.size())
+    return nullptr;
+  for (const CoproPtr &c : impl->pes[pe].coprocessors)
+    if (name == netvm_copro_name(c.get()))
+      return c.get();
+  return nullptr;
+}
 llvm::ArrayRef<uint8_t> Interpreter::sharedMemory() const {
   return impl->shared;
 }

@@ -92,6 +92,14 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
   };
   PacketBatch chunk;
   PacketView packet;
+  // A chunk runs through one source: a packet for another source (the
+  // input says which, PacketView::source) waits for the next chunk.
+  TracePacket held;
+  bool holding = false;
+  auto sourceOf = [&](int which) {
+    return which < 0 ? source : static_cast<unsigned>(which);
+  };
+  unsigned chunkSource = source;
   bool more = true, ok = true;
   auto done = [&] {
     return (options.maxPackets && stats.packets >= options.maxPackets) ||
@@ -106,6 +114,12 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
     uint64_t limit = std::max<size_t>(1, options.chunk);
     if (options.maxMatches)
       limit = std::min(limit, options.maxMatches - stats.matches);
+    if (holding) {
+      chunk.add(viewOf(held));
+      chunkSource = sourceOf(held.source);
+      holding = false;
+      ++stats.packets;
+    }
     while (chunk.size() < limit) {
       if ((options.maxPackets && stats.packets >= options.maxPackets) ||
           (options.stop && *options.stop)) {
@@ -117,6 +131,22 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
           break; // a quiet link: run what came so far, then read again
         ok = error.empty();
         more = false;
+        break;
+      }
+      if (packet.source >= 0 &&
+          static_cast<size_t>(packet.source) >= sourceNames().size()) {
+        error = "packet " + std::to_string(stats.packets + 1) +
+                " is for source " + std::to_string(packet.source) +
+                ", but the application has " +
+                std::to_string(sourceNames().size());
+        ok = more = false;
+        break;
+      }
+      if (chunk.empty()) {
+        chunkSource = sourceOf(packet.source);
+      } else if (sourceOf(packet.source) != chunkSource) {
+        assign(held, packet);
+        holding = true;
         break;
       }
       ++stats.packets;
@@ -142,14 +172,14 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
           (*onPacket)(base + i + 1, packets[i], result);
       };
       ResultFn fn = deliver;
-      run(source, packets, &fn,
+      run(chunkSource, packets, &fn,
           options.onOutput ? ResultDetail::Full
           : onPacket       ? detail
                            : ResultDetail::Verdicts);
     } else if (options.onOutput) {
-      runOutputs(source, packets, *options.onOutput);
+      runOutputs(chunkSource, packets, *options.onOutput);
     } else {
-      run(source, packets, nullptr, detail);
+      run(chunkSource, packets, nullptr, detail);
     }
     reader.release();
     stats.processSeconds += secondsSince(start);

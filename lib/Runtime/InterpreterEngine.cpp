@@ -53,6 +53,9 @@ public:
   llvm::MutableArrayRef<uint8_t> sharedMemory() override {
     return vm->mutableSharedMemory();
   }
+  netvm_copro *coprocessor(unsigned pe, llvm::StringRef name) override {
+    return vm->coprocessor(pe, name);
+  }
   Counters counters() const override { return tally.counters(); }
   PECounters peCounters(unsigned pe) const override { return vm->counters(pe); }
   SinkCounters sinkCounters(unsigned sink) const override {

@@ -126,6 +126,9 @@ public:
     uint8_t *data = netvm_instance_shared(first(), &size);
     return {data, size};
   }
+  netvm_copro *coprocessor(unsigned pe, llvm::StringRef name) override {
+    return netvm_instance_coprocessor(first(), pe, name.str().c_str());
+  }
 
   Counters counters() const override {
     netvm_counters c;

@@ -325,6 +325,21 @@ class Instance:
     def write_shared(self, offset: int, data: BytesLike) -> None:
         """Write bytes into shared memory."""
 
+    def lookup_entries(self, pe: PE = 0) -> list[tuple[tuple[int, ...], int, int]]:
+        """
+        The entries of NetPE `pe`'s lookup coprocessor as a list of (key, value, stamp) tuples, key a tuple of words, in the table's order (docs/netil.md, 7.2).
+        """
+
+    def lookup_age(self, now: int, max_age: int, pe: PE = 0) -> int:
+        """
+        Delete the lookup entries older than `max_age` at time `now` (now - stamp > max_age, 32-bit unsigned); the number deleted.
+        """
+
+    def lookup_delete(self, key: Sequence[int], pe: PE = 0) -> bool:
+        """
+        Delete the lookup entry of `key` (a sequence of words); whether there was one.
+        """
+
     def counters(self) -> dict[str, object]:
         """
         Counters since the instance was made, as a dict: packets, dropped, unconnected, exceptions {kind: n}, sinks {name: {packets, bytes}}, pes {name: {runs, sent, dropped, exceptions}}.

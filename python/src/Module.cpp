@@ -312,6 +312,17 @@ struct PyInstance {
                             "into");
     return lookupIndex(port, names->sources, "port", "source", "sources");
   }
+  /// NetPE `which`'s lookup coprocessor (the control plane's view).
+  netvm_copro *lookupTable(nb::handle which) {
+    netvm_copro *c = engine->coprocessor(pe(which), "lookup");
+    if (!c)
+      throw nb::value_error(
+          std::string(engine->kind()) == "emulator"
+              ? "the emulator keeps lookup tables in the machine; use the "
+                "interp or native engine"
+              : "the NetPE does not use the lookup coprocessor");
+    return c;
+  }
   uint32_t pe(nb::handle which) const {
     return lookupIndex(which, names->pes, "pe", "NetPE", "NetPEs");
   }
@@ -1144,6 +1155,43 @@ NB_MODULE(_netvm, m) {
             i.write(nb::none(), offset, data, "shared memory");
           },
           "offset"_a, "data"_a, "Write bytes into shared memory.")
+      .def(
+          "lookup_entries",
+          [](PyInstance &i, nb::handle pe) {
+            netvm_copro *c = i.lookupTable(pe);
+            nb::list entries;
+            netvm_lookup_entry e;
+            for (uint32_t k = 0; netvm_lookup_get(c, k, &e); ++k) {
+              nb::list key;
+              for (uint32_t w = 0; w < e.key_length; ++w)
+                key.append(e.key[w]);
+              entries.append(nb::make_tuple(nb::tuple(key), e.value, e.stamp));
+            }
+            return entries;
+          },
+          "pe"_a = 0,
+          "The entries of NetPE `pe`'s lookup coprocessor as a list of "
+          "(key, value, stamp) tuples, key a tuple of words, in the table's "
+          "order (docs/netil.md, 7.2).")
+      .def(
+          "lookup_age",
+          [](PyInstance &i, uint32_t now, uint32_t maxAge, nb::handle pe) {
+            return netvm_lookup_age(i.lookupTable(pe), now, maxAge);
+          },
+          "now"_a, "max_age"_a, "pe"_a = 0,
+          "Delete the lookup entries older than `max_age` at time `now` "
+          "(now - stamp > max_age, 32-bit unsigned); the number deleted.")
+      .def(
+          "lookup_delete",
+          [](PyInstance &i, std::vector<uint32_t> key, nb::handle pe) {
+            if (key.empty() || key.size() > NETVM_LOOKUP_MAX_KEY)
+              throw nb::value_error("a lookup key has 1 to 16 words");
+            return netvm_lookup_delete(i.lookupTable(pe), key.data(),
+                                       key.size()) != 0;
+          },
+          "key"_a, "pe"_a = 0,
+          "Delete the lookup entry of `key` (a sequence of words); whether "
+          "there was one.")
       .def("counters", &PyInstance::counters,
            "Counters since the instance was made, as a dict: packets, "
            "dropped, unconnected, exceptions {kind: n}, sinks {name: "

@@ -1,15 +1,20 @@
 /*===- coprocessors.c - NetVM virtual coprocessors ------------------------===*
  *
  * lookup
- *   Registers: R0 data (read/write), R1 valid (read).
+ *   Registers: R0 data (read/write), R1 valid (read), R2 stamp (write).
+ *   At most NETVM_LOOKUP_CAPACITY (16384) entries.
  *   Operations:
- *     0 init        empty the table and the pending key
- *     1 add_data    append R0 to the pending key (at most 16 words)
- *     2 add_value   map the pending key to R0, then clear the pending key
- *     3 read_value  look up the pending key, or [R0] if none is pending; on
- *                   a hit R0 = value and R1 = 1, on a miss R1 = 0; the
- *                   pending key is cleared
- *     4 reset       clear the pending key
+ *     0 init           empty the table and the pending key
+ *     1 add_data       append R0 to the pending key (at most 16 words)
+ *     2 add_value      map the pending key to R0 with the stamp R2, then
+ *                      clear the pending key; a new key in a full table
+ *                      raises the exception
+ *     3 read_value     look up the pending key, or [R0] if none is pending;
+ *                      on a hit R0 = value and R1 = 1, on a miss R1 = 0;
+ *                      the pending key is cleared
+ *     4 reset          clear the pending key
+ *     5 try_add_value  as add_value, but a new key in a full table is not
+ *                      stored and gives R1 = 0 (R1 = 1 when stored)
  *
  * associative
  *   Registers: R0 table (0..15), R1 key length in bytes (0..32), R2 value
@@ -48,51 +53,168 @@ static int fail(netvm_copro *c, const char *what, uint32_t value) {
   return netvm_copro_fail(c, "%s %u", what, value);
 }
 
-/*===- lookup -------------------------------------------------------------===*/
+/*===- lookup -------------------------------------------------------------===*
+ *
+ * Open addressing with linear probing over an index of 32-bit slots, each
+ * the high 13 bits of the key's hash (a tag that spares most key
+ * comparisons), the key's length - 1 (4 bits) and the entry's position + 1
+ * (15 bits: the capacity is 2^14). The index has at least twice as many
+ * slots as entries, so probes stay short; deletion shifts the following
+ * slots back (no tombstones) and moves the last entry into the hole, so
+ * entries stay dense for the control plane's walks. An entry's record is
+ * [value, stamp, key words], all records as long as the longest key stored
+ * so far: a table of MAC addresses keeps 16 bytes an entry (16384 entries
+ * and their index fit in 384 KiB), and a lookup or a store touches one slot
+ * and one record. The hashes, which only deletion and growth need, are
+ * apart. The capacity is fixed
+ * (NETVM_LOOKUP_CAPACITY): the ME back end keeps the same table in SRAM
+ * and every engine must refuse the same insertions.
+ */
 
-enum { LOOKUP_MAX_KEY = 16 };
-
-struct lookup_entry {
-  uint32_t key[LOOKUP_MAX_KEY];
-  uint32_t key_length;
-  uint32_t value;
-  struct lookup_entry *next;
+enum {
+  LOOKUP_MAX_KEY = NETVM_LOOKUP_MAX_KEY,
+  LOOKUP_MIN_SLOTS = 64,
+  LOOKUP_INDEX_BITS = 15,                  /* entry + 1 <= 16384 < 2^15 */
+  LOOKUP_LENGTH_SHIFT = LOOKUP_INDEX_BITS, /* then key length - 1: 4 bits */
+  LOOKUP_RECORD_HEAD = 2                   /* value, stamp */
 };
+#define LOOKUP_INDEX_MASK ((1u << LOOKUP_INDEX_BITS) - 1)
+#define LOOKUP_TAG_MASK (~0u << (LOOKUP_LENGTH_SHIFT + 4))
+_Static_assert(NETVM_LOOKUP_CAPACITY < (1u << LOOKUP_INDEX_BITS),
+               "slot index field too small for the capacity");
 
 struct lookup_state {
-  struct lookup_entry **buckets;
-  uint32_t num_buckets, num_entries;
+  uint32_t *slots;
+  uint32_t mask; /* slots - 1 */
+  uint32_t *records;
+  uint32_t stride; /* words per record: LOOKUP_RECORD_HEAD + longest key */
+  uint32_t *hashes;
+  uint32_t num_entries, capacity; /* capacity: entries allocated */
   uint32_t pending[LOOKUP_MAX_KEY];
   uint32_t pending_length;
 };
 
-static uint32_t lookup_bucket(const struct lookup_state *s, const uint32_t *key,
-                              uint32_t length) {
-  return netvm_hash_words(key, length) & (s->num_buckets - 1);
+/* A multiplicative mix per word and a final avalanche (murmur3's): the
+ * keys are MAC and IP addresses, whose low bits vary most. */
+static inline uint32_t lookup_hash(const uint32_t *key, uint32_t length) {
+  uint32_t h = 0x9747b28cu ^ length, i;
+  for (i = 0; i < length; ++i) {
+    uint32_t k = key[i] * 0xcc9e2d51u;
+    k = (k << 15) | (k >> 17);
+    h ^= k * 0x1b873593u;
+    h = ((h << 13) | (h >> 19)) * 5u + 0xe6546b64u;
+  }
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
+static inline uint32_t *lookup_record(const struct lookup_state *s,
+                                      uint32_t entry) {
+  return s->records + (size_t)entry * s->stride;
+}
+
+/* The slot bits above the index: hash tag and key length. */
+static inline uint32_t lookup_tag(uint32_t hash, uint32_t length) {
+  return (hash & LOOKUP_TAG_MASK) | ((length - 1) << LOOKUP_LENGTH_SHIFT);
+}
+
+static inline uint32_t lookup_key_length(uint32_t slot) {
+  return ((slot >> LOOKUP_LENGTH_SHIFT) & 15) + 1;
+}
+
+/* The slot holding `key`, or the empty slot where it would go. */
+static inline uint32_t lookup_probe(const struct lookup_state *s,
+                                    const uint32_t *key, uint32_t length,
+                                    uint32_t hash) {
+  uint32_t i = hash & s->mask, tag = lookup_tag(hash, length);
+  for (;; i = (i + 1) & s->mask) {
+    uint32_t slot = s->slots[i], k;
+    const uint32_t *r;
+    if (!slot)
+      return i;
+    if ((slot & ~LOOKUP_INDEX_MASK) != tag)
+      continue;
+    r = lookup_record(s, (slot & LOOKUP_INDEX_MASK) - 1) + LOOKUP_RECORD_HEAD;
+    for (k = 0; k < length && r[k] == key[k]; ++k)
+      ;
+    if (k == length)
+      return i;
+  }
+}
+
+/* The slot that points at entry `entry`. */
+static uint32_t lookup_slot_of(const struct lookup_state *s, uint32_t entry) {
+  uint32_t i = s->hashes[entry] & s->mask;
+  while ((s->slots[i] & LOOKUP_INDEX_MASK) != entry + 1)
+    i = (i + 1) & s->mask;
+  return i;
+}
+
+static int lookup_resize(struct lookup_state *s, uint32_t num_slots) {
+  uint32_t *slots = calloc(num_slots, sizeof(*slots));
+  uint32_t i, mask = num_slots - 1;
+  if (!slots)
+    return 0;
+  /* Slots keep their value (tag, length, entry); only positions change. */
+  if (s->slots)
+    for (i = 0; i <= s->mask; ++i) {
+      uint32_t slot = s->slots[i], j;
+      if (!slot)
+        continue;
+      j = s->hashes[(slot & LOOKUP_INDEX_MASK) - 1] & mask;
+      while (slots[j])
+        j = (j + 1) & mask;
+      slots[j] = slot;
+    }
+  free(s->slots);
+  s->slots = slots;
+  s->mask = mask;
+  return 1;
+}
+
+/* Room for `entries` entries of keys up to `key_length` words. */
+static int lookup_reserve(struct lookup_state *s, uint32_t entries,
+                          uint32_t key_length) {
+  uint32_t stride = LOOKUP_RECORD_HEAD + key_length;
+  if (stride < s->stride)
+    stride = s->stride;
+  if (entries > s->capacity || stride != s->stride) {
+    uint32_t capacity = s->capacity, i;
+    uint32_t *records, *hashes;
+    while (capacity < entries)
+      capacity = capacity ? 2 * capacity : 64;
+    records = malloc((size_t)capacity * stride * sizeof(uint32_t));
+    hashes = realloc(s->hashes, capacity * sizeof(uint32_t));
+    if (hashes)
+      s->hashes = hashes;
+    if (!records || !hashes) {
+      free(records);
+      return 0;
+    }
+    for (i = 0; i < s->num_entries; ++i)
+      memcpy(records + (size_t)i * stride, lookup_record(s, i),
+             s->stride * sizeof(uint32_t));
+    free(s->records);
+    s->records = records;
+    s->stride = stride;
+    s->capacity = capacity;
+  }
+  return 1;
 }
 
 static void lookup_clear(struct lookup_state *s) {
-  uint32_t i;
-  for (i = 0; i < s->num_buckets; ++i) {
-    struct lookup_entry *e = s->buckets[i];
-    while (e) {
-      struct lookup_entry *next = e->next;
-      free(e);
-      e = next;
-    }
-    s->buckets[i] = NULL;
-  }
+  memset(s->slots, 0, (s->mask + 1) * sizeof(*s->slots));
   s->num_entries = 0;
   s->pending_length = 0;
 }
 
 static int lookup_create(netvm_copro *c) {
   struct lookup_state *s = calloc(1, sizeof(*s));
-  if (!s)
-    return 0;
-  s->num_buckets = 64;
-  s->buckets = calloc(s->num_buckets, sizeof(*s->buckets));
-  if (!s->buckets) {
+  if (!s || !lookup_resize(s, LOOKUP_MIN_SLOTS)) {
     free(s);
     return 0;
   }
@@ -102,42 +224,114 @@ static int lookup_create(netvm_copro *c) {
 
 static void lookup_destroy(netvm_copro *c) {
   struct lookup_state *s = c->state;
-  lookup_clear(s);
-  free(s->buckets);
+  free(s->slots);
+  free(s->records);
+  free(s->hashes);
   free(s);
 }
 
-static struct lookup_entry *lookup_find(struct lookup_state *s,
-                                        const uint32_t *key, uint32_t length) {
-  struct lookup_entry *e = s->buckets[lookup_bucket(s, key, length)];
-  for (; e; e = e->next)
-    if (e->key_length == length &&
-        memcmp(e->key, key, length * sizeof(uint32_t)) == 0)
-      return e;
-  return NULL;
-}
-
-/* Double the bucket array when the table gets crowded. */
-static void lookup_grow(struct lookup_state *s) {
-  uint32_t old = s->num_buckets, i;
-  struct lookup_entry **buckets = calloc(2 * old, sizeof(*buckets));
-  if (!buckets)
-    return; /* keep the longer chains */
-  s->num_buckets = 2 * old;
-  for (i = 0; i < old; ++i) {
-    struct lookup_entry *e = s->buckets[i];
-    while (e) {
-      struct lookup_entry *next = e->next;
-      uint32_t b = lookup_bucket(s, e->key, e->key_length);
-      e->next = buckets[b];
-      buckets[b] = e;
-      e = next;
+/* Remove the entry in slot `i`: shift the slots of the same probe run back
+ * into the hole, then move the last entry into the freed position. */
+static void lookup_remove_slot(struct lookup_state *s, uint32_t i) {
+  uint32_t gone = (s->slots[i] & LOOKUP_INDEX_MASK) - 1;
+  uint32_t last = s->num_entries - 1, j;
+  for (j = (i + 1) & s->mask; s->slots[j]; j = (j + 1) & s->mask) {
+    uint32_t home = s->hashes[(s->slots[j] & LOOKUP_INDEX_MASK) - 1] & s->mask;
+    /* Slot j may move to the hole i unless its home lies in (i, j]. */
+    if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+      s->slots[i] = s->slots[j];
+      i = j;
     }
   }
-  free(s->buckets);
-  s->buckets = buckets;
+  s->slots[i] = 0;
+  if (gone != last) {
+    uint32_t k = lookup_slot_of(s, last);
+    s->slots[k] = (s->slots[k] & ~LOOKUP_INDEX_MASK) | (gone + 1);
+    memcpy(lookup_record(s, gone), lookup_record(s, last),
+           s->stride * sizeof(uint32_t));
+    s->hashes[gone] = s->hashes[last];
+  }
+  --s->num_entries;
 }
 
+/* Map the pending key to R0 with the stamp R2. Returns 1 if stored, 0 if the
+ * key is new and the table full (nothing changes), -1 if out of memory. */
+static int lookup_store(netvm_copro *c, struct lookup_state *s) {
+  uint32_t length = s->pending_length, hash = lookup_hash(s->pending, length);
+  uint32_t i = lookup_probe(s, s->pending, length, hash), entry;
+  uint32_t *r;
+  if (s->slots[i]) {
+    entry = (s->slots[i] & LOOKUP_INDEX_MASK) - 1;
+  } else {
+    if (s->num_entries == NETVM_LOOKUP_CAPACITY)
+      return 0;
+    /* Keep at least two slots per entry. */
+    if (2 * (s->num_entries + 1) > s->mask + 1) {
+      if (!lookup_resize(s, 2 * (s->mask + 1)))
+        return -1;
+      i = lookup_probe(s, s->pending, length, hash);
+    }
+    if (!lookup_reserve(s, s->num_entries + 1, length))
+      return -1;
+    entry = s->num_entries++;
+    memcpy(lookup_record(s, entry) + LOOKUP_RECORD_HEAD, s->pending,
+           length * sizeof(uint32_t));
+    s->hashes[entry] = hash;
+    s->slots[i] = lookup_tag(hash, length) | (entry + 1);
+  }
+  r = lookup_record(s, entry);
+  r[0] = c->registers[0];
+  r[1] = c->registers[2];
+  return 1;
+}
+
+/* Operations 2 and 5. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int lookup_add(netvm_copro *c, struct lookup_state *s,
+                      uint32_t operation) {
+  uint32_t length = s->pending_length;
+  int stored;
+  if (length == 0)
+    return fail(c, "add_value without a key (use add_data first); value",
+                c->registers[0]);
+  stored = lookup_store(c, s);
+  s->pending_length = 0;
+  if (stored < 0)
+    return fail(c, "out of memory inserting key of words:", length);
+  if (operation == 5) {
+    c->registers[1] = (uint32_t)stored;
+    return 1;
+  }
+  if (!stored)
+    return netvm_copro_fail(c, "lookup table full (%u entries)",
+                            NETVM_LOOKUP_CAPACITY);
+  return 1;
+}
+
+/* Operation 3. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int lookup_read(netvm_copro *c, struct lookup_state *s) {
+  uint32_t slot;
+  if (s->pending_length == 0)
+    s->pending[s->pending_length++] = c->registers[0];
+  slot = s->slots[lookup_probe(s, s->pending, s->pending_length,
+                               lookup_hash(s->pending, s->pending_length))];
+  if (slot) {
+    c->registers[0] = lookup_record(s, (slot & LOOKUP_INDEX_MASK) - 1)[0];
+    c->registers[1] = 1;
+  } else {
+    c->registers[1] = 0;
+  }
+  s->pending_length = 0;
+  return 1;
+}
+
+/* Small, so that add_data, called once per key word, costs few
+ * instructions; the table operations are calls of their own. */
 static int lookup_invoke(netvm_copro *c, uint32_t operation) {
   struct lookup_state *s = c->state;
   switch (operation) {
@@ -149,50 +343,78 @@ static int lookup_invoke(netvm_copro *c, uint32_t operation) {
       return fail(c, "lookup key longer than words:", LOOKUP_MAX_KEY);
     s->pending[s->pending_length++] = c->registers[0];
     return 1;
-  case 2: {
-    struct lookup_entry *e;
-    if (s->pending_length == 0)
-      return fail(c, "add_value without a key (use add_data first); value",
-                  c->registers[0]);
-    e = lookup_find(s, s->pending, s->pending_length);
-    if (!e) {
-      uint32_t b;
-      e = calloc(1, sizeof(*e));
-      if (!e)
-        return fail(c,
-                    "out of memory inserting key of words:", s->pending_length);
-      memcpy(e->key, s->pending, s->pending_length * sizeof(uint32_t));
-      e->key_length = s->pending_length;
-      b = lookup_bucket(s, e->key, e->key_length);
-      e->next = s->buckets[b];
-      s->buckets[b] = e;
-      if (++s->num_entries > 2 * s->num_buckets)
-        lookup_grow(s);
-    }
-    e->value = c->registers[0];
-    s->pending_length = 0;
-    return 1;
-  }
-  case 3: {
-    struct lookup_entry *e;
-    if (s->pending_length == 0)
-      s->pending[s->pending_length++] = c->registers[0];
-    e = lookup_find(s, s->pending, s->pending_length);
-    if (e) {
-      c->registers[0] = e->value;
-      c->registers[1] = 1;
-    } else {
-      c->registers[1] = 0;
-    }
-    s->pending_length = 0;
-    return 1;
-  }
+  case 2:
+  case 5:
+    return lookup_add(c, s, operation);
+  case 3:
+    return lookup_read(c, s);
   case 4:
     s->pending_length = 0;
     return 1;
   default:
     return fail(c, "unknown lookup operation", operation);
   }
+}
+
+static const struct copro_ops lookup_ops = {
+    "lookup", NETVM_LOOKUP_REGISTERS, lookup_create, lookup_destroy,
+    NULL,     lookup_invoke};
+
+/*===- lookup: the control plane
+ * -------------------------------------------===*/
+
+static struct lookup_state *lookup_of(const netvm_copro *c) {
+  return c && c->ops == &lookup_ops ? c->state : NULL;
+}
+
+uint32_t netvm_lookup_count(const netvm_copro *c) {
+  const struct lookup_state *s = lookup_of(c);
+  return s ? s->num_entries : 0;
+}
+
+int netvm_lookup_get(const netvm_copro *c, uint32_t index,
+                     netvm_lookup_entry *out) {
+  const struct lookup_state *s = lookup_of(c);
+  const uint32_t *r;
+  if (!s || index >= s->num_entries)
+    return 0;
+  r = lookup_record(s, index);
+  memset(out, 0, sizeof(*out));
+  out->key_length = lookup_key_length(s->slots[lookup_slot_of(s, index)]);
+  memcpy(out->key, r + LOOKUP_RECORD_HEAD, out->key_length * sizeof(uint32_t));
+  out->value = r[0];
+  out->stamp = r[1];
+  return 1;
+}
+
+int netvm_lookup_delete(netvm_copro *c, const uint32_t *key,
+                        uint32_t key_length) {
+  struct lookup_state *s = lookup_of(c);
+  uint32_t i;
+  if (!s || key_length == 0 || key_length > LOOKUP_MAX_KEY)
+    return 0;
+  i = lookup_probe(s, key, key_length, lookup_hash(key, key_length));
+  if (!s->slots[i])
+    return 0;
+  lookup_remove_slot(s, i);
+  return 1;
+}
+
+uint32_t netvm_lookup_age(netvm_copro *c, uint32_t now, uint32_t max_age) {
+  struct lookup_state *s = lookup_of(c);
+  uint32_t removed = 0, i = 0;
+  if (!s)
+    return 0;
+  while (i < s->num_entries) {
+    if (now - lookup_record(s, i)[1] > max_age) {
+      /* The last entry moves into position i: look at i again. */
+      lookup_remove_slot(s, lookup_slot_of(s, i));
+      ++removed;
+    } else {
+      ++i;
+    }
+  }
+  return removed;
 }
 
 /*===- associative --------------------------------------------------------===*/
@@ -202,7 +424,7 @@ enum {
   ASSOC_MAX_BYTES = 32,
   ASSOC_KEY_REG = 3,
   ASSOC_VALUE_REG = 11,
-  ASSOC_REGS = 20
+  ASSOC_REGS = NETVM_ASSOCIATIVE_REGISTERS
 };
 
 struct assoc_entry {
@@ -313,8 +535,6 @@ static int assoc_invoke(netvm_copro *c, uint32_t operation) {
 
 static const struct copro_ops assoc_ops = {
     "associative", ASSOC_REGS, assoc_create, assoc_destroy, NULL, assoc_invoke};
-static const struct copro_ops lookup_ops = {
-    "lookup", 2, lookup_create, lookup_destroy, NULL, lookup_invoke};
 
 /* In the order of netvm_copro_names. */
 static const struct copro_ops *const copro_table[] = {

@@ -15,9 +15,6 @@
 
 #include "netvm/coprocessor.h"
 
-/* The most registers a coprocessor has (associative). */
-#define NETVM_COPRO_MAX_REGISTERS 20u
-
 struct copro_ops {
   const char *name;
   uint32_t num_registers;
@@ -38,6 +35,16 @@ struct netvm_copro {
   void *state;
   char error[192];
 };
+
+/* Generated code reads and writes registers at netvm_copro_head's offsets
+ * (coprocessor.h). */
+#include <stddef.h>
+_Static_assert(offsetof(struct netvm_copro, ops) ==
+                   offsetof(netvm_copro_head, ops),
+               "netvm_copro_head.ops");
+_Static_assert(offsetof(struct netvm_copro, registers) ==
+                   offsetof(netvm_copro_head, registers),
+               "netvm_copro_head.registers");
 
 /* Sets the message netvm_copro_error returns; returns 0 (failure). */
 #if defined(__GNUC__)

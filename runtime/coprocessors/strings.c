@@ -47,7 +47,6 @@
 #include <string.h>
 
 enum {
-  STR_REGISTERS = 4,
   STR_MAX_RESULTS = 1600,
   OP_RESET = 0,
   OP_MATCH = 1,
@@ -403,9 +402,9 @@ static int regexp_invoke(netvm_copro *c, uint32_t op) {
   }
 }
 
-const struct copro_ops netvm_copro_regexp_ops = {"regexp",      STR_REGISTERS,
-                                                 regexp_create, str_destroy,
-                                                 regexp_init,   regexp_invoke};
+const struct copro_ops netvm_copro_regexp_ops = {
+    "regexp",    NETVM_REGEXP_REGISTERS, regexp_create, str_destroy,
+    regexp_init, regexp_invoke};
 
 /*===- stringmatching -----------------------------------------------------===*/
 
@@ -567,5 +566,6 @@ static int sm_invoke(netvm_copro *c, uint32_t op) {
 }
 
 const struct copro_ops netvm_copro_stringmatching_ops = {
-    "stringmatching", STR_REGISTERS, sm_create,
-    str_destroy,      sm_init,       sm_invoke};
+    "stringmatching", NETVM_STRINGMATCHING_REGISTERS,
+    sm_create,        str_destroy,
+    sm_init,          sm_invoke};

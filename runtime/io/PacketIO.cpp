@@ -272,6 +272,23 @@ public:
         continue;
       packet = TracePacket();
       std::string why;
+      // '@N' first: the packet enters by source N.
+      if (line[first] == '@') {
+        size_t end = line.find_first_of(" \t\r", first);
+        std::string digits =
+            line.substr(first + 1, end == std::string::npos ? std::string::npos
+                                                            : end - first - 1);
+        if (digits.empty() || digits.size() > 4 ||
+            !std::all_of(digits.begin(), digits.end(),
+                         [](unsigned char c) { return std::isdigit(c); })) {
+          error = path + ":" + std::to_string(lineNo) + ":" +
+                  std::to_string(first + 1) + ": '@" + digits +
+                  "' is not a source number";
+          return false;
+        }
+        packet.source = std::stoi(digits);
+        line = line.substr(end == std::string::npos ? line.size() : end);
+      }
       if (!parseHexBytes(line, packet.bytes, why)) {
         error = path + ":" + std::to_string(lineNo) + ": " + why;
         return false;
@@ -293,7 +310,88 @@ private:
   uint64_t count = 0;
 };
 
+/// Pcap files, one per source, merged by time stamp.
+class PerSourceReader final : public PacketReader {
+public:
+  bool add(int source, std::unique_ptr<PacketReader> reader, std::string path,
+           std::string &error) {
+    Input in{source, std::move(reader), std::move(path), {}, false};
+    if (!fill(in, error))
+      return false;
+    inputs.push_back(std::move(in));
+    return true;
+  }
+  bool next(TracePacket &packet, std::string &error) override {
+    Input *first = nullptr;
+    for (Input &in : inputs)
+      if (in.has &&
+          (!first ||
+           std::make_pair(in.head.seconds, in.head.microseconds) <
+               std::make_pair(first->head.seconds, first->head.microseconds)))
+        first = &in;
+    if (!first)
+      return false;
+    packet = std::move(first->head);
+    packet.source = first->source;
+    return fill(*first, error);
+  }
+  int linkType() const override { return inputs.front().reader->linkType(); }
+  uint32_t snapLength() const override {
+    uint32_t most = 0;
+    for (const Input &in : inputs)
+      most = std::max(most, in.reader->snapLength());
+    return most;
+  }
+
+private:
+  struct Input {
+    int source;
+    std::unique_ptr<PacketReader> reader;
+    std::string path;
+    TracePacket head;
+    bool has;
+  };
+  /// Read the next packet of `in`; false on a read error.
+  static bool fill(Input &in, std::string &error) {
+    in.has = in.reader->next(in.head, error);
+    if (!in.has && !error.empty()) {
+      error = in.path + ": " + error;
+      return false;
+    }
+    return true;
+  }
+  std::vector<Input> inputs;
+};
+
 } // namespace
+
+std::unique_ptr<PacketReader>
+PacketReader::openPerSource(const std::vector<std::string> &paths,
+                            std::string &error) {
+  auto merged = std::make_unique<PerSourceReader>();
+  int linkType = -1;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (paths[i].empty())
+      continue;
+    std::unique_ptr<PacketReader> reader = open(paths[i], false, error);
+    if (!reader)
+      return nullptr;
+    if (linkType >= 0 && reader->linkType() != linkType) {
+      error = paths[i] + ": link-layer type " +
+              std::to_string(reader->linkType()) + " differs from " +
+              std::to_string(linkType) + " of the other inputs";
+      return nullptr;
+    }
+    linkType = reader->linkType();
+    if (!merged->add(static_cast<int>(i), std::move(reader), paths[i], error))
+      return nullptr;
+  }
+  if (linkType < 0) {
+    error = "no input file";
+    return nullptr;
+  }
+  return merged;
+}
 
 std::unique_ptr<PacketReader> PacketReader::open(const std::string &path,
                                                  bool hex, std::string &error) {

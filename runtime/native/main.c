@@ -18,7 +18,8 @@
  *      build/aarch64/libnetvm-rt.a -o app
  * It reads packets from standard input, one per line as whitespace-separated
  * hexadecimal bytes (blank lines and lines starting with '#' are skipped),
- * pushes each into source 0 (or the source named by NETVM_SOURCE), and
+ * pushes each into source 0 (or the source named by NETVM_SOURCE; a line
+ * that starts with "@N " goes into source N, as in netvm-run's), and
  * prints the outcome in the format of `netvm-run --results`:
  *
  *   #N out SINK HEXBYTES info HEXBYTES
@@ -163,10 +164,22 @@ int main(void) {
   while (fgets(line, sizeof line, stdin)) {
     char *p = line;
     long length;
+    uint32_t into = source;
     while (isspace((unsigned char)*p))
       ++p;
     if (!*p || *p == '#')
       continue;
+    if (*p == '@') { /* "@N": the packet enters by source N */
+      char *end;
+      unsigned long n = strtoul(p + 1, &end, 10);
+      if (end == p + 1 || n >= app->num_sources) {
+        fprintf(stderr, "netvm: line %llu: no source '%.*s'\n",
+                packet_number + 1, (int)strcspn(p, " \t\r\n"), p);
+        return 1;
+      }
+      into = (uint32_t)n;
+      p = end;
+    }
     length = parse_line(p, packet, sizeof packet);
     if (length < 0) {
       fprintf(stderr, "netvm: line %llu is not a packet of hex bytes\n",
@@ -175,7 +188,7 @@ int main(void) {
     }
     ++packet_number;
     netvm_instance_counters(vm, &before);
-    netvm_instance_push(vm, source, packet, (uint32_t)length,
+    netvm_instance_push(vm, into, packet, (uint32_t)length,
                         (uint32_t)(packet_number - 1), 0);
     netvm_instance_counters(vm, &after);
     flush(&outputs);

@@ -579,6 +579,17 @@ uint8_t *netvm_instance_data(netvm_instance *vm, uint32_t pe, uint32_t *size) {
   return vm->pes[pe].data;
 }
 
+netvm_copro *netvm_instance_coprocessor(netvm_instance *vm, uint32_t pe,
+                                        const char *name) {
+  uint32_t i;
+  if (pe >= vm->app->num_pes)
+    return NULL;
+  for (i = 0; i < vm->app->pes[pe].num_coprocessors; ++i)
+    if (strcmp(vm->app->pes[pe].coprocessors[i], name) == 0)
+      return vm->pes[pe].coprocessors[i];
+  return NULL;
+}
+
 uint8_t *netvm_instance_shared(netvm_instance *vm, uint32_t *size) {
   *size = vm->app->shared_size;
   return vm->shared;

@@ -11,7 +11,10 @@
 
 #include "gtest/gtest.h"
 
+#include <map>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,7 +46,7 @@ TEST(Coprocessor, Registry) {
     names.push_back(*n);
   EXPECT_EQ(names, (std::vector<std::string>{"associative", "lookup", "regexp",
                                              "stringmatching"}));
-  EXPECT_EQ(netvm_copro_num_registers(make("lookup").get()), 2u);
+  EXPECT_EQ(netvm_copro_num_registers(make("lookup").get()), 3u);
   EXPECT_EQ(netvm_copro_num_registers(make("associative").get()), 20u);
   EXPECT_EQ(netvm_copro_num_registers(make("regexp").get()), 4u);
   EXPECT_EQ(netvm_copro_num_registers(make("stringmatching").get()), 4u);
@@ -103,8 +106,8 @@ TEST(Coprocessor, LookupGrowsPastItsFirstBuckets) {
 TEST(Coprocessor, LookupErrors) {
   Copro c = make("lookup");
   uint32_t v;
-  EXPECT_FALSE(netvm_copro_read(c.get(), 2, &v));
-  EXPECT_STREQ(netvm_copro_error(c.get()), "no register 2");
+  EXPECT_FALSE(netvm_copro_read(c.get(), 3, &v));
+  EXPECT_STREQ(netvm_copro_error(c.get()), "no register 3");
   EXPECT_FALSE(netvm_copro_write(c.get(), 7, 1));
   EXPECT_FALSE(netvm_copro_invoke(c.get(), 9));
   EXPECT_STREQ(netvm_copro_error(c.get()), "unknown lookup operation 9");
@@ -136,6 +139,115 @@ TEST(Coprocessor, LookupAbandonForgetsThePendingKey) {
   // Other coprocessors accept it (nothing to abandon).
   netvm_copro_abandon(make("associative").get());
   netvm_copro_abandon(nullptr);
+}
+
+// Key [k, k ^ 0x5555] -> value with stamp, through `operation` (2 or 5).
+static bool store(netvm_copro *c, uint32_t k, uint32_t value, uint32_t stamp,
+                  uint32_t operation = 2) {
+  EXPECT_TRUE(netvm_copro_write(c, 0, k));
+  EXPECT_TRUE(netvm_copro_invoke(c, 1));
+  EXPECT_TRUE(netvm_copro_write(c, 0, k ^ 0x5555));
+  EXPECT_TRUE(netvm_copro_invoke(c, 1));
+  EXPECT_TRUE(netvm_copro_write(c, 0, value));
+  EXPECT_TRUE(netvm_copro_write(c, 2, stamp));
+  return netvm_copro_invoke(c, operation);
+}
+
+// The value of key [k, k ^ 0x5555], or nothing.
+static std::optional<uint32_t> find(netvm_copro *c, uint32_t k) {
+  EXPECT_TRUE(netvm_copro_write(c, 0, k));
+  EXPECT_TRUE(netvm_copro_invoke(c, 1));
+  EXPECT_TRUE(netvm_copro_write(c, 0, k ^ 0x5555));
+  EXPECT_TRUE(netvm_copro_invoke(c, 1));
+  EXPECT_TRUE(netvm_copro_invoke(c, 3));
+  if (!reg(c, 1))
+    return std::nullopt;
+  return reg(c, 0);
+}
+
+TEST(Coprocessor, LookupCapacity) {
+  Copro c = make("lookup");
+  for (uint32_t k = 0; k < NETVM_LOOKUP_CAPACITY; ++k)
+    ASSERT_TRUE(store(c.get(), k, k + 1, 0));
+  EXPECT_EQ(netvm_lookup_count(c.get()), 16384u);
+  // A new key does not fit: add_value raises, try_add_value says R1 = 0.
+  EXPECT_FALSE(store(c.get(), 99999, 1, 0));
+  EXPECT_STREQ(netvm_copro_error(c.get()), "lookup table full (16384 entries)");
+  EXPECT_TRUE(store(c.get(), 99999, 1, 0, 5));
+  EXPECT_EQ(reg(c.get(), 1), 0u);
+  EXPECT_EQ(find(c.get(), 99999), std::nullopt);
+  // Existing keys are still replaced, by both operations.
+  EXPECT_TRUE(store(c.get(), 7, 70, 3));
+  EXPECT_TRUE(store(c.get(), 8, 80, 3, 5));
+  EXPECT_EQ(reg(c.get(), 1), 1u);
+  EXPECT_EQ(find(c.get(), 7), 70u);
+  EXPECT_EQ(find(c.get(), 8), 80u);
+  EXPECT_EQ(netvm_lookup_count(c.get()), 16384u);
+  // Room made by a deletion takes one new key.
+  uint32_t key[2] = {9, 9 ^ 0x5555};
+  EXPECT_EQ(netvm_lookup_delete(c.get(), key, 2), 1);
+  EXPECT_EQ(netvm_lookup_delete(c.get(), key, 2), 0);
+  EXPECT_TRUE(store(c.get(), 99999, 5, 0));
+  EXPECT_EQ(find(c.get(), 99999), 5u);
+  EXPECT_EQ(find(c.get(), 9), std::nullopt);
+  // init empties it.
+  ASSERT_TRUE(netvm_copro_invoke(c.get(), 0));
+  EXPECT_EQ(netvm_lookup_count(c.get()), 0u);
+  EXPECT_EQ(find(c.get(), 7), std::nullopt);
+}
+
+TEST(Coprocessor, LookupAgesByStamp) {
+  Copro c = make("lookup");
+  for (uint32_t k = 0; k < 100; ++k)
+    ASSERT_TRUE(store(c.get(), k, k, /*stamp=*/k));
+  ASSERT_TRUE(store(c.get(), 3, 33, 95)); // refreshed
+  // At time 100, older than 10: stamps below 90.
+  EXPECT_EQ(netvm_lookup_age(c.get(), 100, 10), 89u);
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> left;
+  netvm_lookup_entry e;
+  for (uint32_t i = 0; netvm_lookup_get(c.get(), i, &e); ++i) {
+    ASSERT_EQ(e.key_length, 2u);
+    EXPECT_EQ(e.key[1], e.key[0] ^ 0x5555);
+    left[e.key[0]] = {e.value, e.stamp};
+  }
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> want = {{3, {33, 95}}};
+  for (uint32_t k = 90; k < 100; ++k)
+    want[k] = {k, k};
+  EXPECT_EQ(left, want);
+  EXPECT_EQ(netvm_lookup_count(c.get()), 11u);
+  // Stamps wrap: at time 5, a stamp of 0xFFFFFFFE is 7 old.
+  ASSERT_TRUE(store(c.get(), 500, 1, 0xFFFFFFFEu));
+  EXPECT_EQ(netvm_lookup_age(c.get(), 5, 7), 11u);
+  EXPECT_EQ(find(c.get(), 500), 1u);
+  // Not a lookup coprocessor: nothing.
+  Copro a = make("associative");
+  EXPECT_EQ(netvm_lookup_count(a.get()), 0u);
+  EXPECT_EQ(netvm_lookup_age(a.get(), 0, 0), 0u);
+}
+
+// Random inserts, replacements and deletions against std::map: deletion
+// shifts probe runs back, which must never lose a key.
+TEST(Coprocessor, LookupAgreesWithAMap) {
+  Copro c = make("lookup");
+  std::map<uint32_t, uint32_t> model;
+  std::mt19937 rng(7);
+  for (int step = 0; step < 200000; ++step) {
+    uint32_t k = rng() % 6000, op = rng() % 3;
+    if (op == 0) {
+      uint32_t key[2] = {k, k ^ 0x5555};
+      EXPECT_EQ(netvm_lookup_delete(c.get(), key, 2), model.erase(k) ? 1 : 0);
+    } else {
+      ASSERT_TRUE(store(c.get(), k, step, 0));
+      model[k] = step;
+    }
+  }
+  EXPECT_EQ(netvm_lookup_count(c.get()), model.size());
+  for (uint32_t k = 0; k < 6000; ++k) {
+    auto it = model.find(k);
+    EXPECT_EQ(find(c.get(), k),
+              it == model.end() ? std::nullopt : std::optional(it->second))
+        << "key " << k;
+  }
 }
 
 TEST(Coprocessor, AssociativeLongestPrefix) {

@@ -34,6 +34,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -82,10 +83,14 @@ static cl::opt<std::string>
             cl::desc("The NetPDL protocol database of --pfl (default: netvm's "
                      "own, see docs/protodb.md)"),
             cl::value_desc("file.xml"), cl::cat(runCategory));
-static cl::opt<std::string> pcapInput("r",
-                                      cl::desc("Read packets from a pcap file"),
-                                      cl::value_desc("trace.pcap"), cl::Prefix,
-                                      cl::Grouping, cl::cat(runCategory));
+static cl::opt<std::string> pcapInput(
+    "r",
+    cl::desc(
+        "Read packets from a pcap file; with '%s', one file per source (the "
+        "name replaces '%s'), merged in time order: each packet enters by its "
+        "file's source (files that do not exist are skipped)"),
+    cl::value_desc("trace.pcap"), cl::Prefix, cl::Grouping,
+    cl::cat(runCategory));
 static cl::opt<std::string> hexInput(
     "hex",
     cl::desc("Read packets from a text file: one packet per line, as "
@@ -314,13 +319,28 @@ static driver::InputOptions inputOptions() {
 }
 
 /// The packet input of the options, or null after an error message.
-static std::unique_ptr<rt::PacketReader> openInput() {
+static std::unique_ptr<rt::PacketReader>
+openInput(llvm::ArrayRef<std::string> sources) {
   std::string error;
   std::unique_ptr<rt::PacketReader> reader;
   if (!liveDevice.empty()) {
     reader = rt::PacketReader::openLive(liveDevice, promiscuous, error);
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
+  } else if (llvm::StringRef(pcapInput).contains("%s")) {
+    std::vector<std::string> paths;
+    for (const std::string &name : sources) {
+      std::string path = pcapInput;
+      for (size_t at; (at = path.find("%s")) != std::string::npos;)
+        path.replace(at, 2, name);
+      paths.push_back(llvm::sys::fs::exists(path) ? path : "");
+    }
+    if (llvm::all_of(paths, [](const std::string &p) { return p.empty(); })) {
+      fail("no file matches '" + pcapInput + "' for the sources " +
+           llvm::join(sources, ", "));
+      return nullptr;
+    }
+    reader = rt::PacketReader::openPerSource(paths, error);
   } else if (!pcapInput.empty() || !hexInput.empty()) {
     bool hex = !hexInput.empty();
     reader = rt::PacketReader::open(hex ? hexInput : pcapInput, hex, error);
@@ -492,7 +512,8 @@ public:
     } else {
       os << "packets: " << packets;
       if (!source.empty() && !pulled)
-        os << " (into source " << source << ")";
+        os << " (into source" << (source.contains(", ") ? "s " : " ") << source
+           << ")";
       os << "\n";
       for (auto [i, name] : llvm::enumerate(sinks)) {
         rt::SinkCounters s = engine.sinkCounters(i);
@@ -848,7 +869,9 @@ static int run(int argc, char **argv) {
   std::unique_ptr<rt::Engine> engine = createEngine(*module, level, status);
   if (!engine)
     return status;
-  std::unique_ptr<rt::PacketReader> reader = openInput();
+  std::unique_ptr<rt::PacketReader> reader = openInput(engine->sourceNames());
+  // -r with '%s': one pcap per source, each packet into its own.
+  bool perSource = llvm::StringRef(pcapInput).contains("%s");
   if (!reader)
     return 1;
   if (!rt::checkLinkType(*reader, error)) {
@@ -1017,9 +1040,9 @@ static int run(int argc, char **argv) {
     report.memories();
   else
     report.summary(stats.packets,
-                   engine->sourceNames().empty()
-                       ? llvm::StringRef()
-                       : llvm::StringRef(engine->sourceNames()[source]),
+                   engine->sourceNames().empty() ? std::string()
+                   : perSource ? llvm::join(engine->sourceNames(), ", ")
+                               : engine->sourceNames()[source],
                    pullCount > 0);
   if (!inputOk) {
     llvm::outs().flush(); // the summary before the error

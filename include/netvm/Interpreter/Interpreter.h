@@ -15,6 +15,7 @@
 
 #include "NetVM/NetVMOps.h"
 #include "netvm/Runtime/Result.h"
+#include "netvm/coprocessor.h"
 
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -78,6 +79,8 @@ public:
   llvm::MutableArrayRef<uint8_t> mutableDataMemory(unsigned pe);
   llvm::ArrayRef<uint8_t> sharedMemory() const;
   llvm::MutableArrayRef<uint8_t> mutableSharedMemory();
+  /// The instance of coprocessor `name` NetPE `pe` uses, or null.
+  netvm_copro *coprocessor(unsigned pe, llvm::StringRef name);
   const PECounters &counters(unsigned pe) const;
   /// Total operations executed so far.
   uint64_t operationsExecuted() const;

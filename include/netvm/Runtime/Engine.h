@@ -195,6 +195,13 @@ public:
   /// Memories of the control plane (of the first replica).
   virtual llvm::MutableArrayRef<uint8_t> dataMemory(unsigned pe) = 0;
   virtual llvm::MutableArrayRef<uint8_t> sharedMemory() = 0;
+  /// The instance of coprocessor `name` NetPE `pe` uses (of the first
+  /// replica), or null: the emulator keeps its tables in the machine.
+  virtual netvm_copro *coprocessor(unsigned pe, llvm::StringRef name) {
+    (void)pe;
+    (void)name;
+    return nullptr;
+  }
 
   virtual Counters counters() const = 0;
   virtual PECounters peCounters(unsigned pe) const = 0;

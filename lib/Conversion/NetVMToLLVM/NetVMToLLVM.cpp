@@ -33,6 +33,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <map>
 
@@ -1012,6 +1013,23 @@ protected:
                          offsetof(netvm_pe_state, coprocessors));
     return e.load(e.ptr(), table, index * sizeof(void *));
   }
+  /// The address of register `reg` of coprocessor `name` if it has one
+  /// (netvm_copro_head in netvm/coprocessor.h), else null: generated code
+  /// reads and writes registers in place, and calls the runtime only to
+  /// raise the exception of a register that does not exist.
+  Value coproRegister(Emitter &e, StringRef name, uint32_t reg,
+                      const FuncInfo &fi) const {
+    uint32_t count = llvm::StringSwitch<uint32_t>(name)
+                         .Case("lookup", NETVM_LOOKUP_REGISTERS)
+                         .Case("associative", NETVM_ASSOCIATIVE_REGISTERS)
+                         .Case("regexp", NETVM_REGEXP_REGISTERS)
+                         .Case("stringmatching", NETVM_STRINGMATCHING_REGISTERS)
+                         .Default(0);
+    if (reg >= count)
+      return nullptr;
+    return e.gep(coprocessor(e, name, fi),
+                 offsetof(netvm_copro_head, registers) + 4 * int64_t(reg));
+  }
   /// Guard on a coprocessor call's result (non-zero = success); `op` is
   /// the netvm operation being lowered, before which the call was emitted.
   void guardCopro(ConversionPatternRewriter &rw, Operation *op, Value status,
@@ -1474,6 +1492,10 @@ NETVM_LOWERING(CoproInitOp) {
 NETVM_LOWERING(CoproReadOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
+  if (Value reg = coproRegister(e, op.getCopro(), op.getReg(), fi)) {
+    rw.replaceOp(op, e.load(e.i32(), reg, 0, 4));
+    return success();
+  }
   Value slot = outSlot(rw, op.getLoc(), fi);
   Value status =
       e.call(runtime(op).get("netvm_copro_read"),
@@ -1486,6 +1508,11 @@ NETVM_LOWERING(CoproReadOp) {
 NETVM_LOWERING(CoproWriteOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
+  if (Value reg = coproRegister(e, op.getCopro(), op.getReg(), fi)) {
+    e.store(adaptor.getValue(), reg, 0, 4);
+    rw.eraseOp(op);
+    return success();
+  }
   Value status = e.call(runtime(op).get("netvm_copro_write"),
                         {coprocessor(e, op.getCopro(), fi), e.c32(op.getReg()),
                          adaptor.getValue()});

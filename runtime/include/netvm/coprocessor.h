@@ -28,6 +28,25 @@ extern "C" {
 
 typedef struct netvm_copro netvm_copro;
 
+/* How many registers each coprocessor has, and where generated code finds
+ * them: every instance starts as netvm_copro_head, so that code compiled
+ * by netvm (netvm-to-llvm) reads and writes a register that exists in
+ * place, without a call; it calls netvm_copro_read/write only for
+ * registers the coprocessor does not have (the `coprocessor` exception).
+ * coprocessors.c checks its own layout against this one. */
+enum {
+  NETVM_LOOKUP_REGISTERS = 3,
+  NETVM_ASSOCIATIVE_REGISTERS = 20,
+  NETVM_REGEXP_REGISTERS = 4,
+  NETVM_STRINGMATCHING_REGISTERS = 4,
+  NETVM_COPRO_MAX_REGISTERS = 20
+};
+
+typedef struct netvm_copro_head {
+  const void *ops; /* private */
+  uint32_t registers[NETVM_COPRO_MAX_REGISTERS];
+} netvm_copro_head;
+
 /* A new instance of the coprocessor called `name`, or NULL if there is no
  * such coprocessor. */
 netvm_copro *netvm_copro_create(const char *name);
@@ -56,6 +75,41 @@ const char *netvm_copro_error(const netvm_copro *copro);
  * so that nothing half-built carries to the next packet. Engines call it
  * for every coprocessor of the NetPE that raised. */
 void netvm_copro_abandon(netvm_copro *copro);
+
+/*===- lookup: the control plane ------------------------------------------===*
+ *
+ * A lookup table holds at most NETVM_LOOKUP_CAPACITY entries on every engine
+ * (docs/netil.md 7.2). Each entry keeps the stamp R2 held when it was last
+ * stored (add_value, try_add_value): a program that writes the packet's
+ * time there (tstamp_s) lets the control plane age the table by it. The
+ * functions below do nothing (return 0) on another coprocessor; they must
+ * not run while the instance processes a packet.
+ */
+
+#define NETVM_LOOKUP_CAPACITY 16384u
+#define NETVM_LOOKUP_MAX_KEY 16u
+
+typedef struct netvm_lookup_entry {
+  uint32_t key[NETVM_LOOKUP_MAX_KEY];
+  uint32_t key_length; /* words, 1..16 */
+  uint32_t value;
+  uint32_t stamp;
+} netvm_lookup_entry;
+
+/* Entries in the table. */
+uint32_t netvm_lookup_count(const netvm_copro *copro);
+/* Entry `index` (0 .. count-1) into `out`; 0 if out of range. The order is
+ * the table's own, the same on every host engine for the same history of
+ * operations; deleting entries changes it. */
+int netvm_lookup_get(const netvm_copro *copro, uint32_t index,
+                     netvm_lookup_entry *out);
+/* Delete the entry of `key`; 1 if there was one. */
+int netvm_lookup_delete(netvm_copro *copro, const uint32_t *key,
+                        uint32_t key_length);
+/* Delete every entry older than `max_age` at time `now`, that is with
+ * now - stamp > max_age in 32-bit unsigned arithmetic (stamps wrap); the
+ * number deleted. */
+uint32_t netvm_lookup_age(netvm_copro *copro, uint32_t now, uint32_t max_age);
 
 #ifdef __cplusplus
 } /* extern "C" */

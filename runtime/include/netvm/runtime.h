@@ -91,6 +91,10 @@ int netvm_exbuf_assign(netvm_instance *vm, netvm_exbuf *xb,
 /* Data memory of NetPE `pe` (read and write it between packets). */
 uint8_t *netvm_instance_data(netvm_instance *vm, uint32_t pe, uint32_t *size);
 uint8_t *netvm_instance_shared(netvm_instance *vm, uint32_t *size);
+/* The instance of coprocessor `name` that NetPE `pe` uses, or NULL (for a
+ * lookup table: netvm_lookup_* in coprocessor.h). */
+netvm_copro *netvm_instance_coprocessor(netvm_instance *vm, uint32_t pe,
+                                        const char *name);
 
 typedef struct netvm_counters {
   uint64_t packets;                     /* pushed in */

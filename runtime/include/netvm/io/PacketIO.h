@@ -23,6 +23,9 @@ struct TracePacket {
   std::vector<uint8_t> bytes; // captured bytes
   uint32_t wireLength = 0;    // length on the wire (>= bytes.size())
   uint32_t seconds = 0, microseconds = 0;
+  /// The source it enters by, when the input says (per-source pcaps, '@N'
+  /// in hex text); -1: the source the caller chose.
+  int source = -1;
 };
 
 /// A packet where a reader holds it: valid until the reader's next read,
@@ -32,6 +35,7 @@ struct PacketView {
   uint32_t length = 0;     // captured bytes
   uint32_t wireLength = 0; // length on the wire (>= length)
   uint32_t seconds = 0, microseconds = 0;
+  int source = -1; // as TracePacket::source
 };
 
 /// A view of `packet`'s bytes (valid while it is unchanged).
@@ -42,6 +46,7 @@ inline PacketView viewOf(const TracePacket &packet) {
   view.wireLength = packet.wireLength;
   view.seconds = packet.seconds;
   view.microseconds = packet.microseconds;
+  view.source = packet.source;
   return view;
 }
 
@@ -51,6 +56,7 @@ inline void assign(TracePacket &packet, const PacketView &view) {
   packet.wireLength = view.wireLength;
   packet.seconds = view.seconds;
   packet.microseconds = view.microseconds;
+  packet.source = view.source;
 }
 
 /// Packets gathered into one buffer for the runtime's batch entries
@@ -123,6 +129,11 @@ public:
   /// readHexPacket does.
   static std::unique_ptr<PacketReader>
   openHexPacketFiles(std::vector<std::string> paths);
+  /// One pcap file per source, merged in time order (ties: the lower
+  /// source first): `paths[i]` feeds source i, an empty path none. Each
+  /// packet carries its source. Null on error, with `error` naming the file.
+  static std::unique_ptr<PacketReader>
+  openPerSource(const std::vector<std::string> &paths, std::string &error);
   static std::unique_ptr<PacketReader>
   openLive(const std::string &device, bool promiscuous, std::string &error);
 
