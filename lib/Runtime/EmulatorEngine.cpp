@@ -575,10 +575,12 @@ private:
         break;
       }
       case uint32_t(me::EventKind::Drop):
-        // (The NetPE's own counter counts its pkt.drop; see readCounters.)
         ++r.drops;
         if (ofPacket)
           ++dropEvents[packet];
+        // An image with counters counts its drops itself (readCounters).
+        if (counts && !layout.peCounters)
+          ++counts->dropped;
         break;
       case uint32_t(me::EventKind::Unconnected):
         ++r.unconnected;

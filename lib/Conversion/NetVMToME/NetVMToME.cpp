@@ -283,7 +283,9 @@ private:
   Value lookupSlots(Location loc) {
     return constant(options.lookupBase + 8, loc);
   }
-  enum : unsigned { coproR0 = 0, coproR1 = 1, coproKey = 2 };
+  // R2 is the stamp add_value stores with an entry for the host's
+  // ageing; nothing reads it back on the MEs, so the table keeps none.
+  enum : unsigned { coproR0 = 0, coproR1 = 1, coproRegs = 3, coproKey = 3 };
   /// Words of a slot per SRAM command (the transfer registers hold 15).
   static constexpr unsigned lookupChunk = 12;
   DenseMap<Block *, CoproPoint> coproEntry;
@@ -1488,12 +1490,12 @@ LogicalResult HandlerLowering::transferCopro(Block *block, CoproPoint &point,
     else if (isa<ExbufCreateOp>(op))
       point.exbuf = Created;
     if (auto out = dyn_cast<CoproWriteOp>(op)) {
-      if (out.getReg() > 1)
+      if (out.getReg() >= coproRegs)
         point.reachable = false; // raises
       else
         point.defined |= 1u << out.getReg();
     } else if (auto in = dyn_cast<CoproReadOp>(op)) {
-      if (in.getReg() > 1)
+      if (in.getReg() >= coproRegs)
         point.reachable = false;
       else if (failed(needs(&op, in.getReg())))
         return failure();
@@ -1512,10 +1514,13 @@ LogicalResult HandlerLowering::transferCopro(Block *block, CoproPoint &point,
           ++point.pending;
         break;
       case 2: // raises without a key
+      case 5:
         if (point.pending == 0)
           point.reachable = false;
         else if (failed(needs(&op, coproR0)))
           return failure();
+        if (invoke.getOpcode() == 5) // R1: stored or not
+          point.defined |= 1u << coproR1;
         point.pending = 0;
         break;
       case 3:
@@ -1546,7 +1551,8 @@ LogicalResult HandlerLowering::analyzeCopro() {
       any = true;
     if (auto invoke = dyn_cast<CoproInvokeOp>(op))
       tableWrites |= handler.getKind() == HandlerKind::Push &&
-                     (invoke.getOpcode() == 0 || invoke.getOpcode() == 2);
+                     (invoke.getOpcode() == 0 || invoke.getOpcode() == 2 ||
+                      invoke.getOpcode() == 5);
   });
   if (!any)
     return success();
@@ -1601,7 +1607,7 @@ SmallVector<Value> HandlerLowering::edge(Block *dest, ValueRange operands) {
   auto it = coproEntry.find(dest);
   if (it == coproEntry.end())
     return args;
-  for (unsigned r = 0; r < 2; ++r)
+  for (unsigned r = 0; r < coproRegs; ++r)
     if (it->second.defined & (1u << r))
       args.push_back(copro[r] ? copro[r] : constant(0, dest->front().getLoc()));
   for (unsigned i = 0; i < it->second.pending; ++i)
@@ -1731,7 +1737,11 @@ LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
     }
     copro[coproKey + pending] = copro[coproR0];
     return success();
-  case 2: {
+  case 2:
+  case 5: {
+    // try_add_value (5): a new key that does not fit stores nothing and
+    // sets R1 = 0 instead of raising; R1 = 1 when stored.
+    bool tries = op.getOpcode() == 5;
     if (pending == 0) {
       raiseHere(loc, ExceptionKind::Coprocessor);
       return success();
@@ -1745,23 +1755,29 @@ LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
     Value value = copro[coproR0];
     clearKey();
     Probe probe = enterProbe(loc, key);
-    Block *done = b.createBlock(&region, region.end());
+    Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
     // The key is there: a new value.
     b.setInsertionPointToEnd(probe.hit);
     med::MemOp::create(b, loc, TypeRange(), "sram", "write", lookupSlots(loc),
                        alu(loc, "+", probe.offset, constant(4, loc)),
                        ValueRange{value}, 1);
-    med::BrOp::create(b, loc, ValueRange(), done);
+    med::BrOp::create(b, loc, ValueRange{constant(1, loc)}, done);
     // A new entry, if the table has room.
     b.setInsertionPointToEnd(probe.miss);
     auto entries = med::MemOp::create(b, loc, TypeRange{i32}, "sram", "read",
                                       count, constant(0, loc), ValueRange(), 1);
     Block *room = b.createBlock(&region, region.end());
     b.setInsertionPointToEnd(probe.miss);
-    med::CmpBrOp::create(b, loc, "bcc", "-", entries.getResult(0),
-                         constant(meLookupCapacity, loc), ValueRange(),
-                         ValueRange(),
-                         raiseBlock(loc, ExceptionKind::Coprocessor), room);
+    if (tries)
+      med::CmpBrOp::create(b, loc, "bcc", "-", entries.getResult(0),
+                           constant(meLookupCapacity, loc),
+                           ValueRange{constant(0, loc)}, ValueRange(), done,
+                           room);
+    else
+      med::CmpBrOp::create(b, loc, "bcc", "-", entries.getResult(0),
+                           constant(meLookupCapacity, loc), ValueRange(),
+                           ValueRange(),
+                           raiseBlock(loc, ExceptionKind::Coprocessor), room);
     b.setInsertionPointToEnd(room);
     SmallVector<Value> slot{constant(pending, loc), value};
     slot.append(key.begin(), key.end());
@@ -1776,8 +1792,10 @@ LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
     med::MemOp::create(
         b, loc, TypeRange(), "sram", "write", count, constant(0, loc),
         ValueRange{alu(loc, "+", entries.getResult(0), constant(1, loc))}, 1);
-    med::BrOp::create(b, loc, ValueRange(), done);
+    med::BrOp::create(b, loc, ValueRange{constant(1, loc)}, done);
     b.setInsertionPointToEnd(done);
+    if (tries)
+      copro[coproR1] = done->getArgument(0);
     return success();
   }
   case 3: {
@@ -2007,14 +2025,14 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
       .Case([&](FindBitOp o) { return lowerFindBit(o); })
       .Case([&](RandomOp o) { return lowerRandom(o); })
       .Case([&](CoproWriteOp o) {
-        if (o.getReg() > 1)
+        if (o.getReg() >= coproRegs)
           raiseHere(loc, ExceptionKind::Coprocessor);
         else
           copro[o.getReg()] = get(o.getValue());
         return success();
       })
       .Case([&](CoproReadOp o) {
-        if (o.getReg() > 1) {
+        if (o.getReg() >= coproRegs) {
           raiseHere(loc, ExceptionKind::Coprocessor);
           values.map(o.getResult(), constant(0, loc));
           return success();
@@ -2206,7 +2224,7 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
       values.map(arg, mine->addArgument(b.getI32Type(), arg.getLoc()));
     // The live coprocessor values (edge() passes them).
     CoproPoint at = coproEntry.lookup(block);
-    for (unsigned r = 0; r < 2; ++r)
+    for (unsigned r = 0; r < coproRegs; ++r)
       if (at.defined & (1u << r))
         mine->addArgument(b.getI32Type(), loc);
     for (unsigned i = 0; i < at.pending; ++i)
@@ -2227,7 +2245,7 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
     if (!block->isEntryBlock()) {
       CoproPoint at = coproEntry.lookup(block);
       unsigned next = block->getNumArguments();
-      for (unsigned r = 0; r < 2; ++r)
+      for (unsigned r = 0; r < coproRegs; ++r)
         if (at.defined & (1u << r))
           copro[r] = mine->getArgument(next++);
       for (unsigned i = 0; i < at.pending; ++i)
