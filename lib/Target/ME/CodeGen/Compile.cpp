@@ -326,9 +326,6 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
                          "and 16 sinks (the media switch fabric's ports); "
                          "this application has ")
            << sources.size() << " and " << sinks.size();
-  if (sources.size() > 1)
-    return app.emitError("the microengine back end does not yet run "
-                         "applications with several sources");
 
   // Where each connection goes: (from) -> list of (to).
   struct Endpoint {
@@ -337,7 +334,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     int sink = -1;
   };
   std::map<std::pair<std::string, unsigned>, std::vector<Endpoint>> outputs;
-  std::vector<Endpoint> fromSource;
+  // Source k is receive port k: the packet path dispatches on the port.
+  std::vector<std::vector<Endpoint>> fromSources(sources.size());
   for (ConnectOp connect : app.getBodyBlock()->getOps<ConnectOp>()) {
     SymbolRefAttr from = connect.getFrom(), to = connect.getTo();
     Endpoint dest;
@@ -356,7 +354,9 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       dest.port = dest.pe.getPortNumber(port);
     }
     if (from.getNestedReferences().empty()) {
-      fromSource.push_back(dest);
+      for (auto [i, s] : llvm::enumerate(sources))
+        if (s.getSymName() == from.getRootReference())
+          fromSources[i].push_back(dest);
     } else {
       PEOp pe = app.lookupPE(from.getRootReference());
       PortOp port = pe ? pe.lookupPort(from.getLeafReference()) : PortOp();
@@ -366,9 +366,10 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       outputs[{pe.getSymName().str(), pe.getPortNumber(port)}].push_back(dest);
     }
   }
-  if (fromSource.empty())
-    return app.emitError("the source '")
-           << layout.sources.front() << "' has no connection";
+  for (auto [i, dests] : llvm::enumerate(fromSources))
+    if (dests.empty())
+      return app.emitError("the source '")
+             << layout.sources[i] << "' has no connection";
 
   // Fan-out: a port (or the source) with several connections sends a copy
   // of the packet to each, depth first in connection order, as the
@@ -420,8 +421,10 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     fanOuts.push_back(f);
     return fanOuts.size() - 1;
   };
-  if (fromSource.size() > 1)
-    planFanOut(fromSource, 0);
+  std::vector<int> sourceFanOut(fromSources.size(), -1);
+  for (auto [i, dests] : llvm::enumerate(fromSources))
+    if (dests.size() > 1)
+      sourceFanOut[i] = static_cast<int>(planFanOut(dests, 0));
   for (auto &[from, dests] : outputs)
     if (dests.size() > 1) {
       if (!topo.count(from.first))
@@ -751,8 +754,6 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       w == 0 ? "info memory starts as zeros" : "");
   if (watchdog)
     a("alu[a2, --, b, *l$index0[15]]", "the packet's loop budget");
-  // The source's destination.
-  Endpoint first = fromSource.front();
   auto entryOf = [&](PEOp pe) {
     for (PEInfo &info : pes)
       if (info.pe == pe)
@@ -823,10 +824,26 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     }
     gotoEndpoint(f.dests.front());
   };
-  if (fromSource.size() > 1)
-    emitFanOut(fanOuts.front());
-  else
-    gotoEndpoint(first);
+  // The source's destinations; with several sources, the receive port
+  // (status bits 15:8) says which.
+  auto dispatch = [&](size_t k) {
+    if (sourceFanOut[k] >= 0)
+      emitFanOut(fanOuts[sourceFanOut[k]]);
+    else
+      gotoEndpoint(fromSources[k].front());
+  };
+  if (fromSources.size() > 1) {
+    a("alu_shf[a15, 0xff, and, $3, >>8]", "the receive port: the source");
+    for (size_t k = 1; k < fromSources.size(); ++k) {
+      a("alu[--, a15, -, " + std::to_string(k) + "]");
+      a("beq[@source" + std::to_string(k) + "]");
+    }
+  }
+  for (size_t k = 0; k < fromSources.size(); ++k) {
+    if (k)
+      a.label("source" + std::to_string(k));
+    dispatch(k);
+  }
 
   // Each NetPE: its entry (header prefetch) and its handler.
   std::vector<MEReport> reports;
