@@ -90,9 +90,15 @@ struct lookup_state {
   uint32_t stride; /* words per record: LOOKUP_RECORD_HEAD + longest key */
   uint32_t *hashes;
   uint32_t num_entries, capacity; /* capacity: entries allocated */
-  uint32_t pending[LOOKUP_MAX_KEY];
-  uint32_t pending_length;
 };
+
+/* The pending key lives in the instance's spare registers (beyond R2), so
+ * that generated code appends a word in place (netvm/coprocessor.h). */
+#define LOOKUP_PENDING(c) ((c)->registers + NETVM_LOOKUP_PENDING_KEY)
+#define LOOKUP_PENDING_LENGTH(c) ((c)->registers[NETVM_LOOKUP_PENDING_LENGTH])
+_Static_assert(NETVM_LOOKUP_PENDING_KEY + LOOKUP_MAX_KEY <=
+                   NETVM_COPRO_MAX_REGISTERS,
+               "the pending key fits the spare registers");
 
 /* A multiplicative mix per word and a final avalanche (murmur3's): the
  * keys are MAC and IP addresses, whose low bits vary most. */
@@ -209,7 +215,6 @@ static int lookup_reserve(struct lookup_state *s, uint32_t entries,
 static void lookup_clear(struct lookup_state *s) {
   memset(s->slots, 0, (s->mask + 1) * sizeof(*s->slots));
   s->num_entries = 0;
-  s->pending_length = 0;
 }
 
 static int lookup_create(netvm_copro *c) {
@@ -257,8 +262,9 @@ static void lookup_remove_slot(struct lookup_state *s, uint32_t i) {
 /* Map the pending key to R0 with the stamp R2. Returns 1 if stored, 0 if the
  * key is new and the table full (nothing changes), -1 if out of memory. */
 static int lookup_store(netvm_copro *c, struct lookup_state *s) {
-  uint32_t length = s->pending_length, hash = lookup_hash(s->pending, length);
-  uint32_t i = lookup_probe(s, s->pending, length, hash), entry;
+  const uint32_t *pending = LOOKUP_PENDING(c);
+  uint32_t length = LOOKUP_PENDING_LENGTH(c), hash = lookup_hash(pending, length);
+  uint32_t i = lookup_probe(s, pending, length, hash), entry;
   uint32_t *r;
   if (s->slots[i]) {
     entry = (s->slots[i] & LOOKUP_INDEX_MASK) - 1;
@@ -269,12 +275,12 @@ static int lookup_store(netvm_copro *c, struct lookup_state *s) {
     if (2 * (s->num_entries + 1) > s->mask + 1) {
       if (!lookup_resize(s, 2 * (s->mask + 1)))
         return -1;
-      i = lookup_probe(s, s->pending, length, hash);
+      i = lookup_probe(s, pending, length, hash);
     }
     if (!lookup_reserve(s, s->num_entries + 1, length))
       return -1;
     entry = s->num_entries++;
-    memcpy(lookup_record(s, entry) + LOOKUP_RECORD_HEAD, s->pending,
+    memcpy(lookup_record(s, entry) + LOOKUP_RECORD_HEAD, pending,
            length * sizeof(uint32_t));
     s->hashes[entry] = hash;
     s->slots[i] = lookup_tag(hash, length) | (entry + 1);
@@ -291,13 +297,13 @@ __attribute__((noinline))
 #endif
 static int lookup_add(netvm_copro *c, struct lookup_state *s,
                       uint32_t operation) {
-  uint32_t length = s->pending_length;
+  uint32_t length = LOOKUP_PENDING_LENGTH(c);
   int stored;
   if (length == 0)
     return fail(c, "add_value without a key (use add_data first); value",
                 c->registers[0]);
   stored = lookup_store(c, s);
-  s->pending_length = 0;
+  LOOKUP_PENDING_LENGTH(c) = 0;
   if (stored < 0)
     return fail(c, "out of memory inserting key of words:", length);
   if (operation == 5) {
@@ -315,18 +321,18 @@ static int lookup_add(netvm_copro *c, struct lookup_state *s,
 __attribute__((noinline))
 #endif
 static int lookup_read(netvm_copro *c, struct lookup_state *s) {
-  uint32_t slot;
-  if (s->pending_length == 0)
-    s->pending[s->pending_length++] = c->registers[0];
-  slot = s->slots[lookup_probe(s, s->pending, s->pending_length,
-                               lookup_hash(s->pending, s->pending_length))];
+  uint32_t slot, *pending = LOOKUP_PENDING(c);
+  if (LOOKUP_PENDING_LENGTH(c) == 0)
+    pending[LOOKUP_PENDING_LENGTH(c)++] = c->registers[0];
+  slot = s->slots[lookup_probe(s, pending, LOOKUP_PENDING_LENGTH(c),
+                               lookup_hash(pending, LOOKUP_PENDING_LENGTH(c)))];
   if (slot) {
     c->registers[0] = lookup_record(s, (slot & LOOKUP_INDEX_MASK) - 1)[0];
     c->registers[1] = 1;
   } else {
     c->registers[1] = 0;
   }
-  s->pending_length = 0;
+  LOOKUP_PENDING_LENGTH(c) = 0;
   return 1;
 }
 
@@ -337,11 +343,12 @@ static int lookup_invoke(netvm_copro *c, uint32_t operation) {
   switch (operation) {
   case 0:
     lookup_clear(s);
+    LOOKUP_PENDING_LENGTH(c) = 0;
     return 1;
-  case 1:
-    if (s->pending_length == LOOKUP_MAX_KEY)
+  case 1: /* (generated code does this in place, calling only when full) */
+    if (LOOKUP_PENDING_LENGTH(c) == LOOKUP_MAX_KEY)
       return fail(c, "lookup key longer than words:", LOOKUP_MAX_KEY);
-    s->pending[s->pending_length++] = c->registers[0];
+    LOOKUP_PENDING(c)[LOOKUP_PENDING_LENGTH(c)++] = c->registers[0];
     return 1;
   case 2:
   case 5:
@@ -349,7 +356,7 @@ static int lookup_invoke(netvm_copro *c, uint32_t operation) {
   case 3:
     return lookup_read(c, s);
   case 4:
-    s->pending_length = 0;
+    LOOKUP_PENDING_LENGTH(c) = 0;
     return 1;
   default:
     return fail(c, "unknown lookup operation", operation);
@@ -627,5 +634,5 @@ const char *netvm_copro_error(const netvm_copro *c) { return c->error; }
 
 void netvm_copro_abandon(netvm_copro *c) {
   if (c && c->ops == &lookup_ops)
-    ((struct lookup_state *)c->state)->pending_length = 0;
+    LOOKUP_PENDING_LENGTH(c) = 0;
 }

@@ -1524,6 +1524,26 @@ NETVM_LOWERING(CoproWriteOp) {
 NETVM_LOWERING(CoproInvokeOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
+  if (op.getCopro() == "lookup" && op.getOpcode() == 1) {
+    // add_data in place: the pending key lives in the spare registers of
+    // the instance's head (netvm/coprocessor.h); a 17th word raises.
+    Value regs = e.gep(coprocessor(e, op.getCopro(), fi),
+                       offsetof(netvm_copro_head, registers));
+    Value length = e.load(e.i32(), regs, 4 * NETVM_LOOKUP_PENDING_LENGTH, 4);
+    guard(rw, op,
+          e.icmp(LLVM::ICmpPredicate::ult, length,
+                 e.c32(NETVM_COPRO_MAX_REGISTERS - NETVM_LOOKUP_PENDING_KEY)),
+          ExceptionKind::Coprocessor, fi);
+    Emitter in(rw, op.getLoc());
+    Value word = in.load(in.i32(), regs, 0, 4); // R0
+    Value at =
+        in.shl(in.add(length, in.c32(NETVM_LOOKUP_PENDING_KEY)), in.c32(2));
+    in.store(word, in.gep(regs, in.zext(at, in.i64())), 0, 4);
+    in.store(in.add(length, in.c32(1)), regs, 4 * NETVM_LOOKUP_PENDING_LENGTH,
+             4);
+    rw.eraseOp(op);
+    return success();
+  }
   Value status =
       e.call(runtime(op).get("netvm_copro_invoke"),
              {coprocessor(e, op.getCopro(), fi), e.c32(op.getOpcode())});

@@ -39,7 +39,13 @@ enum {
   NETVM_ASSOCIATIVE_REGISTERS = 20,
   NETVM_REGEXP_REGISTERS = 4,
   NETVM_STRINGMATCHING_REGISTERS = 4,
-  NETVM_COPRO_MAX_REGISTERS = 20
+  NETVM_COPRO_MAX_REGISTERS = 20,
+  /* lookup keeps its pending key in the spare registers of its head: its
+   * length in word 3, its words from word 4 (at most 16), so that
+   * generated code appends a key word (add_data) without a call. They are
+   * not registers a NetPE can name (R3 and up raise). */
+  NETVM_LOOKUP_PENDING_LENGTH = 3,
+  NETVM_LOOKUP_PENDING_KEY = 4
 };
 
 typedef struct netvm_copro_head {
