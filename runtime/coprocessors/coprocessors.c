@@ -263,7 +263,8 @@ static void lookup_remove_slot(struct lookup_state *s, uint32_t i) {
  * key is new and the table full (nothing changes), -1 if out of memory. */
 static int lookup_store(netvm_copro *c, struct lookup_state *s) {
   const uint32_t *pending = LOOKUP_PENDING(c);
-  uint32_t length = LOOKUP_PENDING_LENGTH(c), hash = lookup_hash(pending, length);
+  uint32_t length = LOOKUP_PENDING_LENGTH(c),
+           hash = lookup_hash(pending, length);
   uint32_t i = lookup_probe(s, pending, length, hash), entry;
   uint32_t *r;
   if (s->slots[i]) {
