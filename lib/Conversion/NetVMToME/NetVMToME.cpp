@@ -157,6 +157,9 @@ private:
   LogicalResult lowerPacketStore(StoreOp op);
   LogicalResult lowerFieldCmp(FieldCmpOp op);
   LogicalResult lowerPacketScan(PacketScanOp op);
+  /// pscan of one byte: a word at a time.
+  void lowerByteScan(PacketScanOp op, Value start, Value needle, Value buffer,
+                     Value length);
   LogicalResult lowerExbufCreate(ExbufCreateOp op);
   /// Before an access to data or shared memory: the ordered section.
   void enterState(Location loc, MemSpace space) {
@@ -1188,6 +1191,73 @@ LogicalResult HandlerLowering::lowerExbufDelete(ExbufDeleteOp op) {
   return success();
 }
 
+void HandlerLowering::lowerByteScan(PacketScanOp op, Value start, Value needle,
+                                    Value buffer, Value length) {
+  // A word at a time: read the aligned word that holds `at`, test all its
+  // bytes at once for the needle ((x - 0x01010101) & ~x & 0x80808080 of x
+  // = word ^ needle in every byte: non-zero iff some byte matches, with
+  // no match missed), and look at the bytes one by one only in a word
+  // that may hold it (or runs past the packet).
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  Region &region = func.getBody();
+  Block *entry = b.getInsertionBlock();
+  Value pair =
+      alu(loc, "or", needle, shifted(loc, "b", Value(), needle, "<<", 8));
+  Value spread =
+      alu(loc, "or", pair, shifted(loc, "b", Value(), pair, "<<", 16));
+  Block *words = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *read = b.createBlock(&region, region.end());
+  Block *bytes = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *inside = b.createBlock(&region, region.end());
+  Block *step = b.createBlock(&region, region.end());
+  Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+  b.setInsertionPointToEnd(entry);
+  med::BrOp::create(b, loc, ValueRange{start}, words);
+  // words(at): at < length, else not found.
+  b.setInsertionPointToEnd(words);
+  Value at = words->getArgument(0);
+  med::CmpBrOp::create(b, loc, "bcc", "-", at, length,
+                       ValueRange{constant(0xffffffff, loc)}, ValueRange(),
+                       done, read);
+  b.setInsertionPointToEnd(read);
+  Value aligned = alu(loc, "and~", at, constant(3, loc));
+  Value word =
+      med::PacketReadOp::create(b, loc, i32, alu(loc, "+", buffer, aligned),
+                                b.getI32IntegerAttr(4), b.getBoolAttr(false));
+  Value x = alu(loc, "xor", word, spread);
+  Value hit =
+      alu(loc, "and",
+          alu(loc, "and~", alu(loc, "-", x, constant(0x01010101, loc)), x),
+          constant(0x80808080, loc));
+  med::CmpBrOp::create(
+      b, loc, "bne", "-", hit, constant(0, loc), ValueRange{at},
+      ValueRange{alu(loc, "+", aligned, constant(4, loc))}, bytes, words);
+  // bytes(a): the bytes of `word` from a, while in the packet.
+  b.setInsertionPointToEnd(bytes);
+  Value a = bytes->getArgument(0);
+  med::CmpBrOp::create(b, loc, "bcc", "-", a, length,
+                       ValueRange{constant(0xffffffff, loc)}, ValueRange(),
+                       done, inside);
+  b.setInsertionPointToEnd(inside);
+  Value shift = shifted(
+      loc, "b", Value(),
+      alu(loc, "xor", alu(loc, "and", a, constant(3, loc)), constant(3, loc)),
+      "<<", 3);
+  Value byte =
+      fieldClear(loc, 0x1, shifted(loc, "b", shift, word, ">>indirect", 0), 0);
+  med::CmpBrOp::create(b, loc, "beq", "-", byte, needle, ValueRange{a},
+                       ValueRange(), done, step);
+  b.setInsertionPointToEnd(step);
+  Value following = alu(loc, "+", a, constant(1, loc));
+  med::CmpBrOp::create(b, loc, "beq", "-",
+                       alu(loc, "and", following, constant(3, loc)),
+                       constant(0, loc), ValueRange{following},
+                       ValueRange{following}, words, bytes);
+  b.setInsertionPointToEnd(done);
+  values.map(op.getResult(), done->getArgument(0));
+}
+
 LogicalResult HandlerLowering::lowerPacketScan(PacketScanOp op) {
   // A loop over the offsets from `offset` while `width` bytes fit in the
   // packet, reading them with pkt_read (width 1, 2 or 4).
@@ -1202,6 +1272,8 @@ LogicalResult HandlerLowering::lowerPacketScan(PacketScanOp op) {
   Value length = med::ArgOp::create(b, loc, i32, "length");
   Region &region = func.getBody();
   Block *entry = b.getInsertionBlock();
+  if (width == 1)
+    return lowerByteScan(op, start, needle, buffer, length), success();
   Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
   Block *fits = b.createBlock(&region, region.end());
   Block *body = b.createBlock(&region, region.end());
