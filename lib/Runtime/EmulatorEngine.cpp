@@ -191,6 +191,7 @@ public:
     packet.wireLength = std::max(p.wireLength, p.length);
     packet.seconds = p.seconds;
     packet.microseconds = p.microseconds;
+    packet.port = p.source;
     return true;
   }
 
@@ -352,13 +353,20 @@ public:
   void setSourcePuller(
       std::function<std::optional<TracePacket>(unsigned)>) override {}
 
+  bool runsMixedSources() const override { return true; }
+
   void run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
            const ResultFn *onResult, ResultDetail detail) override {
     std::vector<BatchPacket> batch(packets.size());
+    bool mixed = mixedSources.size() == packets.size();
     for (size_t i = 0; i < packets.size(); ++i) {
       const netvm_packet &p = packets[i];
       batch[i] = {p.data, p.length, p.wire_length, p.seconds, p.microseconds};
+      // Several sources in one run: each packet on its source's port.
+      if (mixed)
+        batch[i].source = static_cast<int>(mixedSources[i]);
     }
+    mixedSources.clear();
     std::vector<PacketResult> results;
     runBatch(source, batch, onResult ? detail : ResultDetail::Verdicts,
              results);

@@ -100,6 +100,7 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
     return which < 0 ? source : static_cast<unsigned>(which);
   };
   unsigned chunkSource = source;
+  bool mixed = runsMixedSources();
   bool more = true, ok = true;
   auto done = [&] {
     return (options.maxPackets && stats.packets >= options.maxPackets) ||
@@ -109,6 +110,7 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
   while (more && !done()) {
     auto start = Clock::now();
     chunk.clear();
+    mixedSources.clear();
     // Each packet matches at most once: a chunk no larger than the matches
     // still wanted never runs a packet past the last one.
     uint64_t limit = std::max<size_t>(1, options.chunk);
@@ -144,11 +146,13 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
       }
       if (chunk.empty()) {
         chunkSource = sourceOf(packet.source);
-      } else if (sourceOf(packet.source) != chunkSource) {
+      } else if (!mixed && sourceOf(packet.source) != chunkSource) {
         assign(held, packet);
         holding = true;
         break;
       }
+      if (mixed)
+        mixedSources.push_back(sourceOf(packet.source));
       ++stats.packets;
       // A mapped file's packets run where they are; others are copied.
       if (reader.stableViews())

@@ -1050,6 +1050,7 @@ bool Emulator::Impl::pullPacket(unsigned port, uint64_t arrival,
     packet.bytes.clear();
     packet.wireLength = 0;
     packet.seconds = packet.microseconds = 0;
+    packet.port = -1;
   }
   if (!rx.input->next(packet)) {
     rx.done = true;
@@ -1062,6 +1063,8 @@ bool Emulator::Impl::pullPacket(unsigned port, uint64_t arrival,
   if (wire)
     *wire = length;
   ++stats.packetsOffered;
+  if (packet.port >= 0 && packet.port < 16)
+    port = unsigned(packet.port);
   PortStats &ps = portStats(port);
   ++ps.offered;
   uint64_t seq = packetsRead++;

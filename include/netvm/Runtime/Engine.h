@@ -206,6 +206,15 @@ public:
   virtual Counters counters() const = 0;
   virtual PECounters peCounters(unsigned pe) const = 0;
   virtual SinkCounters sinkCounters(unsigned sink) const = 0;
+
+protected:
+  /// An engine that runs packets of several sources in one batch (the ME
+  /// emulator: a receive port per source, and one run of the machine per
+  /// batch) says so; runStream then keeps a chunk whole across sources and
+  /// sets `mixedSources` (a source per packet) before calling run(), whose
+  /// `source` argument is then the first packet's.
+  virtual bool runsMixedSources() const { return false; }
+  std::vector<unsigned> mixedSources;
 };
 
 /// Whether netvm can run the packets of `reader`: applications (NetIL

@@ -33,6 +33,11 @@ struct InputPacket {
   /// The arrival time (a capture's timestamp): words 4 and 5 of the
   /// receive descriptor.
   uint32_t seconds = 0, microseconds = 0;
+  /// The receive port the descriptor reports (and the statistics count)
+  /// when not negative, instead of the port whose input gave the packet:
+  /// a host that keeps packets of several ports in one order feeds them
+  /// all through one input.
+  int port = -1;
 };
 
 class PacketInput {
