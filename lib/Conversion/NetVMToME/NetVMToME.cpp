@@ -223,12 +223,12 @@ private:
   // exbuf.create (no arrival time). Where none is possible but not sure,
   // the code tests for it: exbuf.delete sets the wire length to ~0.
   enum Exbuf : unsigned { Arrived = 1, None = 2, Created = 4 };
-  struct CoproPoint {
+  struct FlowPoint {
     bool reachable = false;
     unsigned pending = 0; // words of the pending key
     unsigned defined = 0; // bit r: register r written
     unsigned exbuf = Arrived;
-    bool operator==(const CoproPoint &o) const {
+    bool operator==(const FlowPoint &o) const {
       return reachable == o.reachable && pending == o.pending &&
              defined == o.defined && exbuf == o.exbuf;
     }
@@ -266,11 +266,12 @@ private:
                          constant(options.dropCounter, loc), constant(0, loc),
                          ValueRange(), 1);
   }
-  /// The state at each block's entry; refuses what the MEs cannot keep.
-  LogicalResult analyzeCopro();
-  /// Runs the block's coprocessor operations from `point`; with `check`,
-  /// refuses reads of registers not written.
-  LogicalResult transferCopro(Block *block, CoproPoint &point, bool check);
+  /// The state at each block's entry (lookup registers and pending key,
+  /// exchange buffers); refuses what the MEs cannot keep.
+  LogicalResult analyzeFlow();
+  /// Runs the block's coprocessor and exchange-buffer operations from
+  /// `point`; with `check`, refuses reads of registers not written.
+  LogicalResult transferFlow(Block *block, FlowPoint &point, bool check);
   /// The branch operands of an edge to `dest`: its own, then the live
   /// coprocessor values.
   SmallVector<Value> edge(Block *dest, ValueRange operands);
@@ -291,7 +292,7 @@ private:
   enum : unsigned { coproR0 = 0, coproR1 = 1, coproRegs = 3, coproKey = 3 };
   /// Words of a slot per SRAM command (the transfer registers hold 15).
   static constexpr unsigned lookupChunk = 12;
-  DenseMap<Block *, CoproPoint> coproEntry;
+  DenseMap<Block *, FlowPoint> flowEntry;
   SmallVector<Value> copro; // R0, R1, then the pending key's words
   /// The handler changes the table: its operations take the state token.
   bool tableWrites = false;
@@ -1545,8 +1546,8 @@ LogicalResult HandlerLowering::lowerRandom(RandomOp op) {
 // The lookup coprocessor
 //===----------------------------------------------------------------------===//
 
-LogicalResult HandlerLowering::transferCopro(Block *block, CoproPoint &point,
-                                             bool check) {
+LogicalResult HandlerLowering::transferFlow(Block *block, FlowPoint &point,
+                                            bool check) {
   auto needs = [&](Operation *op, unsigned reg) -> LogicalResult {
     if (!check || (point.defined & (1u << reg)))
       return success();
@@ -1615,7 +1616,7 @@ LogicalResult HandlerLowering::transferCopro(Block *block, CoproPoint &point,
   return success();
 }
 
-LogicalResult HandlerLowering::analyzeCopro() {
+LogicalResult HandlerLowering::analyzeFlow() {
   bool any = false;
   handler.walk([&](Operation *op) {
     if (isa<CoproWriteOp, CoproReadOp, CoproInvokeOp, ExbufDeleteOp,
@@ -1630,24 +1631,24 @@ LogicalResult HandlerLowering::analyzeCopro() {
     return success();
   // A forward analysis to a fixed point; then once more to check reads.
   Region &body = handler.getBody();
-  CoproPoint start;
+  FlowPoint start;
   start.reachable = true;
   start.exbuf = handler.getKind() == HandlerKind::Push ? Arrived : None;
-  coproEntry[&body.front()] = start;
+  flowEntry[&body.front()] = start;
   SmallVector<Block *> work{&body.front()};
   DenseSet<Block *> queued{&body.front()};
   while (!work.empty()) {
     Block *block = work.pop_back_val();
     queued.erase(block);
-    CoproPoint point = coproEntry[block];
-    (void)transferCopro(block, point, /*check=*/false);
+    FlowPoint point = flowEntry[block];
+    (void)transferFlow(block, point, /*check=*/false);
     if (!point.reachable)
       continue;
     for (Block *succ : block->getSuccessors()) {
-      auto [it, inserted] = coproEntry.try_emplace(succ, point);
-      CoproPoint &at = it->second;
+      auto [it, inserted] = flowEntry.try_emplace(succ, point);
+      FlowPoint &at = it->second;
       if (!inserted) {
-        CoproPoint merged = at;
+        FlowPoint merged = at;
         if (!merged.reachable) {
           merged = point;
         } else {
@@ -1666,9 +1667,9 @@ LogicalResult HandlerLowering::analyzeCopro() {
         work.push_back(succ);
     }
   }
-  for (auto &[block, point] : coproEntry) {
-    CoproPoint p = point;
-    if (failed(transferCopro(block, p, /*check=*/true)))
+  for (auto &[block, point] : flowEntry) {
+    FlowPoint p = point;
+    if (failed(transferFlow(block, p, /*check=*/true)))
       return failure();
   }
   return success();
@@ -1676,8 +1677,8 @@ LogicalResult HandlerLowering::analyzeCopro() {
 
 SmallVector<Value> HandlerLowering::edge(Block *dest, ValueRange operands) {
   SmallVector<Value> args = mapped(operands);
-  auto it = coproEntry.find(dest);
-  if (it == coproEntry.end())
+  auto it = flowEntry.find(dest);
+  if (it == flowEntry.end())
     return args;
   for (unsigned r = 0; r < coproRegs; ++r)
     if (it->second.defined & (1u << r))
@@ -2277,7 +2278,7 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
         std::min<unsigned>((header + 7) & ~7u, options.maxHeaderBytes & ~7u);
   }
 
-  if (failed(analyzeCopro()))
+  if (failed(analyzeFlow()))
     return failure();
   handler.walk([&](ExbufDeleteOp) {
     info.logsDrops = handler.getKind() == HandlerKind::Push;
@@ -2295,7 +2296,7 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
     for (BlockArgument arg : block->getArguments())
       values.map(arg, mine->addArgument(b.getI32Type(), arg.getLoc()));
     // The live coprocessor values (edge() passes them).
-    CoproPoint at = coproEntry.lookup(block);
+    FlowPoint at = flowEntry.lookup(block);
     for (unsigned r = 0; r < coproRegs; ++r)
       if (at.defined & (1u << r))
         mine->addArgument(b.getI32Type(), loc);
@@ -2312,10 +2313,10 @@ FailureOr<med::FuncOp> HandlerLowering::run() {
     b.setInsertionPointToEnd(mine);
     copro.assign(coproKey + 16, Value());
     exbuf = handler.getKind() == HandlerKind::Push ? Arrived : None;
-    if (auto it = coproEntry.find(block); it != coproEntry.end())
+    if (auto it = flowEntry.find(block); it != flowEntry.end())
       exbuf = it->second.exbuf;
     if (!block->isEntryBlock()) {
-      CoproPoint at = coproEntry.lookup(block);
+      FlowPoint at = flowEntry.lookup(block);
       unsigned next = block->getNumArguments();
       for (unsigned r = 0; r < coproRegs; ++r)
         if (at.defined & (1u << r))
