@@ -22,12 +22,23 @@
 
 namespace netvm::me {
 
-/// Which ME runs which NetPE: the back end's input (the partitioning issue
-/// computes better ones). An empty map is the default placement: one NetPE
-/// per ME in declaration order after the receive ME, NetPEs that share
-/// written shared memory on one ME.
+/// One pipeline stage on the MEs: the NetPEs it runs to completion (a send
+/// between two of them is a branch, a send to a NetPE of a later stage puts
+/// the packet on that stage's work ring) on `mes` microengines that run the
+/// same code (replicas, among which packets are dealt).
+struct StagePlacement {
+  std::vector<std::string> pes;
+  unsigned mes = 1;
+};
+
+/// Which MEs do what: the back end's input. The partitioner
+/// (docs/partitioning.md, netc -emit=partition) computes one; netc
+/// --me-placement gives one by hand. No stages: the default layout, every
+/// NetPE in one stage on one ME.
 struct Placement {
-  std::map<std::string, unsigned> peToME;
+  unsigned receiveMEs = 1;
+  std::vector<StagePlacement> stages;
+  bool isDefault() const { return stages.empty() && receiveMEs == 1; }
 };
 
 /// The receive size (MachineConfig::maxPacketBytes) that netc, netvm-run
