@@ -113,6 +113,8 @@ struct Interpreter::Impl {
   uint64_t budgetLeft = 0;
   uint64_t opsLeft = 0;
   uint64_t totalOps = 0;
+  /// Executions of each block (a profile), when asked for.
+  llvm::DenseMap<mlir::Block *, uint64_t> *blockCounts = nullptr;
   void resetBudget() {
     budgetLeft = options.watchdogBudget;
     opsLeft = options.watchdogBudget * 256 + (1u << 20);
@@ -416,6 +418,8 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
 
   Block *block = &handler.getBody().front();
   Block::iterator ip = block->begin();
+  if (blockCounts)
+    ++(*blockCounts)[block];
   // Jump to `dest`, assigning its arguments from `operands` (all read
   // before any is written).
   auto branch = [&](Block *dest, OperandRange operands) {
@@ -426,6 +430,8 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
       set(arg, v);
     block = dest;
     ip = block->begin();
+    if (blockCounts)
+      ++(*blockCounts)[block];
   };
 
   while (!exit) {
@@ -904,3 +910,7 @@ const PECounters &Interpreter::counters(unsigned pe) const {
   return impl->pes[pe].counters;
 }
 uint64_t Interpreter::operationsExecuted() const { return impl->totalOps; }
+void Interpreter::setBlockCounts(
+    llvm::DenseMap<mlir::Block *, uint64_t> *counts) {
+  impl->blockCounts = counts;
+}

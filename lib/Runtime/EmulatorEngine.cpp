@@ -96,6 +96,10 @@ void add(me::Stats &to, const me::Stats &from) {
     for (unsigned r = 0; r < me::StallCount; ++r)
       t.idleCycles[r] += f.idleCycles[r];
     t.contextSwaps += f.contextSwaps;
+    if (t.pcCycles.size() < f.pcCycles.size())
+      t.pcCycles.resize(f.pcCycles.size());
+    for (size_t pc = 0; pc < f.pcCycles.size(); ++pc)
+      t.pcCycles[pc] += f.pcCycles[pc];
     if (t.threads.size() < f.threads.size())
       t.threads.resize(f.threads.size());
     for (size_t c = 0; c < f.threads.size(); ++c) {

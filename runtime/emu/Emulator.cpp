@@ -293,6 +293,8 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
       me.lastCtx = me.numContexts - 1; // context 0 goes first
       me.perBank = block.ctxMode == 8 ? 16 : 32;
       me.words = block.words;
+      if (config.profile)
+        me.stats->pcCycles.assign(block.words.size() + 1, 0);
       me.code.clear();
       me.badReason.assign(block.words.size(), std::string());
       for (size_t pc = 0; pc < block.words.size(); ++pc)

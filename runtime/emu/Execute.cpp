@@ -487,6 +487,8 @@ void Emulator::Impl::execute(MEState &me, Context &c, uint64_t until) {
   const uint32_t size = uint32_t(me.code.size()) - 1;
   const uint64_t began = me.now;
   uint64_t penalty = 0, instructions = 0;
+  uint64_t *const profile =
+      me.stats->pcCycles.empty() ? nullptr : me.stats->pcCycles.data();
   uint32_t pc = c.pc;
   uint8_t deferLeft = c.deferLeft;
   uint32_t deferTarget = c.deferTarget;
@@ -518,6 +520,8 @@ void Emulator::Impl::execute(MEState &me, Context &c, uint64_t until) {
   } while (0)
 #define TAKEN(target)                                                          \
   do {                                                                         \
+    if (profile)                                                               \
+      profile[pc] += in.takenCost;                                             \
     if (in.defer) {                                                            \
       deferTarget = (target);                                                  \
       deferLeft = in.defer;                                                    \
@@ -542,6 +546,8 @@ void Emulator::Impl::execute(MEState &me, Context &c, uint64_t until) {
       const DInst &in = code[pc];
       now += in.cycles;
       ++instructions;
+      if (profile)
+        profile[pc] += in.cycles;
       switch (in.op) {
       case Op::Invalid: {
         if (pc == size) {

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "NetVM/NetVMPasses.h"
+#include "netvm/Analysis/Partition.h"
+#include "netvm/Analysis/Profile.h"
 #include "netvm/Conversion/NetVMToLLVM.h"
 #include "netvm/Driver/Driver.h"
 #include "netvm/Frontend/NetIL.h"
@@ -82,7 +84,18 @@ static cl::opt<std::string> outputFile("o",
                                        cl::cat(netcCategory));
 
 namespace {
-enum class Emit { MLIR, LLVMDialect, LLVM, Assembly, Object, ME, Image, None };
+enum class Emit {
+  MLIR,
+  LLVMDialect,
+  LLVM,
+  Assembly,
+  Object,
+  ME,
+  Image,
+  Partition,
+  PartitionDot,
+  None
+};
 } // namespace
 
 static cl::opt<Emit> emit(
@@ -105,6 +118,12 @@ static cl::opt<Emit> emit(
         clEnumValN(Emit::Image, "image",
                    "--target=me: the loadable microengine image (the "
                    "default with --target=me; -S gives its ME assembly)"),
+        clEnumValN(Emit::Partition, "partition",
+                   "the pipeline plan for --workers on --target (stages, "
+                   "workers, predicted throughput and the bottleneck; "
+                   "docs/partitioning.md)"),
+        clEnumValN(Emit::PartitionDot, "partition-dot",
+                   "the same plan as a Graphviz graph"),
         clEnumValN(Emit::None, "none",
                    "nothing: only check the input (exit status and "
                    "diagnostics)")));
@@ -141,6 +160,27 @@ static cl::opt<bool> noCounters(
     cl::desc("Do not maintain the per-NetPE run and send counters in the "
              "generated code"),
     cl::cat(netcCategory));
+
+static cl::opt<unsigned> workers(
+    "workers",
+    cl::desc("Partition the application over this many workers: host "
+             "threads, or with --target=me microengines (receive and "
+             "transmit MEs included; 3-8). -emit=partition prints the plan; "
+             "with --target=me the image follows it (default: the one-ME "
+             "layout)"),
+    cl::value_desc("N"), cl::cat(netcCategory));
+static cl::opt<unsigned> receiveMEs(
+    "receive-mes",
+    cl::desc("--workers with --target=me: receive MEs (1-3; default: "
+             "chosen by the cost model)"),
+    cl::init(0), cl::value_desc("N"), cl::cat(netcCategory));
+static cl::opt<std::string> profileTrace(
+    "profile",
+    cl::desc("Calibrate the cost model by running the application once over "
+             "this trace: block frequencies from the interpreter, costs "
+             "measured on the target's engine (the emulator for --target=me, "
+             "JIT code on this host otherwise)"),
+    cl::value_desc("trace.pcap"), cl::cat(netcCategory));
 
 static cl::opt<bool> forwardLinks(
     "forward-links",
@@ -306,6 +346,43 @@ int main(int argc, char **argv) {
   if (emit == Emit::None)
     return 0;
   std::string error;
+
+  // The plan: for -emit=partition, and for the ME image with --workers.
+  bool wantPlan = emit == Emit::Partition || emit == Emit::PartitionDot ||
+                  (forME && workers.getNumOccurrences());
+  netvm::analysis::CostModel model;
+  netvm::analysis::Plan plan;
+  if (wantPlan) {
+    auto target = forME ? netvm::analysis::CostTarget::ME
+                        : netvm::analysis::CostTarget::Native;
+    netvm::analysis::Profile profile;
+    bool profiled = !profileTrace.empty();
+    if (profiled) {
+      netvm::analysis::ProfileOptions po;
+      po.target = target;
+      po.trace = profileTrace;
+      po.optLevel = optLevel - '0';
+      po.defaultInfoSize = infoSize;
+      if (!netvm::analysis::collectProfile(*module, po, profile, error)) {
+        llvm::errs() << "netc: --profile " << profileTrace << ": " << error
+                     << "\n";
+        return 1;
+      }
+    }
+    model =
+        netvm::analysis::buildCostModel(netvm::driver::getApplication(*module),
+                                        target, profiled ? &profile : nullptr);
+    if (profiled)
+      netvm::analysis::calibrate(model, profile);
+    netvm::analysis::PartitionOptions po;
+    po.workers = workers.getNumOccurrences() ? workers : forME ? 8u : 1u;
+    po.receiveWorkers = receiveMEs;
+    if (!netvm::analysis::partition(model, po, plan, error)) {
+      llvm::errs() << "netc: " << error << "\n";
+      return 1;
+    }
+  }
+
   if (emit == Emit::Object && outputFile == "-") {
     llvm::errs() << "netc: -c needs an output file (-o app.o)\n";
     return 1;
@@ -320,6 +397,14 @@ int main(int argc, char **argv) {
     output->keep();
     return 0;
   }
+  if (emit == Emit::Partition || emit == Emit::PartitionDot) {
+    if (emit == Emit::Partition)
+      netvm::analysis::printPlan(model, plan, output->os());
+    else
+      netvm::analysis::printPlanDot(model, plan, output->os());
+    output->keep();
+    return 0;
+  }
 
   if (forME) {
     if (emit != Emit::ME && emit != Emit::Image && emit != Emit::Assembly) {
@@ -330,6 +415,8 @@ int main(int argc, char **argv) {
     netvm::me::CodeGenOptions meOptions;
     meOptions.defaultInfoSize = infoSize;
     meOptions.machine.maxPacketBytes = netvm::me::compiledMaxPacketBytes;
+    if (wantPlan)
+      meOptions.placement = netvm::analysis::toPlacement(model, plan);
     netvm::me::CompiledApp compiled;
     OwningOpRef<ModuleOp> meIR;
     if (failed(

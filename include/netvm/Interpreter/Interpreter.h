@@ -19,6 +19,7 @@
 
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
 #include <functional>
@@ -84,6 +85,10 @@ public:
   const PECounters &counters(unsigned pe) const;
   /// Total operations executed so far.
   uint64_t operationsExecuted() const;
+  /// Count every block's executions into `counts` from now on (null:
+  /// stop): the profile the cost model weighs blocks with
+  /// (netvm/Analysis/CostModel.h).
+  void setBlockCounts(llvm::DenseMap<mlir::Block *, uint64_t> *counts);
 
   struct Impl;
 

@@ -116,6 +116,9 @@ struct MEStats {
   uint64_t idleCycles[StallCount] = {};
   uint64_t contextSwaps = 0;
   std::vector<ThreadStats> threads;
+  /// With MachineConfig::profile: per instruction (PC), the issue cycles
+  /// it took, taken-branch penalties included (empty otherwise).
+  std::vector<uint64_t> pcCycles;
 };
 
 struct MemoryStats {

@@ -70,6 +70,9 @@ struct MachineConfig {
 
   RingOverflow ringOverflow = RingOverflow::Fault;
   uint64_t maxCycles = 0; // 0: run until the machine is quiescent
+  /// Count the cycles each instruction issued (MEStats::pcCycles): the
+  /// profile the partitioner's cost model is calibrated with.
+  bool profile = false;
 };
 
 } // namespace netvm::me

@@ -1,0 +1,149 @@
+//===- CostModel.h - What each NetPE costs on each target -------*- C++ -*-===//
+//
+// The cost model the partitioner (Partition.h) balances stages with
+// (docs/partitioning.md). For every NetPE of an optimized application it
+// estimates, per packet that enters the application:
+//
+//  - how often its push handler runs (the flow of packets along the
+//    connections, from the handlers' send probabilities);
+//  - what one run costs on the target: host nanoseconds for native code,
+//    ME issue cycles and exposed memory latency for the microengines, from
+//    a table of per-operation costs weighted by how often each block runs;
+//  - whether its state lets it be replicated (stateless, or state that
+//    atomic operations keep right), and why not.
+//
+// Block frequencies are static (branches even, loop bodies 8 times) unless
+// a Profile gives the counts of a run; a Profile may also carry measured
+// per-NetPE costs on the target (Profile.h collects both), which then
+// replace the estimates ("calibrated").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_ANALYSIS_COSTMODEL_H
+#define NETVM_ANALYSIS_COSTMODEL_H
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class Block;
+} // namespace mlir
+
+namespace netvm {
+class ApplicationOp;
+} // namespace netvm
+
+namespace netvm::analysis {
+
+enum class CostTarget { Native, ME };
+llvm::StringRef targetName(CostTarget target);
+
+/// What a run of the application on a trace showed.
+struct Profile {
+  /// Packets the run pushed in.
+  uint64_t packets = 0;
+  /// Executions of every block of every handler (the interpreter's count).
+  llvm::DenseMap<mlir::Block *, uint64_t> blockCounts;
+  /// Push handler runs per NetPE (declaration order).
+  std::vector<uint64_t> peRuns;
+  /// Measured cost per NetPE on the target, summed over the run (host
+  /// nanoseconds or ME cycles; empty: not measured), and the engine.
+  std::vector<double> measuredCost;
+  std::string measuredOn;
+  /// Packets that left through sinks, and the captured bytes pushed in.
+  uint64_t outputs = 0, bytes = 0;
+  /// The target's time per packet for the whole application in its
+  /// default layout (ME cycles with one ME for every NetPE; host ns on one
+  /// thread; 0: not measured).
+  double measuredTimePerPacket = 0;
+};
+
+/// One NetPE's figures, per packet entering the application.
+struct PECost {
+  std::string name;
+  /// Push handler runs per input packet.
+  double runsPerPacket = 0;
+  /// Target units (ns or ME cycles) per input packet: issue cost, and on
+  /// the MEs the memory latency a context waits for (hidden by the other
+  /// contexts of the ME).
+  double cost = 0, latency = 0;
+  /// Whether the estimate comes from a measurement (Profile::measuredCost).
+  bool measured = false;
+  /// Its state allows replicas (several workers running it at once).
+  bool replicable = true;
+  /// Why not, e.g. "writes its data memory" (empty when replicable).
+  std::string notReplicable;
+  /// On the MEs its packets pass its state in packet order, one context at
+  /// a time (the state token: it writes data or shared memory, uses the
+  /// lookup coprocessor or draws random numbers).
+  bool serial = false;
+  /// The part of `cost` + `latency` spent in the operations on that state
+  /// (per input packet): the section the token serialises, at least.
+  double serialCost = 0;
+  /// It writes (or only reads) the shared memory: the NetPEs that touch
+  /// written shared memory stay in one stage.
+  bool writesShared = false, readsShared = false;
+};
+
+/// A push connection between two NetPEs, per input packet.
+struct EdgeCost {
+  unsigned from = 0, to = 0; // NetPE indices
+  std::string label;         // "pe.port -> pe.port"
+  double messagesPerPacket = 0;
+};
+
+struct CostModel {
+  CostTarget target = CostTarget::Native;
+  /// "ns" or "cycles".
+  std::string unit;
+  std::vector<PECost> pes;
+  /// NetPE indices in topological order along push connections (Kahn's
+  /// algorithm, declaration order among ready NetPEs: the native
+  /// runtime's pe_order).
+  std::vector<unsigned> order;
+  std::vector<EdgeCost> edges;
+  /// Moving one message between two stages (a host ring, or a scratch ring
+  /// between MEs): cost on each side, in `unit`.
+  double crossingCost = 0;
+  /// Packets that leave through sinks, and captured bytes, per input
+  /// packet.
+  double outputsPerPacket = 0, packetBytes = 0;
+  /// ME: clock (MHz) and contexts per ME of a stage. The receive path per
+  /// packet and the transmit path per output: issue cycles and the latency
+  /// a context waits (a free buffer, the receive or transmit, the rings),
+  /// hidden by the contexts of the ME; and the DRAM controller's busy
+  /// cycles per input packet (the packet in, the outputs out, the header
+  /// prefetches).
+  double clockMHz = 600;
+  unsigned contexts = 8;
+  double receiveIssue = 0, receiveLatency = 0;
+  double transmitIssue = 0, transmitLatency = 0;
+  unsigned receiveContexts = 8, transmitContexts = 1;
+  /// ME: a stage takes its work in packet order, a scratch get at a time.
+  double orderedGet = 0;
+  /// ME: the factor by which a stage's time per packet exceeds the
+  /// estimate (latency the contexts do not hide), fitted by calibrate().
+  double stageScale = 1;
+  double dramBusy = 0;
+  /// Host: the runner's cost per packet outside the handlers (ns), and
+  /// the machine's cores (threads beyond them share cores).
+  double packetOverhead = 0;
+  unsigned cores = 1;
+  /// Block frequencies came from a profile; costs were measured.
+  bool profiled = false, calibrated = false;
+  /// The engine the costs were measured on (Profile::measuredOn).
+  std::string measuredOn;
+};
+
+/// Builds the model of an optimized application (driver::optimize for the
+/// same target). `profile` may be null.
+CostModel buildCostModel(ApplicationOp app, CostTarget target,
+                         const Profile *profile);
+
+} // namespace netvm::analysis
+
+#endif // NETVM_ANALYSIS_COSTMODEL_H

@@ -1,0 +1,441 @@
+//===- Partition.cpp - Pipeline stages and workers for an application -----===//
+//
+// The search: every way to cut the NetPEs' topological order into at most
+// `workers` contiguous stages (the run of NetPEs that share written shared
+// memory kept whole), each stage given one worker and the rest handed one
+// at a time to the stage that limits the throughput, while it can be
+// replicated. The best predicted throughput wins; ties go to fewer stages,
+// then fewer workers. docs/partitioning.md describes the model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/Analysis/Partition.h"
+
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace netvm::analysis {
+
+namespace {
+
+// The packet path of an ME stage around its handlers: a work-ring get and
+// the header prefetch (issue cycles, and the latency a context waits).
+constexpr double meStageIssue = 20, meStageLatency = 60 + 180;
+
+/// Messages per input packet that cross into or out of each stage.
+std::vector<double> crossings(const CostModel &model,
+                              const std::vector<unsigned> &stageOf,
+                              unsigned stages) {
+  std::vector<double> c(stages, 0);
+  for (const EdgeCost &e : model.edges) {
+    unsigned a = stageOf[e.from], b = stageOf[e.to];
+    if (a == b)
+      continue;
+    c[a] += e.messagesPerPacket;
+    c[b] += e.messagesPerPacket;
+  }
+  return c;
+}
+
+std::vector<unsigned> stageOfPEs(const CostModel &model, const Plan &plan) {
+  std::vector<unsigned> stageOf(model.pes.size(), 0);
+  for (unsigned s = 0; s < plan.stages.size(); ++s)
+    for (unsigned pe : plan.stages[s].pes)
+      stageOf[pe] = s;
+  return stageOf;
+}
+
+double formatRate(double pps) { return pps / 1e6; }
+
+} // namespace
+
+void evaluate(const CostModel &model, Plan &plan) {
+  std::vector<unsigned> stageOf = stageOfPEs(model, plan);
+  std::vector<double> cross = crossings(model, stageOf, plan.stages.size());
+  bool me = model.target == CostTarget::ME;
+  double clock = model.clockMHz * 1e6;
+  unsigned threads = 0;
+  for (PlanStage &s : plan.stages)
+    threads += s.workers;
+  // Host threads beyond the cores share them.
+  double share = !me && threads > model.cores
+                     ? double(model.cores) / double(threads)
+                     : 1.0;
+  plan.throughput = INFINITY;
+  plan.bottleneck.clear();
+  for (unsigned i = 0; i < plan.stages.size(); ++i) {
+    PlanStage &s = plan.stages[i];
+    s.cost = cross[i] * model.crossingCost;
+    s.latency = 0;
+    s.replicable = true;
+    s.notReplicable.clear();
+    double entering = 0; // packets per input packet that enter the stage
+    for (unsigned pe : s.pes) {
+      const PECost &c = model.pes[pe];
+      s.cost += c.cost;
+      s.latency += c.latency;
+      if (!c.replicable && s.replicable) {
+        s.replicable = false;
+        s.notReplicable = "NetPE '" + c.name + "' " + c.notReplicable;
+      }
+    }
+    for (unsigned pe : s.pes) {
+      bool fedFromOutside = true;
+      for (const EdgeCost &e : model.edges)
+        if (e.to == pe && stageOf[e.from] == i)
+          fedFromOutside = false;
+      if (fedFromOutside)
+        entering += model.pes[pe].runsPerPacket;
+    }
+    if (me) {
+      s.cost += entering * meStageIssue;
+      s.latency += entering * meStageLatency;
+      // The contexts hide each other's latency; the work ring is read in
+      // packet order (a scratch get under a token), and NetPEs with state
+      // pass it in packet order, one context at a time.
+      double perPacket = s.cost + s.latency / double(model.contexts);
+      perPacket = std::max(perPacket, model.orderedGet);
+      double serial = 0;
+      for (unsigned pe : s.pes)
+        if (model.pes[pe].serial)
+          serial += model.pes[pe].serialCost;
+      perPacket = std::max(perPacket, serial) * model.stageScale;
+      s.rate = perPacket > 0 ? s.workers * clock / perPacket : INFINITY;
+    } else {
+      if (i == 0)
+        s.cost += model.packetOverhead;
+      s.rate = s.cost > 0 ? s.workers * share * 1e9 / s.cost : INFINITY;
+    }
+    if (s.rate < plan.throughput) {
+      plan.throughput = s.rate;
+      std::string names;
+      for (unsigned pe : s.pes)
+        names += (names.empty() ? "" : ", ") + model.pes[pe].name;
+      plan.bottleneck = "stage " + std::to_string(i) + " (" + names + ")";
+    }
+  }
+  if (me) {
+    // Latency-bound paths: a context per packet, the ME's contexts in
+    // parallel.
+    auto pathTime = [&](double issue, double latency, unsigned contexts) {
+      return std::max(issue, (issue + latency) / double(contexts));
+    };
+    double rx = pathTime(model.receiveIssue, model.receiveLatency,
+                         model.receiveContexts);
+    double tx = model.outputsPerPacket * pathTime(model.transmitIssue,
+                                                  model.transmitLatency,
+                                                  model.transmitContexts);
+    plan.receiveRate = rx > 0 ? plan.receiveWorkers * clock / rx : INFINITY;
+    plan.transmitRate = tx > 0 ? clock / tx : INFINITY;
+    double dramRate = model.dramBusy > 0 ? clock / model.dramBusy : INFINITY;
+    if (plan.receiveRate < plan.throughput) {
+      plan.throughput = plan.receiveRate;
+      plan.bottleneck = "receive (" + std::to_string(plan.receiveWorkers) +
+                        " ME" + (plan.receiveWorkers == 1 ? "" : "s") + ")";
+    }
+    if (plan.transmitRate < plan.throughput) {
+      plan.throughput = plan.transmitRate;
+      plan.bottleneck = "transmit";
+    }
+    if (dramRate < plan.throughput) {
+      plan.throughput = dramRate;
+      plan.bottleneck = "the DRAM controller";
+    }
+  }
+}
+
+void calibrate(CostModel &model, const Profile &profile) {
+  if (profile.measuredTimePerPacket <= 0 || model.target != CostTarget::ME ||
+      model.pes.empty())
+    return;
+  Plan plan;
+  plan.target = model.target;
+  plan.workers = 3;
+  plan.receiveWorkers = 1;
+  plan.stages.emplace_back();
+  plan.stages.back().pes = model.order;
+  model.stageScale = 1;
+  evaluate(model, plan);
+  double clock = model.clockMHz * 1e6;
+  double stageTime = clock / plan.stages[0].rate;
+  double predicted = clock / plan.throughput;
+  // Only the stage's share: the receive and transmit paths are modelled
+  // from the machine's latencies.
+  if (plan.bottleneck.rfind("stage", 0) == 0 &&
+      profile.measuredTimePerPacket > predicted)
+    model.stageScale = profile.measuredTimePerPacket / stageTime;
+  else if (profile.measuredTimePerPacket > stageTime &&
+           profile.measuredTimePerPacket <= predicted)
+    model.stageScale = 1;
+}
+
+bool partition(const CostModel &model, const PartitionOptions &options,
+               Plan &best, std::string &error) {
+  const bool me = model.target == CostTarget::ME;
+  const std::vector<unsigned> &order = model.order;
+  size_t n = order.size();
+  best = Plan();
+  best.target = model.target;
+  best.workers = options.workers;
+  if (n == 0) {
+    error = "the application has no NetPEs to place";
+    return false;
+  }
+  if (me && options.workers < 3) {
+    error = "the MEs need at least 3 workers: a receive ME, a transmit ME and "
+            "one for the NetPEs";
+    return false;
+  }
+  if (!me && options.workers < 1) {
+    error = "at least one worker is needed";
+    return false;
+  }
+  if (me && options.receiveWorkers > 3) {
+    error = "at most 3 receive MEs";
+    return false;
+  }
+
+  // Cuts may not split the run of NetPEs that share written shared memory.
+  size_t first = n, last = 0;
+  bool writers = false;
+  for (size_t i = 0; i < n; ++i) {
+    const PECost &c = model.pes[order[i]];
+    writers |= c.writesShared;
+    if (c.writesShared || c.readsShared) {
+      first = std::min(first, i);
+      last = i;
+    }
+  }
+  std::vector<size_t> cutPoints; // a cut before order[i]
+  for (size_t i = 1; i < n; ++i)
+    if (!(writers && first < n && i > first && i <= last))
+      cutPoints.push_back(i);
+  if (writers && first < last)
+    best.notes.push_back(
+        "NetPEs '" + model.pes[order[first]].name + "' to '" +
+        model.pes[order[last]].name +
+        "' share memory that one of them writes: they stay in one stage");
+
+  std::vector<unsigned> receiveChoices;
+  if (me) {
+    if (options.receiveWorkers)
+      receiveChoices.push_back(options.receiveWorkers);
+    else
+      for (unsigned r = 1; r <= 3 && r + 2 <= options.workers; ++r)
+        receiveChoices.push_back(r);
+  } else {
+    receiveChoices.push_back(0);
+  }
+
+  bool found = false;
+  unsigned bestUsed = 0;
+  uint64_t tried = 0;
+  constexpr uint64_t maxTried = 200000;
+  for (unsigned receive : receiveChoices) {
+    unsigned stageWorkers =
+        me ? options.workers - receive - 1 : options.workers;
+    if (stageWorkers == 0)
+      continue;
+    std::vector<size_t> cuts;
+    std::function<void(size_t)> search = [&](size_t next) {
+      if (tried >= maxTried)
+        return;
+      ++tried;
+      // The plan with the cuts chosen so far.
+      Plan plan;
+      plan.target = model.target;
+      plan.workers = options.workers;
+      plan.receiveWorkers = receive;
+      size_t begin = 0;
+      for (size_t k = 0; k <= cuts.size(); ++k) {
+        size_t end = k < cuts.size() ? cuts[k] : n;
+        PlanStage s;
+        for (size_t i = begin; i < end; ++i)
+          s.pes.push_back(order[i]);
+        plan.stages.push_back(s);
+        begin = end;
+      }
+      // Workers: one each, the rest to the bottleneck while replicable.
+      unsigned left = stageWorkers - plan.stages.size();
+      evaluate(model, plan);
+      while (left) {
+        PlanStage *slowest = nullptr;
+        for (PlanStage &s : plan.stages)
+          if (!slowest || s.rate < slowest->rate)
+            slowest = &s;
+        if (!slowest->replicable)
+          break;
+        // The model's limits beyond the stages (receive, transmit, cores)
+        // do not move with replicas: stop adding when they bind.
+        double before = plan.throughput;
+        ++slowest->workers;
+        --left;
+        evaluate(model, plan);
+        if (plan.throughput <= before * 1.0001) {
+          --slowest->workers;
+          ++left;
+          evaluate(model, plan);
+          break;
+        }
+      }
+      unsigned used = receive + (me ? 1 : 0);
+      for (PlanStage &s : plan.stages)
+        used += s.workers;
+      bool better =
+          !found || plan.throughput > best.throughput * 1.0001 ||
+          (plan.throughput > best.throughput * 0.9999 &&
+           (plan.stages.size() < best.stages.size() ||
+            (plan.stages.size() == best.stages.size() && used < bestUsed)));
+      if (better) {
+        std::vector<std::string> notes = best.notes;
+        best = plan;
+        best.notes = notes;
+        bestUsed = used;
+        found = true;
+      }
+      if (cuts.size() + 1 >= stageWorkers)
+        return;
+      for (size_t c = next; c < cutPoints.size(); ++c) {
+        cuts.push_back(cutPoints[c]);
+        search(c + 1);
+        cuts.pop_back();
+      }
+    };
+    search(0);
+  }
+  if (!found) {
+    error = "no plan fits " + std::to_string(options.workers) + " workers";
+    return false;
+  }
+  if (tried >= maxTried)
+    best.notes.push_back("the search stopped after " +
+                         std::to_string(maxTried) +
+                         " plans: the best of them is shown");
+  // Say why the bottleneck is not replicated further.
+  for (unsigned i = 0; i < best.stages.size(); ++i) {
+    const PlanStage &s = best.stages[i];
+    if (!s.replicable &&
+        best.bottleneck.rfind("stage " + std::to_string(i) + " ", 0) == 0)
+      best.notes.push_back("stage " + std::to_string(i) +
+                           " cannot be replicated: " + s.notReplicable);
+  }
+  return true;
+}
+
+static std::string stageNames(const CostModel &model, const PlanStage &s) {
+  std::string names;
+  for (unsigned pe : s.pes)
+    names += (names.empty() ? "" : ", ") + model.pes[pe].name;
+  return names;
+}
+
+void printPlan(const CostModel &model, const Plan &plan,
+               llvm::raw_ostream &os) {
+  bool me = plan.target == CostTarget::ME;
+  const char *worker = me ? "ME" : "thread";
+  os << "plan for " << targetName(plan.target) << ", " << plan.workers << " "
+     << worker << (plan.workers == 1 ? "" : "s") << " (costs "
+     << (model.calibrated ? "measured on " + model.measuredOn
+         : model.profiled ? std::string("estimated, weighted by a profile")
+                          : std::string("estimated statically"))
+     << ")\n";
+  if (me)
+    os << llvm::format(
+        "  receive   %u ME%s  %8.1f %s/packet  %8.3f Mpps\n",
+        plan.receiveWorkers, plan.receiveWorkers == 1 ? " " : "s",
+        model.clockMHz * 1e6 / plan.receiveRate * plan.receiveWorkers,
+        model.unit.c_str(), formatRate(plan.receiveRate));
+  for (unsigned i = 0; i < plan.stages.size(); ++i) {
+    const PlanStage &s = plan.stages[i];
+    os << llvm::format("  stage %-3u %u %s%s  %8.1f %s/packet  %8.3f Mpps  ", i,
+                       s.workers, worker, s.workers == 1 ? " " : "s", s.cost,
+                       model.unit.c_str(), formatRate(s.rate));
+    os << stageNames(model, s);
+    if (s.workers > 1)
+      os << " (replicated)";
+    os << "\n";
+  }
+  if (me)
+    os << llvm::format("  transmit  1 ME   %8.1f %s/packet  %8.3f Mpps\n",
+                       model.clockMHz * 1e6 / plan.transmitRate,
+                       model.unit.c_str(), formatRate(plan.transmitRate));
+  std::vector<unsigned> stageOf = stageOfPEs(model, plan);
+  for (const EdgeCost &e : model.edges)
+    if (stageOf[e.from] != stageOf[e.to])
+      os << llvm::format("  crossing  %s: %.3f messages/packet\n",
+                         e.label.c_str(), e.messagesPerPacket);
+  os << llvm::format("predicted throughput: %.3f Mpps",
+                     formatRate(plan.throughput))
+     << ", bottleneck: " << plan.bottleneck << "\n";
+  for (const std::string &note : plan.notes)
+    os << "note: " << note << "\n";
+  os << "NetPEs (per input packet):\n";
+  for (unsigned pe : model.order) {
+    const PECost &c = model.pes[pe];
+    os << llvm::format("  %-20s %6.3f runs  %8.1f %s", c.name.c_str(),
+                       c.runsPerPacket, c.cost, model.unit.c_str());
+    if (me)
+      os << llvm::format("  + %7.1f latency", c.latency);
+    os << (c.measured ? "  measured" : "  estimated");
+    os << (c.replicable ? "  replicable" : "  one worker: " + c.notReplicable)
+       << "\n";
+  }
+}
+
+void printPlanDot(const CostModel &model, const Plan &plan,
+                  llvm::raw_ostream &os) {
+  bool me = plan.target == CostTarget::ME;
+  os << "digraph plan {\n  rankdir=LR;\n  node [shape=box];\n";
+  os << llvm::format("  label=\"%s, %u workers: %.3f Mpps, bottleneck %s\";\n",
+                     targetName(plan.target).str().c_str(), plan.workers,
+                     formatRate(plan.throughput), plan.bottleneck.c_str());
+  if (me)
+    os << llvm::format("  rx [label=\"receive\\n%u ME%s\"];\n",
+                       plan.receiveWorkers,
+                       plan.receiveWorkers == 1 ? "" : "s");
+  for (unsigned i = 0; i < plan.stages.size(); ++i) {
+    const PlanStage &s = plan.stages[i];
+    os << "  subgraph cluster_" << i << " {\n";
+    os << llvm::format("    label=\"stage %u: %u %s, %.3f Mpps\";\n", i,
+                       s.workers, me ? "ME" : "thread", formatRate(s.rate));
+    for (unsigned pe : s.pes)
+      os << llvm::format("    pe%u [label=\"%s\\n%.1f %s\"];\n", pe,
+                         model.pes[pe].name.c_str(), model.pes[pe].cost,
+                         model.unit.c_str());
+    os << "  }\n";
+  }
+  if (me)
+    os << "  tx [label=\"transmit\"];\n";
+  for (const EdgeCost &e : model.edges)
+    os << llvm::format("  pe%u -> pe%u [label=\"%.2f\"];\n", e.from, e.to,
+                       e.messagesPerPacket);
+  os << "}\n";
+}
+
+me::Placement toPlacement(const CostModel &model, const Plan &plan) {
+  me::Placement p;
+  p.receiveMEs = std::max(1u, plan.receiveWorkers);
+  for (const PlanStage &s : plan.stages) {
+    me::StagePlacement sp;
+    for (unsigned pe : s.pes)
+      sp.pes.push_back(model.pes[pe].name);
+    sp.mes = s.workers;
+    p.stages.push_back(sp);
+  }
+  return p;
+}
+
+void toStages(const CostModel &model, const Plan &plan,
+              std::vector<uint32_t> &stageOfPE,
+              std::vector<uint32_t> &replicasOfStage) {
+  std::vector<unsigned> stageOf = stageOfPEs(model, plan);
+  stageOfPE.assign(stageOf.begin(), stageOf.end());
+  replicasOfStage.clear();
+  for (const PlanStage &s : plan.stages)
+    replicasOfStage.push_back(s.workers);
+}
+
+} // namespace netvm::analysis
