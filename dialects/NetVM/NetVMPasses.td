@@ -339,3 +339,32 @@ def NetVMMergeTests : Pass<"netvm-merge-tests", "netvm::HandlerOp"> {
 }
 
 #endif // NETVM_PASSES_TD
+
+def NetVMInlinePEs : Pass<"netvm-inline-pes", "netvm::ApplicationOp"> {
+  let summary = "merge connected NetPEs of one pipeline stage into one";
+  let description = [{
+    A NetPE `b` fed by exactly one connection, from output port `p` of
+    NetPE `a` that goes nowhere else, is merged into `a`: every
+    `netvm.send @p` of `a`'s push handler becomes a branch into a copy of
+    `b`'s push handler (its port argument the constant number of `b`'s
+    input), `b`'s output ports become ports of `a` named `b.port` with
+    their connections, `b`'s init handler runs after `a`'s, and `b`'s data
+    memory, initialised data and coprocessors move to `a`. The optimizer
+    then sees both handlers as one: a header `a` checked need not be
+    checked again in `b`, a value `a` stored in info memory is forwarded
+    to `b`'s load (the NetVM paper's X11 compiler inlined a counting NetPE
+    into a filter the same way).
+
+    Left alone: NetPEs in different stages (their `netvm.stage` integer
+    attributes differ; the partitioner sets them, docs/partitioning.md),
+    NetPEs with pull ports, a `send_dup` to `p`, and pairs that both have
+    data memory, initialised data or the same coprocessor (each memory's
+    bounds are its NetPE's). What the packets do at the sinks does not
+    change; per-NetPE counters and data memory dumps name `a` for both.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::cf::ControlFlowDialect"];
+  let statistics = [
+    Statistic<"numInlined", "inlined", "NetPEs merged into the NetPE before">
+  ];
+}

@@ -11,6 +11,9 @@
 
 #include "netvm/Analysis/Partition.h"
 
+#include "NetVM/NetVMOps.h"
+
+#include "mlir/IR/Builders.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -425,6 +428,28 @@ me::Placement toPlacement(const CostModel &model, const Plan &plan) {
     sp.mes = s.workers;
     p.stages.push_back(sp);
   }
+  return p;
+}
+
+void annotateStages(ApplicationOp app, const CostModel &model,
+                    const Plan &plan) {
+  mlir::OpBuilder b(app.getContext());
+  for (unsigned s = 0; s < plan.stages.size(); ++s)
+    for (unsigned pe : plan.stages[s].pes)
+      if (PEOp op = app.lookupPE(model.pes[pe].name))
+        op->setAttr("netvm.stage", b.getI32IntegerAttr(s));
+}
+
+me::Placement placementOfStages(ApplicationOp app, const Plan &plan) {
+  me::Placement p;
+  p.receiveMEs = std::max(1u, plan.receiveWorkers);
+  p.stages.resize(plan.stages.size());
+  for (unsigned s = 0; s < plan.stages.size(); ++s)
+    p.stages[s].mes = plan.stages[s].workers;
+  for (PEOp pe : app.getBodyBlock()->getOps<PEOp>())
+    if (auto a = pe->getAttrOfType<mlir::IntegerAttr>("netvm.stage");
+        a && a.getInt() >= 0 && size_t(a.getInt()) < p.stages.size())
+      p.stages[a.getInt()].pes.push_back(pe.getSymName().str());
   return p;
 }
 

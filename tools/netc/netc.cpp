@@ -182,6 +182,13 @@ static cl::opt<std::string> profileTrace(
              "JIT code on this host otherwise)"),
     cl::value_desc("trace.pcap"), cl::cat(netcCategory));
 
+static cl::opt<bool> inlinePEs(
+    "inline-pes",
+    cl::desc("Merge connected NetPEs into one handler before optimizing "
+             "(netvm-inline-pes): with --workers, the NetPEs of each stage of "
+             "the plan; otherwise every pair that can be merged"),
+    cl::cat(netcCategory));
+
 static cl::opt<bool> forwardLinks(
     "forward-links",
     cl::desc("Compile connections between NetPEs as calls into the runtime "
@@ -321,15 +328,75 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module =
       netvm::driver::load(context, sourceMgr, *input);
   bool ok = static_cast<bool>(module);
-  if (ok)
-    ok = succeeded(netvm::driver::optimize(
-        *module, optLevel - '0',
+  auto optimize = [&](ModuleOp m) {
+    return succeeded(netvm::driver::optimize(
+        m, optLevel - '0',
         [&](PassManager &pm) {
           pm.enableTiming(timingScope);
           return applyPassManagerCLOptions(pm);
         },
         forME ? netvm::driver::OptimizeFor::ME
               : netvm::driver::OptimizeFor::Native));
+  };
+
+  // The plan (docs/partitioning.md): for -emit=partition, and for the ME
+  // image with --workers. It is made on the optimized application; with
+  // --inline-pes the NetPEs of each stage are then merged in the
+  // application as loaded, which is optimized after.
+  bool wantPlan = emit == Emit::Partition || emit == Emit::PartitionDot ||
+                  (forME && workers.getNumOccurrences());
+  netvm::analysis::CostModel model;
+  netvm::analysis::Plan plan;
+  std::string error;
+  bool optimized = false;
+  if (ok && wantPlan) {
+    OwningOpRef<ModuleOp> copy;
+    if (inlinePEs)
+      copy = module->clone();
+    ModuleOp planned = inlinePEs ? *copy : *module;
+    ok = optimize(planned);
+    optimized = !inlinePEs;
+    if (ok) {
+      auto target = forME ? netvm::analysis::CostTarget::ME
+                          : netvm::analysis::CostTarget::Native;
+      netvm::analysis::Profile profile;
+      bool profiled = !profileTrace.empty();
+      if (profiled) {
+        netvm::analysis::ProfileOptions po;
+        po.target = target;
+        po.trace = profileTrace;
+        po.optLevel = optLevel - '0';
+        po.defaultInfoSize = infoSize;
+        if (!netvm::analysis::collectProfile(planned, po, profile, error)) {
+          llvm::errs() << "netc: --profile " << profileTrace << ": " << error
+                       << "\n";
+          return 1;
+        }
+      }
+      model = netvm::analysis::buildCostModel(
+          netvm::driver::getApplication(planned), target,
+          profiled ? &profile : nullptr);
+      if (profiled)
+        netvm::analysis::calibrate(model, profile);
+      netvm::analysis::PartitionOptions po;
+      po.workers = workers.getNumOccurrences() ? workers : forME ? 8u : 1u;
+      po.receiveWorkers = receiveMEs;
+      if (!netvm::analysis::partition(model, po, plan, error)) {
+        llvm::errs() << "netc: " << error << "\n";
+        return 1;
+      }
+      if (inlinePEs)
+        netvm::analysis::annotateStages(netvm::driver::getApplication(*module),
+                                        model, plan);
+    }
+  }
+  if (ok && inlinePEs) {
+    PassManager pm(&context, netvm::ApplicationOp::getOperationName());
+    pm.addPass(netvm::createNetVMInlinePEs());
+    ok = succeeded(pm.run(netvm::driver::getApplication(*module)));
+  }
+  if (ok && !optimized)
+    ok = optimize(*module);
 
   // MLIR's statistics report is empty with Debian's release LLVM (its
   // counters are compiled out): netvm's passes keep their own.
@@ -345,48 +412,7 @@ int main(int argc, char **argv) {
 
   if (emit == Emit::None)
     return 0;
-  std::string error;
 
-  // The plan: for -emit=partition, and for the ME image with --workers.
-  bool wantPlan = emit == Emit::Partition || emit == Emit::PartitionDot ||
-                  (forME && workers.getNumOccurrences());
-  netvm::analysis::CostModel model;
-  netvm::analysis::Plan plan;
-  if (wantPlan) {
-    auto target = forME ? netvm::analysis::CostTarget::ME
-                        : netvm::analysis::CostTarget::Native;
-    netvm::analysis::Profile profile;
-    bool profiled = !profileTrace.empty();
-    if (profiled) {
-      netvm::analysis::ProfileOptions po;
-      po.target = target;
-      po.trace = profileTrace;
-      po.optLevel = optLevel - '0';
-      po.defaultInfoSize = infoSize;
-      if (!netvm::analysis::collectProfile(*module, po, profile, error)) {
-        llvm::errs() << "netc: --profile " << profileTrace << ": " << error
-                     << "\n";
-        return 1;
-      }
-    }
-    model =
-        netvm::analysis::buildCostModel(netvm::driver::getApplication(*module),
-                                        target, profiled ? &profile : nullptr);
-    if (profiled)
-      netvm::analysis::calibrate(model, profile);
-    netvm::analysis::PartitionOptions po;
-    po.workers = workers.getNumOccurrences() ? workers : forME ? 8u : 1u;
-    po.receiveWorkers = receiveMEs;
-    if (!netvm::analysis::partition(model, po, plan, error)) {
-      llvm::errs() << "netc: " << error << "\n";
-      return 1;
-    }
-  }
-
-  if (emit == Emit::Object && outputFile == "-") {
-    llvm::errs() << "netc: -c needs an output file (-o app.o)\n";
-    return 1;
-  }
   auto output = openOutputFile(outputFile, &error);
   if (!output) {
     llvm::errs() << "netc: " << error << "\n";
@@ -416,7 +442,10 @@ int main(int argc, char **argv) {
     meOptions.defaultInfoSize = infoSize;
     meOptions.machine.maxPacketBytes = netvm::me::compiledMaxPacketBytes;
     if (wantPlan)
-      meOptions.placement = netvm::analysis::toPlacement(model, plan);
+      meOptions.placement =
+          inlinePEs ? netvm::analysis::placementOfStages(
+                          netvm::driver::getApplication(*module), plan)
+                    : netvm::analysis::toPlacement(model, plan);
     netvm::me::CompiledApp compiled;
     OwningOpRef<ModuleOp> meIR;
     if (failed(

@@ -25,6 +25,10 @@
 #include <string>
 #include <vector>
 
+namespace netvm {
+class ApplicationOp;
+} // namespace netvm
+
 namespace netvm::analysis {
 
 struct PlanStage {
@@ -83,6 +87,16 @@ void printPlanDot(const CostModel &model, const Plan &plan,
 
 /// The ME back end's input for a plan (target ME).
 me::Placement toPlacement(const CostModel &model, const Plan &plan);
+/// Marks every NetPE of `app` (the application the model was built on, or
+/// a copy of it) with the stage the plan gives it (the integer attribute
+/// `netvm.stage`, which netvm-inline-pes reads).
+void annotateStages(ApplicationOp app, const CostModel &model,
+                    const Plan &plan);
+/// The ME placement of an application whose NetPEs carry `netvm.stage`
+/// (after netvm-inline-pes merged some of them): the plan's receive MEs and
+/// MEs per stage, the stages' surviving NetPEs.
+me::Placement placementOfStages(ApplicationOp app, const Plan &plan);
+
 /// The native runner's input: the stage of every NetPE (declaration
 /// order) and the replicas of every stage.
 void toStages(const CostModel &model, const Plan &plan,
