@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""bench/partition.py - the partitioner's predictions against measurements.
+
+For every bundled application and the NetVM paper's five filters, on the
+ME emulator (exact, emulated figures): the cost model is calibrated with
+a profile over one trace (netc --profile), the partitioner plans each
+number of MEs (netc --target=me --workers N -emit=partition), the image
+compiled for that plan runs over another trace on netvm-emu, and the
+predicted and measured throughputs are printed side by side with their
+error; the outputs of every run are checked against the interpreter's.
+With --plot DIR, throughput against MEs (predicted and measured) is drawn
+for each application into DIR/partition-<app>.png (matplotlib).
+
+Usage: bench/partition.py [--build build] [--packets 5000] [--mes 3,4,6,8]
+                          [--plot DIR] [--apps a.netil,b.nvapp]
+Results: bench/README.md ("Partitioning").
+"""
+
+import argparse
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLOCK_MHZ = 600.0
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True,
+                          **kw)
+
+
+def payloads(path):
+    """The bytes of each packet of a pcap file, in order."""
+    if not os.path.exists(path):
+        return []
+    data = open(path, "rb").read()
+    out, off = [], 24
+    while off + 16 <= len(data):
+        incl = struct.unpack("<I", data[off + 8:off + 12])[0]
+        out.append(data[off + 16:off + 16 + incl])
+        off += 16 + incl
+    return out
+
+
+def sinks_of(tool, app):
+    """The application's sinks in declaration order."""
+    mlir = run([tool["netc"], "-O0", app]).stdout
+    return re.findall(r"netvm\.sink @([\w.\"-]+)", mlir)
+
+
+def default_apps():
+    apps = [os.path.join("examples", "filters", f + ".netil")
+            for f in ("ip", "ip-src", "ip-tcp", "four-hosts", "four-fields")]
+    for d, ext in (("netil", ".netil"), ("apps", ".nvapp")):
+        for f in sorted(os.listdir(os.path.join(ROOT, "examples", d))):
+            if f.endswith(ext):
+                apps.append(os.path.join("examples", d, f))
+    return apps
+
+
+def measure(tool, tmp, app, mes, profile, trace, sinks, packets, expect):
+    """Predicted and measured Mpps of the plan for `mes` MEs, and whether
+    the outputs equal the interpreter's."""
+    path = os.path.join(ROOT, app)
+    common = ["--target=me", "--workers", str(mes), "--profile", profile,
+              path]
+    plan = run([tool["netc"], "-emit=partition"] + common).stdout
+    predicted = float(re.search(r"predicted throughput: ([0-9.]+) Mpps",
+                                plan).group(1))
+    bottleneck = re.search(r"bottleneck: (.*)", plan).group(1)
+    stages = []
+    for m in re.finditer(r"^  stage \d+ +(\d+) MEs? .* Mpps  (.*)$", plan,
+                         re.M):
+        stages.append(f"{m.group(2).replace(' (replicated)', '')}"
+                      f" x{m.group(1)}")
+    rx = re.search(r"^  receive +(\d+) ME", plan, re.M).group(1)
+    image = os.path.join(tmp, "app.img")
+    run([tool["netc"], "-o", image] + common)
+    outs = [os.path.join(tmp, f"emu-{i}.pcap") for i in range(len(sinks))]
+    for o in outs:
+        if os.path.exists(o):
+            os.remove(o)
+    stats = os.path.join(tmp, "stats.json")
+    cmd = [tool["netvm-emu"], image, "-r", trace, "--stats-json", stats]
+    for o in outs:
+        cmd += ["-w", o]
+    run(cmd)
+    with open(stats) as f:
+        cycles = json.load(f)["cycles"]
+    measured = packets / (cycles / (CLOCK_MHZ * 1e6)) / 1e6
+    equal = [payloads(o) for o in outs] == expect
+    return predicted, measured, equal, f"rx {rx}; " + "; ".join(stages), \
+        bottleneck
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--packets", type=int, default=5000)
+    p.add_argument("--mes", default="3,4,6,8")
+    p.add_argument("--apps", default="")
+    p.add_argument("--plot", default="")
+    args = p.parse_args()
+    tool = {t: os.path.join(args.build, "bin", t)
+            for t in ("netc", "netvm-emu", "netvm-run", "netvm-pcapgen")}
+    apps = args.apps.split(",") if args.apps else default_apps()
+    mes = [int(n) for n in args.mes.split(",")]
+    failed = False
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = os.path.join(tmp, "profile.pcap")
+        trace = os.path.join(tmp, "trace.pcap")
+        run([tool["netvm-pcapgen"], "-o", profile, "-n", "2000", "--seed",
+             "7", "--malformed", "5"])
+        run([tool["netvm-pcapgen"], "-o", trace, "-n", str(args.packets),
+             "--malformed", "5"])
+        print(f"Profile: 2000 packets of netvm-pcapgen (seed 7); measured on "
+              f"{args.packets} others; netvm-emu, {CLOCK_MHZ:.0f} MHz.\n")
+        print("| application | MEs | plan (receive MEs; stages x MEs) "
+              "| predicted Mpps | measured Mpps | error | bottleneck "
+              "| outputs = interpreter |")
+        print("|---|---|---|---|---|---|---|---|")
+        for app in apps:
+            path = os.path.join(ROOT, app)
+            r = subprocess.run([tool["netc"], "--target=me", "-emit=none",
+                                path], capture_output=True, text=True)
+            if r.returncode:
+                why = r.stderr.strip().splitlines()[0].split("error: ")[-1]
+                print(f"| {app} | | refused: {why} | | | | | |")
+                continue
+            sinks = sinks_of(tool, path)
+            ref = os.path.join(tmp, "ref-%s.pcap")
+            for s in sinks:
+                if os.path.exists(ref % s):
+                    os.remove(ref % s)
+            run([tool["netvm-run"], "--engine=interp", path, "-r", trace,
+                 "-w", ref])
+            expect = [payloads(ref % s) for s in sinks]
+            for n in mes:
+                try:
+                    pred, meas, equal, plan, neck = measure(
+                        tool, tmp, app, n, profile, trace, sinks,
+                        args.packets, expect)
+                except subprocess.CalledProcessError as e:
+                    why = (e.stderr or "").strip().splitlines()
+                    print(f"| {app} | {n} | failed: "
+                          f"{why[0] if why else e} | | | | | |")
+                    failed = True
+                    continue
+                failed |= not equal
+                err = (pred - meas) / meas * 100
+                results.setdefault(app, []).append((n, pred, meas))
+                print(f"| {app} | {n} | {plan} | {pred:.3f} | {meas:.3f} "
+                      f"| {err:+.1f}% | {neck} | "
+                      f"{'yes' if equal else 'NO'} |")
+    if args.plot and results:
+        plot(results, args.plot)
+    return 1 if failed else 0
+
+
+def plot(results, directory):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(directory, exist_ok=True)
+    for app, rows in results.items():
+        rows.sort()
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        ax.plot([r[0] for r in rows], [r[1] for r in rows], "o--",
+                label="predicted")
+        ax.plot([r[0] for r in rows], [r[2] for r in rows], "s-",
+                label="measured (emulator)")
+        ax.set_xlabel("microengines")
+        ax.set_ylabel("Mpps")
+        ax.set_ylim(bottom=0)
+        ax.set_title(os.path.basename(app))
+        ax.legend()
+        fig.tight_layout()
+        name = os.path.splitext(os.path.basename(app))[0]
+        fig.savefig(os.path.join(directory, f"partition-{name}.png"),
+                    dpi=100)
+        plt.close(fig)
+    print(f"\nplots: {directory}/partition-*.png")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
