@@ -472,6 +472,23 @@ void StoreOp::getEffects(
                          ExceptionStateResource::get());
 }
 
+LogicalResult AtomicAddOp::verify() {
+  if (getSpace() != MemSpace::Data && getSpace() != MemSpace::Shared)
+    return emitOpError("adds to data or shared memory only, not ")
+           << stringifyMemSpace(getSpace());
+  return success();
+}
+
+void AtomicAddOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), getResource(getSpace()));
+  effects.emplace_back(MemoryEffects::Write::get(), getResource(getSpace()));
+  if (!getInBounds())
+    effects.emplace_back(MemoryEffects::Write::get(),
+                         ExceptionStateResource::get());
+}
+
 LogicalResult CopyOp::verify() {
   if (getDstSpace() == MemSpace::InitData)
     return emitOpError("cannot copy into initdata, which is read-only");
@@ -683,11 +700,12 @@ bool netvm::isExecutableOp(Operation *op) {
   return isa<
       // netvm
       SendOp, DropOp, RetOp, TrapOp, WatchdogOp, LoadOp, StoreOp, CopyOp,
-      PacketLengthOp, WireLengthOp, InfoLengthOp, InfoClearOp, TimestampOp,
-      RandomOp, CheckOp, CheckBoundsOp, ByteSwapOp, FindBitOp, BitOp, HashOp,
-      ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp, PacketCrcOp, FieldCmpOp,
-      PacketScanOp, SendDupOp, ReceiveOp, ExbufCreateOp, ExbufDeleteOp,
-      CoproInitOp, CoproReadOp, CoproWriteOp, CoproInvokeOp, CoproExbufOp,
+      AtomicAddOp, PacketLengthOp, WireLengthOp, InfoLengthOp, InfoClearOp,
+      TimestampOp, RandomOp, CheckOp, CheckBoundsOp, ByteSwapOp, FindBitOp,
+      BitOp, HashOp, ChecksumOp, ChecksumAddOp, ChecksumSubOp, CrcOp,
+      PacketCrcOp, FieldCmpOp, PacketScanOp, SendDupOp, ReceiveOp,
+      ExbufCreateOp, ExbufDeleteOp, CoproInitOp, CoproReadOp, CoproWriteOp,
+      CoproInvokeOp, CoproExbufOp,
       // arith, math
       arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
       arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,

@@ -316,6 +316,29 @@ def NetVM_StoreOp : NetVM_Op<"store", [
   let hasVerifier = 1;
 }
 
+def NetVM_AtomicAddOp : NetVM_Op<"atomic_add", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "add to a 4-byte word of data or shared memory at once";
+  let description = [{
+    Adds `value` to the 4-byte word at byte offset `offset` of memory
+    `space` (`data` or `shared`), in network byte order, as one operation:
+    copies of the NetPE running at once (replicas on several workers) never
+    lose an addition. `netvm-recognize-atomics` makes it from a load, an
+    add and a store of the same word whose loaded value nothing else reads
+    (a counter). An access that does not lie inside the memory raises the
+    space's bounds exception.
+
+    ```mlir
+    netvm.atomic_add %c1, data[%off] : i32
+    ```
+  }];
+  let arguments = (ins I32:$value, NetVM_MemSpaceAttr:$space, I32:$offset,
+                       UnitAttr:$in_bounds);
+  let assemblyFormat =
+      "$value `,` `` $space `[` $offset `]` attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
 def NetVM_CopyOp : NetVM_Op<"copy", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "copy bytes from one memory to another";

@@ -368,3 +368,33 @@ def NetVMInlinePEs : Pass<"netvm-inline-pes", "netvm::ApplicationOp"> {
     Statistic<"numInlined", "inlined", "NetPEs merged into the NetPE before">
   ];
 }
+
+def NetVMRecognizeAtomics
+    : Pass<"netvm-recognize-atomics", "netvm::ApplicationOp"> {
+  let summary = "counters in data and shared memory become atomic adds";
+  let description = [{
+    A push handler that counts - loads a 4-byte word of data or shared
+    memory, adds to it and stores the sum back to the same word, reading
+    the loaded value nowhere else - gets `netvm.atomic_add` instead, when
+    every access of its push handler to that memory (for shared memory:
+    of every push handler) is such a counter. The order in which packets
+    add then cannot be seen, so the NetPE needs no packet order for its
+    state: on the MEs its contexts and replicas on several MEs add with
+    `sram[add]` without passing the state token (the NetVM paper's
+    section 6.3.4 did this for a match counter). A handler that also reads
+    the memory, copies it or stores other values keeps its loads and
+    stores. The offset must be a multiple of 4 that the pass can see
+    (constant, or a product or shift by 4 and sums of such).
+
+    ```mlir
+    %v = netvm.load data[%off] {in_bounds} : i32
+    %n = arith.addi %v, %c1 : i32
+    netvm.store %n, data[%off] {in_bounds} : i32
+    // becomes
+    netvm.atomic_add %c1, data[%off] {in_bounds} : i32
+    ```
+  }];
+  let statistics = [
+    Statistic<"numAtomics", "atomics", "Counters made atomic adds">
+  ];
+}

@@ -383,5 +383,8 @@ LogicalResult netvm::driver::optimize(
     handlers.addPass(createNetVMMergeTests());
     handlers.addPass(createCanonicalizerPass());
   }
+  // On the MEs, counters need no packet order (and no state token).
+  if (optLevel > 0 && target == OptimizeFor::ME)
+    pm.nest<ApplicationOp>().addPass(createNetVMRecognizeAtomics());
   return pm.run(module);
 }

@@ -646,6 +646,16 @@ HandlerExit Interpreter::Impl::run(unsigned peIdx, HandlerOp handler,
           for (unsigned i = 0; i < bytes; ++i)
             p[i] = static_cast<uint8_t>(v >> (8 * (bytes - 1 - i)));
         })
+        .Case([&](AtomicAddOp o) {
+          uint8_t *p = memory(o, o.getSpace(), get(o.getOffset()), 4);
+          if (!p)
+            return;
+          uint32_t v = uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 |
+                       uint32_t(p[2]) << 8 | p[3];
+          v += static_cast<uint32_t>(get(o.getValue()));
+          for (unsigned i = 0; i < 4; ++i)
+            p[i] = static_cast<uint8_t>(v >> (8 * (3 - i)));
+        })
         .Case([&](CopyOp o) {
           uint64_t len = get(o.getLength());
           uint8_t *src = memory(o, o.getSrcSpace(), get(o.getSrc()), len);

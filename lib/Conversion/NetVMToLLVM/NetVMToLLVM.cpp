@@ -638,6 +638,8 @@ uint32_t computePEFlags(PEOp pe) {
     handler.walk([&](Operation *op) {
       if (auto store = dyn_cast<StoreOp>(op))
         writeTo(store.getSpace());
+      else if (auto add = dyn_cast<AtomicAddOp>(op))
+        writeTo(add.getSpace());
       else if (auto load = dyn_cast<LoadOp>(op))
         readFrom(load.getSpace());
       else if (auto copy = dyn_cast<CopyOp>(op)) {
@@ -753,8 +755,8 @@ netvm::prepareNativeLowering(ModuleOp module,
 
   // Every access must have been checked explicitly.
   WalkResult unchecked = app.walk([&](Operation *op) {
-    if (isa<LoadOp, StoreOp, CopyOp, ChecksumOp, PacketCrcOp, FieldCmpOp,
-            PacketScanOp>(op) &&
+    if (isa<LoadOp, StoreOp, CopyOp, AtomicAddOp, ChecksumOp, PacketCrcOp,
+            FieldCmpOp, PacketScanOp>(op) &&
         !op->hasAttr("in_bounds")) {
       op->emitOpError("has no bounds check; run netvm-insert-bounds-checks "
                       "before generating native code");
@@ -1200,6 +1202,22 @@ NETVM_LOWERING(StoreOp) {
   return success();
 }
 
+// Each native instance has its own data and shared memory (replicas of a
+// NetPE that writes them are refused), so no other thread adds to the word:
+// a load, an add and a store.
+NETVM_LOWERING(AtomicAddOp) {
+  FuncInfo fi = funcInfo(op);
+  Emitter e(rw, op.getLoc());
+  Value addr =
+      e.gep(base(e, op.getSpace(), fi), e.zext(adaptor.getOffset(), e.i64()));
+  Value old =
+      toHostOrder(e, LLVM::LoadOp::create(rw, op.getLoc(), e.i32(), addr, 1));
+  Value sum = LLVM::AddOp::create(rw, op.getLoc(), old, adaptor.getValue());
+  LLVM::StoreOp::create(rw, op.getLoc(), toHostOrder(e, sum), addr, 1);
+  rw.eraseOp(op);
+  return success();
+}
+
 NETVM_LOWERING(CopyOp) {
   FuncInfo fi = funcInfo(op);
   Emitter e(rw, op.getLoc());
@@ -1574,15 +1592,15 @@ void netvm::populateNetVMToLLVMConversionPatterns(LLVMTypeConverter &converter,
       .add<SendOpLowering, SendDupOpLowering, DropOpLowering, RetOpLowering,
            TrapOpLowering, CheckOpLowering, CheckBoundsOpLowering,
            WatchdogOpLowering, LoadOpLowering, StoreOpLowering, CopyOpLowering,
-           PacketLengthOpLowering, WireLengthOpLowering, InfoLengthOpLowering,
-           InfoClearOpLowering, TimestampOpLowering, RandomOpLowering,
-           ByteSwapOpLowering, FindBitOpLowering, BitOpLowering, HashOpLowering,
-           ChecksumOpLowering, ChecksumAddOpLowering, ChecksumSubOpLowering,
-           CrcOpLowering, PacketCrcOpLowering, FieldCmpOpLowering,
-           PacketScanOpLowering, ReceiveOpLowering, ExbufCreateOpLowering,
-           ExbufDeleteOpLowering, CoproInitOpLowering, CoproReadOpLowering,
-           CoproWriteOpLowering, CoproInvokeOpLowering, CoproExbufOpLowering>(
-          converter, state);
+           AtomicAddOpLowering, PacketLengthOpLowering, WireLengthOpLowering,
+           InfoLengthOpLowering, InfoClearOpLowering, TimestampOpLowering,
+           RandomOpLowering, ByteSwapOpLowering, FindBitOpLowering,
+           BitOpLowering, HashOpLowering, ChecksumOpLowering,
+           ChecksumAddOpLowering, ChecksumSubOpLowering, CrcOpLowering,
+           PacketCrcOpLowering, FieldCmpOpLowering, PacketScanOpLowering,
+           ReceiveOpLowering, ExbufCreateOpLowering, ExbufDeleteOpLowering,
+           CoproInitOpLowering, CoproReadOpLowering, CoproWriteOpLowering,
+           CoproInvokeOpLowering, CoproExbufOpLowering>(converter, state);
 }
 
 //===----------------------------------------------------------------------===//

@@ -108,6 +108,7 @@ private:
   // Memory.
   LogicalResult lowerLoad(LoadOp op);
   LogicalResult lowerStore(StoreOp op);
+  LogicalResult lowerAtomicAdd(AtomicAddOp op);
   /// SRAM memories: their base address and size, or failure.
   FailureOr<std::pair<uint32_t, uint32_t>> sramSpace(Operation *op,
                                                      MemSpace space);
@@ -866,6 +867,27 @@ LogicalResult HandlerLowering::lowerStore(StoreOp op) {
   mergeBytes(loc, merged, address & 3, value, size);
   med::MemOp::create(b, loc, TypeRange(), "sram", "write",
                      constant(aligned, loc), zero, merged, words);
+  return success();
+}
+
+LogicalResult HandlerLowering::lowerAtomicAdd(AtomicAddOp op) {
+  // One sram[add] on the aligned word (netvm-recognize-atomics proves the
+  // alignment): no packet order, so no state token.
+  Location loc = op.getLoc();
+  auto space = sramSpace(op, op.getSpace());
+  if (failed(space))
+    return failure();
+  Value offset = get(op.getOffset());
+  if (!op.getInBounds() &&
+      failed(rangeCheck(op, op.getSpace(), offset, constant(4, loc))))
+    return failure();
+  Value address;
+  if (auto c = constantOf(op.getOffset()))
+    address = constant(space->first + *c, loc);
+  else
+    address = alu(loc, "+", offset, constant(space->first, loc));
+  med::MemOp::create(b, loc, TypeRange(), "sram", "add", address,
+                     constant(0, loc), ValueRange{get(op.getValue())}, 1);
   return success();
 }
 
@@ -2040,6 +2062,7 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
       })
       .Case([&](LoadOp o) { return lowerLoad(o); })
       .Case([&](StoreOp o) { return lowerStore(o); })
+      .Case([&](AtomicAddOp o) { return lowerAtomicAdd(o); })
       .Case([&](CheckBoundsOp o) { return lowerCheckBounds(o); })
       .Case([&](ChecksumOp o) { return lowerChecksum(o); })
       .Case([&](HashOp o) { return lowerHash(o); })

@@ -360,3 +360,16 @@ netvm.application @a {
     }
   }
 }
+
+// -----
+
+netvm.application @a {
+  netvm.pe @p {
+    netvm.handler init {
+      %c0 = arith.constant 0 : i32
+      // expected-error @+1 {{adds to data or shared memory only, not info}}
+      netvm.atomic_add %c0, info[%c0] : i32
+      netvm.ret
+    }
+  }
+}

@@ -46,6 +46,8 @@ netvm.application @everything {
       %id = netvm.load initdata[%c0] : i8
       // CHECK: netvm.store %{{.*}}, data[%{{.*}}] : i32
       netvm.store %w, data[%c4] : i32
+      // CHECK: netvm.atomic_add %{{.*}}, data[%{{.*}}] {in_bounds} : i32
+      netvm.atomic_add %w, data[%c4] {in_bounds} : i32
       // CHECK: netvm.store %{{.*}}, packet[%{{.*}}] : i8
       netvm.store %b, packet[%c0] : i8
       // CHECK: netvm.copy initdata[%{{.*}}] -> packet[%{{.*}}], %{{.*}}
