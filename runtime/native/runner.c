@@ -342,6 +342,7 @@ struct netvm_runner {
   uint32_t stages; /* in ps */
   uint32_t logical_stages;
   uint32_t *ps_of_logical;
+  int pipeline_started; /* every thread runs */
   atomic_uint_fast64_t finished_runs;
   uint64_t runs;
   uint64_t run_ns; /* wall time inside netvm_runner_run */
@@ -1496,9 +1497,10 @@ static int build_stages(netvm_runner *r, const netvm_runner_options *options,
     pool = r->policy.workers ? r->policy.workers : initial + 1;
     if (pool < initial) {
       snprintf(error, error_size,
-               "dynamic allocation: %u workers cannot start %u threads on "
-               "the %u replicable stage%s",
-               pool, initial, r->managed, r->managed == 1 ? "" : "s");
+               "dynamic allocation: a pool of %u worker%s is smaller than "
+               "the %u thread%s its %u stage%s start with",
+               pool, pool == 1 ? "" : "s", initial, initial == 1 ? "" : "s",
+               r->managed, r->managed == 1 ? "" : "s");
       goto done;
     }
     if (pool > MAX_REPLICAS) {
@@ -1640,6 +1642,7 @@ static int start_pipeline(netvm_runner *r, char *error, size_t error_size) {
     }
     r->has_controller = 1;
   }
+  r->pipeline_started = 1;
   return 1;
 }
 
@@ -1733,7 +1736,8 @@ fail:
 static void stop_pipeline(netvm_runner *r) {
   uint32_t p, j;
   size_t k;
-  int started = r->pool_started == r->pool_size;
+  if (!r->ps)
+    return;
   if (r->has_controller) {
     pthread_mutex_lock(&r->pool_lock);
     r->controller_quit = 1;
@@ -1741,13 +1745,11 @@ static void stop_pipeline(netvm_runner *r) {
     pthread_mutex_unlock(&r->pool_lock);
     pthread_join(r->controller, NULL);
   }
-  for (p = 1; p < r->stages && r->ps; ++p)
-    started &= r->ps[p].replicated || r->ps[p].has_thread;
   /* The end travels through every stage (one that did not start would
    * never pass it on: then only the pool is stopped, by its flag). */
-  if (started && r->stages > 1)
+  if (r->pipeline_started && r->stages > 1)
     send_control(r, MSG_QUIT, 0, 0, 0);
-  for (p = 1; p < r->stages && r->ps; ++p)
+  for (p = 1; p < r->stages; ++p)
     if (r->ps[p].has_thread)
       pthread_join(r->ps[p].tid, NULL);
   pthread_mutex_lock(&r->pool_lock);
@@ -1756,7 +1758,7 @@ static void stop_pipeline(netvm_runner *r) {
   pthread_mutex_unlock(&r->pool_lock);
   for (j = 0; j < r->pool_started; ++j)
     pthread_join(r->pool[j], NULL);
-  for (p = 0; p < r->stages && r->ps; ++p) {
+  for (p = 0; p < r->stages; ++p) {
     pstage *ps = &r->ps[p];
     for (j = 0; ps->out && j < ps->num_out; ++j) {
       for (k = 0; ps->out[j].slots && k < RING_SLOTS; ++k)
