@@ -885,9 +885,9 @@ static int run(int argc, char **argv) {
     return fail("--interp and --engine name different engines");
   if ((threads > 1 || pipelined()) &&
       (kind != EngineKind::Native || pullCount > 0))
-    return fail("-j, --pipeline, --stages and --dynamic run native code in "
-                "push mode; the "
-                "interpreter, the emulator and --pull use one thread");
+    return fail("-j and --pipeline (and --stages, --dynamic) run native "
+                "code in push mode; the interpreter, the emulator and --pull "
+                "use one thread");
   if (kind == EngineKind::Emulator && pullCount > 0)
     return fail("--pull: the ME emulator runs applications in push mode "
                 "only (the ME back end has no pull handlers)");
