@@ -709,6 +709,11 @@ static void send_mark(ring *q, uint32_t type, uint32_t a, uint64_t sequence) {
   ring_flush(q);
 }
 
+/* Messages in ring `q` not yet taken (producer side). */
+static size_t ring_used(ring *q) {
+  return q->filled - atomic_load_explicit(&q->head, memory_order_acquire);
+}
+
 /* Deal what follows to slot `next` of the next stage. */
 static void switch_to(pstage *ps, uint32_t next) {
   if (next == ps->cur)
@@ -748,7 +753,8 @@ static void follow_target(netvm_runner *r, pstage *ps, pstage *qs) {
 }
 
 /* The ring of the next stage's slot the message of packet `sequence` goes
- * into; between packets, move on to the next running slot. */
+ * into; between packets, every DEAL packets or when the slot's ring is
+ * full, move on to the running slot with the shortest queue. */
 static ring *deal(netvm_runner *r, pstage *ps, uint64_t sequence) {
   pstage *qs = ps + 1;
   if (ps->have_seq && sequence == ps->last_seq)
@@ -759,15 +765,21 @@ static ring *deal(netvm_runner *r, pstage *ps, uint64_t sequence) {
     ps->stamp = now_ns();
     follow_target(r, ps, qs);
   }
-  if (ps->left == 0) {
-    uint32_t k, next = 0;
+  if (ps->left == 0 || ring_used(&ps->out[ps->cur]) >= RING_SLOTS) {
+    /* The running slot with the fewest messages waiting, the next in
+     * turn among equals: round robin when the replicas keep up. */
+    uint32_t k, next = ps->cur;
+    size_t fewest = SIZE_MAX;
     for (k = 1; k <= ps->active; ++k) {
       uint32_t j = (ps->cur + k) % ps->active;
-      if (j == 0 ||
-          atomic_load_explicit(&qs->slots[j].state, memory_order_acquire) ==
-              SLOT_RUNNING) {
+      size_t used;
+      if (j != 0 && atomic_load_explicit(&qs->slots[j].state,
+                                         memory_order_acquire) != SLOT_RUNNING)
+        continue;
+      used = ring_used(&ps->out[j]);
+      if (used < fewest) {
+        fewest = used;
         next = j;
-        break;
       }
     }
     switch_to(ps, next);
