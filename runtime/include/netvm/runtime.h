@@ -137,7 +137,10 @@ const char *netvm_handler_name(uint32_t handler);
  *    by one thread only, so stateful applications run in parallel too
  *    (NetPEs sharing memory that one of them writes are kept on one
  *    stage). The application must be compiled with
- *    NETVM_APP_FORWARDED_LINKS and use no pull ports.
+ *    NETVM_APP_FORWARDED_LINKS and use no pull ports. Stages of
+ *    stateless NetPEs may run on several threads (replicas_of_stage), or
+ *    share a pool of threads that a controller moves between them by
+ *    their queues (dynamic); outputs keep the arrival order.
  *
  * Events (outputs, exceptions, the end of each packet) reach the callback
  * one at a time, in packet order and, within a packet, in the order a
