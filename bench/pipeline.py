@@ -106,8 +106,12 @@ def main():
                    help="packets of the generated trace (reused in turn)")
     p.add_argument("--phase-ms", type=int, default=100)
     p.add_argument("--phases", type=int, default=6)
-    p.add_argument("--high", type=float, default=0)
+    p.add_argument("--high", type=float, default=0,
+                   help="arrivals/s in high-load phases (default: "
+                   "--high-factor times one process thread's rate)")
     p.add_argument("--low", type=float, default=0)
+    p.add_argument("--high-factor", type=float, default=1.5)
+    p.add_argument("--low-factor", type=float, default=0.3)
     p.add_argument("--dynamic", default="workers=2,interval=100us,"
                    "queue-up=64,queue-down=4,delay-up=300us,"
                    "delay-down=50us,dwell=2ms",
@@ -131,8 +135,8 @@ def main():
             capture_output=True, text=True).stdout)["one_thread_pps"]
             for _ in range(3))
         one = rates[1]
-        args.high = args.high or round(1.5 * one)
-        args.low = args.low or round(0.3 * one)
+        args.high = args.high or round(args.high_factor * one)
+        args.low = args.low or round(args.low_factor * one)
 
     configs = [
         ("fixed peak (%d process threads)" % args.peak,
