@@ -279,9 +279,10 @@ typedef struct pstage {
   uint64_t last_seq, stamp;
   /* Merging (the previous stage is replicated): the ring read now. */
   uint32_t merge_cur;
-  /* A thread of its own (not replicated, not the caller's). */
+  /* A thread of its own (not replicated, not the caller's), since when. */
   int has_thread;
   pthread_t tid;
+  uint64_t started_ns;
   /* Dynamic: the controller's target, when it was decided, when the
    * stage last changed, since when it has been quiet. */
   atomic_uint target;
@@ -1632,6 +1633,7 @@ static int start_pipeline(netvm_runner *r, char *error, size_t error_size) {
       return 0;
     }
     ps->has_thread = 1;
+    ps->started_ns = now_ns();
     ++r->threads;
   }
   r->pool = calloc(r->pool_size ? r->pool_size : 1, sizeof(pthread_t));
@@ -1981,10 +1983,11 @@ static void add_stage_stats(const netvm_runner *r, uint32_t p,
       out->cpu_ns += thread_cpu_ns(sl->thread) - sl->attach_cpu_ns;
     }
   }
-  if (!ps->replicated) {
+  if (ps->has_thread) { /* held for the runner's life */
+    out->worker_ns += now - ps->started_ns;
+    out->cpu_ns += thread_cpu_ns(ps->tid);
+  } else if (!ps->replicated) { /* the caller's, while it runs packets */
     out->worker_ns += r->run_ns;
-    if (ps->has_thread)
-      out->cpu_ns += thread_cpu_ns(ps->tid);
   }
 }
 

@@ -264,8 +264,10 @@ typedef struct netvm_stage_stats {
   uint64_t reallocations;
   uint64_t realloc_ns_total, realloc_ns_max;
   /* Wall-clock time threads were assigned to the stage (worker-seconds
-   * times 1e9), and their CPU time there (busy and waiting alike; 0 for
-   * the caller's stage, whose thread is the caller's). */
+   * times 1e9: a pool thread from taking a slot to giving it back, a
+   * stage's own thread since the runner started it, the caller's thread
+   * while in netvm_runner_run), and their CPU time there (busy and
+   * waiting alike; 0 for the caller's stage). */
   uint64_t worker_ns, cpu_ns;
   uint64_t messages; /* messages the stage's threads took from rings */
   uint64_t queued;   /* messages waiting for the stage now */
