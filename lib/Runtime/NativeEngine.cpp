@@ -36,6 +36,7 @@ public:
   ~NativeEngine() override { netvm_runner_destroy(runner); }
 
   const char *kind() const override { return "native"; }
+  const netvm_runner *nativeRunner() const override { return runner; }
   unsigned threads() const override { return netvm_runner_threads(runner); }
   std::string note() const override { return netvm_runner_note(runner); }
 
@@ -284,7 +285,29 @@ std::unique_ptr<Engine> Engine::native(const netvm_app_desc *app,
   ro.threads = options.threads;
   ro.batch = options.runnerBatch;
   ro.watchdog = options.watchdogBudget;
+  ro.size = sizeof ro;
   char message[512] = {0};
+  std::vector<uint32_t> stageOf(app->num_pes + 1), replicas(app->num_pes + 1);
+  if (!options.stages.empty()) {
+    uint32_t stages = 0;
+    if (!netvm_parse_stages(app, options.stages.c_str(), stageOf.data(),
+                            replicas.data(), &stages, message,
+                            sizeof message)) {
+      error = message;
+      return nullptr;
+    }
+    ro.stage_of_pe = stageOf.data();
+    ro.replicas_of_stage = replicas.data();
+  }
+  netvm_dynamic_policy policy{};
+  if (options.dynamic) {
+    if (!netvm_parse_dynamic_policy(options.dynamicPolicy.c_str(), &policy,
+                                    message, sizeof message)) {
+      error = message;
+      return nullptr;
+    }
+    ro.dynamic = &policy;
+  }
   netvm_runner *runner = netvm_runner_create(app, &ro, message, sizeof message);
   if (!runner) {
     error = message;

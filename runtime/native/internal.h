@@ -8,7 +8,8 @@
  * needs to run packets through that state: its own netvm_ctx (budget,
  * counters), exchange buffers and clone pool. A plain instance has one
  * worker; in pipeline mode every stage is a worker of the same instance,
- * owning a disjoint set of NetPEs.
+ * owning a disjoint set of NetPEs (a replicated stage: several workers,
+ * each running all of the stage's stateless NetPEs).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -27,6 +28,7 @@ typedef struct netvm_worker {
   netvm_ctx ctx; /* first: generated code sees only this part */
   netvm_instance *vm;
   uint32_t stage;          /* pipeline stage (0 outside pipelines) */
+  uint32_t slot;           /* of a replicated pipeline stage (else 0) */
   netvm_exbuf input;       /* packets pushed by copy */
   netvm_exbuf scratch;     /* packets pushed in place (batches) */
   uint8_t *spare;          /* packet memory for `scratch` once the */

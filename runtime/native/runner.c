@@ -12,23 +12,47 @@
  * of the traffic and their memories would diverge from one instance's.
  *
  * Pipeline. One instance whose NetPEs are split into stages; stage 0 runs
- * on the caller's thread, stage s on thread s. Stage s passes messages to
- * stage s+1 through a single-producer/single-consumer ring: exchange
- * buffers for NetPEs of later stages (netvm_rt_forward), and, when events
- * are wanted, outputs, exceptions and end-of-packet marks, which travel to
- * the last stage and are delivered there. Every ring is FIFO and every
- * stage handles its messages in order, so each NetPE sees packets in
- * arrival order and events leave in the order one instance produces them.
+ * on the caller's thread, every other stage on a thread of its own. Stage
+ * s passes messages to stage s+1 through single-producer/single-consumer
+ * rings: exchange buffers for NetPEs of later stages (netvm_rt_forward),
+ * and, when events are wanted, outputs, exceptions and end-of-packet marks,
+ * which travel to the last stage and are delivered there. Every ring is
+ * FIFO and every stage handles its messages in order, so each NetPE sees
+ * packets in arrival order and events leave in the order one instance
+ * produces them.
+ *
+ * Replicated stages. A stage whose NetPEs keep no state may have several
+ * slots (workers of the instance), each with a ring in and a ring out. The
+ * stage before it deals packets to the slots a few at a time and, when it
+ * moves to another slot, puts a SWITCH mark naming that slot into the ring
+ * of the one it leaves; the slots pass the marks on, and the stage after
+ * reads the slots' rings in turn, moving to the named ring at each mark:
+ * it reads messages exactly in the order they were dealt. Those two
+ * neighbours must have one slot each, so the runner adds stages with no
+ * NetPEs where needed: before a replicated first stage (the caller's
+ * thread then only deals packets), after a replicated last stage, and
+ * between two replicated stages. Slots of replicated stages run on a pool
+ * of threads: a thread takes a slot that is wanted, runs it until a RETIRE
+ * mark (or the end), and gives it back.
+ *
+ * Dynamic allocation. A controller thread observes the rings of the
+ * replicable stages (messages waiting, the age of the oldest), runs the
+ * policy (netvm_dynamic_decide, a pure function) and sets each stage's
+ * target number of slots; the dealing stage applies it between packets,
+ * waking a parked pool thread for a new slot or sending RETIRE to the
+ * last slot.
  *
  *===----------------------------------------------------------------------===*/
 
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, pthread_getcpuclockid */
 
 #include "internal.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +120,10 @@ enum {
   MSG_EXCEPTION, /* exception `a` at site `b` - 1 (0: unknown) */
   MSG_DONE,      /* packet `sequence` finished on the stages so far */
   MSG_END,       /* the end of one netvm_runner_run */
-  MSG_QUIT       /* the runner is going away */
+  MSG_QUIT,      /* the runner is going away */
+  MSG_PACKETS,   /* `b` packets at `packets` into source `a` */
+  MSG_SWITCH,    /* what follows was dealt to slot `a` */
+  MSG_RETIRE     /* the slot is no longer dealt to: give it back */
 };
 
 typedef struct message {
@@ -104,7 +131,8 @@ typedef struct message {
   uint32_t drops, unconnected;
   int64_t budget;
   uint64_t sequence;
-  netvm_exbuf xb; /* owned by the slot */
+  netvm_packet *packets; /* MSG_PACKETS */
+  netvm_exbuf xb;        /* owned by the slot */
 } message;
 
 #define RING_SLOTS 1024u
@@ -120,6 +148,9 @@ typedef struct ring {
   _Alignas(CACHE_LINE) atomic_size_t tail; /* next slot published */
   size_t head_seen;
   size_t filled; /* next slot to fill: published in groups (ring_commit) */
+  /* Rings into dynamic stages: when each message was dealt (ns), for the
+   * controller's age of the oldest waiting message. */
+  atomic_uint_fast64_t *stamps;
   _Alignas(CACHE_LINE) char pad;
 } ring;
 
@@ -184,6 +215,14 @@ static message *ring_front(ring *q) {
   }
   return &q->slots[head & (RING_SLOTS - 1)];
 }
+/* Whether a message is waiting (consumer side, without waiting). */
+static int ring_ready(ring *q) {
+  size_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
+  if (q->tail_seen != head)
+    return 1;
+  q->tail_seen = atomic_load_explicit(&q->tail, memory_order_acquire);
+  return q->tail_seen != head;
+}
 static void ring_pop(ring *q) {
   atomic_store_explicit(
       &q->head, atomic_load_explicit(&q->head, memory_order_relaxed) + 1,
@@ -201,6 +240,59 @@ struct netvm_recorder {
 struct netvm_pipeline {
   netvm_runner *runner;
 };
+
+/* Slot states (pool threads take WANTED slots). */
+enum { SLOT_IDLE, SLOT_WANTED, SLOT_ATTACHING, SLOT_RUNNING };
+
+/* One worker of a pipeline stage. */
+typedef struct slot {
+  netvm_worker *w;
+  atomic_uint state; /* SLOT_*: replicated stages */
+  uint32_t pending_drops, pending_unconnected;
+  atomic_uint_fast64_t messages; /* taken from rings */
+  netvm_pe_state *pes; /* private NetPE counters (replicated stages) */
+  /* Under the pool lock: the pending reallocation's decision time (0:
+   * none), and the pool thread running the slot. */
+  uint64_t add_ns, remove_ns;
+  int attached;
+  pthread_t thread;
+  uint64_t attach_ns, attach_cpu_ns;
+} slot;
+
+#define NO_STAGE UINT32_MAX
+
+/* A stage as the runner runs it: the caller's stages, and stages with no
+ * NetPEs that deal and merge around replicated ones. */
+typedef struct pstage {
+  uint32_t logical;   /* the caller's stage, or NO_STAGE */
+  uint32_t num_slots; /* > 1 or dynamic: replicated */
+  int replicated;     /* slots run on pool threads */
+  int managed;        /* the controller moves workers */
+  int deals;          /* the next stage is replicated */
+  slot *slots;
+  ring *out; /* to the next stage: one per slot of whichever has several */
+  uint32_t num_out;
+  /* Dealing (deals): the slot dealt to, packets left for it, slots in use
+   * (0 .. active-1), the packet being dealt, its time stamp. */
+  uint32_t cur, left, active;
+  int have_seq;
+  uint64_t last_seq, stamp;
+  /* Merging (the previous stage is replicated): the ring read now. */
+  uint32_t merge_cur;
+  /* A thread of its own (not replicated, not the caller's), since when. */
+  int has_thread;
+  pthread_t tid;
+  uint64_t started_ns;
+  /* Dynamic: the controller's target, when it was decided, when the
+   * stage last changed, since when it has been quiet. */
+  atomic_uint target;
+  atomic_uint_fast64_t decided_ns;
+  uint64_t last_change_ns;
+  uint64_t quiet_since_ns; /* below the down thresholds since (0: not) */
+  /* Under the pool lock. */
+  uint64_t adds, removes, reallocs, realloc_total, realloc_max;
+  uint64_t worker_ns, cpu_ns;
+} pstage;
 
 typedef struct chunk {
   event_log log;
@@ -244,14 +336,34 @@ struct netvm_runner {
   pthread_mutex_t flush_lock;
   size_t flush_next;
 
-  /* Pipeline. */
+  /* Pipeline: stages as run (ps), the caller's stages. */
   struct netvm_pipeline pipeline;
-  uint32_t *stage_of;
-  ring *rings; /* rings[s]: stage s to stage s+1 */
-  uint32_t stages;
+  uint32_t *stage_of; /* NetPE to index in ps */
+  pstage *ps;
+  uint32_t stages; /* in ps */
+  uint32_t logical_stages;
+  uint32_t *ps_of_logical;
+  int pipeline_started; /* every thread runs */
   atomic_uint_fast64_t finished_runs;
   uint64_t runs;
-  uint32_t *pending_drops, *pending_unconnected; /* per stage */
+  uint64_t run_ns; /* wall time inside netvm_runner_run */
+
+  /* The pool of threads running replicated stages' slots. */
+  pthread_t *pool;
+  uint32_t pool_size, pool_started;
+  pthread_mutex_t pool_lock;
+  pthread_cond_t pool_wake;
+  int pool_quit;
+
+  /* Dynamic allocation. */
+  int dynamic;
+  netvm_dynamic_policy policy;
+  uint32_t managed;
+  pthread_t controller;
+  int has_controller;
+  pthread_cond_t controller_wake; /* under pool_lock */
+  int in_run, controller_quit;
+  uint64_t decisions, changes;
 };
 
 static void deliver(netvm_runner *r, const netvm_event *ev) {
@@ -319,7 +431,8 @@ static void flush_log(netvm_runner *r, event_log *log) {
 /*===- Hooks called by runtime.c
  * -------------------------------------------===*/
 
-static void stage_send(netvm_worker *w, message *m);
+static ring *out_ring(netvm_runner *r, netvm_worker *w, uint64_t sequence);
+static void out_commit(netvm_runner *r, netvm_worker *w, ring *q);
 
 /* An output (xb) or an exception (site) on worker `w`: deliver it now if
  * this thread is where events come out in order, else queue it for the
@@ -336,7 +449,8 @@ static int on_event(netvm_worker *w, uint32_t type, uint32_t index,
     if (r->outputs_only && type != NETVM_EVENT_OUTPUT)
       return 0;
     if (w->stage + 1 < r->stages) {
-      message *m = ring_reserve(&r->rings[w->stage]);
+      ring *q = out_ring(r, w, sequence);
+      message *m = ring_reserve(q);
       m->type = type == NETVM_EVENT_OUTPUT ? MSG_OUTPUT : MSG_EXCEPTION;
       m->a = index;
       m->b = site ? (uint32_t)(site - r->app->sites) + 1 : 0;
@@ -344,7 +458,7 @@ static int on_event(netvm_worker *w, uint32_t type, uint32_t index,
       m->xb.flags = 0;
       if (xb && !netvm_exbuf_copy(w, &m->xb, xb))
         abort();
-      stage_send(w, m);
+      out_commit(r, w, q);
       return 1;
     }
   } else if (w->recorder) {
@@ -392,11 +506,13 @@ void netvm_runner_forward(netvm_worker *w, uint32_t to, uint32_t port,
                           netvm_exbuf *xb) {
   netvm_runner *r = w->pipeline->runner;
   message *m;
+  ring *q;
   if (r->stage_of[to] <= w->stage) {
     netvm_worker_count(w, r->app->pe_push[to](&w->ctx, xb, port), xb);
     return;
   }
-  m = ring_reserve(&r->rings[w->stage]);
+  q = out_ring(r, w, xb->sequence);
+  m = ring_reserve(q);
   m->type = MSG_FORWARD;
   m->a = to;
   m->b = port;
@@ -405,7 +521,7 @@ void netvm_runner_forward(netvm_worker *w, uint32_t to, uint32_t port,
   m->xb.flags = 0;
   if (!netvm_exbuf_copy(w, &m->xb, xb))
     abort();
-  stage_send(w, m);
+  out_commit(r, w, q);
   netvm_worker_release(w, xb);
 }
 
@@ -558,16 +674,166 @@ static void run_to_completion(netvm_runner *r, uint32_t source,
 /*===- Pipeline
  * ------------------------------------------------------------===*/
 
-static void stage_send(netvm_worker *w, message *m) {
-  (void)m;
-  ring_commit(&w->pipeline->runner->rings[w->stage]);
+/* Packets a MSG_PACKETS carries, and how many packets (or messages
+ * MSG_PACKETS) go to one slot before the next is dealt to. */
+#define PACKETS_PER_MESSAGE 4u
+#define DEAL 4u
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(pthread_t thread) {
+  clockid_t clock;
+  struct timespec ts;
+  if (pthread_getcpuclockid(thread, &clock) || clock_gettime(clock, &ts))
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void count_realloc(pstage *ps, uint64_t started, uint64_t now) {
+  uint64_t took = now > started ? now - started : 0;
+  ++ps->reallocs;
+  ps->realloc_total += took;
+  if (took > ps->realloc_max)
+    ps->realloc_max = took;
+}
+
+static void send_mark(ring *q, uint32_t type, uint32_t a, uint64_t sequence) {
+  message *m = ring_reserve(q);
+  m->type = type;
+  m->a = a;
+  m->sequence = sequence;
+  ring_commit(q);
+  ring_flush(q);
+}
+
+/* Messages in ring `q` not yet taken (producer side). */
+static size_t ring_used(ring *q) {
+  return q->filled - atomic_load_explicit(&q->head, memory_order_acquire);
+}
+
+/* Deal what follows to slot `next` of the next stage. */
+static void switch_to(pstage *ps, uint32_t next) {
+  if (next == ps->cur)
+    return;
+  send_mark(&ps->out[ps->cur], MSG_SWITCH, next, ps->last_seq);
+  ps->cur = next;
+}
+
+/* Apply the controller's target for stage `qs` (dealt to by `ps`) between
+ * two packets: ask the pool for one slot more, or retire the last one. */
+static void follow_target(netvm_runner *r, pstage *ps, pstage *qs) {
+  uint32_t target = atomic_load_explicit(&qs->target, memory_order_acquire);
+  uint64_t decided =
+      atomic_load_explicit(&qs->decided_ns, memory_order_relaxed);
+  if (target > ps->active && ps->active < qs->num_slots) {
+    slot *s = &qs->slots[ps->active];
+    if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_IDLE)
+      return; /* still finishing its last turn: try again later */
+    pthread_mutex_lock(&r->pool_lock);
+    s->add_ns = decided;
+    atomic_store(&s->state, SLOT_WANTED);
+    pthread_cond_broadcast(&r->pool_wake);
+    pthread_mutex_unlock(&r->pool_lock);
+    ++ps->active;
+  } else if (target < ps->active && ps->active > 1) {
+    uint32_t last = ps->active - 1;
+    if (ps->cur == last) {
+      switch_to(ps, 0);
+      ps->left = DEAL;
+    }
+    pthread_mutex_lock(&r->pool_lock);
+    qs->slots[last].remove_ns = decided;
+    pthread_mutex_unlock(&r->pool_lock);
+    send_mark(&ps->out[last], MSG_RETIRE, 0, ps->last_seq);
+    --ps->active;
+  }
+}
+
+/* The ring of the next stage's slot the message of packet `sequence` goes
+ * into; between packets, every DEAL packets or when the slot's ring is
+ * full, move on to the running slot with the shortest queue. */
+static ring *deal(netvm_runner *r, pstage *ps, uint64_t sequence) {
+  pstage *qs = ps + 1;
+  if (ps->have_seq && sequence == ps->last_seq)
+    return &ps->out[ps->cur];
+  ps->have_seq = 1;
+  ps->last_seq = sequence;
+  if (qs->managed) {
+    ps->stamp = now_ns();
+    follow_target(r, ps, qs);
+  }
+  if (ps->left == 0 || ring_used(&ps->out[ps->cur]) >= RING_SLOTS) {
+    /* The running slot with the fewest messages waiting, the next in
+     * turn among equals: round robin when the replicas keep up. */
+    uint32_t k, next = ps->cur;
+    size_t fewest = SIZE_MAX;
+    for (k = 1; k <= ps->active; ++k) {
+      uint32_t j = (ps->cur + k) % ps->active;
+      size_t used;
+      if (j != 0 && atomic_load_explicit(&qs->slots[j].state,
+                                         memory_order_acquire) != SLOT_RUNNING)
+        continue;
+      used = ring_used(&ps->out[j]);
+      if (used < fewest) {
+        fewest = used;
+        next = j;
+      }
+    }
+    switch_to(ps, next);
+    ps->left = DEAL;
+  }
+  --ps->left;
+  return &ps->out[ps->cur];
+}
+
+static ring *out_ring(netvm_runner *r, netvm_worker *w, uint64_t sequence) {
+  pstage *ps = &r->ps[w->stage];
+  if (ps->deals)
+    return deal(r, ps, sequence);
+  return &ps->out[ps->replicated ? w->slot : 0];
+}
+
+static void out_commit(netvm_runner *r, netvm_worker *w, ring *q) {
+  if (q->stamps)
+    atomic_store_explicit(&q->stamps[q->filled & (RING_SLOTS - 1)],
+                          r->ps[w->stage].stamp, memory_order_relaxed);
+  ring_commit(q);
+}
+
+/* Publish what this slot wrote (before waiting for input). */
+static void flush_outs(netvm_runner *r, netvm_worker *w) {
+  pstage *ps = &r->ps[w->stage];
+  if (w->stage + 1 == r->stages)
+    return;
+  ring_flush(&ps->out[ps->deals ? ps->cur : ps->replicated ? w->slot : 0]);
+}
+
+/* The end, to every slot of the next stage (each slot's thread must see
+ * it). */
+static void quit_slots(pstage *ps) {
+  uint32_t j;
+  for (j = 0; j < ps->num_out; ++j)
+    send_mark(&ps->out[j], MSG_QUIT, 0, 0);
 }
 
 /* Pass message `m` (consumed from the previous ring) to the next stage,
  * swapping exchange-buffer storage instead of copying it. */
-static void pass_on(netvm_runner *r, uint32_t stage, message *m) {
-  message *out = ring_reserve(&r->rings[stage]);
-  netvm_exbuf spare = out->xb;
+static void pass_on(netvm_runner *r, netvm_worker *w, message *m) {
+  pstage *ps = &r->ps[w->stage];
+  ring *q;
+  message *out;
+  netvm_exbuf spare;
+  if (m->type == MSG_QUIT && ps->deals) {
+    quit_slots(ps);
+    return;
+  }
+  q = out_ring(r, w, m->sequence);
+  out = ring_reserve(q);
+  spare = out->xb;
   out->type = m->type;
   out->a = m->a;
   out->b = m->b;
@@ -575,26 +841,78 @@ static void pass_on(netvm_runner *r, uint32_t stage, message *m) {
   out->unconnected = m->unconnected;
   out->budget = m->budget;
   out->sequence = m->sequence;
+  out->packets = m->packets;
   out->xb = m->xb;
   m->xb = spare;
-  ring_commit(&r->rings[stage]);
-  if (m->type == MSG_END || m->type == MSG_QUIT)
-    ring_flush(&r->rings[stage]);
+  out_commit(r, w, q);
+  if (m->type == MSG_END || m->type == MSG_QUIT || m->type == MSG_SWITCH)
+    ring_flush(q);
 }
 
-static void *stage_main(void *arg) {
-  netvm_worker *w = arg;
-  netvm_runner *r = w->pipeline->runner;
-  uint32_t s = w->stage;
-  int last = s + 1 == r->stages;
-  ring *in = &r->rings[s - 1];
+/* Send the end of packet `sequence` on, with what stage slot `sl` dropped. */
+static void send_done(netvm_runner *r, netvm_worker *w, slot *sl,
+                      uint64_t sequence, uint32_t drops, uint32_t unconnected) {
+  drops += sl->pending_drops;
+  unconnected += sl->pending_unconnected;
+  sl->pending_drops = sl->pending_unconnected = 0;
+  if (w->stage + 1 == r->stages) {
+    deliver_done(r, sequence, drops, unconnected);
+  } else {
+    ring *q = out_ring(r, w, sequence);
+    message *m = ring_reserve(q);
+    m->type = MSG_DONE;
+    m->sequence = sequence;
+    m->drops = drops;
+    m->unconnected = unconnected;
+    out_commit(r, w, q);
+  }
+}
+
+/* Packets dealt to a replicated first stage. */
+static void run_dealt_packets(netvm_runner *r, netvm_worker *w, slot *sl,
+                              message *m) {
+  netvm_exbuf *xb = &w->scratch;
+  uint32_t i;
+  w->ctx.budget_reset = (int64_t)w->vm->budget;
+  if (!r->events) {
+    xb->sequence = m->sequence;
+    r->app->batches[m->a](&w->ctx, xb, m->packets, m->b);
+    return;
+  }
+  for (i = 0; i < m->b; ++i) {
+    uint64_t drops = w->drops_total, unconnected = w->unconnected;
+    w->sequence = xb->sequence = m->sequence + i;
+    r->app->batches[m->a](&w->ctx, xb, m->packets + i, 1);
+    send_done(r, w, sl, w->sequence, (uint32_t)(w->drops_total - drops),
+              (uint32_t)(w->unconnected - unconnected));
+  }
+}
+
+/* Run slot `j` of stage `p` until the runner quits (1) or the slot is
+ * retired (0). */
+static int stage_loop(netvm_runner *r, uint32_t p, uint32_t j) {
+  pstage *ps = &r->ps[p], *prev = &r->ps[p - 1];
+  slot *sl = &ps->slots[j];
+  netvm_worker *w = sl->w;
+  int last = p + 1 == r->stages;
   for (;;) {
-    message *m = ring_front(in);
-    uint32_t type = m->type;
+    ring *in = &prev->out[ps->replicated     ? j
+                          : prev->replicated ? ps->merge_cur
+                                             : 0];
+    message *m;
+    uint32_t type;
+    if (!ring_ready(in))
+      flush_outs(r, w);
+    m = ring_front(in);
+    type = m->type;
+    atomic_store_explicit(
+        &sl->messages,
+        atomic_load_explicit(&sl->messages, memory_order_relaxed) + 1,
+        memory_order_relaxed);
     switch (type) {
     case MSG_FORWARD:
-      if (r->stage_of[m->a] != s) {
-        pass_on(r, s, m);
+      if (r->stage_of[m->a] != p) {
+        pass_on(r, w, m);
         break;
       }
       {
@@ -604,61 +922,301 @@ static void *stage_main(void *arg) {
         m->xb.flags = (m->xb.flags & NETVM_XB_NONE) | netvm_worker_listened(w);
         netvm_worker_count(w, r->app->pe_push[m->a](&w->ctx, &m->xb, m->b),
                            &m->xb);
-        r->pending_drops[s] += (uint32_t)(w->drops_total - drops);
-        r->pending_unconnected[s] += (uint32_t)(w->unconnected - unconnected);
+        sl->pending_drops += (uint32_t)(w->drops_total - drops);
+        sl->pending_unconnected += (uint32_t)(w->unconnected - unconnected);
       }
       break;
+    case MSG_PACKETS:
+      run_dealt_packets(r, w, sl, m);
+      break;
+    case MSG_SWITCH:
+      if (ps->replicated)
+        pass_on(r, w, m);
+      else
+        ps->merge_cur = m->a;
+      break;
+    case MSG_RETIRE:
+      ring_pop(in);
+      flush_outs(r, w);
+      return 0;
     case MSG_OUTPUT:
       if (last)
         deliver_output(r, m->a, m->sequence, &m->xb);
       else
-        pass_on(r, s, m);
+        pass_on(r, w, m);
       break;
     case MSG_EXCEPTION:
       if (last)
         deliver_exception(r, m->a, m->sequence,
                           m->b ? &r->app->sites[m->b - 1] : NULL);
       else
-        pass_on(r, s, m);
+        pass_on(r, w, m);
       break;
     case MSG_DONE:
-      m->drops += r->pending_drops[s];
-      m->unconnected += r->pending_unconnected[s];
-      r->pending_drops[s] = r->pending_unconnected[s] = 0;
-      if (last)
-        deliver_done(r, m->sequence, m->drops, m->unconnected);
-      else
-        pass_on(r, s, m);
+      send_done(r, w, sl, m->sequence, m->drops, m->unconnected);
       break;
     case MSG_END:
       if (last)
         atomic_store_explicit(&r->finished_runs, m->sequence,
                               memory_order_release);
       else
-        pass_on(r, s, m);
+        pass_on(r, w, m);
       break;
     case MSG_QUIT:
       if (!last)
-        pass_on(r, s, m);
+        pass_on(r, w, m);
       break;
     }
     ring_pop(in);
     if (type == MSG_QUIT)
+      return 1;
+  }
+}
+
+/* A stage with a thread of its own. */
+static void *stage_main(void *arg) {
+  netvm_worker *w = arg;
+  stage_loop(w->pipeline->runner, w->stage, 0);
+  return NULL;
+}
+
+/* A wanted slot of a replicated stage, marked ATTACHING (under the pool
+ * lock), or NULL. */
+static slot *take_wanted(netvm_runner *r, uint32_t *stage) {
+  uint32_t p, j;
+  for (p = 0; p < r->stages; ++p)
+    for (j = 0; r->ps[p].replicated && j < r->ps[p].num_slots; ++j) {
+      slot *s = &r->ps[p].slots[j];
+      if (atomic_load(&s->state) == SLOT_WANTED) {
+        atomic_store(&s->state, SLOT_ATTACHING);
+        *stage = p;
+        return s;
+      }
+    }
+  return NULL;
+}
+
+/* A pool thread: run wanted slots; sleep while there are none. */
+static void *pool_main(void *arg) {
+  netvm_runner *r = arg;
+  pthread_t self = pthread_self();
+  pthread_mutex_lock(&r->pool_lock);
+  for (;;) {
+    uint32_t p = 0;
+    slot *s;
+    int quit;
+    while (!r->pool_quit && !(s = take_wanted(r, &p)))
+      pthread_cond_wait(&r->pool_wake, &r->pool_lock);
+    if (r->pool_quit)
       break;
+    s->attached = 1;
+    s->thread = self;
+    s->attach_ns = now_ns();
+    s->attach_cpu_ns = thread_cpu_ns(self);
+    if (s->add_ns) {
+      count_realloc(&r->ps[p], s->add_ns, s->attach_ns);
+      s->add_ns = 0;
+    }
+    atomic_store_explicit(&s->state, SLOT_RUNNING, memory_order_release);
+    pthread_mutex_unlock(&r->pool_lock);
+    quit = stage_loop(r, p, s->w->slot);
+    pthread_mutex_lock(&r->pool_lock);
+    {
+      uint64_t now = now_ns();
+      pstage *ps = &r->ps[p];
+      ps->worker_ns += now - s->attach_ns;
+      ps->cpu_ns += thread_cpu_ns(self) - s->attach_cpu_ns;
+      if (s->remove_ns) {
+        count_realloc(ps, s->remove_ns, now);
+        s->remove_ns = 0;
+      }
+    }
+    s->attached = 0;
+    atomic_store_explicit(&s->state, SLOT_IDLE, memory_order_release);
+    if (quit)
+      break;
+  }
+  pthread_mutex_unlock(&r->pool_lock);
+  return NULL;
+}
+
+/*===- The controller
+ * ------------------------------------------------------===*/
+
+void netvm_dynamic_defaults(netvm_dynamic_policy *p) {
+  if (!p->interval_us)
+    p->interval_us = 100;
+  if (!p->queue_up)
+    p->queue_up = 256;
+  if (!p->queue_down)
+    p->queue_down = 16;
+  if (!p->delay_up_us)
+    p->delay_up_us = 500;
+  if (!p->delay_down_us)
+    p->delay_down_us = 50;
+  if (!p->dwell_us)
+    p->dwell_us = 2000;
+}
+
+uint32_t netvm_dynamic_decide(const netvm_dynamic_policy *policy, uint32_t pool,
+                              const netvm_dynamic_observation *stages,
+                              uint32_t count, uint32_t *targets) {
+  uint64_t dwell = (uint64_t)policy->dwell_us * 1000u;
+  uint64_t up_ns = (uint64_t)policy->delay_up_us * 1000u;
+  uint64_t down_ns = (uint64_t)policy->delay_down_us * 1000u;
+  uint32_t i, used = 0, changed = 0;
+  for (i = 0; i < count; ++i) {
+    targets[i] = stages[i].workers;
+    used += stages[i].workers;
+  }
+  /* Stages that have been quiet for the dwell time give a worker back. */
+  for (i = 0; i < count; ++i) {
+    const netvm_dynamic_observation *o = &stages[i];
+    if (o->workers > 1 && o->since_change_ns >= dwell && o->quiet_ns >= dwell &&
+        o->queue <= policy->queue_down && o->oldest_ns <= down_ns) {
+      --targets[i];
+      --used;
+    }
+  }
+  /* Busy stages get one, the one whose oldest message waited longest
+   * first: from the free workers, else from a stage that is not busy. */
+  for (;;) {
+    uint32_t best = count, k, donor = count;
+    for (i = 0; i < count; ++i) {
+      const netvm_dynamic_observation *o = &stages[i];
+      if (targets[i] != o->workers || o->since_change_ns < dwell ||
+          o->workers >= o->max_workers ||
+          (o->queue < policy->queue_up && o->oldest_ns < up_ns))
+        continue;
+      if (best == count || o->oldest_ns > stages[best].oldest_ns ||
+          (o->oldest_ns == stages[best].oldest_ns &&
+           o->queue > stages[best].queue))
+        best = i;
+    }
+    if (best == count)
+      break;
+    if (used < pool) {
+      ++targets[best];
+      ++used;
+      continue;
+    }
+    for (k = 0; k < count; ++k) {
+      const netvm_dynamic_observation *o = &stages[k];
+      if (k == best || targets[k] != o->workers || o->workers <= 1 ||
+          o->since_change_ns < dwell || o->queue >= policy->queue_up ||
+          o->oldest_ns >= up_ns)
+        continue;
+      if (donor == count || o->oldest_ns < stages[donor].oldest_ns)
+        donor = k;
+    }
+    if (donor == count)
+      break;
+    --targets[donor];
+    ++targets[best];
+  }
+  for (i = 0; i < count; ++i)
+    changed += targets[i] != stages[i].workers;
+  return changed;
+}
+
+/* One look at the dynamic stages and the policy's decision. */
+static void control_step(netvm_runner *r) {
+  netvm_dynamic_observation obs[64] = {{0}};
+  uint32_t targets[64], which[64], n = 0, p, i;
+  uint64_t now = now_ns();
+  for (p = 1; p < r->stages && n < 64; ++p) {
+    pstage *qs = &r->ps[p], *ps = &r->ps[p - 1];
+    netvm_dynamic_observation *o = &obs[n];
+    uint32_t j;
+    if (!qs->managed)
+      continue;
+    memset(o, 0, sizeof(*o));
+    o->workers = atomic_load(&qs->target);
+    o->max_workers = qs->num_slots;
+    o->since_change_ns = now - qs->last_change_ns;
+    for (j = 0; j < ps->num_out; ++j) {
+      ring *q = &ps->out[j];
+      size_t head = atomic_load_explicit(&q->head, memory_order_acquire);
+      size_t tail = atomic_load_explicit(&q->tail, memory_order_acquire);
+      if (tail != head) {
+        uint64_t at = atomic_load_explicit(&q->stamps[head & (RING_SLOTS - 1)],
+                                           memory_order_relaxed);
+        o->queue += tail - head;
+        if (at && at < now && now - at > o->oldest_ns)
+          o->oldest_ns = now - at;
+      }
+    }
+    if (o->queue <= r->policy.queue_down &&
+        o->oldest_ns <= (uint64_t)r->policy.delay_down_us * 1000u) {
+      if (!qs->quiet_since_ns)
+        qs->quiet_since_ns = now;
+      o->quiet_ns = now - qs->quiet_since_ns;
+    } else {
+      qs->quiet_since_ns = 0;
+    }
+    which[n++] = p;
+  }
+  ++r->decisions;
+  if (!netvm_dynamic_decide(&r->policy, r->pool_size, obs, n, targets))
+    return;
+  for (i = 0; i < n; ++i) {
+    pstage *qs = &r->ps[which[i]];
+    if (targets[i] == obs[i].workers)
+      continue;
+    pthread_mutex_lock(&r->pool_lock);
+    if (targets[i] > obs[i].workers)
+      qs->adds += targets[i] - obs[i].workers;
+    else
+      qs->removes += obs[i].workers - targets[i];
+    r->changes += targets[i] > obs[i].workers ? targets[i] - obs[i].workers
+                                              : obs[i].workers - targets[i];
+    pthread_mutex_unlock(&r->pool_lock);
+    qs->last_change_ns = now;
+    atomic_store_explicit(&qs->decided_ns, now, memory_order_relaxed);
+    atomic_store_explicit(&qs->target, targets[i], memory_order_release);
+  }
+}
+
+static void *controller_main(void *arg) {
+  netvm_runner *r = arg;
+  struct timespec period;
+  period.tv_sec = r->policy.interval_us / 1000000u;
+  period.tv_nsec = (long)(r->policy.interval_us % 1000000u) * 1000;
+  for (;;) {
+    pthread_mutex_lock(&r->pool_lock);
+    while (!r->controller_quit && !r->in_run)
+      pthread_cond_wait(&r->controller_wake, &r->pool_lock);
+    if (r->controller_quit) {
+      pthread_mutex_unlock(&r->pool_lock);
+      break;
+    }
+    pthread_mutex_unlock(&r->pool_lock);
+    nanosleep(&period, NULL);
+    control_step(r);
   }
   return NULL;
 }
 
 static void send_control(netvm_runner *r, uint32_t type, uint64_t sequence,
                          uint32_t drops, uint32_t unconnected) {
-  message *m = ring_reserve(&r->rings[0]);
+  netvm_worker *w = &r->replicas[0]->workers[0];
+  pstage *ps = &r->ps[0];
+  ring *q;
+  message *m;
+  if (type == MSG_DONE) {
+    send_done(r, w, &ps->slots[0], sequence, drops, unconnected);
+    return;
+  }
+  if (type == MSG_QUIT && ps->deals) {
+    quit_slots(ps);
+    return;
+  }
+  q = out_ring(r, w, sequence);
+  m = ring_reserve(q);
   m->type = type;
   m->sequence = sequence;
-  m->drops = drops;
-  m->unconnected = unconnected;
-  ring_commit(&r->rings[0]);
-  if (type == MSG_END || type == MSG_QUIT)
-    ring_flush(&r->rings[0]);
+  out_commit(r, w, q);
+  ring_flush(q);
 }
 
 /* Wait until every stage has handled everything sent so far. */
@@ -681,7 +1239,21 @@ static void run_pipeline(netvm_runner *r, uint32_t source,
   size_t i;
   w->packets += count;
   w->ctx.budget_reset = (int64_t)vm->budget;
-  if (!r->events || r->stages == 1) {
+  if (r->ps[0].logical == NO_STAGE) {
+    /* The first stage is replicated: deal the packets to it. */
+    for (i = 0; i < count; i += PACKETS_PER_MESSAGE) {
+      uint64_t sequence = r->sequence + i;
+      ring *q = out_ring(r, w, sequence);
+      message *m = ring_reserve(q);
+      m->type = MSG_PACKETS;
+      m->a = source;
+      m->b = (uint32_t)(count - i < PACKETS_PER_MESSAGE ? count - i
+                                                        : PACKETS_PER_MESSAGE);
+      m->packets = packets + i;
+      m->sequence = sequence;
+      out_commit(r, w, q);
+    }
+  } else if (!r->events || r->stages == 1) {
     xb->sequence = r->sequence;
     if (r->events && !r->outputs_only) {
       /* A single stage: events happen in order on this thread. */
@@ -732,23 +1304,29 @@ static void *rtc_thread(void *arg) {
   return NULL;
 }
 
+/* What makes NetPE `pe` keep state (so that replicas would diverge), or
+ * NULL. */
+static const char *state_kind(const netvm_pe_desc *pe) {
+  uint32_t f = pe->flags & NETVM_PE_STATEFUL;
+  return f & NETVM_PE_WRITES_DATA     ? "writes its data memory"
+         : f & NETVM_PE_WRITES_SHARED ? "writes shared memory"
+         : f & NETVM_PE_COPROCESSORS  ? "uses coprocessors"
+         : f & NETVM_PE_RANDOM        ? "draws random numbers"
+                                      : NULL;
+}
+
 /* Why replicas of `app` would not behave like one instance, or NULL. */
 static const char *stateful_reason(const netvm_app_desc *app, char *buffer,
                                    size_t size) {
   uint32_t i;
   for (i = 0; i < app->num_pes; ++i) {
-    uint32_t f = app->pes[i].flags & NETVM_PE_STATEFUL;
-    const char *what = f & NETVM_PE_WRITES_DATA     ? "writes its data memory"
-                       : f & NETVM_PE_WRITES_SHARED ? "writes shared memory"
-                       : f & NETVM_PE_COPROCESSORS  ? "uses coprocessors"
-                       : f & NETVM_PE_RANDOM        ? "draws random numbers"
-                                                    : NULL;
+    const char *what = state_kind(&app->pes[i]);
     if (what) {
       snprintf(buffer, size,
                "NetPE '%s' %s: replicas would diverge, so run-to-completion "
                "uses one thread%s",
                app->pes[i].name, what,
-               f & NETVM_PE_WRITES_SHARED
+               app->pes[i].flags & NETVM_PE_WRITES_SHARED
                    ? ""
                    : " (the pipeline mode can use more)");
       return buffer;
@@ -855,6 +1433,233 @@ static int plan_stages(netvm_runner *r, const netvm_runner_options *options,
   return 1;
 }
 
+#define MAX_REPLICAS 64u
+
+/* Turn the caller's stages (r->stage_of, r->stages) and their replicas
+ * into the stages the runner runs (r->ps), adding the stages with no
+ * NetPEs that deal to and merge after replicated ones. */
+static int build_stages(netvm_runner *r, const netvm_runner_options *options,
+                        char *error, size_t error_size) {
+  const netvm_app_desc *app = r->app;
+  int extended = options->size >= sizeof(netvm_runner_options);
+  const uint32_t *replicas = extended ? options->replicas_of_stage : NULL;
+  const netvm_dynamic_policy *dynamic = extended ? options->dynamic : NULL;
+  uint32_t L = r->stages, l, i, p, n = 0, total = 0;
+  uint32_t *slots = calloc(L, sizeof(uint32_t));
+  const char **why = calloc(L, sizeof(char *)); /* a stateful NetPE's name */
+  uint32_t *why_pe = calloc(L, sizeof(uint32_t));
+  int *managed = calloc(L, sizeof(int));
+  int ok = 0;
+  if (!slots || !why || !why_pe || !managed)
+    goto done;
+  if (replicas && !options->stage_of_pe) {
+    snprintf(error, error_size,
+             "replicas of stages need the stages (stage_of_pe) too");
+    goto done;
+  }
+  for (i = 0; i < app->num_pes; ++i) {
+    uint32_t s = r->stage_of[i];
+    if (!why[s] && state_kind(&app->pes[i])) {
+      why[s] = state_kind(&app->pes[i]);
+      why_pe[s] = i;
+    }
+  }
+  for (l = 0; l < L; ++l) {
+    slots[l] = replicas && replicas[l] ? replicas[l] : 1;
+    if (slots[l] > MAX_REPLICAS) {
+      snprintf(error, error_size,
+               "stage %u: %u threads, at most %u are supported", l, slots[l],
+               MAX_REPLICAS);
+      goto done;
+    }
+    if (slots[l] > 1 && why[l]) {
+      snprintf(error, error_size,
+               "stage %u cannot run on %u threads: NetPE '%s' %s, and "
+               "replicas of it would each see only part of the traffic",
+               l, slots[l], app->pes[why_pe[l]].name, why[l]);
+      goto done;
+    }
+  }
+  if (dynamic) {
+    uint32_t pool, initial = 0;
+    const char *example = NULL;
+    uint32_t example_pe = 0;
+    r->policy = *dynamic;
+    netvm_dynamic_defaults(&r->policy);
+    for (l = 0; l < L; ++l) {
+      int has_pe = 0;
+      for (i = 0; i < app->num_pes; ++i)
+        has_pe |= r->stage_of[i] == l;
+      managed[l] = has_pe && !why[l];
+      r->managed += (uint32_t)managed[l];
+      if (why[l] && !example) {
+        example = why[l];
+        example_pe = why_pe[l];
+      }
+      if (managed[l])
+        initial += slots[l];
+    }
+    if (!r->managed) {
+      snprintf(error, error_size,
+               "dynamic allocation needs a stage whose NetPEs keep no state, "
+               "and every stage has one that does (NetPE '%s' %s)",
+               app->num_pes ? app->pes[example_pe].name : "",
+               example ? example : "is missing");
+      goto done;
+    }
+    pool = r->policy.workers ? r->policy.workers : initial + 1;
+    if (pool < initial) {
+      snprintf(error, error_size,
+               "dynamic allocation: a pool of %u worker%s is smaller than "
+               "the %u thread%s its %u stage%s start with",
+               pool, pool == 1 ? "" : "s", initial, initial == 1 ? "" : "s",
+               r->managed, r->managed == 1 ? "" : "s");
+      goto done;
+    }
+    if (pool > MAX_REPLICAS) {
+      snprintf(error, error_size,
+               "dynamic allocation: %u workers, at most %u are supported", pool,
+               MAX_REPLICAS);
+      goto done;
+    }
+    r->policy.workers = pool;
+    r->pool_size = pool;
+    r->dynamic = 1;
+  }
+  /* Stages as run: a dealer before a replicated first stage, a merger
+   * after a replicated last one and between two replicated ones. */
+  r->ps = calloc(2 * L + 1, sizeof(pstage));
+  r->ps_of_logical = calloc(L, sizeof(uint32_t));
+  if (!r->ps || !r->ps_of_logical)
+    goto done;
+  for (l = 0; l < L; ++l) {
+    int rep = slots[l] > 1 || managed[l];
+    int prev_rep = l > 0 && (slots[l - 1] > 1 || managed[l - 1]);
+    if (rep && (l == 0 || prev_rep))
+      r->ps[n++].logical = NO_STAGE;
+    r->ps_of_logical[l] = n;
+    r->ps[n].logical = l;
+    r->ps[n].replicated = rep;
+    r->ps[n].managed = managed[l];
+    r->ps[n].num_slots =
+        managed[l] ? r->pool_size - (r->managed - 1) : slots[l];
+    if (managed[l])
+      atomic_store(&r->ps[n].target, slots[l]);
+    else if (rep)
+      r->pool_size += slots[l];
+    ++n;
+  }
+  if (r->ps[n - 1].replicated)
+    r->ps[n++].logical = NO_STAGE;
+  for (p = 0; p < n; ++p) {
+    if (!r->ps[p].num_slots)
+      r->ps[p].num_slots = 1;
+    total += r->ps[p].num_slots;
+  }
+  for (i = 0; i < app->num_pes; ++i)
+    r->stage_of[i] = r->ps_of_logical[r->stage_of[i]];
+  r->logical_stages = L;
+  r->stages = n;
+  ok = total > 0;
+done:
+  if (!ok && !error[0])
+    snprintf(error, error_size, "out of memory");
+  free(slots);
+  free(why);
+  free(why_pe);
+  free(managed);
+  return ok;
+}
+
+/* Workers, rings and threads of a pipeline. */
+static int start_pipeline(netvm_runner *r, char *error, size_t error_size) {
+  netvm_instance *vm = r->replicas[0];
+  uint32_t p, j, k = 0;
+  for (p = 0; p < r->stages; ++p) {
+    pstage *ps = &r->ps[p];
+    ps->slots = calloc(ps->num_slots, sizeof(slot));
+    if (!ps->slots)
+      return 0;
+    for (j = 0; j < ps->num_slots; ++j) {
+      slot *sl = &ps->slots[j];
+      netvm_worker *w = &vm->workers[k++];
+      sl->w = w;
+      w->stage = p;
+      w->slot = j;
+      w->pipeline = &r->pipeline;
+      if (ps->replicated) {
+        /* Private counters of runs and sends: the replicas of a NetPE
+         * run at once. Its memories are shared, and only read. */
+        uint32_t n = r->app->num_pes;
+        sl->pes = calloc(n ? n : 1, sizeof(netvm_pe_state));
+        if (!sl->pes)
+          return 0;
+        memcpy(sl->pes, vm->pes, n * sizeof(netvm_pe_state));
+        for (n = 0; n < r->app->num_pes; ++n)
+          sl->pes[n].runs = sl->pes[n].sent = 0;
+        w->ctx.pes = sl->pes;
+      }
+    }
+    if (ps->managed)
+      ps->active = atomic_load(&ps->target);
+    else
+      ps->active = ps->num_slots;
+    for (j = 0; ps->replicated && j < ps->active; ++j)
+      atomic_store(&ps->slots[j].state, SLOT_WANTED);
+  }
+  for (p = 0; p + 1 < r->stages; ++p) {
+    pstage *ps = &r->ps[p], *qs = &r->ps[p + 1];
+    ps->deals = qs->replicated;
+    ps->active = ps->deals ? qs->active : ps->active;
+    ps->num_out = ps->num_slots > qs->num_slots ? ps->num_slots : qs->num_slots;
+    ps->out = calloc(ps->num_out, sizeof(ring));
+    if (!ps->out)
+      return 0;
+    for (j = 0; j < ps->num_out; ++j) {
+      if (!(ps->out[j].slots = calloc(RING_SLOTS, sizeof(message))))
+        return 0;
+      if (qs->managed && !(ps->out[j].stamps = calloc(
+                               RING_SLOTS, sizeof(atomic_uint_fast64_t))))
+        return 0;
+    }
+  }
+  r->threads = 1 + r->pool_size;
+  for (p = 1; p < r->stages; ++p) {
+    pstage *ps = &r->ps[p];
+    if (ps->replicated)
+      continue;
+    if (pthread_create(&ps->tid, NULL, stage_main, ps->slots[0].w)) {
+      snprintf(error, error_size, "cannot start a pipeline thread");
+      return 0;
+    }
+    ps->has_thread = 1;
+    ps->started_ns = now_ns();
+    ++r->threads;
+  }
+  r->pool = calloc(r->pool_size ? r->pool_size : 1, sizeof(pthread_t));
+  if (!r->pool)
+    return 0;
+  for (j = 0; j < r->pool_size; ++j) {
+    if (pthread_create(&r->pool[j], NULL, pool_main, r)) {
+      snprintf(error, error_size, "cannot start a pool thread");
+      return 0;
+    }
+    r->pool_started = j + 1;
+  }
+  if (r->dynamic) {
+    uint64_t now = now_ns();
+    for (p = 0; p < r->stages; ++p)
+      r->ps[p].last_change_ns = now;
+    if (pthread_create(&r->controller, NULL, controller_main, r)) {
+      snprintf(error, error_size, "cannot start the controller thread");
+      return 0;
+    }
+    r->has_controller = 1;
+  }
+  r->pipeline_started = 1;
+  return 1;
+}
+
 netvm_runner *netvm_runner_create(const netvm_app_desc *app,
                                   const netvm_runner_options *options,
                                   char *error, size_t error_size) {
@@ -871,13 +1676,19 @@ netvm_runner *netvm_runner_create(const netvm_app_desc *app,
   pthread_mutex_init(&r->lock, NULL);
   pthread_cond_init(&r->wake, NULL);
   pthread_mutex_init(&r->flush_lock, NULL);
+  pthread_mutex_init(&r->pool_lock, NULL);
+  pthread_cond_init(&r->pool_wake, NULL);
+  pthread_cond_init(&r->controller_wake, NULL);
   r->pipeline.runner = r;
+  if (error_size)
+    error[0] = 0;
   if (app && app->abi_version == NETVM_ABI_VERSION) {
     if (r->mode == NETVM_RUN_PIPELINE) {
-      if (!plan_stages(r, options, error, error_size))
+      if (!plan_stages(r, options, error, error_size) ||
+          !build_stages(r, options, error, error_size))
         goto fail;
-      workers = r->stages;
-      r->threads = r->stages;
+      for (i = 0, workers = 0; i < r->stages; ++i)
+        workers += r->ps[i].num_slots;
       r->num_replicas = 1;
     } else {
       char reason[256];
@@ -909,23 +1720,10 @@ netvm_runner *netvm_runner_create(const netvm_app_desc *app,
   if (!r->tids)
     goto fail;
   if (r->mode == NETVM_RUN_PIPELINE) {
-    netvm_instance *vm = r->replicas[0];
-    r->pending_drops = calloc(r->stages, sizeof(uint32_t));
-    r->pending_unconnected = calloc(r->stages, sizeof(uint32_t));
-    r->rings = calloc(r->stages, sizeof(ring));
-    if (!r->pending_drops || !r->pending_unconnected || !r->rings)
+    if (!start_pipeline(r, error, error_size)) {
+      if (!error[0])
+        snprintf(error, error_size, "out of memory");
       goto fail;
-    for (i = 0; i + 1 < r->stages; ++i)
-      if (!(r->rings[i].slots = calloc(RING_SLOTS, sizeof(message))))
-        goto fail;
-    for (i = 0; i < r->stages; ++i)
-      vm->workers[i].pipeline = &r->pipeline;
-    for (i = 1; i < r->stages; ++i) {
-      if (pthread_create(&r->tids[i], NULL, stage_main, &vm->workers[i])) {
-        snprintf(error, error_size, "cannot start a pipeline thread");
-        goto fail;
-      }
-      r->started = i;
     }
   } else {
     for (i = 1; i < r->num_replicas; ++i) {
@@ -948,30 +1746,64 @@ fail:
   return NULL;
 }
 
+/* Stop a pipeline's threads and free its stages. */
+static void stop_pipeline(netvm_runner *r) {
+  uint32_t p, j;
+  size_t k;
+  if (!r->ps)
+    return;
+  if (r->has_controller) {
+    pthread_mutex_lock(&r->pool_lock);
+    r->controller_quit = 1;
+    pthread_cond_broadcast(&r->controller_wake);
+    pthread_mutex_unlock(&r->pool_lock);
+    pthread_join(r->controller, NULL);
+  }
+  /* The end travels through every stage (one that did not start would
+   * never pass it on: then only the pool is stopped, by its flag). */
+  if (r->pipeline_started && r->stages > 1)
+    send_control(r, MSG_QUIT, 0, 0, 0);
+  for (p = 1; p < r->stages; ++p)
+    if (r->ps[p].has_thread)
+      pthread_join(r->ps[p].tid, NULL);
+  pthread_mutex_lock(&r->pool_lock);
+  r->pool_quit = 1;
+  pthread_cond_broadcast(&r->pool_wake);
+  pthread_mutex_unlock(&r->pool_lock);
+  for (j = 0; j < r->pool_started; ++j)
+    pthread_join(r->pool[j], NULL);
+  for (p = 0; p < r->stages; ++p) {
+    pstage *ps = &r->ps[p];
+    for (j = 0; ps->out && j < ps->num_out; ++j) {
+      for (k = 0; ps->out[j].slots && k < RING_SLOTS; ++k)
+        netvm_exbuf_release_storage(&ps->out[j].slots[k].xb);
+      free(ps->out[j].slots);
+      free(ps->out[j].stamps);
+    }
+    for (j = 0; ps->slots && j < ps->num_slots; ++j)
+      free(ps->slots[j].pes);
+    free(ps->out);
+    free(ps->slots);
+  }
+  free(r->ps);
+  free(r->ps_of_logical);
+  free(r->pool);
+}
+
 void netvm_runner_destroy(netvm_runner *r) {
   uint32_t i;
   size_t k;
   if (!r)
     return;
-  if (r->started) {
-    if (r->mode == NETVM_RUN_PIPELINE) {
-      send_control(r, MSG_QUIT, 0, 0, 0);
-    } else {
-      pthread_mutex_lock(&r->lock);
-      r->quit = 1;
-      pthread_cond_broadcast(&r->wake);
-      pthread_mutex_unlock(&r->lock);
-    }
+  if (r->mode == NETVM_RUN_PIPELINE) {
+    stop_pipeline(r);
+  } else if (r->started) {
+    pthread_mutex_lock(&r->lock);
+    r->quit = 1;
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->lock);
     for (i = 1; i <= r->started; ++i)
       pthread_join(r->tids[i], NULL);
-  }
-  if (r->rings) {
-    for (i = 0; i + 1 < r->stages; ++i) {
-      for (k = 0; r->rings[i].slots && k < RING_SLOTS; ++k)
-        netvm_exbuf_release_storage(&r->rings[i].slots[k].xb);
-      free(r->rings[i].slots);
-    }
-    free(r->rings);
   }
   for (i = 0; r->replicas && i < r->num_replicas; ++i)
     netvm_instance_destroy(r->replicas[i]);
@@ -982,11 +1814,12 @@ void netvm_runner_destroy(netvm_runner *r) {
   free(r->recorders);
   free(r->tids);
   free(r->stage_of);
-  free(r->pending_drops);
-  free(r->pending_unconnected);
   pthread_mutex_destroy(&r->lock);
   pthread_cond_destroy(&r->wake);
   pthread_mutex_destroy(&r->flush_lock);
+  pthread_mutex_destroy(&r->pool_lock);
+  pthread_cond_destroy(&r->pool_wake);
+  pthread_cond_destroy(&r->controller_wake);
   free(r);
 }
 
@@ -997,7 +1830,7 @@ void netvm_runner_set_events(netvm_runner *r, netvm_event_fn fn, void *user) {
   r->outputs_only = 0;
   if (r->mode != NETVM_RUN_PIPELINE)
     return;
-  for (i = 0; i < r->stages; ++i) {
+  for (i = 0; i < r->replicas[0]->num_workers; ++i) {
     netvm_worker *w = &r->replicas[0]->workers[i];
     w->events_wanted = fn != NULL;
     netvm_worker_update_hooks(w);
@@ -1043,9 +1876,22 @@ void netvm_runner_run(netvm_runner *r, uint32_t source, netvm_packet *packets,
     r->sequence += count;
     return;
   }
-  if (r->mode == NETVM_RUN_PIPELINE)
+  if (r->mode == NETVM_RUN_PIPELINE) {
+    uint64_t started = now_ns();
+    if (r->has_controller) {
+      pthread_mutex_lock(&r->pool_lock);
+      r->in_run = 1;
+      pthread_cond_broadcast(&r->controller_wake);
+      pthread_mutex_unlock(&r->pool_lock);
+    }
     run_pipeline(r, source, packets, count);
-  else
+    if (r->has_controller) {
+      pthread_mutex_lock(&r->pool_lock);
+      r->in_run = 0;
+      pthread_mutex_unlock(&r->pool_lock);
+    }
+    r->run_ns += now_ns() - started;
+  } else
     run_to_completion(r, source, packets, count);
   r->sequence += count;
 }
@@ -1085,6 +1931,14 @@ void netvm_runner_pe_counters(const netvm_runner *r, uint32_t pe,
     out->dropped += c.dropped;
     out->exceptions += c.exceptions;
   }
+  for (i = 0; r->ps && i < r->stages; ++i) {
+    uint32_t j;
+    for (j = 0; r->ps[i].replicated && j < r->ps[i].num_slots; ++j)
+      if (pe < r->app->num_pes) {
+        out->runs += r->ps[i].slots[j].pes[pe].runs;
+        out->sent += r->ps[i].slots[j].pes[pe].sent;
+      }
+  }
 }
 
 void netvm_runner_sink_counters(const netvm_runner *r, uint32_t sink,
@@ -1097,4 +1951,261 @@ void netvm_runner_sink_counters(const netvm_runner *r, uint32_t sink,
     *packets += p;
     *bytes += b;
   }
+}
+
+/*===- Pipeline statistics
+ * --------------------------------------------------===*/
+
+uint32_t netvm_runner_stages(const netvm_runner *r) {
+  return r->mode == NETVM_RUN_PIPELINE ? r->logical_stages : 0;
+}
+
+/* Add stage `p`'s threads to `out` (under the pool lock). */
+static void add_stage_stats(const netvm_runner *r, uint32_t p,
+                            netvm_stage_stats *out) {
+  const pstage *ps = &r->ps[p];
+  uint64_t now = now_ns();
+  uint32_t j;
+  out->adds += ps->adds;
+  out->removes += ps->removes;
+  out->reallocations += ps->reallocs;
+  out->realloc_ns_total += ps->realloc_total;
+  if (ps->realloc_max > out->realloc_ns_max)
+    out->realloc_ns_max = ps->realloc_max;
+  out->worker_ns += ps->worker_ns;
+  out->cpu_ns += ps->cpu_ns;
+  for (j = 0; j < ps->num_slots; ++j) {
+    const slot *sl = &ps->slots[j];
+    out->messages += atomic_load_explicit(&((slot *)(uintptr_t)sl)->messages,
+                                          memory_order_relaxed);
+    if (sl->attached) {
+      out->worker_ns += now - sl->attach_ns;
+      out->cpu_ns += thread_cpu_ns(sl->thread) - sl->attach_cpu_ns;
+    }
+  }
+  if (ps->has_thread) { /* held for the runner's life */
+    out->worker_ns += now - ps->started_ns;
+    out->cpu_ns += thread_cpu_ns(ps->tid);
+  } else if (!ps->replicated) { /* the caller's, while it runs packets */
+    out->worker_ns += r->run_ns;
+  }
+}
+
+void netvm_runner_stage_stats(const netvm_runner *r, uint32_t stage,
+                              netvm_stage_stats *out) {
+  netvm_runner *m = (netvm_runner *)(uintptr_t)r; /* the lock */
+  uint32_t p, q;
+  memset(out, 0, sizeof(*out));
+  if (r->mode != NETVM_RUN_PIPELINE || stage >= r->logical_stages)
+    return;
+  p = r->ps_of_logical[stage];
+  for (q = 0; p > 0 && q < r->ps[p - 1].num_out; ++q) {
+    ring *in = &r->ps[p - 1].out[q];
+    size_t head = atomic_load_explicit(&in->head, memory_order_acquire);
+    out->queued += atomic_load_explicit(&in->tail, memory_order_acquire) - head;
+  }
+  pthread_mutex_lock(&m->pool_lock);
+  add_stage_stats(r, p, out);
+  /* The stages the runner added to merge after this one count with it
+   * (the dealer before a replicated first stage is the caller's). */
+  for (q = p + 1; q < r->stages && r->ps[q].logical == NO_STAGE; ++q)
+    add_stage_stats(r, q, out);
+  pthread_mutex_unlock(&m->pool_lock);
+  {
+    const pstage *ps = &r->ps[p];
+    out->dynamic = (uint32_t)ps->managed;
+    out->max_workers = ps->num_slots;
+    if (!ps->replicated) {
+      out->workers = 1;
+    } else {
+      uint32_t j;
+      for (j = 0; j < ps->num_slots; ++j)
+        out->workers +=
+            atomic_load(&((slot *)(uintptr_t)&ps->slots[j])->state) !=
+            SLOT_IDLE;
+    }
+  }
+}
+
+void netvm_runner_controller_stats(const netvm_runner *r,
+                                   netvm_controller_stats *out) {
+  netvm_runner *m = (netvm_runner *)(uintptr_t)r;
+  memset(out, 0, sizeof(*out));
+  if (!r->has_controller)
+    return;
+  pthread_mutex_lock(&m->pool_lock);
+  out->pool = r->pool_size;
+  out->stages = r->managed;
+  out->decisions = r->decisions;
+  out->changes = r->changes;
+  pthread_mutex_unlock(&m->pool_lock);
+  out->cpu_ns = thread_cpu_ns(r->controller);
+}
+
+/*===- Parsing plans and policies
+ * ---------------------------------------------===*/
+
+static int parse_uint(const char **p, uint32_t *value) {
+  uint64_t v = 0;
+  const char *s = *p;
+  if (*s < '0' || *s > '9')
+    return 0;
+  while (*s >= '0' && *s <= '9') {
+    v = v * 10 + (uint64_t)(*s++ - '0');
+    if (v > 0xFFFFFFFFu)
+      return 0;
+  }
+  *value = (uint32_t)v;
+  *p = s;
+  return 1;
+}
+
+int netvm_parse_stages(const netvm_app_desc *app, const char *spec,
+                       uint32_t *stage_of_pe, uint32_t *replicas_of_stage,
+                       uint32_t *stages, char *error, size_t error_size) {
+  const char *p = spec;
+  uint32_t stage = 0, i, n = app->num_pes;
+  for (i = 0; i < n; ++i) {
+    stage_of_pe[i] = UINT32_MAX;
+    replicas_of_stage[i] = 1;
+  }
+  for (;;) {
+    /* A stage: names separated by ',', then ':N' maybe. */
+    if (stage >= n) {
+      snprintf(error, error_size,
+               "'%s': more stages than the %u NetPEs of the application", spec,
+               n);
+      return 0;
+    }
+    for (;;) {
+      const char *start = p;
+      size_t length;
+      while (*p == ' ')
+        ++p;
+      start = p;
+      while (*p && *p != ',' && *p != ';' && *p != ':' && *p != ' ')
+        ++p;
+      length = (size_t)(p - start);
+      while (*p == ' ')
+        ++p;
+      if (!length) {
+        snprintf(error, error_size,
+                 "'%s': stage %u: expected a NetPE name at '%s'", spec, stage,
+                 start);
+        return 0;
+      }
+      for (i = 0; i < n; ++i)
+        if (strlen(app->pes[i].name) == length &&
+            !strncmp(app->pes[i].name, start, length))
+          break;
+      if (i == n) {
+        size_t used = (size_t)snprintf(
+            error, error_size, "'%s': the application has no NetPE '%.*s' (",
+            spec, (int)length, start);
+        for (i = 0; i < n && used < error_size; ++i)
+          used += (size_t)snprintf(error + used, error_size - used, "%s%s",
+                                   i ? ", " : "its NetPEs: ", app->pes[i].name);
+        if (used < error_size)
+          snprintf(error + used, error_size - used, ")");
+        return 0;
+      }
+      if (stage_of_pe[i] != UINT32_MAX) {
+        snprintf(error, error_size, "'%s': NetPE '%s' is named twice", spec,
+                 app->pes[i].name);
+        return 0;
+      }
+      stage_of_pe[i] = stage;
+      if (*p != ',')
+        break;
+      ++p;
+    }
+    if (*p == ':') {
+      ++p;
+      if (!parse_uint(&p, &replicas_of_stage[stage]) ||
+          !replicas_of_stage[stage]) {
+        snprintf(error, error_size,
+                 "'%s': stage %u: expected a number of threads (>= 1) after "
+                 "':'",
+                 spec, stage);
+        return 0;
+      }
+      while (*p == ' ')
+        ++p;
+    }
+    ++stage;
+    if (!*p)
+      break;
+    if (*p != ';') {
+      snprintf(error, error_size, "'%s': expected ';' or ',' at '%s'", spec, p);
+      return 0;
+    }
+    ++p;
+  }
+  for (i = 0; i < n; ++i)
+    if (stage_of_pe[i] == UINT32_MAX) {
+      snprintf(error, error_size, "'%s': NetPE '%s' is on no stage", spec,
+               app->pes[i].name);
+      return 0;
+    }
+  *stages = stage;
+  return 1;
+}
+
+int netvm_parse_dynamic_policy(const char *spec, netvm_dynamic_policy *policy,
+                               char *error, size_t error_size) {
+  static const struct {
+    const char *key;
+    size_t offset;
+    int time;
+  } keys[] = {
+      {"workers", offsetof(netvm_dynamic_policy, workers), 0},
+      {"interval", offsetof(netvm_dynamic_policy, interval_us), 1},
+      {"queue-up", offsetof(netvm_dynamic_policy, queue_up), 0},
+      {"queue-down", offsetof(netvm_dynamic_policy, queue_down), 0},
+      {"delay-up", offsetof(netvm_dynamic_policy, delay_up_us), 1},
+      {"delay-down", offsetof(netvm_dynamic_policy, delay_down_us), 1},
+      {"dwell", offsetof(netvm_dynamic_policy, dwell_us), 1},
+  };
+  const char *p = spec;
+  while (*p) {
+    const char *key = p;
+    size_t length, k;
+    uint32_t value;
+    while (*p && *p != '=' && *p != ',')
+      ++p;
+    length = (size_t)(p - key);
+    for (k = 0; k < sizeof(keys) / sizeof(keys[0]); ++k)
+      if (strlen(keys[k].key) == length && !strncmp(keys[k].key, key, length))
+        break;
+    if (k == sizeof(keys) / sizeof(keys[0]) || *p != '=') {
+      snprintf(error, error_size,
+               "'%s': unknown setting '%.*s' (workers, interval, queue-up, "
+               "queue-down, delay-up, delay-down, dwell)",
+               spec, (int)length, key);
+      return 0;
+    }
+    ++p;
+    if (!parse_uint(&p, &value)) {
+      snprintf(error, error_size, "'%s': '%.*s' needs a number", spec,
+               (int)length, key);
+      return 0;
+    }
+    if (keys[k].time && !strncmp(p, "ms", 2)) {
+      p += 2;
+      value *= 1000u;
+    } else if (keys[k].time && !strncmp(p, "us", 2)) {
+      p += 2;
+    } else if (keys[k].time && *p == 's' && (p[1] == ',' || !p[1])) {
+      ++p;
+      value *= 1000000u;
+    }
+    if (*p && *p != ',') {
+      snprintf(error, error_size, "'%s': unexpected '%s'", spec, p);
+      return 0;
+    }
+    if (*p)
+      ++p;
+    *(uint32_t *)((char *)policy + keys[k].offset) = value;
+  }
+  return 1;
 }

@@ -169,11 +169,13 @@ void netvm_rt_exception(netvm_ctx *ctx, uint32_t kind, uint32_t site,
     for (j = 0; j < vm->app->pes[where->pe].num_coprocessors; ++j)
       netvm_copro_abandon(vm->pes[where->pe].coprocessors[j]);
   }
-  vm->exception_sequence = xb ? xb->sequence : w->sequence;
   if (!((w->pipeline || w->recorder) &&
         netvm_runner_on_exception(w, kind, where)) &&
-      vm->on_exception)
+      vm->on_exception) {
+    /* Set only for the hook: pipeline stages raise exceptions at once. */
+    vm->exception_sequence = xb ? xb->sequence : w->sequence;
     vm->on_exception(vm->exception_user, kind, where);
+  }
   if (xb)
     netvm_worker_release(w, xb);
 }

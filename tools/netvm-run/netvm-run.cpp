@@ -268,6 +268,65 @@ static cl::opt<bool> pipeline(
              "state stays on one thread, so stateful applications run in "
              "parallel too"),
     cl::cat(runCategory));
+// Pipeline stages with several threads, and dynamic allocation
+// (docs/native.md#replicated-stages, #dynamic-allocation).
+static cl::opt<std::string> stagesPlan(
+    "stages",
+    cl::desc("Native code: the pipeline's stages in order, separated by "
+             "';', each a comma-separated list of NetPE names, ':N' after "
+             "a stage of NetPEs that keep no state to run it on N threads "
+             "(outputs keep the arrival order), e.g. 'rx;work:2;tx'. "
+             "Implies --pipeline; -j is then not used"),
+    cl::value_desc("plan"), cl::cat(runCategory));
+static cl::opt<std::string> dynamicPolicy(
+    "dynamic", cl::ValueOptional,
+    cl::desc("Native code: a pipeline whose stages of NetPEs that keep no "
+             "state share a pool of worker threads, moved between them at "
+             "run time by queue length and waiting time; optional settings "
+             "workers=N,interval=T,queue-up=N,queue-down=N,delay-up=T,"
+             "delay-down=T,dwell=T (T: 100us, 2ms). Implies --pipeline; "
+             "reports the reallocations on standard error"),
+    cl::value_desc("settings"), cl::cat(runCategory));
+
+/// --pipeline, or an option that implies it.
+static bool pipelined() {
+  return pipeline || !stagesPlan.empty() || dynamicPolicy.getNumOccurrences();
+}
+
+/// Threads, reallocations and worker time of every pipeline stage, on
+/// standard error (--stages with threads, --dynamic).
+static void printPipelineStats(const netvm_runner *runner) {
+  uint32_t stages = netvm_runner_stages(runner);
+  netvm_controller_stats c;
+  netvm_runner_controller_stats(runner, &c);
+  llvm::errs() << "netvm-run: pipeline: " << stages << " stage"
+               << (stages == 1 ? "" : "s");
+  if (c.pool)
+    llvm::errs() << llvm::formatv(
+        ", {0} dynamic with a pool of {1} workers; {2} decisions, {3} "
+        "workers moved, controller CPU {4:f1} ms",
+        c.stages, c.pool, c.decisions, c.changes, c.cpu_ns / 1e6);
+  llvm::errs() << "\n";
+  for (uint32_t i = 0; i < stages; ++i) {
+    netvm_stage_stats s;
+    netvm_runner_stage_stats(runner, i, &s);
+    llvm::errs() << llvm::formatv(
+        "netvm-run:   stage {0}: {1} of {2} thread{3}{4}, {5:f3} "
+        "worker-s (CPU {6:f3} s), {7} messages",
+        i, s.workers, s.max_workers, s.max_workers == 1 ? "" : "s",
+        s.dynamic ? " (dynamic)" : "", s.worker_ns / 1e9, s.cpu_ns / 1e9,
+        s.messages);
+    if (s.dynamic)
+      llvm::errs() << llvm::formatv(
+          "; {0} adds, {1} removes decided, {2} carried out in mean "
+          "{3:f1} us, max {4:f1} us",
+          s.adds, s.removes, s.reallocations,
+          s.reallocations ? s.realloc_ns_total / 1e3 / s.reallocations : 0.0,
+          s.realloc_ns_max / 1e3);
+    llvm::errs() << "\n";
+  }
+}
+
 static cl::opt<bool> throughput(
     "throughput",
     cl::desc("Report on standard error how long reading and processing the "
@@ -738,8 +797,11 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
   options.watchdogBudget = watchdog;
   options.defaultInfoSize = infoSize;
   options.threads = threads;
-  options.pipeline = pipeline;
+  options.pipeline = pipelined();
   options.runnerBatch = runnerBatch;
+  options.stages = stagesPlan;
+  options.dynamic = dynamicPolicy.getNumOccurrences() > 0;
+  options.dynamicPolicy = dynamicPolicy;
   std::string error;
   std::unique_ptr<rt::Engine> engine;
   if (selectedEngine() == EngineKind::Emulator) {
@@ -753,7 +815,7 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
     native::CodegenOptions codegen;
     codegen.optLevel = level;
     codegen.lowering.defaultInfoSize = infoSize;
-    codegen.lowering.forwardLinks = pipeline;
+    codegen.lowering.forwardLinks = pipelined();
     auto compiled = native::jitCompile(module, codegen);
     if (!compiled) {
       fail(llvm::toString(compiled.takeError()));
@@ -801,6 +863,10 @@ static int run(int argc, char **argv) {
       "  netvm-run filter.netil -r big.pcap -j 2 --throughput   two threads\n"
       "  netvm-run app.nvapp -r big.pcap --pipeline -j 2        NetPEs on "
       "two threads\n"
+      "  netvm-run app.nvapp -r big.pcap --stages 'rx;work:2;tx'  a stage on "
+      "two threads\n"
+      "  netvm-run app.nvapp -r big.pcap --stages 'rx;work;tx' --dynamic\n"
+      "                                   threads moved between stages\n"
       "  netvm-run app.nvapp -r in.pcap --engine=emu --stats-json=s.json\n"
       "                                   on the ME emulator, with statistics\n"
       "  netvm-run filter.netil -i eth0 -c 1000      live capture (root)\n");
@@ -817,10 +883,11 @@ static int run(int argc, char **argv) {
   if (useInterpreter && engineKind.getNumOccurrences() &&
       engineKind != EngineKind::Interpreter)
     return fail("--interp and --engine name different engines");
-  if ((threads > 1 || pipeline) &&
+  if ((threads > 1 || pipelined()) &&
       (kind != EngineKind::Native || pullCount > 0))
-    return fail("-j and --pipeline run native code in push mode; the "
-                "interpreter, the emulator and --pull use one thread");
+    return fail("-j and --pipeline (and --stages, --dynamic) run native "
+                "code in push mode; the interpreter, the emulator and --pull "
+                "use one thread");
   if (kind == EngineKind::Emulator && pullCount > 0)
     return fail("--pull: the ME emulator runs applications in push mode "
                 "only (the ME back end has no pull handlers)");
@@ -1011,11 +1078,12 @@ static int run(int argc, char **argv) {
     std::string how =
         kind == EngineKind::Interpreter ? "interpreter"
         : kind == EngineKind::Emulator  ? "ME emulator"
-        : pullCount                     ? "one thread"
-                    : llvm::formatv("{0} thread{1}, {2}", engine->threads(),
-                                    engine->threads() == 1 ? "" : "s",
-                                    pipeline ? "pipeline" : "run to completion")
-                          .str();
+        : pullCount
+            ? "one thread"
+            : llvm::formatv("{0} thread{1}, {2}", engine->threads(),
+                            engine->threads() == 1 ? "" : "s",
+                            pipelined() ? "pipeline" : "run to completion")
+                  .str();
     llvm::errs() << llvm::formatv(
         "netvm-run: {0} packets: reading {1:f1} ms, processing {2:f1} ms "
         "({3:f2} Mpackets/s; {4})\n",
@@ -1024,6 +1092,9 @@ static int run(int argc, char **argv) {
                                  : 0.0,
         how);
   }
+  if (engine->nativeRunner() && (dynamicPolicy.getNumOccurrences() ||
+                                 llvm::StringRef(stagesPlan).contains(':')))
+    printPipelineStats(engine->nativeRunner());
   if (!statsJson.empty() && engine->emulatorStats()) {
     std::string text = me::statsToJson(*engine->emulatorStats()) + "\n";
     if (statsJson == "-") {

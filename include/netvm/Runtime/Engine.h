@@ -42,6 +42,8 @@
 #include <string>
 #include <vector>
 
+struct netvm_runner; // runtime.h
+
 namespace netvm {
 class ApplicationOp;
 }
@@ -67,6 +69,13 @@ struct EngineOptions {
   bool pipeline = false;
   /// Native code: packets a runner thread takes at a time (0: default).
   unsigned runnerBatch = 0;
+  /// Native code, pipeline: the stages and their threads, as
+  /// netvm_parse_stages reads them ("rx;work:2;tx"; empty: automatic).
+  std::string stages;
+  /// Native code, pipeline: move workers between the replicable stages at
+  /// run time, with these netvm_parse_dynamic_policy settings.
+  bool dynamic = false;
+  std::string dynamicPolicy;
 };
 
 /// Receives each packet's result of a batch, in arrival order. `index` is
@@ -150,6 +159,8 @@ public:
   /// The emulator's statistics summed over every run so far (null for
   /// engines that do not emulate a machine).
   virtual const me::Stats *emulatorStats() const { return nullptr; }
+  /// The native runner (runtime.h: its pipeline statistics), or null.
+  virtual const ::netvm_runner *nativeRunner() const { return nullptr; }
 
   /// Run the init handlers; what they did (exceptions).
   virtual PacketResult initialize() = 0;

@@ -137,7 +137,10 @@ const char *netvm_handler_name(uint32_t handler);
  *    by one thread only, so stateful applications run in parallel too
  *    (NetPEs sharing memory that one of them writes are kept on one
  *    stage). The application must be compiled with
- *    NETVM_APP_FORWARDED_LINKS and use no pull ports.
+ *    NETVM_APP_FORWARDED_LINKS and use no pull ports. Stages of
+ *    stateless NetPEs may run on several threads (replicas_of_stage), or
+ *    share a pool of threads that a controller moves between them by
+ *    their queues (dynamic); outputs keep the arrival order.
  *
  * Events (outputs, exceptions, the end of each packet) reach the callback
  * one at a time, in packet order and, within a packet, in the order a
@@ -165,16 +168,51 @@ typedef struct netvm_event {
 } netvm_event;
 typedef void (*netvm_event_fn)(void *user, const netvm_event *event);
 
+/* Dynamic allocation (netvm_runner_options.dynamic): a pool of worker
+ * threads shared by the replicable stages (those whose NetPEs keep no
+ * state); a controller thread observes, every `interval_us`, how many
+ * messages wait for each such stage and how long the oldest has waited,
+ * and moves workers between stages (netvm_dynamic_decide). A stage gains a
+ * worker when its queue reaches `queue_up` messages or its oldest message
+ * has waited `delay_up_us`; it gives one back when its queue has stayed at
+ * most `queue_down` and the age of its oldest message at most
+ * `delay_down_us` for `dwell_us`; a stage changes at most once per
+ * `dwell_us`. Parked workers sleep on a condition variable. Zero fields
+ * take the defaults in brackets. */
+typedef struct netvm_dynamic_policy {
+  uint32_t workers;       /* pool size [replicable stages + 1] */
+  uint32_t interval_us;   /* controller period [100] */
+  uint32_t queue_up;      /* messages waiting for a stage [256] */
+  uint32_t queue_down;    /* [16] */
+  uint32_t delay_up_us;   /* age of the oldest waiting message [500] */
+  uint32_t delay_down_us; /* [50] */
+  uint32_t dwell_us;      /* least time between changes of a stage [2000] */
+  uint32_t reserved;
+} netvm_dynamic_policy;
+
 typedef struct netvm_runner_options {
   uint32_t mode;    /* NETVM_RUN_* */
   uint32_t threads; /* threads to use, the caller's included (>= 1) */
   uint32_t batch;   /* packets a thread takes at a time (0: 256) */
-  uint32_t reserved;
+  /* sizeof(netvm_runner_options) to use the fields after stage_of_pe
+   * (replicas_of_stage, dynamic); 0 (older callers): they are absent. */
+  uint32_t size;
   uint64_t watchdog; /* loop iterations per packet (0: 1048576) */
   /* Pipeline: stage of every NetPE, below the number of NetPEs (NULL:
    * automatic). Stages must not decrease along desc->pe_order, and NetPEs
    * sharing memory that one of them writes must be on one stage. */
   const uint32_t *stage_of_pe;
+  /* Pipeline: threads of every stage, one entry per stage (needs
+   * stage_of_pe; NULL: one each, 0 counts as 1). Only stages whose NetPEs
+   * keep no state (netvm_pe_desc.flags & NETVM_PE_STATEFUL clear) may have
+   * more than one: packets are dealt to the replicas of a stage a few at a
+   * time and put back in arrival order after it, so every sink sees what a
+   * single instance produces. */
+  const uint32_t *replicas_of_stage;
+  /* Pipeline: move workers between the replicable stages at run time
+   * (NULL: a fixed allocation). replicas_of_stage then gives the initial
+   * allocation. */
+  const netvm_dynamic_policy *dynamic;
 } netvm_runner_options;
 
 typedef struct netvm_runner netvm_runner;
@@ -209,6 +247,84 @@ void netvm_runner_pe_counters(const netvm_runner *r, uint32_t pe,
                               netvm_pe_counters *out);
 void netvm_runner_sink_counters(const netvm_runner *r, uint32_t sink,
                                 uint64_t *packets, uint64_t *bytes);
+
+/*===- Pipeline statistics
+ * --------------------------------------------------===*/
+
+/* Per stage of a pipeline (stages as stage_of_pe numbers them). */
+typedef struct netvm_stage_stats {
+  uint32_t workers;     /* threads on the stage now */
+  uint32_t max_workers; /* threads it may have */
+  uint32_t dynamic;     /* the controller moves workers to and from it */
+  uint32_t reserved;
+  uint64_t adds, removes; /* controller decisions for this stage */
+  /* Reallocations carried out and how long each took: from the decision
+   * to the new worker running on the stage (an add) or to the leaving
+   * worker having finished what was dealt to it (a remove). */
+  uint64_t reallocations;
+  uint64_t realloc_ns_total, realloc_ns_max;
+  /* Wall-clock time threads were assigned to the stage (worker-seconds
+   * times 1e9: a pool thread from taking a slot to giving it back, a
+   * stage's own thread since the runner started it, the caller's thread
+   * while in netvm_runner_run), and their CPU time there (busy and
+   * waiting alike; 0 for the caller's stage). */
+  uint64_t worker_ns, cpu_ns;
+  uint64_t messages; /* messages the stage's threads took from rings */
+  uint64_t queued;   /* messages waiting for the stage now */
+} netvm_stage_stats;
+
+typedef struct netvm_controller_stats {
+  uint32_t pool;      /* worker threads shared by the dynamic stages */
+  uint32_t stages;    /* dynamic stages */
+  uint64_t decisions; /* times the policy ran */
+  uint64_t changes;   /* workers moved (adds and removes) */
+  uint64_t cpu_ns;    /* the controller thread's CPU time */
+} netvm_controller_stats;
+
+/* Stages of a pipeline (0 in run-to-completion mode). */
+uint32_t netvm_runner_stages(const netvm_runner *r);
+void netvm_runner_stage_stats(const netvm_runner *r, uint32_t stage,
+                              netvm_stage_stats *out);
+/* Zeros without dynamic allocation. */
+void netvm_runner_controller_stats(const netvm_runner *r,
+                                   netvm_controller_stats *out);
+
+/* Parse a stage plan: stages in order separated by ';', each a
+ * comma-separated list of NetPE names, optionally followed by ':N' (N
+ * threads for the stage), e.g. "rx;work:2;tx". Fills stage_of_pe (one per
+ * NetPE; every NetPE must be named once) and replicas_of_stage (room for
+ * one per NetPE), sets *stages; 0 with a message on error. */
+int netvm_parse_stages(const netvm_app_desc *app, const char *spec,
+                       uint32_t *stage_of_pe, uint32_t *replicas_of_stage,
+                       uint32_t *stages, char *error, size_t error_size);
+/* Parse "key=value,..." into `policy` (keys: workers, interval, queue-up,
+ * queue-down, delay-up, delay-down, dwell; times in microseconds, or with
+ * a unit: 5us, 2ms); an empty string leaves it as it is. 0 on error. */
+int netvm_parse_dynamic_policy(const char *spec, netvm_dynamic_policy *policy,
+                               char *error, size_t error_size);
+
+/* What the controller observes of one dynamic stage. */
+typedef struct netvm_dynamic_observation {
+  uint32_t workers;         /* allocated now (>= 1) */
+  uint32_t max_workers;     /* slots the stage has */
+  uint64_t queue;           /* messages waiting */
+  uint64_t oldest_ns;       /* age of the oldest waiting (0: none) */
+  uint64_t since_change_ns; /* since its allocation last changed */
+  /* How long the queue and the age of the oldest have stayed at or below
+   * the down thresholds (0: they are above now). */
+  uint64_t quiet_ns;
+} netvm_dynamic_observation;
+
+/* The controller's policy, a pure function: the new allocation of `count`
+ * stages sharing `pool` workers (targets[i] for stages[i], each between 1
+ * and max_workers, their sum at most `pool` when the input's sum is).
+ * `policy` must have its defaults applied (netvm_dynamic_defaults).
+ * Returns how many stages changed. */
+uint32_t netvm_dynamic_decide(const netvm_dynamic_policy *policy, uint32_t pool,
+                              const netvm_dynamic_observation *stages,
+                              uint32_t count, uint32_t *targets);
+/* Replace zero fields of `policy` by the defaults (workers stays 0). */
+void netvm_dynamic_defaults(netvm_dynamic_policy *policy);
 
 #ifdef __cplusplus
 } /* extern "C" */
