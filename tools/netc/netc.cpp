@@ -136,6 +136,12 @@ static cl::opt<bool> meReport(
     cl::desc("--target=me: print what each microengine holds (instructions, "
              "spills, bank moves) to stderr"),
     cl::cat(netcCategory));
+static cl::opt<std::string> mePlacement(
+    "me-placement",
+    cl::desc("--target=me: which MEs receive and run the NetPEs, e.g. "
+             "'rx=2;*3' (2 receive MEs, every NetPE on 3 replicas); "
+             "docs/me-backend.md, \"Placement\""),
+    cl::value_desc("spec"), cl::cat(netcCategory));
 static cl::opt<bool> noCounters(
     "no-counters",
     cl::desc("Do not maintain the per-NetPE run and send counters in the "
@@ -330,6 +336,13 @@ int main(int argc, char **argv) {
     netvm::me::CodeGenOptions meOptions;
     meOptions.defaultInfoSize = infoSize;
     meOptions.machine.maxPacketBytes = netvm::me::compiledMaxPacketBytes;
+    if (!mePlacement.empty()) {
+      std::string error;
+      if (!netvm::me::parsePlacement(mePlacement, meOptions.placement, error)) {
+        llvm::errs() << "netc: --me-placement: " << error << "\n";
+        return 1;
+      }
+    }
     netvm::me::CompiledApp compiled;
     OwningOpRef<ModuleOp> meIR;
     if (failed(
