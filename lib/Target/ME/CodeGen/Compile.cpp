@@ -231,8 +231,8 @@ struct Layout {
   /// The dealer's words: the next replica (several receive MEs), the
   /// number of replicas that get new packets (written by a host; 0 or
   /// more than the stage has: all), the end of input dealt.
-  static constexpr uint32_t turnWord = 0x600, activeWord = 0x604,
-                            endWord = 0x608;
+  static constexpr uint32_t turnWord = 0x600, roundWord = 0x604,
+                            activeWord = 0x608, endWord = 0x60c;
   /// Status bits of a transmit entry: the packet's last; only free the
   /// buffer (dropped: every buffer of the free ring goes back through the
   /// transmit ME, so that at most that many packets are between receive
@@ -324,10 +324,17 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
     a("alu[a2, a2, -, 1]");
     a("bne[@fill_copies]");
   }
-  if (l.multi && l.rx == 1) {
-    a("immed[a4, 0xffffffff]", "past the last: read the replica word");
-    a("alu[*l$index0[0], --, b, a4]");
-    a("alu[*l$index0[1], --, b, 0]");
+  if (l.multi) {
+    a("immed[a4, 0xffffffff]", "past the round: read the replica word");
+    if (l.rx == 1) {
+      a("alu[*l$index0[0], --, b, a4]");
+      a("alu[*l$index0[1], --, b, 0]");
+    } else {
+      a("alu[$8, --, b, a4]");
+      a("immed[$9, 0]");
+      a("scratch[write, $8, " + hex(Layout::turnWord) +
+        ", 0, 2], ctx_swap[s3]");
+    }
   }
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
   a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
@@ -373,33 +380,28 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
     program.code.push_back(std::move(section));
     return;
   }
+  // Packets are dealt in rounds: replicas 0 .. n - 1 in turn, where n,
+  // read from the replica word at the start of each round, goes on the
+  // order ring, so that the transmit ME follows the same turns. The turn
+  // and n - 1 of the round: local memory words 0 and 1 with one receive
+  // ME, scratch words turnWord and roundWord with several.
   a("ctx_arb[s2]", "put token");
-  // b4 = the number of replicas that get new packets, less 1, from the
-  // replica word read into `word`.
-  auto activeReplicas = [&](const std::string &word) {
-    a("alu[b4, " + word + ", -, 1]");
-    a("alu[--, b4, -, " + lastReplica + "]");
-    a("bls[@rx_active]");
-    a("immed[b4, " + lastReplica + "]", "0 or too many: all");
-    a.label("rx_active");
-  };
-  std::string waits = "s3, s5";
+  std::string waits = "s3";
   if (l.rx == 1) {
     a("alu[a4, --, b, *l$index0[0]]", "this packet's replica");
     a("alu[b4, --, b, *l$index0[1]]");
-    a("alu[--, b4, -, a4]");
-    a("bcs[@rx_wrap]", "past the active ones: from replica 0");
-    a.label("rx_dealt");
-    a("alu[*l$index0[0], a4, +, 1]");
   } else {
     a("scratch[read, $8, " + hex(Layout::turnWord) + ", 0, 2], ctx_swap[s4]",
-      "the turn and the active replicas");
+      "this packet's replica, the round's last");
     a("alu[a4, --, b, $8]");
-    activeReplicas("$9");
-    a("alu[--, b4, -, a4]");
-    a("bcc[@rx_turn]");
-    a("immed[a4, 0]");
-    a.label("rx_turn");
+    a("alu[b4, --, b, $9]");
+  }
+  a("alu[--, b4, -, a4]");
+  a("bcs[@rx_round]", "the round is over");
+  a.label("rx_dealt");
+  if (l.rx == 1) {
+    a("alu[*l$index0[0], a4, +, 1]");
+  } else {
     a("alu[$8, a4, +, 1]");
     a("scratch[write, $8, " + hex(Layout::turnWord) + ", 0, 1], sig_done[s4]");
     waits += ", s4";
@@ -407,22 +409,29 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
   a("alu[a5, a4, +, " + std::to_string(Layout::workRing0) + "]");
   a("scratch[put, $0, a5, 0, " + std::to_string(words) + "], sig_done[s3]",
     "the replica's work");
-  a("alu[$9, a4, +, 1]");
-  a("scratch[put, $9, " + std::to_string(Layout::orderRing) +
-        ", 0, 1], sig_done[s5]",
-    "and which replica has it");
   passRxToken(a, l, 2, "rx_pass2");
   a("ctx_arb[" + waits + "]");
   a("br[@rx_loop]");
+  a.label("rx_round");
+  a("scratch[read, $10, " + hex(Layout::activeWord) + ", 0, 1], ctx_swap[s4]",
+    "a new round: the replicas that get new packets");
+  a("alu[b4, $10, -, 1]");
+  a("alu[--, b4, -, " + lastReplica + "]");
+  a("bls[@rx_active]");
+  a("immed[b4, " + lastReplica + "]", "0 or too many: all");
+  a.label("rx_active");
   if (l.rx == 1) {
-    a.label("rx_wrap");
-    a("scratch[read, $8, " + hex(Layout::activeWord) + ", 0, 1], ctx_swap[s4]",
-      "the replicas that get new packets");
-    activeReplicas("$8");
     a("alu[*l$index0[1], --, b, b4]");
-    a("immed[a4, 0]");
-    a("br[@rx_dealt]");
+  } else {
+    a("alu[$9, --, b, b4]");
+    a("scratch[write, $9, " + hex(Layout::roundWord) + ", 0, 1], ctx_swap[s4]");
   }
+  a("alu[$11, b4, +, 1]");
+  a("scratch[put, $11, " + std::to_string(Layout::orderRing) +
+        ", 0, 1], ctx_swap[s5]",
+    "the round's replicas, for the transmit ME");
+  a("immed[a4, 0]");
+  a("br[@rx_dealt]");
   // The first context to see the end puts one marker on every work ring
   // and on the order ring; each context that takes one puts it back.
   a.label("rx_end");
@@ -462,25 +471,32 @@ void orderedTransmitStage(Program &program, const Layout &l,
               passTx =
                   "local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]";
   a("immed[b7, 0]", "the transmit token is not held");
+  a("local_csr_wr[active_lm_addr_0, 0]",
+    "every context: the turn in word 0, the round's last in word 1");
   a("br!=ctx[0, @tx_loop]");
+  a("immed[a3, 0xffffffff]", "past the round: read the order ring");
+  a("alu[*l$index0[0], --, b, a3]");
+  a("alu[*l$index0[1], --, b, 0]");
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
   a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
+  // The replicas in the receive side's turns (receiveStage).
   a.label("tx_loop");
   a("ctx_arb[s1]", "get token");
-  a.label("tx_order");
-  a("scratch[get, $0, " + std::to_string(Layout::orderRing) +
-    ", 0, 1], ctx_swap[s3]");
-  a("alu[a3, --, b, $0]");
-  a("beq[@tx_order]", "the next packet is not dealt yet");
-  a("alu[--, a3, +, 1]");
-  a("beq[@tx_end]");
-  a("alu[a3, a3, +, " + std::to_string(Layout::txRing0 - 1) + "]",
-    "its replica's transmit ring");
+  a("alu[a3, --, b, *l$index0[0]]", "this packet's replica");
+  a("alu[b3, --, b, *l$index0[1]]");
+  a("alu[--, b3, -, a3]");
+  a("bcs[@tx_round]", "the round is over");
+  a.label("tx_turn");
+  a("alu[*l$index0[0], a3, +, 1]");
+  a("alu[a3, a3, +, " + std::to_string(Layout::txRing0) + "]",
+    "its transmit ring");
   a.label("tx_entry");
   a("scratch[get, $0, a3, 0, " + std::to_string(entryWords) +
     "], ctx_swap[s3]");
   a("alu[a0, --, b, $0]");
   a("beq[@tx_entry]", "nothing yet");
+  a("alu[--, a0, +, 1]");
+  a("beq[@tx_end_ring]", "the end of the input");
   a("alu[b6, --, b, $3]", "the sink | last entry");
   a("alu[--, a0, +, 2]");
   a("beq[@tx_packet_end]");
@@ -527,8 +543,30 @@ void orderedTransmitStage(Program &program, const Layout &l,
   a("immed[b7, 0]");
   a(passTx);
   a("br[@tx_loop]");
+  a.label("tx_round");
+  a("scratch[get, $0, " + std::to_string(Layout::orderRing) +
+    ", 0, 1], ctx_swap[s3]");
+  a("alu[b3, --, b, $0]");
+  a("beq[@tx_round]", "the next round has not started");
+  a("alu[--, b3, +, 1]");
+  a("beq[@tx_end]");
+  a("alu[b3, b3, -, 1]");
+  a("alu[*l$index0[1], --, b, b3]");
+  a("immed[a3, 0]");
+  a("br[@tx_turn]");
+  // The end: the marker back where it was, for the next context.
+  a.label("tx_end_ring");
+  a("alu[$8, --, b, a0]");
+  for (unsigned w = 1; w < entryWords; ++w)
+    a("immed[$" + std::to_string(w + 8) + ", 0]");
+  a("scratch[put, $8, a3, 0, " + std::to_string(entryWords) +
+    "], ctx_swap[s3]");
+  a("alu[a3, --, b, *l$index0[0]]");
+  a("alu[*l$index0[0], a3, -, 1]", "this packet's turn again");
+  a(passGet);
+  a("ctx_arb[kill]");
   a.label("tx_end");
-  a("immed[$8, 0xffffffff]", "the end marker again, for the next context");
+  a("immed[$8, 0xffffffff]");
   a("scratch[put, $8, " + std::to_string(Layout::orderRing) +
     ", 0, 1], ctx_swap[s3]");
   a(passGet);
@@ -1016,9 +1054,10 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       std::map<unsigned, uint32_t> sizes;
       for (unsigned k = 0; k < L.replicas; ++k) {
         sizes[Layout::workRing0 + k] = ringWords((pool.count + 1) * workWords);
-        // Outputs and dropped buffers, with fan-out an end entry a packet.
+        // Outputs and dropped buffers, with fan-out an end entry a packet,
+        // the end marker.
         sizes[Layout::txRing0 + k] = ringWords(
-            (pool.count * (fanOut ? 2 : 1) + copyBuffers) * entryWords);
+            (pool.count * (fanOut ? 2 : 1) + copyBuffers + 1) * entryWords);
       }
       if (fanOut)
         sizes[copyRing] = ringWords(copyBuffers);
@@ -1639,10 +1678,20 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a.label("work_end");
   a("immed[$0, 0xffffffff]", "end marker");
   if (L.multi) {
-    // The marker back on the work ring, for the next context.
+    // The first context to take the marker puts one on the transmit ring
+    // after the replica's packets (for the transmit ME, whose turn may
+    // come here); the marker goes back on the work ring, for the next
+    // context, with status bit 1 saying so.
+    a("br_bset[$3, 1, @work_end_passed]");
+    for (unsigned w = 1; w < entryWords; ++w)
+      a("immed[$" + std::to_string(w) + ", 0]");
+    a.orderedPut(replicaRing(a, Layout::txRing0), "s5",
+                 "the end, after this replica's packets");
+    a("immed[$0, 0xffffffff]");
+    a.label("work_end_passed");
     unsigned words = timestamps ? timedEntryWords : entryWords;
     for (unsigned w = 1; w < words; ++w)
-      a("immed[$" + std::to_string(w) + ", " + (w == 3 ? "1" : "0") + "]");
+      a("immed[$" + std::to_string(w) + ", " + (w == 3 ? "3" : "0") + "]");
     std::string ring = replicaRing(a, Layout::workRing0);
     a("scratch[put, $0, " + ring + ", 0, " + std::to_string(words) +
       "], ctx_swap[s5]");
