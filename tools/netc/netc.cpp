@@ -142,6 +142,11 @@ static cl::opt<std::string> mePlacement(
              "'rx=2;*3' (2 receive MEs, every NetPE on 3 replicas); "
              "docs/me-backend.md, \"Placement\""),
     cl::value_desc("spec"), cl::cat(netcCategory));
+static cl::opt<bool> meCodeRanges(
+    "me-code-ranges",
+    cl::desc("--target=me: print where each NetPE's code is (ME, first and "
+             "end instruction) to stderr, for per-PC profiles"),
+    cl::cat(netcCategory));
 static cl::opt<bool> noCounters(
     "no-counters",
     cl::desc("Do not maintain the per-NetPE run and send counters in the "
@@ -354,6 +359,11 @@ int main(int argc, char **argv) {
                      << "): " << r.instructions << " of " << r.controlStore
                      << " instructions, " << r.spills << " spills, "
                      << r.bankMoves << " bank moves\n";
+    if (meCodeRanges)
+      for (const netvm::me::AppLayout::CodeRange &r :
+           compiled.layout.codeRanges)
+        llvm::errs() << "pe " << compiled.layout.pes[r.pe] << ": me" << r.me
+                     << " [" << r.begin << ", " << r.end << ")\n";
     if (emit == Emit::ME) {
       meIR->print(output->os());
     } else if (emit == Emit::Assembly) {

@@ -1125,9 +1125,6 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       b("alu[a15, a15, -, " + std::to_string(L.firstReplica() - ring0) + "]");
     return std::string("a15");
   };
-  // Lines from here to the end of the section belong to a NetPE while
-  // `owner` says so (AppLayout::codeRanges).
-  std::vector<std::pair<size_t, unsigned>> ownerStarts;
   bool watchdog = false;
   for (PEInfo &info : pes)
     watchdog |= info.pushInfo.usesWatchdog || info.initInfo.usesWatchdog;
@@ -1346,6 +1343,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   handlerReport.controlStore = options.machine.controlStore;
   std::string roles;
   for (PEInfo &info : pes) {
+    // The NetPE's lines, for AppLayout::codeRanges.
+    size_t firstLine = section.lines.size();
     roles += (roles.empty() ? "" : ", ") + info.pe.getSymName().str();
     auto emitFunc = [&](med::FuncOp func, const MEHandlerInfo &hinfo,
                         const std::string &entry,
@@ -1501,6 +1500,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       a("br[@log_event]");
       (void)name;
     }
+    for (size_t i = firstLine; i < section.lines.size(); ++i)
+      section.lines[i].owner = static_cast<int>(info.index);
   }
   handlerReport.role = roles.empty() ? "no NetPE" : roles;
 
@@ -1704,6 +1705,19 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
   removeBranchesToNext(section);
   handlerReport.instructions = section.lines.size();
+  // Each NetPE's code, on every ME of the section.
+  for (size_t i = 0; i < section.lines.size();) {
+    size_t end = i + 1;
+    while (end < section.lines.size() &&
+           section.lines[end].owner == section.lines[i].owner)
+      ++end;
+    if (section.lines[i].owner >= 0)
+      for (unsigned me = 0; me < 32; ++me)
+        if (section.meMask & (1u << me))
+          layout.codeRanges.push_back({unsigned(section.lines[i].owner), me,
+                                       uint32_t(i), uint32_t(end)});
+    i = end;
+  }
   program.code.push_back(std::move(section));
 
   if (L.multi) {
