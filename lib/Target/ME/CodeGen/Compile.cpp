@@ -456,10 +456,13 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
 }
 
 /// The transmit ME of a multi-ME layout (8 contexts): packets in the
-/// order the order ring gives, each from its replica's transmit ring. A
-/// context holds the get token (s1) from its packet's order entry to its
-/// last entry and the transmit token (s2) from its first msf[tx] to its
-/// last, so packets leave in input order.
+/// receive side's turns, each from its replica's transmit ring. A context
+/// takes the next packet's turn under the turn token (s1) and a ticket of
+/// its ring (local memory: the next ticket of ring k in word 2 + k, the
+/// ticket served in word 8 + k), passes the turn token on, and gets the
+/// packet's entries when its ticket is served, so the rings are read in
+/// parallel and each in order. The transmit token (s2), held from a
+/// packet's first msf[tx] to its last, keeps the packets in input order.
 void orderedTransmitStage(Program &program, const Layout &l,
                           const Buffers &pool, unsigned copies) {
   CodeSection section;
@@ -476,20 +479,32 @@ void orderedTransmitStage(Program &program, const Layout &l,
   a("br!=ctx[0, @tx_loop]");
   a("immed[a3, 0xffffffff]", "past the round: read the order ring");
   a("alu[*l$index0[0], --, b, a3]");
-  a("alu[*l$index0[1], --, b, 0]");
+  for (unsigned w = 1; w < 8 + l.replicas; ++w)
+    a("alu[*l$index0[" + std::to_string(w) + "], --, b, 0]",
+      w == 2 ? "the rings' tickets" : "");
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
   a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
   // The replicas in the receive side's turns (receiveStage).
   a.label("tx_loop");
-  a("ctx_arb[s1]", "get token");
+  a("ctx_arb[s1]", "turn token");
   a("alu[a3, --, b, *l$index0[0]]", "this packet's replica");
   a("alu[b3, --, b, *l$index0[1]]");
   a("alu[--, b3, -, a3]");
   a("bcs[@tx_round]", "the round is over");
   a.label("tx_turn");
   a("alu[*l$index0[0], a3, +, 1]");
+  a("alu_shf[a4, --, b, a3, <<2]");
+  a("local_csr_wr[active_lm_addr_1, a4]", "window 1: the ring's words");
+  a("alu[b4, --, b, *l$index1[2]]", "a ticket of the ring");
+  a("alu[*l$index1[2], b4, +, 1]");
   a("alu[a3, a3, +, " + std::to_string(Layout::txRing0) + "]",
     "its transmit ring");
+  a(passGet);
+  a.label("tx_wait");
+  a("alu[--, b4, -, *l$index1[8]]");
+  a("beq[@tx_entry]", "served");
+  a("ctx_arb[voluntary]");
+  a("br[@tx_wait]");
   a.label("tx_entry");
   a("scratch[get, $0, a3, 0, " + std::to_string(entryWords) +
     "], ctx_swap[s3]");
@@ -501,7 +516,7 @@ void orderedTransmitStage(Program &program, const Layout &l,
   a("alu[--, a0, +, 2]");
   a("beq[@tx_packet_end]");
   a("br_bclr[b6, 8, @tx_kept]");
-  a(passGet, "the packet's last entry: the next packet's turn");
+  a("alu[*l$index1[8], b4, +, 1]", "the packet's last entry: next ticket");
   a.label("tx_kept");
   a("br_bset[b6, 9, @tx_drop]", "a buffer to free only");
   a("alu[$0, --, b, $1]", "length");
@@ -535,7 +550,7 @@ void orderedTransmitStage(Program &program, const Layout &l,
   a(passTx);
   a("br[@tx_free]");
   a.label("tx_packet_end");
-  a(passGet);
+  a("alu[*l$index1[8], b4, +, 1]", "next ticket");
   a("alu[--, --, b, b7]");
   a("bne[@tx_pass]");
   a("ctx_arb[s2]", "keep the transmit token moving");
@@ -561,9 +576,7 @@ void orderedTransmitStage(Program &program, const Layout &l,
     a("immed[$" + std::to_string(w + 8) + ", 0]");
   a("scratch[put, $8, a3, 0, " + std::to_string(entryWords) +
     "], ctx_swap[s3]");
-  a("alu[a3, --, b, *l$index0[0]]");
-  a("alu[*l$index0[0], a3, -, 1]", "this packet's turn again");
-  a(passGet);
+  a("alu[*l$index1[8], b4, +, 1]", "next ticket");
   a("ctx_arb[kill]");
   a.label("tx_end");
   a("immed[$8, 0xffffffff]");
