@@ -228,11 +228,12 @@ struct Layout {
     return at;
   }
   static constexpr unsigned orderRing = 1, workRing0 = 4, txRing0 = 10;
-  /// The dealer's words: the next replica (several receive MEs), the
-  /// number of replicas that get new packets (written by a host; 0 or
-  /// more than the stage has: all), the end of input dealt.
-  static constexpr uint32_t turnWord = 0x600, roundWord = 0x604,
-                            activeWord = 0x608, endWord = 0x60c;
+  /// The dealer's words: the turn and the round's last replica (two
+  /// words, handed from receive ME to receive ME), the number of replicas
+  /// that get new packets (the replica word, written by a host; 0 or more
+  /// than the stage has: all), the end of input dealt.
+  static constexpr uint32_t turnWord = 0x600, activeWord = 0x608,
+                            endWord = 0x60c;
   /// Status bits of a transmit entry: the packet's last; only free the
   /// buffer (dropped: every buffer of the free ring goes back through the
   /// transmit ME, so that at most that many packets are between receive
@@ -289,10 +290,10 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
     a("immed[a6, 0]");
     a.label("rx_next_me");
     a("alu_shf[a6, --, b, a6, <<7]");
-  } else if (l.multi) {
-    a("local_csr_wr[active_lm_addr_0, 0]",
-      "every context: the turn in word 0, active replicas - 1 in word 1");
   }
+  if (l.multi)
+    a("local_csr_wr[active_lm_addr_0, 0]",
+      "every context: the turn in word 0, the round's last in word 1");
   if (l.multi) {
     a("alu[--, --, b, a5]");
     a("bne[@rx_loop]", "ME 0 context 0 fills the free ring");
@@ -326,10 +327,9 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
   }
   if (l.multi) {
     a("immed[a4, 0xffffffff]", "past the round: read the replica word");
-    if (l.rx == 1) {
-      a("alu[*l$index0[0], --, b, a4]");
-      a("alu[*l$index0[1], --, b, 0]");
-    } else {
+    a("alu[*l$index0[0], --, b, a4]");
+    a("alu[*l$index0[1], --, b, 0]");
+    if (l.rx > 1) {
       a("alu[$8, --, b, a4]");
       a("immed[$9, 0]");
       a("scratch[write, $8, " + hex(Layout::turnWord) +
@@ -383,34 +383,37 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
   // Packets are dealt in rounds: replicas 0 .. n - 1 in turn, where n,
   // read from the replica word at the start of each round, goes on the
   // order ring, so that the transmit ME follows the same turns. The turn
-  // and n - 1 of the round: local memory words 0 and 1 with one receive
-  // ME, scratch words turnWord and roundWord with several.
+  // and n - 1 of the round are local memory words 0 and 1 of the receive
+  // ME whose contexts hold the put token; with several receive MEs they
+  // travel with the token through scratch words turnWord and the next
+  // (context 7 writes them, context 0 of the next ME reads them).
   a("ctx_arb[s2]", "put token");
-  std::string waits = "s3";
-  if (l.rx == 1) {
-    a("alu[a4, --, b, *l$index0[0]]", "this packet's replica");
-    a("alu[b4, --, b, *l$index0[1]]");
-  } else {
+  if (l.rx > 1) {
+    a("br!=ctx[0, @rx_have_turn]");
     a("scratch[read, $8, " + hex(Layout::turnWord) + ", 0, 2], ctx_swap[s4]",
-      "this packet's replica, the round's last");
-    a("alu[a4, --, b, $8]");
-    a("alu[b4, --, b, $9]");
+      "the turn, from the previous receive ME");
+    a("alu[*l$index0[0], --, b, $8]");
+    a("alu[*l$index0[1], --, b, $9]");
+    a.label("rx_have_turn");
   }
+  a("alu[a4, --, b, *l$index0[0]]", "this packet's replica");
+  a("alu[b4, --, b, *l$index0[1]]");
   a("alu[--, b4, -, a4]");
   a("bcs[@rx_round]", "the round is over");
   a.label("rx_dealt");
-  if (l.rx == 1) {
-    a("alu[*l$index0[0], a4, +, 1]");
-  } else {
-    a("alu[$8, a4, +, 1]");
-    a("scratch[write, $8, " + hex(Layout::turnWord) + ", 0, 1], sig_done[s4]");
-    waits += ", s4";
-  }
+  a("alu[*l$index0[0], a4, +, 1]");
   a("alu[a5, a4, +, " + std::to_string(Layout::workRing0) + "]");
   a("scratch[put, $0, a5, 0, " + std::to_string(words) + "], sig_done[s3]",
     "the replica's work");
+  if (l.rx > 1) {
+    a("br!=ctx[7, @rx_kept_turn]");
+    a("alu[$8, --, b, *l$index0[0]]", "the turn, for the next receive ME");
+    a("alu[$9, --, b, *l$index0[1]]");
+    a("scratch[write, $8, " + hex(Layout::turnWord) + ", 0, 2], ctx_swap[s4]");
+    a.label("rx_kept_turn");
+  }
   passRxToken(a, l, 2, "rx_pass2");
-  a("ctx_arb[" + waits + "]");
+  a("ctx_arb[s3]");
   a("br[@rx_loop]");
   a.label("rx_round");
   a("scratch[read, $10, " + hex(Layout::activeWord) + ", 0, 1], ctx_swap[s4]",
@@ -420,12 +423,7 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
   a("bls[@rx_active]");
   a("immed[b4, " + lastReplica + "]", "0 or too many: all");
   a.label("rx_active");
-  if (l.rx == 1) {
-    a("alu[*l$index0[1], --, b, b4]");
-  } else {
-    a("alu[$9, --, b, b4]");
-    a("scratch[write, $9, " + hex(Layout::roundWord) + ", 0, 1], ctx_swap[s4]");
-  }
+  a("alu[*l$index0[1], --, b, b4]");
   a("alu[$11, b4, +, 1]");
   a("scratch[put, $11, " + std::to_string(Layout::orderRing) +
         ", 0, 1], ctx_swap[s5]",
