@@ -14,6 +14,10 @@ the shared LLVM and MLIR libraries, MLIR context, parse). Before anything is tim
 the compiled program transmits the packets the interpreter outputs, byte
 for byte. Emulated figures are exact; host times are medians of RUNS.
 
+Then the layouts of several MEs (netc --me-placement): the compiled filter
+replicated on K MEs against examples/me/par-pipeline.sh K, and behind R
+receive MEs against multirx-pipeline.sh R K, the same MEs on each side.
+
 Prints Markdown; bench/README.md ("Microengine back end") holds the latest
 figures.
 
@@ -82,6 +86,63 @@ def in_process_ms(build, netil, runs):
     python = os.path.join(build, "python-env", "bin", "python")
     out = run([python, "-c", IN_PROCESS, netil, str(runs)], env=env).stdout
     return float(out.strip())
+
+
+# Layouts of several MEs (issue 15): the compiled filter replicated on K
+# MEs (--me-placement '*K') against examples/me/par-pipeline.sh K, and
+# behind R receive MEs ('rx=R;*K') against multirx-pipeline.sh R K; the
+# same number of MEs on each side (R + K + 1).
+LAYOUTS = [("par", 1, k) for k in range(1, 7)] + \
+    [("multirx", r, 7 - r) for r in (1, 2, 3)]
+
+
+def layouts(root, tool, tmp, trace, packets):
+    print("\nLayouts of several MEs: Mpps (packets in, at 600 MHz) of the "
+          "compiled filter on the placement against the hand-written "
+          "program with the same MEs; the compiled outputs are the "
+          "interpreter's.\n")
+    print("| filter | layout | MEs | compiled placement | compiled Mpps "
+          "| hand-written Mpps | ratio (>= 1) |")
+    print("|---|---|---|---|---|---|---|")
+    failed = False
+    me_dir = os.path.join(root, "examples", "me")
+    for name in FILTERS:
+        netil = os.path.join(root, "examples", "filters", name + ".netil")
+        ref = os.path.join(tmp, f"{name}-ref.pcap")
+        expected = payloads(ref)
+        for kind, r, k in LAYOUTS:
+            if kind == "par":
+                spec = f"*{k}"
+                script = [os.path.join(me_dir, "par-pipeline.sh"),
+                          os.path.join(me_dir, name + ".s"), str(k)]
+                label = f"par K={k}"
+            else:
+                spec = f"rx={r};*{k}"
+                script = [os.path.join(me_dir, "multirx-pipeline.sh"),
+                          os.path.join(me_dir, name + ".s"), str(r), str(k)]
+                label = f"multirx R={r} K={k}"
+            hand_s = os.path.join(tmp, f"{name}-{kind}-{r}-{k}.s")
+            with open(hand_s, "w") as f:
+                f.write(run(["sh", *script]).stdout)
+            hand_img = hand_s[:-2] + ".img"
+            run([tool["netvm-me-as"], hand_s, "-o", hand_img])
+            image = os.path.join(tmp, f"{name}-{r}-{k}.img")
+            run([tool["netc"], "--target=me", "--me-placement=" + spec,
+                 netil, "-o", image])
+            mpps = {}
+            for side, img in (("compiled", image), ("hand", hand_img)):
+                out = os.path.join(tmp, f"{name}-{side}-{r}-{k}.pcap")
+                stats = run([tool["netvm-emu"], img, "-r", trace, "-w",
+                             out]).stdout
+                cycles = int(re.search(r"cycles: (\d+)", stats).group(1))
+                mpps[side] = packets * 600 / cycles
+                if side == "compiled" and payloads(out) != expected:
+                    failed = True
+                    mpps[side] = float("nan")
+            print(f"| {name} | {label} | {r + k + 1} | `{spec}` "
+                  f"| {mpps['compiled']:.2f} | {mpps['hand']:.2f} "
+                  f"| {mpps['compiled'] / mpps['hand']:.3f} |")
+    return failed
 
 
 def main():
@@ -156,6 +217,8 @@ def main():
         print(f"| {name} | {c / args.packets:.1f} | {h / args.packets:.1f} "
               f"| {c / h:.3f} | {ci} | {hi} | {ci / hi:.2f} | {spills} "
               f"| {moves} | {inproc:.2f} | {statistics.median(times):.1f} |")
+
+    failed |= layouts(root, tool, tmp, trace, args.packets)
 
     # Every bundled application: does it compile, its ME 1 size, spills and
     # bank moves, and its emulated cycles per packet through netvm-run

@@ -18,9 +18,11 @@ memory after the run (the `netvm-run --results` format):
               run on the ME emulator (with --emu=on, or --emu=try, which
               reports an application the ME back end refuses as skipped
               instead of failing; default: $NETVM_DIFF_EMU, else off)
+  emu-O2[P]   the same with the ME placement P (--emu-placement P, which
+              may be repeated; netvm-run --me-placement)
 
 Usage: differential.py --tools DIR --build DIR [--aarch64] [--emu=on|try|off]
-                       APP TRACE...
+                       [--emu-placement P]... APP TRACE...
 TRACE is a pcap file or a text file of hex packets (.hex); pcaps are
 converted with netvm-pcapgen so that every engine reads the same bytes.
 Exits 1 and prints the first differing lines if any engine disagrees.
@@ -61,6 +63,9 @@ def main():
                     help="also run the application compiled for the "
                          "microengines on the ME emulator ('try': skip it "
                          "when the ME back end refuses the application)")
+    ap.add_argument("--emu-placement", action="append", default=[],
+                    help="with --emu: also run the emulator with this ME "
+                         "placement (netvm-run --me-placement; repeatable)")
     ap.add_argument("app")
     ap.add_argument("traces", nargs="+")
     args = ap.parse_args()
@@ -111,6 +116,11 @@ def main():
                 engines["emu-O2"] = lambda: run(
                     [netvm_run, *common, "--engine=emu", "-O2"],
                     refusable=args.emu == "try")
+                for spec in args.emu_placement:
+                    engines[f"emu-O2[{spec}]"] = lambda spec=spec: run(
+                        [netvm_run, *common, "--engine=emu", "-O2",
+                         "--me-placement=" + spec],
+                        refusable=args.emu == "try")
             packets = sum(1 for line in reference.splitlines() if line.startswith("#"))
             for name, engine in engines.items():
                 try:

@@ -155,6 +155,17 @@ static cl::opt<bool> meReport(
     cl::desc("--target=me: print what each microengine holds (instructions, "
              "spills, bank moves) to stderr"),
     cl::cat(netcCategory));
+static cl::opt<std::string> mePlacement(
+    "me-placement",
+    cl::desc("--target=me: which MEs receive and run the NetPEs, e.g. "
+             "'rx=2;*3' (2 receive MEs, every NetPE on 3 replicas); "
+             "docs/me-backend.md, \"Placement\""),
+    cl::value_desc("spec"), cl::cat(netcCategory));
+static cl::opt<bool> meCodeRanges(
+    "me-code-ranges",
+    cl::desc("--target=me: print where each NetPE's code is (ME, first and "
+             "end instruction) to stderr, for per-PC profiles"),
+    cl::cat(netcCategory));
 static cl::opt<bool> noCounters(
     "no-counters",
     cl::desc("Do not maintain the per-NetPE run and send counters in the "
@@ -441,11 +452,22 @@ int main(int argc, char **argv) {
     netvm::me::CodeGenOptions meOptions;
     meOptions.defaultInfoSize = infoSize;
     meOptions.machine.maxPacketBytes = netvm::me::compiledMaxPacketBytes;
-    if (wantPlan)
+    if (!mePlacement.empty()) {
+      if (workers.getNumOccurrences()) {
+        llvm::errs() << "netc: --me-placement and --workers both choose the "
+                        "placement: give one\n";
+        return 1;
+      }
+      if (!netvm::me::parsePlacement(mePlacement, meOptions.placement, error)) {
+        llvm::errs() << "netc: --me-placement: " << error << "\n";
+        return 1;
+      }
+    } else if (wantPlan) {
       meOptions.placement =
           inlinePEs ? netvm::analysis::placementOfStages(
                           netvm::driver::getApplication(*module), plan)
                     : netvm::analysis::toPlacement(model, plan);
+    }
     netvm::me::CompiledApp compiled;
     OwningOpRef<ModuleOp> meIR;
     if (failed(
@@ -457,6 +479,11 @@ int main(int argc, char **argv) {
                      << "): " << r.instructions << " of " << r.controlStore
                      << " instructions, " << r.spills << " spills, "
                      << r.bankMoves << " bank moves\n";
+    if (meCodeRanges)
+      for (const netvm::me::AppLayout::CodeRange &r :
+           compiled.layout.codeRanges)
+        llvm::errs() << "pe " << compiled.layout.pes[r.pe] << ": me" << r.me
+                     << " [" << r.begin << ", " << r.end << ")\n";
     if (emit == Emit::ME) {
       meIR->print(output->os());
     } else if (emit == Emit::Assembly) {

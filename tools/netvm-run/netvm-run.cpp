@@ -203,6 +203,11 @@ static cl::opt<uint32_t> infoSize(
     "info-size",
     cl::desc("Info memory size when no NetPE declares more (default 64)"),
     cl::init(64), cl::cat(runCategory));
+static cl::opt<std::string> mePlacement(
+    "me-placement",
+    cl::desc("--engine=emu: which MEs receive and run the NetPEs, as netc "
+             "--me-placement (e.g. 'rx=2;*3')"),
+    cl::value_desc("spec"), cl::cat(runCategory));
 static cl::opt<bool> resultsFormat(
     "results",
     cl::desc("Print every packet's outcome and the final memories in the "
@@ -710,6 +715,14 @@ createEmulatorEngine(ModuleOp module, const rt::EngineOptions &options,
   me::CodeGenOptions codegen;
   codegen.machine = machine;
   codegen.defaultInfoSize = infoSize;
+  if (!mePlacement.empty()) {
+    std::string error;
+    if (!me::parsePlacement(mePlacement, codegen.placement, error)) {
+      fail("--me-placement: " + error);
+      status = exitRefused;
+      return nullptr;
+    }
+  }
   me::CompiledApp compiled;
   if (failed(me::compileApplication(module, codegen, compiled))) {
     fail("the ME back end cannot compile this application (see the errors "

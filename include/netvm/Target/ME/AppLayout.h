@@ -103,6 +103,29 @@ struct AppLayout {
   /// memory and it is all zeros.
   uint32_t infoOffset = 0, infoSize = 0;
   bool infoUsed = false;
+  /// The stages of a layout of several MEs (empty: the default layout,
+  /// every NetPE on ME 1). A stage's NetPEs (indexes into `pes`) run on
+  /// its MEs, replicas among which the receive side deals packets: to
+  /// the first `n` of them in turn, where n is read from the scratch word
+  /// `replicaWord` (0, or more than `maxReplicas`: all). A host may write
+  /// it at any time to park replicas (they finish what they were dealt)
+  /// or wake them; packet order at the sinks holds either way.
+  struct Stage {
+    std::vector<unsigned> pes;
+    std::vector<unsigned> mes;
+    uint32_t replicaWord = 0;
+    unsigned maxReplicas = 1;
+  };
+  std::vector<Stage> stages;
+  /// Where each NetPE's code is, to attribute a per-PC profile: the
+  /// instructions [begin, end) of ME `me` belong to NetPE `pe` (an index
+  /// into `pes`): its handlers, its header prefetch and its output ports.
+  /// A NetPE on several MEs (replicas) has a range on each.
+  struct CodeRange {
+    unsigned pe = 0, me = 0;
+    uint32_t begin = 0, end = 0;
+  };
+  std::vector<CodeRange> codeRanges;
 };
 
 /// What each ME holds, for the resource report (netc --target=me -v).

@@ -39,6 +39,13 @@ compileApplication(mlir::ModuleOp module, const CodeGenOptions &options,
                    CompiledApp &result,
                    mlir::OwningOpRef<mlir::ModuleOp> *meIR = nullptr);
 
+/// Parses a placement given by hand (netc --me-placement): items
+/// separated by ';', each "rx=N" (receive MEs) or a stage "pe1,pe2*N" (its
+/// NetPEs on N MEs; "*N" alone: every NetPE), e.g. "rx=2;ip,count*3;tail".
+/// docs/me-backend.md has the syntax. False with a message on an error.
+bool parsePlacement(llvm::StringRef spec, Placement &placement,
+                    std::string &error);
+
 } // namespace netvm::me
 
 #endif // NETVM_TARGET_ME_CODEGEN_H

@@ -47,7 +47,7 @@ constexpr uint32_t freeRingBase = 0x0, txRingBase = 0x800,
 constexpr unsigned entryWords = 5; // buffer, length, wire, status, tag
 /// Work ring entries with the arrival time: seconds, microseconds after.
 constexpr unsigned timedEntryWords = 7;
-constexpr unsigned buffers = 64;
+constexpr unsigned defaultBuffers = 64;
 constexpr uint32_t bufferBase = 0x10000;
 /// Info memory travels in the 64 bytes before each buffer, and lives in
 /// local memory window 1 (words 16-31 of the context's 64) while the packet
@@ -58,13 +58,15 @@ constexpr uint32_t infoBytes = 64;
 /// (MachineConfig::maxPacketBytes), each after its info memory.
 struct Buffers {
   uint32_t bytes = 2048;
+  /// Buffers of the free ring (a multiple of 16).
+  unsigned count = defaultBuffers;
   uint32_t stride() const { return bytes + infoBytes; }
   /// With fan-out, the copies come from a pool of their own (ring 3, the
   /// buffers after the 64 of ring 0), so that the receive ME, which takes
   /// every free buffer it can, cannot starve a copy. A buffer goes back
   /// to the ring of its pool.
   uint32_t copyPoolBase() const {
-    return bufferBase + infoBytes + buffers * stride();
+    return bufferBase + infoBytes + count * stride();
   }
 };
 constexpr uint32_t watchdogAddress = 0x0, eventCountAddress = 0x4,
@@ -103,9 +105,15 @@ struct LineBuilder {
   void orderedPut(unsigned ring, const std::string &done,
                   const std::string &comment = "",
                   unsigned words = entryWords) {
+    orderedPut(std::to_string(ring), done, comment, words);
+  }
+  /// The same with the ring's number in a register.
+  void orderedPut(const std::string &ring, const std::string &done,
+                  const std::string &comment = "",
+                  unsigned words = entryWords) {
     (*this)("ctx_arb[s2]", comment);
-    (*this)("scratch[put, $0, " + std::to_string(ring) + ", 0, " +
-            std::to_string(words) + "], sig_done[" + done + "]");
+    (*this)("scratch[put, $0, " + ring + ", 0, " + std::to_string(words) +
+            "], sig_done[" + done + "]");
     (*this)("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
     (*this)("ctx_arb[" + done + "]");
   }
@@ -146,81 +154,6 @@ void freeBuffer(LineBuilder &a, const Buffers &pool, unsigned copies,
     a("br[@" + then + "]");
 }
 
-/// ME 0: receive into free buffers, hand [buffer, length, wire, status,
-/// tag] to the work ring in packet order, followed by the arrival time's
-/// seconds and microseconds when `timestamps`. `copies`: the buffers of
-/// the copy pool (0 without fan-out).
-void receiveStage(Program &program, const Buffers &pool, unsigned copies,
-                  bool timestamps) {
-  CodeSection section;
-  section.meMask = 1u << rxME;
-  section.title = "ME 0: receive";
-  LineBuilder a{section};
-  a("br!=ctx[0, @rx_loop]");
-  a("immed[a1, " + hex(bufferBase + infoBytes) + "]",
-    "context 0 fills the free ring");
-  a("immed[b1, " + std::to_string(pool.stride()) + "]",
-    "info memory, then the packet");
-  a("immed[a2, " + std::to_string(buffers / 16) + "]");
-  a.label("fill");
-  a("local_csr_wr[t_index, 0]");
-  a("immed[b2, 16]");
-  a.label("fill_word");
-  a("alu[*$index++, --, b, a1]");
-  a("alu[a1, a1, +, b1]");
-  a("alu[b2, b2, -, 1]");
-  a("bne[@fill_word]");
-  a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 16], ctx_swap[s3]");
-  a("alu[a2, a2, -, 1]");
-  a("bne[@fill]");
-  if (copies) {
-    a("immed[a2, " + std::to_string(copies) + "]", "the pool of copies");
-    a.label("fill_copies");
-    a("alu[$0, --, b, a1]");
-    a("scratch[put, $0, " + std::to_string(copyRing) + ", 0, 1], ctx_swap[s3]");
-    a("alu[a1, a1, +, b1]");
-    a("alu[a2, a2, -, 1]");
-    a("bne[@fill_copies]");
-  }
-  a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
-  a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
-  a.label("rx_loop");
-  a("scratch[get, $0, " + std::to_string(freeRing) + ", 0, 1], ctx_swap[s3]");
-  a("alu[a0, --, b, $0]");
-  a("beq[@rx_loop]", "no free buffer yet");
-  a("ctx_arb[s1]", "receive token");
-  a("msf[rx, $0, a0, 0, " + std::to_string(timestamps ? 6 : 4) +
-    "], sig_done[s3]");
-  a("local_csr_wr[same_me_signal, " + hex(0x80 | (1 << 3)) + "]");
-  a("ctx_arb[s3]");
-  a("br_bset[$2, 0, @rx_end]", "end of input");
-  a("alu[$0, --, b, a0]");
-  a("alu[$1, --, b, $0]", "length");
-  a("alu[$2, --, b, $1]", "wire length");
-  a("alu[$3, --, b, $2]", "status");
-  a("alu[$4, --, b, $3]", "the packet's number: its tag");
-  unsigned words = timestamps ? timedEntryWords : entryWords;
-  if (timestamps) {
-    a("alu[$5, --, b, $4]", "arrival time: seconds");
-    a("alu[$6, --, b, $5]", "microseconds");
-  }
-  a.orderedPut(workRing, "s3", "put token", words);
-  a("br[@rx_loop]");
-  a.label("rx_end");
-  a("immed[$0, 0xffffffff]", "end marker");
-  a("immed[$1, 0]");
-  a("immed[$2, 0]");
-  a("immed[$3, 1]");
-  a("immed[$4, 0]");
-  if (timestamps) {
-    a("immed[$5, 0]");
-    a("immed[$6, 0]");
-  }
-  a.orderedPut(workRing, "s3", "", words);
-  a("ctx_arb[kill]");
-  program.code.push_back(std::move(section));
-}
-
 /// ME 2: transmit in ring order with the tag, then free the buffer.
 void transmitStage(Program &program, const Buffers &pool, unsigned copies) {
   CodeSection section;
@@ -253,6 +186,428 @@ void transmitStage(Program &program, const Buffers &pool, unsigned copies) {
   a("alu[b5, b5, +, 1]");
   a("alu[--, b5, -, 8]");
   a("bne[@tx_loop]");
+  a("ctx_arb[kill]");
+  program.code.push_back(std::move(section));
+}
+
+/// A layout other than the default three MEs (docs/me-backend.md,
+/// "Placement"): receive on MEs 0 .. rx - 1, the NetPEs on the `replicas`
+/// MEs after them (the same code; the receive side deals packets among
+/// them), transmit on the ME after those.
+///
+/// Rings: 0 free buffers, 1 order (which replica has packet j, in packet
+/// order), 3 the copy pool, 4 + k the work of replica k, 10 + k what
+/// replica k transmits. A transmit entry is [buffer, length, wire, sink |
+/// lastEntry | freeOnly, tag], or [endOfPacket, 0, 0, 0, 0] at the end of
+/// a packet with fan-out (whose outputs do not know they are the last).
+struct Layout {
+  bool multi = false;
+  unsigned rx = 1, replicas = 1;
+  unsigned firstReplica() const { return rx; }
+  unsigned txME() const { return rx + replicas; }
+  /// The rings of the layout: free, order, work and transmit rings of
+  /// each replica, the copy pool's; placed by placeRings.
+  std::vector<RingConfig> rings;
+  /// Places `sizes` (ring number -> words) from 0x800 in scratch, the
+  /// largest first (a ring's base is a multiple of its size); returns the
+  /// end of the last.
+  uint32_t placeRings(const std::map<unsigned, uint32_t> &sizes) {
+    rings = {RingConfig{0, 0x0, 128}, RingConfig{orderRing, 0x200, 128}};
+    std::vector<std::pair<uint32_t, unsigned>> bySize;
+    for (auto [ring, words] : sizes)
+      bySize.push_back({words, ring});
+    llvm::sort(bySize, [](auto x, auto y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
+    });
+    uint32_t at = 0x800;
+    for (auto [words, ring] : bySize) {
+      at = (at + words * 4 - 1) / (words * 4) * (words * 4);
+      rings.push_back(RingConfig{uint8_t(ring), at, words});
+      at += words * 4;
+    }
+    return at;
+  }
+  static constexpr unsigned orderRing = 1, workRing0 = 4, txRing0 = 10;
+  /// The dealer's words: the turn and the round's last replica (two
+  /// words, handed from receive ME to receive ME), the number of replicas
+  /// that get new packets (the replica word, written by a host; 0 or more
+  /// than the stage has: all), the end of input dealt.
+  static constexpr uint32_t turnWord = 0x600, activeWord = 0x608,
+                            endWord = 0x60c;
+  /// Status bits of a transmit entry: the packet's last; only free the
+  /// buffer (dropped: every buffer of the free ring goes back through the
+  /// transmit ME, so that at most that many packets are between receive
+  /// and transmit, and no ring overflows).
+  static constexpr uint32_t endOfPacket = 0xfffffffe, lastEntry = 0x100,
+                            freeOnly = 0x200;
+};
+
+/// Hands token `sig` to the next receive context: the next context of
+/// this ME, or from context 7 to context 0 of the next receive ME (a6:
+/// its interthread_signal value without the signal).
+void passRxToken(LineBuilder &a, const Layout &l, unsigned sig,
+                 const std::string &label) {
+  std::string next =
+      "local_csr_wr[same_me_signal, " + hex(0x80 | (sig << 3)) + "]";
+  if (l.rx == 1) {
+    a(next);
+    return;
+  }
+  a("br=ctx[7, @" + label + "]");
+  a(next);
+  a("br[@" + label + "_done]");
+  a.label(label);
+  a("alu[a15, a6, or, " + hex(sig << 3) + "]", "to the next receive ME");
+  a("local_csr_wr[interthread_signal, a15]");
+  a.label(label + "_done");
+}
+
+/// The receive MEs (ME 0, or MEs 0 .. l.rx - 1): receive into free
+/// buffers, hand [buffer, length, wire, status, tag] to the work ring in
+/// packet order, followed by the arrival time's seconds and microseconds
+/// when `timestamps`. `copies`: the buffers of the copy pool (0 without
+/// fan-out). In a multi-ME layout each packet is dealt to a replica: the
+/// next one in turn among the first `active` (the stage's replica word),
+/// its number put on the order ring; two tokens pass from context to
+/// context, across the receive MEs.
+void receiveStage(Program &program, const Layout &l, const Buffers &pool,
+                  unsigned copies, bool timestamps) {
+  CodeSection section;
+  section.meMask = ((1u << l.rx) - 1) << rxME;
+  section.title = l.rx == 1 ? "ME 0: receive"
+                            : "MEs 0-" + std::to_string(l.rx - 1) + ": receive";
+  LineBuilder a{section};
+  std::string lastReplica = std::to_string(l.replicas - 1);
+  if (!l.multi)
+    a("br!=ctx[0, @rx_loop]");
+  else
+    a("local_csr_rd[a5, active_ctx_sts]", "(ME << 3) | context");
+  if (l.multi && l.rx > 1) {
+    a("alu_shf[a6, --, b, a5, >>3]", "the next receive ME");
+    a("alu[a6, a6, +, 1]");
+    a("alu[--, a6, -, " + std::to_string(l.rx) + "]");
+    a("bne[@rx_next_me]");
+    a("immed[a6, 0]");
+    a.label("rx_next_me");
+    a("alu_shf[a6, --, b, a6, <<7]");
+  }
+  if (l.multi)
+    a("local_csr_wr[active_lm_addr_0, 0]",
+      "every context: the turn in word 0, the round's last in word 1");
+  if (l.multi) {
+    a("alu[--, --, b, a5]");
+    a("bne[@rx_loop]", "ME 0 context 0 fills the free ring");
+    a("immed[a1, " + hex(bufferBase + infoBytes) + "]");
+  } else {
+    a("immed[a1, " + hex(bufferBase + infoBytes) + "]",
+      "context 0 fills the free ring");
+  }
+  a("immed[b1, " + std::to_string(pool.stride()) + "]",
+    "info memory, then the packet");
+  a("immed[a2, " + std::to_string(pool.count / 16) + "]");
+  a.label("fill");
+  a("local_csr_wr[t_index, 0]");
+  a("immed[b2, 16]");
+  a.label("fill_word");
+  a("alu[*$index++, --, b, a1]");
+  a("alu[a1, a1, +, b1]");
+  a("alu[b2, b2, -, 1]");
+  a("bne[@fill_word]");
+  a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 16], ctx_swap[s3]");
+  a("alu[a2, a2, -, 1]");
+  a("bne[@fill]");
+  if (copies) {
+    a("immed[a2, " + std::to_string(copies) + "]", "the pool of copies");
+    a.label("fill_copies");
+    a("alu[$0, --, b, a1]");
+    a("scratch[put, $0, " + std::to_string(copyRing) + ", 0, 1], ctx_swap[s3]");
+    a("alu[a1, a1, +, b1]");
+    a("alu[a2, a2, -, 1]");
+    a("bne[@fill_copies]");
+  }
+  if (l.multi) {
+    a("immed[a4, 0xffffffff]", "past the round: read the replica word");
+    a("alu[*l$index0[0], --, b, a4]");
+    a("alu[*l$index0[1], --, b, 0]");
+    if (l.rx > 1) {
+      a("alu[$8, --, b, a4]");
+      a("immed[$9, 0]");
+      a("scratch[write, $8, " + hex(Layout::turnWord) +
+        ", 0, 2], ctx_swap[s3]");
+    }
+  }
+  a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
+  a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
+  a.label("rx_loop");
+  a("scratch[get, $0, " + std::to_string(freeRing) + ", 0, 1], ctx_swap[s3]");
+  a("alu[a0, --, b, $0]");
+  a("beq[@rx_loop]", "no free buffer yet");
+  a("ctx_arb[s1]", "receive token");
+  a("msf[rx, $0, a0, 0, " + std::to_string(timestamps ? 6 : 4) +
+    "], sig_done[s3]");
+  passRxToken(a, l, 1, "rx_pass1");
+  a("ctx_arb[s3]");
+  a("br_bset[$2, 0, @rx_end]", "end of input");
+  a("alu[$0, --, b, a0]");
+  a("alu[$1, --, b, $0]", "length");
+  a("alu[$2, --, b, $1]", "wire length");
+  a("alu[$3, --, b, $2]", "status");
+  a("alu[$4, --, b, $3]", "the packet's number: its tag");
+  unsigned words = timestamps ? timedEntryWords : entryWords;
+  if (timestamps) {
+    a("alu[$5, --, b, $4]", "arrival time: seconds");
+    a("alu[$6, --, b, $5]", "microseconds");
+  }
+  // The end marker's work entry in $0..
+  auto endMarker = [&] {
+    a("immed[$0, 0xffffffff]", "end marker");
+    a("immed[$1, 0]");
+    a("immed[$2, 0]");
+    a("immed[$3, 1]");
+    a("immed[$4, 0]");
+    if (timestamps) {
+      a("immed[$5, 0]");
+      a("immed[$6, 0]");
+    }
+  };
+  if (!l.multi) {
+    a.orderedPut(workRing, "s3", "put token", words);
+    a("br[@rx_loop]");
+    a.label("rx_end");
+    endMarker();
+    a.orderedPut(workRing, "s3", "", words);
+    a("ctx_arb[kill]");
+    program.code.push_back(std::move(section));
+    return;
+  }
+  // Packets are dealt in rounds: replicas 0 .. n - 1 in turn, where n,
+  // read from the replica word at the start of each round, goes on the
+  // order ring, so that the transmit ME follows the same turns. The turn
+  // and n - 1 of the round are local memory words 0 and 1 of the receive
+  // ME whose contexts hold the put token; with several receive MEs they
+  // travel with the token through scratch words turnWord and the next
+  // (context 7 writes them, context 0 of the next ME reads them).
+  a("ctx_arb[s2]", "put token");
+  if (l.rx > 1) {
+    a("br!=ctx[0, @rx_have_turn]");
+    a("scratch[read, $8, " + hex(Layout::turnWord) + ", 0, 2], ctx_swap[s4]",
+      "the turn, from the previous receive ME");
+    a("alu[*l$index0[0], --, b, $8]");
+    a("alu[*l$index0[1], --, b, $9]");
+    a.label("rx_have_turn");
+  }
+  a("alu[a4, --, b, *l$index0[0]]", "this packet's replica");
+  a("alu[b4, --, b, *l$index0[1]]");
+  a("alu[--, b4, -, a4]");
+  a("bcs[@rx_round]", "the round is over");
+  a.label("rx_dealt");
+  a("alu[*l$index0[0], a4, +, 1]");
+  a("alu[a5, a4, +, " + std::to_string(Layout::workRing0) + "]");
+  a("scratch[put, $0, a5, 0, " + std::to_string(words) + "], sig_done[s3]",
+    "the replica's work");
+  if (l.rx > 1) {
+    a("br!=ctx[7, @rx_kept_turn]");
+    a("alu[$8, --, b, *l$index0[0]]", "the turn, for the next receive ME");
+    a("alu[$9, --, b, *l$index0[1]]");
+    a("scratch[write, $8, " + hex(Layout::turnWord) + ", 0, 2], ctx_swap[s4]");
+    a.label("rx_kept_turn");
+  }
+  passRxToken(a, l, 2, "rx_pass2");
+  a("ctx_arb[s3]");
+  a("br[@rx_loop]");
+  a.label("rx_round");
+  a("scratch[read, $10, " + hex(Layout::activeWord) + ", 0, 1], ctx_swap[s4]",
+    "a new round: the replicas that get new packets");
+  a("alu[b4, $10, -, 1]");
+  a("alu[--, b4, -, " + lastReplica + "]");
+  a("bls[@rx_active]");
+  a("immed[b4, " + lastReplica + "]", "0 or too many: all");
+  a.label("rx_active");
+  a("alu[*l$index0[1], --, b, b4]");
+  a("alu[$11, b4, +, 1]");
+  a("scratch[put, $11, " + std::to_string(Layout::orderRing) +
+        ", 0, 1], ctx_swap[s5]",
+    "the round's replicas, for the transmit ME");
+  a("immed[a4, 0]");
+  a("br[@rx_dealt]");
+  // The first context to see the end puts one marker on every work ring
+  // and on the order ring; each context that takes one puts it back.
+  a.label("rx_end");
+  a("ctx_arb[s2]");
+  a("immed[$8, 1]");
+  a("scratch[test_and_set, $8, " + hex(Layout::endWord) +
+        ", 0, 1], ctx_swap[s3]",
+    "the first to see the end?");
+  a("alu[--, --, b, $8]");
+  a("bne[@rx_end_pass]");
+  endMarker();
+  for (unsigned k = 0; k < l.replicas; ++k)
+    a("scratch[put, $0, " + std::to_string(Layout::workRing0 + k) + ", 0, " +
+      std::to_string(words) + "], ctx_swap[s3]");
+  a("immed[$9, 0xffffffff]");
+  a("scratch[put, $9, " + std::to_string(Layout::orderRing) +
+    ", 0, 1], ctx_swap[s3]");
+  a.label("rx_end_pass");
+  passRxToken(a, l, 2, "rx_pass3");
+  a("ctx_arb[kill]");
+  program.code.push_back(std::move(section));
+}
+
+/// The transmit ME of a multi-ME layout (8 contexts): packets in the
+/// receive side's turns, each from its replica's transmit ring. A context
+/// takes the next packet's turn under the turn token (s1) and a ticket of
+/// its ring (local memory: the next ticket of ring k in word 2 + k, the
+/// ticket served in word 8 + k), passes the turn token on, and gets the
+/// packet's entries when its ticket is served, so the rings are read in
+/// parallel and each in order. The transmit token (s2), held from a
+/// packet's first msf[tx] to its last, keeps the packets in input order.
+void orderedTransmitStage(Program &program, const Layout &l,
+                          const Buffers &pool, unsigned copies) {
+  CodeSection section;
+  section.meMask = 1u << l.txME();
+  section.title = "ME " + std::to_string(l.txME()) + ": transmit";
+  LineBuilder a{section};
+  std::string passGet =
+                  "local_csr_wr[same_me_signal, " + hex(0x80 | (1 << 3)) + "]",
+              passTx =
+                  "local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]";
+  a("immed[b7, 0]", "the transmit token is not held");
+  a("local_csr_wr[active_lm_addr_0, 0]",
+    "every context: the turn in word 0, the round's last in word 1");
+  a("br!=ctx[0, @tx_loop]");
+  a("immed[a3, 0xffffffff]", "past the round: read the order ring");
+  a("alu[*l$index0[0], --, b, a3]");
+  for (unsigned w = 1; w < 8 + l.replicas; ++w)
+    a("alu[*l$index0[" + std::to_string(w) + "], --, b, 0]",
+      w == 2 ? "the rings' tickets" : "");
+  a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
+  a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
+  // The replicas in the receive side's turns (receiveStage).
+  a.label("tx_loop");
+  a("ctx_arb[s1]", "turn token");
+  a("alu[a3, --, b, *l$index0[0]]", "this packet's replica");
+  a("alu[b3, --, b, *l$index0[1]]");
+  a("alu[--, b3, -, a3]");
+  a("bcs[@tx_round]", "the round is over");
+  a.label("tx_turn");
+  a("alu[*l$index0[0], a3, +, 1]");
+  a("alu_shf[a4, --, b, a3, <<2]");
+  a("local_csr_wr[active_lm_addr_1, a4]", "window 1: the ring's words");
+  a("alu[b4, --, b, *l$index1[2]]", "a ticket of the ring");
+  a("alu[*l$index1[2], b4, +, 1]");
+  a("alu[a3, a3, +, " + std::to_string(Layout::txRing0) + "]",
+    "its transmit ring");
+  a(passGet);
+  a.label("tx_wait");
+  a("alu[--, b4, -, *l$index1[8]]");
+  a("beq[@tx_entry]", "served");
+  a("ctx_arb[voluntary]");
+  a("br[@tx_wait]");
+  a.label("tx_entry");
+  a("scratch[get, $0, a3, 0, " + std::to_string(entryWords) +
+    "], ctx_swap[s3]");
+  a("alu[a0, --, b, $0]");
+  a("beq[@tx_entry]", "nothing yet");
+  a("alu[--, a0, +, 1]");
+  a("beq[@tx_end_ring]", "the end of the input");
+  if (!copies) {
+    // Without copies every entry is its packet's last.
+    a("alu[*l$index1[8], b4, +, 1]", "next ticket");
+    a("br_bset[$3, 9, @tx_drop]", "a buffer to free only");
+    a("alu[$0, --, b, $1]", "length");
+    a("alu[$1, --, b, $2]", "wire length");
+    a("alu[$2, $3, and, 0xff]", "transmit port: the sink");
+    a("alu[$3, --, b, $4]", "tag");
+    a("br_!signal[s2, @tx_token_wait]", "the transmit token (no swap)");
+    a.label("tx_send");
+    a("msf[tx, $0, a0, 0, 4], sig_done[s4]");
+    a(passTx);
+    a("ctx_arb[s4]");
+    a.label("tx_free");
+    a("alu[$0, --, b, a0]");
+    a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], ctx_swap[s5]");
+    a("br[@tx_loop]");
+    a.label("tx_token_wait");
+    a("ctx_arb[s2]");
+    a("br[@tx_send]");
+    a.label("tx_drop");
+    a("ctx_arb[s2]", "keep the transmit token moving");
+    a(passTx);
+    a("br[@tx_free]");
+  }
+  if (copies) {
+    a("alu[b6, --, b, $3]", "the sink | last entry");
+    a("alu[--, a0, +, 2]");
+    a("beq[@tx_packet_end]");
+    a("br_bclr[b6, 8, @tx_kept]");
+    a("alu[*l$index1[8], b4, +, 1]", "the packet's last entry: next ticket");
+    a.label("tx_kept");
+    a("br_bset[b6, 9, @tx_drop]", "a buffer to free only");
+    a("alu[$0, --, b, $1]", "length");
+    a("alu[$1, --, b, $2]", "wire length");
+    a("alu[$2, b6, and, 0xff]", "transmit port: the sink");
+    a("alu[$3, --, b, $4]", "tag");
+    a("alu[--, --, b, b7]");
+    a("bne[@tx_held]");
+    a("ctx_arb[s2]", "transmit token");
+    a("immed[b7, 1]");
+    a.label("tx_held");
+    a("msf[tx, $0, a0, 0, 4], sig_done[s4]");
+    a("br_bclr[b6, 8, @tx_sent]");
+    a("immed[b7, 0]");
+    a(passTx);
+    a.label("tx_sent");
+    a("ctx_arb[s4]");
+    a.label("tx_free");
+    a("alu[$0, --, b, a0]");
+    freeBuffer(a, pool, copies, "tx_free", "s5", "tx_next");
+    a.label("tx_next");
+    a("br_bset[b6, 8, @tx_loop]");
+    a("br[@tx_entry]", "the packet's next entry");
+    a.label("tx_drop");
+    a("br_bclr[b6, 8, @tx_free]");
+    a("alu[--, --, b, b7]");
+    a("bne[@tx_drop_pass]");
+    a("ctx_arb[s2]", "keep the transmit token moving");
+    a.label("tx_drop_pass");
+    a("immed[b7, 0]");
+    a(passTx);
+    a("br[@tx_free]");
+    a.label("tx_packet_end");
+    a("alu[*l$index1[8], b4, +, 1]", "next ticket");
+    a("alu[--, --, b, b7]");
+    a("bne[@tx_pass]");
+    a("ctx_arb[s2]", "keep the transmit token moving");
+    a.label("tx_pass");
+    a("immed[b7, 0]");
+    a(passTx);
+    a("br[@tx_loop]");
+  }
+  a.label("tx_round");
+  a("scratch[get, $0, " + std::to_string(Layout::orderRing) +
+    ", 0, 1], ctx_swap[s3]");
+  a("alu[b3, --, b, $0]");
+  a("beq[@tx_round]", "the next round has not started");
+  a("alu[--, b3, +, 1]");
+  a("beq[@tx_end]");
+  a("alu[b3, b3, -, 1]");
+  a("alu[*l$index0[1], --, b, b3]");
+  a("immed[a3, 0]");
+  a("br[@tx_turn]");
+  // The end: the marker back where it was, for the next context.
+  a.label("tx_end_ring");
+  a("alu[$8, --, b, a0]");
+  for (unsigned w = 1; w < entryWords; ++w)
+    a("immed[$" + std::to_string(w + 8) + ", 0]");
+  a("scratch[put, $8, a3, 0, " + std::to_string(entryWords) +
+    "], ctx_swap[s3]");
+  a("alu[*l$index1[8], b4, +, 1]", "next ticket");
+  a("ctx_arb[kill]");
+  a.label("tx_end");
+  a("immed[$8, 0xffffffff]");
+  a("scratch[put, $8, " + std::to_string(Layout::orderRing) +
+    ", 0, 1], ctx_swap[s3]");
+  a(passGet);
   a("ctx_arb[kill]");
   program.code.push_back(std::move(section));
 }
@@ -316,6 +671,72 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       info.index = pes.size();
       pes.push_back(info);
     }
+  }
+  // The placement: which MEs receive, run the NetPEs, transmit.
+  Layout L;
+  const Placement &placement = options.placement;
+  if (!placement.isDefault()) {
+    std::map<std::string, unsigned> stageOf;
+    std::vector<std::string> unknown, twice, missing;
+    for (auto [i, stage] : llvm::enumerate(placement.stages))
+      for (const std::string &name : stage.pes) {
+        if (!app.lookupPE(name))
+          unknown.push_back(name);
+        else if (!stageOf.emplace(name, i).second)
+          twice.push_back(name);
+      }
+    for (PEInfo &info : pes)
+      if (!stageOf.count(info.pe.getSymName().str()))
+        missing.push_back(info.pe.getSymName().str());
+    auto names = [](const std::vector<std::string> &v) {
+      std::string out;
+      for (const std::string &n : v)
+        out += (out.empty() ? "'" : ", '") + n + "'";
+      return out;
+    };
+    if (!unknown.empty())
+      return app.emitError("the placement names NetPEs the application does "
+                           "not have: ")
+             << names(unknown);
+    if (!twice.empty())
+      return app.emitError("the placement puts NetPEs in more than one "
+                           "stage: ")
+             << names(twice);
+    // One stage without names: every NetPE.
+    bool allInOne =
+        placement.stages.size() == 1 && placement.stages[0].pes.empty();
+    if (!missing.empty() && !placement.stages.empty() && !allInOne)
+      return app.emitError("the placement leaves NetPEs out of every "
+                           "stage: ")
+             << names(missing);
+    unsigned stageMEs = 0;
+    for (const StagePlacement &stage : placement.stages) {
+      if (stage.mes == 0)
+        return app.emitError("a stage of the placement has no ME");
+      if (stage.pes.empty() && !allInOne)
+        return app.emitError("a stage of the placement has no NetPE");
+      stageMEs += stage.mes;
+    }
+    if (placement.stages.empty())
+      stageMEs = 1;
+    if (placement.receiveMEs == 0)
+      return app.emitError("the placement has no receive ME");
+    unsigned total = placement.receiveMEs + stageMEs + 1;
+    if (total > options.machine.numMEs)
+      return app.emitError("the placement needs ")
+             << total << " MEs (" << placement.receiveMEs << " receive, "
+             << stageMEs << " for the stages, 1 transmit); the machine has "
+             << options.machine.numMEs;
+    if (placement.stages.size() > 1)
+      return app.emitError("the microengine back end runs one stage (every "
+                           "NetPE, replicated); a placement of ")
+             << placement.stages.size()
+             << " stages (a pipeline of NetPEs on different MEs) is not "
+                "implemented yet";
+    L.rx = placement.receiveMEs;
+    L.replicas = stageMEs;
+    // One receive ME and one ME for every NetPE: the default layout.
+    L.multi = L.rx > 1 || L.replicas > 1;
   }
   for (SourceOp s : sources)
     layout.sources.push_back(s.getSymName().str());
@@ -634,22 +1055,114 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     stateWord = static_cast<int>(spillSlots) - 1;
     spillSlots = static_cast<unsigned>(stateWord);
   }
+  if (L.replicas > 1)
+    for (PEInfo &info : pes) {
+      const char *why = info.pushInfo.writesState
+                            ? "writes data or shared memory (or its lookup "
+                              "table)"
+                        : info.pushInfo.usesRandom ? "draws random numbers"
+                                                   : nullptr;
+      if (why)
+        return info.pe.emitError("NetPE '")
+               << info.pe.getSymName() << "' " << why << ": " << L.replicas
+               << " replicas would diverge; the microengine back end "
+                  "replicates only NetPEs without state (give its stage "
+                  "one ME)";
+    }
+  if (L.multi) {
+    // Rings in scratch: as many buffers (a multiple of 16, at most 64) as
+    // let every ring hold all it may have to: each packet between receive
+    // and transmit holds a buffer of the free ring.
+    unsigned workWords = timestamps ? timedEntryWords : entryWords;
+    auto ringWords = [](uint32_t words) {
+      uint32_t size = 128;
+      while (size < words)
+        size *= 2;
+      return size;
+    };
+    // Copies on replicas: a replica running ahead would fill the shared
+    // copy pool with outputs that wait for an earlier packet of another
+    // replica, which then finds no copy buffer (a pool per replica would
+    // cure it; not done yet).
+    if (L.replicas > 1 && fanOut)
+      return app.emitError("the microengine back end does not replicate "
+                           "NetPEs that copy packets (fan-out or "
+                           "pkt.senddup) yet: give the stage one ME");
+    for (pool.count = defaultBuffers; pool.count >= 16; pool.count -= 16) {
+      std::map<unsigned, uint32_t> sizes;
+      for (unsigned k = 0; k < L.replicas; ++k) {
+        sizes[Layout::workRing0 + k] = ringWords((pool.count + 1) * workWords);
+        // Outputs and dropped buffers, with fan-out an end entry a packet,
+        // the end marker.
+        sizes[Layout::txRing0 + k] = ringWords(
+            (pool.count * (fanOut ? 2 : 1) + copyBuffers + 1) * entryWords);
+      }
+      if (fanOut)
+        sizes[copyRing] = ringWords(copyBuffers);
+      bool small = true;
+      for (auto [ring, words] : sizes)
+        small &= words <= 1024;
+      if (small && L.placeRings(sizes) <= options.machine.scratchBytes)
+        break;
+    }
+    if (pool.count < 16)
+      return app.emitError("the rings of ")
+             << L.replicas << " replicas do not fit the machine's "
+             << options.machine.scratchBytes << " bytes of scratch";
+  }
   uint64_t dramEnd =
       uint64_t(pool.copyPoolBase()) + uint64_t(copyBuffers) * pool.stride();
   if (dramEnd > options.machine.dramBytes)
     return app.emitError("the packet buffers (")
-           << buffers + copyBuffers << " of " << pool.bytes
+           << pool.count + copyBuffers << " of " << pool.bytes
            << " bytes) do not fit the machine's DRAM of "
            << options.machine.dramBytes << " bytes";
-  if (fanOut)
-    program.rings.push_back(RingConfig{copyRing, copyRingBase, 128});
-  receiveStage(program, pool, copyBuffers, timestamps);
+  if (L.multi) {
+    program.header[1] =
+        "MEs 0-" + std::to_string(L.rx - 1) + " receive, MEs " +
+        std::to_string(L.firstReplica()) + "-" + std::to_string(L.txME() - 1) +
+        " run the NetPEs (replicas), ME " + std::to_string(L.txME()) +
+        " transmits (docs/me-backend.md)";
+    program.rings = L.rings;
+    receiveStage(program, L, pool, copyBuffers, timestamps);
+    removeBranchesToNext(program.code.back());
+    AppLayout::Stage stage;
+    stage.replicaWord = Layout::activeWord;
+    stage.maxReplicas = L.replicas;
+    for (unsigned k = 0; k < L.replicas; ++k)
+      stage.mes.push_back(L.firstReplica() + k);
+    for (PEInfo &info : pes)
+      stage.pes.push_back(info.index);
+    layout.stages.push_back(stage);
+  } else {
+    if (fanOut)
+      program.rings.push_back(RingConfig{copyRing, copyRingBase, 128});
+    receiveStage(program, L, pool, copyBuffers, timestamps);
+  }
 
   // ME 1: the NetPEs.
   CodeSection section;
   section.meMask = 1u << handlerME;
   section.title = "ME 1: the NetPEs of '" + app.getSymName().str() + "'";
+  if (L.multi) {
+    section.meMask = ((1u << L.replicas) - 1) << L.firstReplica();
+    section.title = "MEs " + std::to_string(L.firstReplica()) + "-" +
+                    std::to_string(L.txME() - 1) + ": the NetPEs of '" +
+                    app.getSymName().str() + "', replicas";
+  }
   LineBuilder a{section};
+  // A replica's ring (ring0 + k on replica k) into a15; the ring operand.
+  auto replicaRing = [&](LineBuilder &b, unsigned ring0) {
+    if (!L.multi)
+      return std::to_string(ring0 == Layout::workRing0 ? workRing : txRing);
+    b("local_csr_rd[a15, active_ctx_sts]");
+    b("alu_shf[a15, --, b, a15, >>3]", "this ME: its replica's ring");
+    if (ring0 >= L.firstReplica())
+      b("alu[a15, a15, +, " + std::to_string(ring0 - L.firstReplica()) + "]");
+    else
+      b("alu[a15, a15, -, " + std::to_string(L.firstReplica() - ring0) + "]");
+    return std::string("a15");
+  };
   bool watchdog = false;
   for (PEInfo &info : pes)
     watchdog |= info.pushInfo.usesWatchdog || info.initInfo.usesWatchdog;
@@ -706,6 +1219,20 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   for (PEInfo &info : pes)
     if (info.init)
       inits.push_back({&info, "init_" + std::to_string(info.index)});
+  if (!inits.empty() && L.replicas > 1) {
+    // The first replica runs them; the others wait until it has.
+    a("local_csr_rd[a15, active_ctx_sts]");
+    a("alu_shf[a15, --, b, a15, >>3]");
+    a("alu[--, a15, -, " + std::to_string(L.firstReplica()) + "]");
+    a("beq[@init_run]");
+    a.label("init_wait");
+    a("sram[read, $0, " + hex(initDoneAddress) + ", 0, 1], ctx_swap[s4]",
+      "the first replica ran the init handlers?");
+    a("alu[--, --, b, $0]");
+    a("beq[@init_wait]");
+    a("br[@start_tokens]");
+    a.label("init_run");
+  }
   if (!inits.empty()) {
     a("sram[read, $0, " + hex(initDoneAddress) + ", 0, 1], ctx_swap[s4]",
       "the init handlers ran in an earlier run?");
@@ -732,9 +1259,10 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   if (stateful)
     a("local_csr_wr[same_me_signal, " + hex(7 << 3) + "]");
   a.label("work_loop");
+  std::string workRingOperand = replicaRing(a, Layout::workRing0);
   a("ctx_arb[s1]", "work token");
   a.label("get_work");
-  a("scratch[get, $0, " + std::to_string(workRing) + ", 0, " +
+  a("scratch[get, $0, " + workRingOperand + ", 0, " +
     std::to_string(timestamps ? timedEntryWords : entryWords) +
     "], ctx_swap[s4]");
   a("alu[a0, --, b, $0]");
@@ -853,6 +1381,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   handlerReport.controlStore = options.machine.controlStore;
   std::string roles;
   for (PEInfo &info : pes) {
+    // The NetPE's lines, for AppLayout::codeRanges.
+    size_t firstLine = section.lines.size();
     roles += (roles.empty() ? "" : ", ") + info.pe.getSymName().str();
     auto emitFunc = [&](med::FuncOp func, const MEHandlerInfo &hinfo,
                         const std::string &entry,
@@ -936,8 +1466,9 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       c("ctx_arb[s2]", "transmit token, held for the packet's copies");
       c("alu[" + held + ", --, b, 1]");
       c.label(l + "_put");
-      c("scratch[put, $0, " + std::to_string(txRing) + ", 0, " +
-        std::to_string(entryWords) + "], ctx_swap[s5]");
+      std::string ring = replicaRing(c, Layout::txRing0);
+      c("scratch[put, $0, " + ring + ", 0, " + std::to_string(entryWords) +
+        "], ctx_swap[s5]");
       LineBuilder counted{into};
       countUp(counted, counterOf(info.index, 1), "sent");
       return true;
@@ -1007,6 +1538,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       a("br[@log_event]");
       (void)name;
     }
+    for (size_t i = firstLine; i < section.lines.size(); ++i)
+      section.lines[i].owner = static_cast<int>(info.index);
   }
   handlerReport.role = roles.empty() ? "no NetPE" : roles;
 
@@ -1025,23 +1558,33 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   a("alu[$0, --, b, a0]");
   a("alu[$1, --, b, b0]");
   a("alu[$2, --, b, a1]");
-  a("alu[$3, --, b, b1]", "the sink: its transmit port");
+  if (L.multi && !fanOut)
+    a("alu[$3, b1, or, " + hex(Layout::lastEntry) + "]",
+      "the sink, the packet's last entry");
+  else
+    a("alu[$3, --, b, b1]", "the sink: its transmit port");
   a("alu[$4, --, b, b2]", "tag");
+  std::string txRingOperand = replicaRing(a, Layout::txRing0);
   std::string held = "*l$index0[" + std::to_string(heldWord) + "]";
+  // The transmit entry in $0.. onto `ring`, the transmit token taken first
+  // unless the packet holds it already.
+  auto heldPut = [&](const std::string &ring, const std::string &label) {
+    a("alu[--, --, b, " + held + "]");
+    a("bne[@" + label + "]");
+    a("ctx_arb[s2]", "transmit token, held for the packet's copies");
+    a("alu[" + held + ", --, b, 1]");
+    a.label(label);
+    a("scratch[put, $0, " + ring + ", 0, " + std::to_string(entryWords) +
+      "], ctx_swap[s5]");
+  };
   if (fanOut) {
     // The packet takes the transmit token at its first output and keeps
     // it until its last copy is done, so that every sink sees the packets
     // in order.
-    a("alu[--, --, b, " + held + "]");
-    a("bne[@put_held]");
-    a("ctx_arb[s2]", "transmit token, held for the packet's copies");
-    a("alu[" + held + ", --, b, 1]");
-    a.label("put_held");
-    a("scratch[put, $0, " + std::to_string(txRing) + ", 0, " +
-      std::to_string(entryWords) + "], ctx_swap[s5]");
+    heldPut(txRingOperand, "put_held");
     a("br[@packet_end]");
   } else {
-    a.orderedPut(txRing, "s5", "transmit token");
+    a.orderedPut(txRingOperand, "s5", "transmit token");
     passState();
     a("br[@work_loop]");
   }
@@ -1083,8 +1626,36 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     a("br[@start_tokens]");
   a.label("drop");
   a("alu[$0, --, b, a0]");
+  if (L.multi) {
+    // A buffer of the free ring goes back through the transmit ME, in
+    // packet order (Layout::freeOnly).
+    if (fanOut) {
+      a("immed[b15, " + hex(pool.copyPoolBase()) + "]");
+      a("alu[--, a0, -, b15]");
+      a("bcc[@drop_copy]", "a buffer of the copy pool");
+    }
+    a("immed[$1, 0]");
+    a("immed[$2, 0]");
+    a("immed[$3, " + hex(Layout::freeOnly | (fanOut ? 0 : Layout::lastEntry)) +
+          "]",
+      "only free the buffer");
+    a("alu[$4, --, b, b2]");
+    std::string ring = replicaRing(a, Layout::txRing0);
+    if (fanOut) {
+      heldPut(ring, "drop_held");
+      a("br[@packet_end]");
+      a.label("drop_copy");
+      a("scratch[put, $0, " + std::to_string(copyRing) +
+        ", 0, 1], ctx_swap[s5]");
+    } else {
+      a.orderedPut(ring, "s5", "transmit token");
+      passState();
+      a("br[@work_loop]");
+    }
+  }
   if (fanOut) {
-    freeBuffer(a, pool, copyBuffers, "drop_free", "s5", "packet_end");
+    if (!L.multi)
+      freeBuffer(a, pool, copyBuffers, "drop_free", "s5", "packet_end");
     // The end of a copy's path: the parked copies of the most downstream
     // port first, then the transmit token moves on.
     a.label("packet_end");
@@ -1105,6 +1676,15 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     a("bne[@packet_pass]");
     a("ctx_arb[s2]", "keep the transmit token moving");
     a.label("packet_pass");
+    if (L.multi) {
+      a("immed[$0, " + hex(Layout::endOfPacket) + "]",
+        "the end of the packet's entries");
+      for (unsigned w = 1; w < entryWords; ++w)
+        a("immed[$" + std::to_string(w) + ", 0]");
+      std::string ring = replicaRing(a, Layout::txRing0);
+      a("scratch[put, $0, " + ring + ", 0, " + std::to_string(entryWords) +
+        "], ctx_swap[s5]");
+    }
     a("alu[" + held + ", --, b, 0]");
     a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
     passState();
@@ -1126,7 +1706,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         }
         gotoEndpoint(f->dests[i]);
       }
-  } else {
+  } else if (!L.multi) {
     a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], sig_done[s5]");
     a("ctx_arb[s2]", "keep the transmit token moving");
     a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
@@ -1136,16 +1716,54 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   }
   a.label("work_end");
   a("immed[$0, 0xffffffff]", "end marker");
-  a.orderedPut(txRing, "s5");
+  if (L.multi) {
+    // The first context to take the marker puts one on the transmit ring
+    // after the replica's packets (for the transmit ME, whose turn may
+    // come here); the marker goes back on the work ring, for the next
+    // context, with status bit 1 saying so.
+    a("br_bset[$3, 1, @work_end_passed]");
+    for (unsigned w = 1; w < entryWords; ++w)
+      a("immed[$" + std::to_string(w) + ", 0]");
+    a.orderedPut(replicaRing(a, Layout::txRing0), "s5",
+                 "the end, after this replica's packets");
+    a("immed[$0, 0xffffffff]");
+    a.label("work_end_passed");
+    unsigned words = timestamps ? timedEntryWords : entryWords;
+    for (unsigned w = 1; w < words; ++w)
+      a("immed[$" + std::to_string(w) + ", " + (w == 3 ? "3" : "0") + "]");
+    std::string ring = replicaRing(a, Layout::workRing0);
+    a("scratch[put, $0, " + ring + ", 0, " + std::to_string(words) +
+      "], ctx_swap[s5]");
+  } else {
+    a.orderedPut(txRing, "s5");
+  }
   a("ctx_arb[kill]");
   if (!watchdog && handlerReport.spills == 0 && !layout.infoUsed && !fanOut &&
       !stateful && !timestamps)
     section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
   removeBranchesToNext(section);
   handlerReport.instructions = section.lines.size();
+  // Each NetPE's code, on every ME of the section.
+  for (size_t i = 0; i < section.lines.size();) {
+    size_t end = i + 1;
+    while (end < section.lines.size() &&
+           section.lines[end].owner == section.lines[i].owner)
+      ++end;
+    if (section.lines[i].owner >= 0)
+      for (unsigned me = 0; me < 32; ++me)
+        if (section.meMask & (1u << me))
+          layout.codeRanges.push_back({unsigned(section.lines[i].owner), me,
+                                       uint32_t(i), uint32_t(end)});
+    i = end;
+  }
   program.code.push_back(std::move(section));
 
-  transmitStage(program, pool, copyBuffers);
+  if (L.multi) {
+    orderedTransmitStage(program, L, pool, copyBuffers);
+    removeBranchesToNext(program.code.back());
+  } else {
+    transmitStage(program, pool, copyBuffers);
+  }
 
   // Resources.
   for (const CodeSection &s : program.code)
@@ -1164,6 +1782,20 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   tx.instructions = program.code[2].lines.size();
   rx.controlStore = tx.controlStore = options.machine.controlStore;
   result.report = {rx, handlerReport, tx};
+  if (L.multi) {
+    // One line per ME.
+    result.report.clear();
+    for (unsigned me = 0; me < L.rx; ++me) {
+      rx.me = me;
+      result.report.push_back(rx);
+    }
+    for (unsigned k = 0; k < L.replicas; ++k) {
+      handlerReport.me = L.firstReplica() + k;
+      result.report.push_back(handlerReport);
+    }
+    tx.me = L.txME();
+    result.report.push_back(tx);
+  }
 
   std::string error;
   if (!program.encode(result.image, error))

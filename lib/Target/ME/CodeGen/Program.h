@@ -25,6 +25,7 @@ struct Line {
   std::string target;  // branch target label (branches, jump)
   std::string comment; // printed after the instruction
   bool fixed = false;  // part of a jump table: never removed or moved
+  int owner = -1;      // the NetPE whose code it is (AppLayout::codeRanges)
 };
 
 struct CodeSection {
