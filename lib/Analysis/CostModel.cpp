@@ -40,6 +40,9 @@ namespace {
 /// for while other contexts run.
 struct OpCost {
   double issue = 0, latency = 0;
+  /// ME: cycles the DRAM controller is busy (packet bytes read or written
+  /// a word per command).
+  double dram = 0;
 };
 
 /// A length operand's value, or a typical one (a 64-byte range) when it is
@@ -62,12 +65,14 @@ OpCost meCost(Operation *op, const me::MachineConfig &m) {
   const double sram = m.sramLatency, dram = m.dramLatency,
                scratch = m.scratchLatency;
   const double taken = m.branchPenalty;
+  const double word =
+      m.dramCommandCycles + 4.0 / std::max(1u, m.dramBytesPerCycle);
   auto memory = [&](MemSpace space, Value offset, bool store) -> OpCost {
     switch (space) {
     case MemSpace::Packet:
       if (!store && inHeader(offset))
-        return {1.5, 0};
-      return {4, dram};
+        return {1.5, 0, 0};
+      return {4, dram, word};
     case MemSpace::Info:
       return {store ? 2.0 : 1.5, 0};
     default: // data, shared, initialised data: SRAM
@@ -86,18 +91,20 @@ OpCost meCost(Operation *op, const me::MachineConfig &m) {
       })
       .Case([&](CopyOp o) {
         double words = lengthOf(o.getLength()) / 4.0;
-        return OpCost{6 + 2 * words, 2 * dram};
+        bool packet = o.getSrcSpace() == MemSpace::Packet ||
+                      o.getDstSpace() == MemSpace::Packet;
+        return OpCost{6 + 2 * words, 2 * dram, packet ? words * word : 0};
       })
       .Case([&](ChecksumOp o) {
         double words = lengthOf(o.getLength()) / 4.0;
-        return OpCost{4 + 2.5 * words, dram};
+        return OpCost{4 + 2.5 * words, dram, words * word};
       })
       .Case([&](PacketCrcOp o) {
         double words = lengthOf(o.getLength()) / 4.0;
-        return OpCost{4 + 3 * words, dram};
+        return OpCost{4 + 3 * words, dram, words * word};
       })
-      .Case([&](PacketScanOp) { return OpCost{4 + 3 * 16.0, dram}; })
-      .Case([&](FieldCmpOp) { return OpCost{8, dram}; })
+      .Case([&](PacketScanOp) { return OpCost{4 + 3 * 16.0, dram, 16 * word}; })
+      .Case([&](FieldCmpOp) { return OpCost{8, dram, 2 * word}; })
       .Case([&](HashOp) { return OpCost{4, double(m.hashLatency)}; })
       .Case([](CrcOp) { return OpCost{4, 0}; })
       .Case([](ChecksumAddOp) { return OpCost{3, 0}; })
@@ -257,6 +264,9 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
                            dma + machine.dramCommandCycles;
     model.transmitIssue = 40;
     model.orderedGet = machine.scratchLatency + 20;
+    model.transmitReplicated = 58;
+    model.replicaOverhead = 90;
+    model.receiveOrdered = {50, 71, 78};
     model.transmitLatency = 2 * machine.scratchLatency + machine.txLatency +
                             dma + machine.dramCommandCycles;
     // A scratch ring put on one side and a get with the header prefetch on
@@ -316,6 +326,21 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
         .push_back(dest->second);
   }
 
+  // Copies of packets (fan-out, send_dup): the ME back end does not
+  // replicate an application that makes them (its replicas would share one
+  // copy pool).
+  bool copies = false;
+  {
+    std::map<std::string, unsigned> fanout;
+    for (ConnectOp c : app.getBodyBlock()->getOps<ConnectOp>()) {
+      std::string from;
+      llvm::raw_string_ostream os(from);
+      os << c.getFrom();
+      copies |= ++fanout[from] > 1;
+    }
+    app.walk([&](SendDupOp) { copies = true; });
+  }
+
   // Topological order (Kahn, declaration order among ready NetPEs).
   size_t n = pes.size();
   std::vector<unsigned> indegree(n, 0);
@@ -346,8 +371,10 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
   for (unsigned d : fromSources)
     runs[d] += 1.0 / numSources;
   std::vector<std::map<std::string, double>> sendsPerRun(n);
-  std::vector<double> costPerRun(n, 0), latencyPerRun(n, 0), serialPerRun(n, 0);
+  std::vector<double> costPerRun(n, 0), latencyPerRun(n, 0), serialPerRun(n, 0),
+      dramPerRun(n, 0);
   std::vector<std::map<std::string, double>> profiledSends(n);
+  double handlerDram = 0;
   for (unsigned i = 0; i < n; ++i) {
     PEOp pe = pes[i];
     PECost &pc = model.pes[i];
@@ -380,8 +407,11 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
                        : coprocessors    ? "uses coprocessors"
                        : random          ? "draws random numbers"
                                          : "";
+    pc.serial = !pc.notReplicable.empty();
+    if (pc.notReplicable.empty() && copies && target == CostTarget::ME)
+      pc.notReplicable = "is in an application that copies packets (ME "
+                         "replicas would share one copy pool)";
     pc.replicable = pc.notReplicable.empty();
-    pc.serial = !pc.replicable;
     for (PortOp port : pe.getPorts())
       if (!port.isPush()) {
         pc.replicable = false;
@@ -408,6 +438,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
             target == CostTarget::ME ? meCost(&op, machine) : hostCost(&op);
         costPerRun[i] += f * c.issue;
         latencyPerRun[i] += f * c.latency;
+        dramPerRun[i] += f * c.dram;
         if (touchesState(&op))
           serialPerRun[i] += f * (c.issue + c.latency);
         if (auto send = dyn_cast<SendOp>(op))
@@ -431,6 +462,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
       pc.cost = costPerRun[i] / packets; // counts are totals already
       pc.latency = latencyPerRun[i] / packets;
       pc.serialCost = serialPerRun[i] / packets;
+      handlerDram += dramPerRun[i] / packets;
       for (auto &[port, count] : profiledSends[i])
         for (unsigned d : routes[{i, port}]) {
           EdgeCost e;
@@ -448,6 +480,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
       pc.cost = runs[i] * costPerRun[i];
       pc.latency = runs[i] * latencyPerRun[i];
       pc.serialCost = runs[i] * serialPerRun[i];
+      handlerDram += runs[i] * dramPerRun[i];
       for (auto &[port, p] : sendsPerRun[i]) {
         model.outputsPerPacket += runs[i] * p * toSinks[{i, port}];
         for (unsigned d : routes[{i, port}]) {
@@ -467,7 +500,10 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
   if (target == CostTarget::ME) {
     double dma = model.packetBytes / std::max(1u, machine.dramBytesPerCycle);
     model.dramBusy =
-        (1 + model.outputsPerPacket) * (machine.dramCommandCycles + dma);
+        (1 + model.outputsPerPacket) * (machine.dramCommandCycles + dma) +
+        handlerDram;
+    if (profile && profile->measuredDramBusy > 0)
+      model.dramBusy = profile->measuredDramBusy;
   }
   for (EdgeCost &e : model.edges)
     e.label = model.pes[e.from].name + " -> " + model.pes[e.to].name;

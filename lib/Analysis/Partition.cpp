@@ -101,6 +101,10 @@ void evaluate(const CostModel &model, Plan &plan) {
       // pass it in packet order, one context at a time.
       double perPacket = s.cost + s.latency / double(model.contexts);
       perPacket = std::max(perPacket, model.orderedGet);
+      // A replica also puts every packet's outcome on its transmit ring
+      // and reads the replica word each round (docs/me-backend.md).
+      if (s.workers > 1 || plan.receiveWorkers > 1)
+        perPacket += model.replicaOverhead;
       double serial = 0;
       for (unsigned pe : s.pes)
         if (model.pes[pe].serial)
@@ -126,14 +130,31 @@ void evaluate(const CostModel &model, Plan &plan) {
     auto pathTime = [&](double issue, double latency, unsigned contexts) {
       return std::max(issue, (issue + latency) / double(contexts));
     };
+    // The default layout (one ME for the NetPEs, one receive ME) has a
+    // one-context transmit ME that frees only what it sends; layouts of
+    // several MEs free every buffer on an 8-context transmit ME.
+    bool defaultLayout = plan.stages.size() == 1 &&
+                         plan.stages[0].workers == 1 &&
+                         plan.receiveWorkers <= 1;
     double rx = pathTime(model.receiveIssue, model.receiveLatency,
-                         model.receiveContexts);
-    double tx = model.outputsPerPacket * pathTime(model.transmitIssue,
-                                                  model.transmitLatency,
-                                                  model.transmitContexts);
-    plan.receiveRate = rx > 0 ? plan.receiveWorkers * clock / rx : INFINITY;
+                         model.receiveContexts) /
+                double(std::max(1u, plan.receiveWorkers));
+    if (!defaultLayout && !model.receiveOrdered.empty())
+      rx = std::max(rx, model.receiveOrdered[std::min<size_t>(
+                            plan.receiveWorkers ? plan.receiveWorkers - 1 : 0,
+                            model.receiveOrdered.size() - 1)]);
+    double tx = defaultLayout
+                    ? model.outputsPerPacket * pathTime(model.transmitIssue,
+                                                        model.transmitLatency,
+                                                        model.transmitContexts)
+                    : model.transmitReplicated;
+    plan.receiveRate = rx > 0 ? clock / rx : INFINITY;
     plan.transmitRate = tx > 0 ? clock / tx : INFINITY;
-    double dramRate = model.dramBusy > 0 ? clock / model.dramBusy : INFINITY;
+    // A memory controller serves bursts of commands from many contexts:
+    // it saturates at about 90% busy (the emulator's DRAM controller under
+    // replicated CRC loops).
+    double dramRate =
+        model.dramBusy > 0 ? 0.9 * clock / model.dramBusy : INFINITY;
     if (plan.receiveRate < plan.throughput) {
       plan.throughput = plan.receiveRate;
       plan.bottleneck = "receive (" + std::to_string(plan.receiveWorkers) +
@@ -299,7 +320,7 @@ bool partition(const CostModel &model, const PartitionOptions &options,
         bestUsed = used;
         found = true;
       }
-      if (cuts.size() + 1 >= stageWorkers)
+      if (cuts.size() + 1 >= stageWorkers || (me && !model.meStages))
         return;
       for (size_t c = next; c < cutPoints.size(); ++c) {
         cuts.push_back(cutPoints[c]);
@@ -346,11 +367,11 @@ void printPlan(const CostModel &model, const Plan &plan,
                           : std::string("estimated statically"))
      << ")\n";
   if (me)
-    os << llvm::format(
-        "  receive   %u ME%s  %8.1f %s/packet  %8.3f Mpps\n",
-        plan.receiveWorkers, plan.receiveWorkers == 1 ? " " : "s",
-        model.clockMHz * 1e6 / plan.receiveRate * plan.receiveWorkers,
-        model.unit.c_str(), formatRate(plan.receiveRate));
+    os << llvm::format("  receive   %u ME%s  %8.1f %s/packet  %8.3f Mpps\n",
+                       plan.receiveWorkers,
+                       plan.receiveWorkers == 1 ? " " : "s",
+                       model.clockMHz * 1e6 / plan.receiveRate,
+                       model.unit.c_str(), formatRate(plan.receiveRate));
   for (unsigned i = 0; i < plan.stages.size(); ++i) {
     const PlanStage &s = plan.stages[i];
     os << llvm::format("  stage %-3u %u %s%s  %8.1f %s/packet  %8.3f Mpps  ", i,

@@ -96,6 +96,8 @@ bool measureME(mlir::ModuleOp module, const ProfileOptions &options,
   const me::Stats *stats = engine->emulatorStats();
   profile.measuredTimePerPacket =
       double(stats->cycles) / double(packets.size());
+  profile.measuredDramBusy =
+      double(stats->dram.busyCycles) / double(packets.size());
   size_t numPEs = compiled.layout.pes.size();
   profile.measuredCost.assign(numPEs, 0);
   for (const me::MEReport &r : compiled.report) {

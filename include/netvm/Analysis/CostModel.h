@@ -60,6 +60,9 @@ struct Profile {
   /// default layout (ME cycles with one ME for every NetPE; host ns on one
   /// thread; 0: not measured).
   double measuredTimePerPacket = 0;
+  /// ME: the DRAM controller's busy cycles per packet in that run (packet
+  /// DMA in and out, the handlers' packet reads and writes).
+  double measuredDramBusy = 0;
 };
 
 /// One NetPE's figures, per packet entering the application.
@@ -125,6 +128,17 @@ struct CostModel {
   unsigned receiveContexts = 8, transmitContexts = 1;
   /// ME: a stage takes its work in packet order, a scratch get at a time.
   double orderedGet = 0;
+  /// ME, layouts of several MEs (docs/me-backend.md, "Placement"): the
+  /// transmit ME's cycles per packet (8 contexts following the order ring,
+  /// every packet's buffer freed there), and the receive MEs' ordered
+  /// section per packet with 1, 2, 3 receive MEs (the receive tokens and
+  /// the dealer's turn pass between MEs through scratch). Fitted to the
+  /// emulator (bench/me-backend.py, "Layouts of several microengines").
+  double transmitReplicated = 0, replicaOverhead = 0;
+  std::vector<double> receiveOrdered;
+  /// ME: the back end places one stage (replicated) only; plans of
+  /// several stages are for a back end that pipelines across MEs.
+  bool meStages = false;
   /// ME: the factor by which a stage's time per packet exceeds the
   /// estimate (latency the contexts do not hide), fitted by calibrate().
   double stageScale = 1;
