@@ -474,6 +474,21 @@ me::Placement placementOfStages(ApplicationOp app, const Plan &plan) {
   return p;
 }
 
+std::string toStageSpec(const CostModel &model, const Plan &plan) {
+  std::string spec;
+  for (const PlanStage &s : plan.stages) {
+    if (!spec.empty())
+      spec += ";";
+    std::string names;
+    for (unsigned pe : s.pes)
+      names += (names.empty() ? "" : ",") + model.pes[pe].name;
+    spec += names;
+    if (s.workers > 1)
+      spec += ":" + std::to_string(s.workers);
+  }
+  return spec;
+}
+
 void toStages(const CostModel &model, const Plan &plan,
               std::vector<uint32_t> &stageOfPE,
               std::vector<uint32_t> &replicasOfStage) {

@@ -11,7 +11,9 @@ memory after the run (the `netvm-run --results` format):
   jit-O0/1/2/3  netvm-run at each level  (native code, in process)
   jit-j2      netvm-run -j 2 in small chunks (replicas of stateless
               applications, events put back in arrival order)
-  pipeline-j2 netvm-run --pipeline -j 2 (NetPEs on two threads)
+  pipeline-j2 netvm-run --pipeline -j 2 --pipeline-plan=runtime (the
+              NetPEs cut into two stages on two threads; the partitioner's
+              plans are tested in test/Runtime and test/Analysis)
   aarch64     netc --target=aarch64-linux-gnu -c, linked with the AArch64
               runtime, run under qemu-aarch64 (with --aarch64)
   emu-O2      netvm-run --engine=emu -O2: compiled for the microengines and
@@ -101,6 +103,7 @@ def main():
                 "jit-j2": lambda: run([netvm_run, *common, "-j", "2",
                                        "--chunk", "100", "--runner-batch", "4"]),
                 "pipeline-j2": lambda: run([netvm_run, *common, "--pipeline",
+                                            "--pipeline-plan=runtime",
                                             "-j", "2", "--chunk", "100"]),
             }
             if binary:

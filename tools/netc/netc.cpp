@@ -424,6 +424,10 @@ int main(int argc, char **argv) {
   if (emit == Emit::None)
     return 0;
 
+  if (emit == Emit::Object && outputFile == "-") {
+    llvm::errs() << "netc: -c needs an output file (-o app.o)\n";
+    return 1;
+  }
   auto output = openOutputFile(outputFile, &error);
   if (!output) {
     llvm::errs() << "netc: " << error << "\n";

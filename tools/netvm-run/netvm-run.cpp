@@ -13,6 +13,7 @@
 
 #include "PacketLines.h"
 
+#include "netvm/Analysis/Partition.h"
 #include "netvm/Driver/Driver.h"
 #include "netvm/ProtoDB/ProtoDB.h"
 #include "netvm/Runtime/Engine.h"
@@ -292,6 +293,23 @@ static cl::opt<std::string> dynamicPolicy(
              "delay-down=T,dwell=T (T: 100us, 2ms). Implies --pipeline; "
              "reports the reallocations on standard error"),
     cl::value_desc("settings"), cl::cat(runCategory));
+
+namespace {
+enum class PipelinePlan { Partitioner, Runtime };
+} // namespace
+static cl::opt<PipelinePlan> pipelinePlan(
+    "pipeline-plan",
+    cl::desc("Native code, --pipeline without --stages: where the stages "
+             "come from"),
+    cl::init(PipelinePlan::Partitioner),
+    cl::values(clEnumValN(PipelinePlan::Partitioner, "partitioner",
+                          "the partitioner's plan for -j threads (the "
+                          "default; docs/partitioning.md): stages and "
+                          "replicas that balance the estimated costs"),
+               clEnumValN(PipelinePlan::Runtime, "runtime",
+                          "the runtime's cut of the NetPEs' topological "
+                          "order into -j stages of about as many NetPEs")),
+    cl::cat(runCategory));
 
 /// --pipeline, or an option that implies it.
 static bool pipelined() {
@@ -813,6 +831,34 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
   options.pipeline = pipelined();
   options.runnerBatch = runnerBatch;
   options.stages = stagesPlan;
+  // Without --stages, the pipeline follows the partitioner's plan for -j
+  // threads (docs/partitioning.md), not a cut made at run time.
+  if (options.pipeline && stagesPlan.empty() &&
+      pipelinePlan == PipelinePlan::Partitioner &&
+      selectedEngine() == EngineKind::Native) {
+    analysis::CostModel model = analysis::buildCostModel(
+        driver::getApplication(module), analysis::CostTarget::Native, nullptr);
+    analysis::PartitionOptions po;
+    po.workers = std::max(1u, unsigned(threads));
+    analysis::Plan plan;
+    std::string planError;
+    if (analysis::partition(model, po, plan, planError)) {
+      options.stages = analysis::toStageSpec(model, plan);
+      unsigned used = 0;
+      for (const analysis::PlanStage &st : plan.stages)
+        used += st.workers;
+      // Say why the plan uses fewer threads than asked for.
+      if (verbose || used < threads)
+        llvm::errs() << "netvm-run: note: pipeline plan for " << threads
+                     << " thread" << (threads == 1 ? "" : "s") << ": '"
+                     << options.stages << "' (predicted "
+                     << llvm::format("%.2f", plan.throughput / 1e6)
+                     << " Mpps, bottleneck " << plan.bottleneck << ")\n";
+      if (used < threads)
+        for (const std::string &note : plan.notes)
+          llvm::errs() << "netvm-run: note: " << note << "\n";
+    }
+  }
   options.dynamic = dynamicPolicy.getNumOccurrences() > 0;
   options.dynamicPolicy = dynamicPolicy;
   std::string error;

@@ -97,6 +97,10 @@ void annotateStages(ApplicationOp app, const CostModel &model,
 /// MEs per stage, the stages' surviving NetPEs.
 me::Placement placementOfStages(ApplicationOp app, const Plan &plan);
 
+/// The plan as the native runner's stage list (netvm_parse_stages,
+/// netvm-run --stages): "a,b;c:2".
+std::string toStageSpec(const CostModel &model, const Plan &plan);
+
 /// The native runner's input: the stage of every NetPE (declaration
 /// order) and the replicas of every stage.
 void toStages(const CostModel &model, const Plan &plan,
