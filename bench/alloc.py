@@ -8,8 +8,8 @@ offered a bursty trace at a fixed line rate - phases of minimum-size
 frames (many packets per second) alternating with phases of full-size
 frames (few) - with the process stage's MEs fixed (sized for the peak, or
 one) or moved by the controller (netvm/emu/Allocation.h). Prints the table
-of netvm-alloc-bench; with --plot DIR draws the allocation and the packets
-waiting over time (DIR/alloc-timeline.png).
+of netvm-alloc-bench; with --plot DIR draws the allocation over time and
+the packets waiting at each change (DIR/alloc-timeline.png).
 
 Usage: bench/alloc.py [--build build] [--plot DIR] [--line-rate G]
 Results: bench/README.md ("Dynamic allocation").
@@ -55,7 +55,7 @@ def bursty_pcap(path, phases=6, burst=1500, lull=150):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
-    p.add_argument("--line-rate", default="2.0")
+    p.add_argument("--line-rate", default="5.0")
     p.add_argument("--plot", default="")
     args = p.parse_args()
     tool = os.path.join(args.build, "bin", "netvm-alloc-bench")
@@ -91,9 +91,12 @@ def plot(timeline, directory):
     ax.set_ylabel("MEs")
     ax2 = ax.twinx()
     ax2.plot(us, waiting, "r.", markersize=3,
-             label="packets waiting (at each change)")
+             label="packets waiting (when it changed)")
     ax2.set_ylabel("packets waiting")
-    fig.legend(loc="upper right")
+    lines = ax.get_legend_handles_labels()
+    points = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + points[0], lines[1] + points[1], loc="center right",
+              fontsize=8)
     ax.set_title("Dynamic allocation on bursty input (bench/alloc.py)")
     fig.tight_layout()
     out = os.path.join(directory, "alloc-timeline.png")

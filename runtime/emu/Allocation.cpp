@@ -58,9 +58,16 @@ uint64_t AllocationController::look(netvm_emu_host *host) {
     int n = netvm_emu_host_ring_count(host, ring);
     words += n > 0 ? n : 0;
   }
-  double waiting = words / entryWords;
-  if (finished && finished() && waiting == 0)
-    return 0; // detach: the input is over and the stage drained
+  // Packets wait in the stage's work rings and, when the receive side
+  // cannot hand them out faster, in the fabric's receive buffers.
+  int backlog = netvm_emu_host_rx_backlog(host);
+  double waiting = words / entryWords + backlog;
+  maxWaiting = std::max(maxWaiting, waiting);
+  // Once the input is over and received, the replicas finish what they
+  // were dealt whatever the count (the end markers stay in the rings):
+  // detach, so that the machine can go quiescent.
+  if (finished && finished() && backlog == 0)
+    return 0;
   unsigned next = decideReplicas(policy, current, waiting, now - lastChange);
   if (next != current) {
     uint8_t bytes[4] = {uint8_t(next >> 24), uint8_t(next >> 16),

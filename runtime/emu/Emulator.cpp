@@ -792,6 +792,12 @@ extern "C" int netvm_emu_host_ring_count(netvm_emu_host *host, unsigned ring) {
   return int(m.rings[ring].count);
 }
 
+extern "C" int netvm_emu_host_rx_backlog(netvm_emu_host *host) {
+  Emulator::Impl &m = *host->impl;
+  m.hostCross(0);
+  return int(m.rbuf.size());
+}
+
 extern "C" int netvm_emu_host_ring_get(netvm_emu_host *host, unsigned ring,
                                        uint32_t *words, unsigned count) {
   Emulator::Impl &m = *host->impl;

@@ -115,6 +115,11 @@ struct AppLayout {
     std::vector<unsigned> mes;
     uint32_t replicaWord = 0;
     unsigned maxReplicas = 1;
+    /// The scratch ring each replica takes its work from (in `mes`
+    /// order), and the words of an entry: what a controller watches
+    /// (netvm/emu/Allocation.h).
+    std::vector<unsigned> workRings;
+    unsigned workEntryWords = 0;
   };
   std::vector<Stage> stages;
   /// Where each NetPE's code is, to attribute a per-PC profile: the

@@ -1129,8 +1129,11 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     AppLayout::Stage stage;
     stage.replicaWord = Layout::activeWord;
     stage.maxReplicas = L.replicas;
-    for (unsigned k = 0; k < L.replicas; ++k)
+    for (unsigned k = 0; k < L.replicas; ++k) {
       stage.mes.push_back(L.firstReplica() + k);
+      stage.workRings.push_back(Layout::workRing0 + k);
+    }
+    stage.workEntryWords = timestamps ? timedEntryWords : entryWords;
     for (PEInfo &info : pes)
       stage.pes.push_back(info.index);
     layout.stages.push_back(stage);

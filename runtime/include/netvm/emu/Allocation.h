@@ -31,7 +31,7 @@ struct AllocationPolicy {
   /// Add a replica when the packets waiting per active replica exceed
   /// `addAbove`; take one away when they fall below `removeBelow`
   /// (hysteresis: removeBelow < addAbove).
-  double addAbove = 4, removeBelow = 0.5;
+  double addAbove = 2, removeBelow = 0.5;
   /// Cycles after a change before the next addition, and before the next
   /// removal (removing slowly keeps a burst's tail served).
   uint64_t addDwell = 0, removeDwell = 30000;
@@ -53,15 +53,16 @@ struct AllocationDecision {
 };
 
 /// The controller: attach() it to an emulator before run(). Every
-/// `interval` cycles it reads the rings' counts (one host crossing each)
-/// and, when decideReplicas changes the count, writes the replica word (a
-/// scratch word; one more crossing).
+/// `interval` cycles it reads the rings' counts and the fabric's receive
+/// backlog (one host crossing each) and, when decideReplicas changes the count,
+/// writes the replica word (a scratch word; one more crossing).
 class AllocationController {
 public:
   /// `rings`: the stage's work rings; `entryWords`: words per ring entry;
   /// `replicaWord`: the scratch address of the stage's replica count;
   /// `finished`: true once nothing more will arrive (the controller then
-  /// detaches when the rings are empty, so the machine can go quiescent).
+  /// detaches when the fabric has handed every packet to the receive side,
+  /// so that the machine can go quiescent).
   AllocationController(const AllocationPolicy &policy,
                        std::vector<unsigned> rings, unsigned entryWords,
                        uint32_t replicaWord, std::function<bool()> finished);
@@ -75,6 +76,8 @@ public:
   /// landing (cycles).
   uint64_t maxReaction() const;
   unsigned looks() const { return numLooks; }
+  /// The most packets seen waiting at a look.
+  double mostWaiting() const { return maxWaiting; }
 
 private:
   static uint64_t step(netvm_emu_host *host, void *self);
@@ -88,6 +91,7 @@ private:
   unsigned current;
   uint64_t lastChange = 0;
   unsigned numLooks = 0;
+  double maxWaiting = 0;
   std::vector<AllocationDecision> history;
 };
 

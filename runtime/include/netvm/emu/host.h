@@ -44,6 +44,9 @@ uint64_t netvm_emu_host_now(const netvm_emu_host *host);
  * not configured. */
 int netvm_emu_host_ring_count(netvm_emu_host *host, unsigned ring);
 
+/* Packets waiting in the media switch fabric's receive buffers for a
+ * receive (the RBUF elements' status, one crossing, no words). */
+int netvm_emu_host_rx_backlog(netvm_emu_host *host);
 /* Takes `count` (1-16) words from a ring: 0, or -1 (nothing taken, only
  * the crossing paid) if the ring holds fewer or is not configured. */
 int netvm_emu_host_ring_get(netvm_emu_host *host, unsigned ring,
