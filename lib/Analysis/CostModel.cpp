@@ -266,7 +266,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     model.orderedGet = machine.scratchLatency + 20;
     model.transmitReplicated = 58;
     model.replicaOverhead = 90;
-    model.receiveOrdered = {50, 71, 78};
+    model.receiveOrdered = {50, 90, 100};
     model.transmitLatency = 2 * machine.scratchLatency + machine.txLatency +
                             dma + machine.dramCommandCycles;
     // A scratch ring put on one side and a get with the header prefetch on
