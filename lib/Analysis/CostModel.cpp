@@ -253,6 +253,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
   model.unit = target == CostTarget::ME ? "cycles" : "ns";
   me::MachineConfig machine;
   model.clockMHz = machine.clockMHz;
+  model.machineMEs = machine.numMEs;
   model.cores = std::max(1u, std::thread::hardware_concurrency());
   if (target == CostTarget::ME) {
     // The generated packet path (docs/me-backend.md, Compile.cpp): receive

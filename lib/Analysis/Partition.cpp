@@ -213,6 +213,11 @@ bool partition(const CostModel &model, const PartitionOptions &options,
             "one for the NetPEs";
     return false;
   }
+  if (me && options.workers > model.machineMEs) {
+    error = "the machine has " + std::to_string(model.machineMEs) +
+            " MEs: at most " + std::to_string(model.machineMEs) + " workers";
+    return false;
+  }
   if (!me && options.workers < 1) {
     error = "at least one worker is needed";
     return false;

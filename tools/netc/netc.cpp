@@ -266,7 +266,13 @@ int main(int argc, char **argv) {
       "  netc -emit=llvm filter.netil      optimized LLVM IR\n"
       "  netc --target=aarch64-linux-gnu -c filter.netil -o filter.o\n"
       "                                    an AArch64 object to link with the\n"
-      "                                    runtime (docs/native.md)\n");
+      "                                    runtime (docs/native.md)\n"
+      "  netc --target=me -emit=partition --profile t.pcap app.nvapp\n"
+      "                                    the plan for 8 microengines, costs\n"
+      "                                    measured on the emulator\n"
+      "                                    (docs/partitioning.md)\n"
+      "  netc --target=me --workers 6 app.nvapp -o app.img\n"
+      "                                    an image laid out by that plan\n");
 
   bool forME = targetTriple == "me";
   if (forME && !emit.getNumOccurrences())

@@ -122,7 +122,7 @@ struct CostModel {
   /// cycles per input packet (the packet in, the outputs out, the header
   /// prefetches).
   double clockMHz = 600;
-  unsigned contexts = 8;
+  unsigned contexts = 8, machineMEs = 8;
   double receiveIssue = 0, receiveLatency = 0;
   double transmitIssue = 0, transmitLatency = 0;
   unsigned receiveContexts = 8, transmitContexts = 1;
