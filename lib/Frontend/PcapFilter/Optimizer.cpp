@@ -191,11 +191,18 @@ int Dag::compile(const PredP &p, int t, int f) {
 }
 
 int Dag::optimize(int root) {
-  for (unsigned round = 0; round < 256; ++round) {
+  // Each step walks the reachable graph; past the budget the graph stays
+  // as it is (see `exhausted`).
+  auto spent = [&] {
+    if (work > kWorkBudget)
+      exhausted = true;
+    return exhausted;
+  };
+  for (unsigned round = 0; round < 256 && !spent(); ++round) {
     bool changed = false;
     root = thread(root, changed);
     // One pull-up at a time, each followed by a clean-up.
-    for (unsigned pulls = 0; pulls < 256 && pullup(root); ++pulls) {
+    for (unsigned pulls = 0; pulls < 256 && !spent() && pullup(root); ++pulls) {
       bool ignored = false;
       root = thread(root, ignored);
       changed = true;
@@ -269,6 +276,7 @@ void Dag::reach(int root) {
   std::reverse(order.begin(), order.end());
   for (size_t i = 0; i < order.size(); ++i)
     local[order[i]] = i;
+  work += order.size();
 }
 
 void Dag::shape(int root) {
@@ -439,13 +447,28 @@ int Dag::thread(int root, bool &changed) {
   // entry (-1: none), the meet of the node's incoming edges. Parents have
   // lower numbers, which the meet relies on.
   std::vector<int> parent(2 * size, -1), entry(size, -2);
+  // Depths and jump pointers (Myers' skew-binary ones: a root jumps to
+  // itself) make the meet logarithmic: chains of merges far below their
+  // common dominator are common (10,000 'and not port N').
+  std::vector<int> depth(2 * size, 0), jump(2 * size, 0);
   auto meet = [&](int x, int y) {
+    if (depth[x] < depth[y])
+      std::swap(x, y);
+    while (depth[x] > depth[y]) {
+      ++work;
+      x = depth[jump[x]] >= depth[y] ? jump[x] : parent[x];
+    }
     while (x != y) {
-      if (x < y)
-        std::swap(x, y);
-      x = parent[x];
-      if (x < 0)
-        return -1;
+      ++work;
+      if (parent[x] < 0)
+        return -1; // two roots: no common dominating edge
+      if (jump[x] != jump[y]) {
+        x = jump[x];
+        y = jump[y];
+      } else {
+        x = parent[x];
+        y = parent[y];
+      }
     }
     return x;
   };
@@ -455,6 +478,14 @@ int Dag::thread(int root, bool &changed) {
     for (int sense = 0; sense < 2; ++sense) {
       int e = 2 * i + sense;
       parent[e] = in;
+      if (in < 0) {
+        jump[e] = e;
+      } else {
+        depth[e] = depth[in] + 1;
+        int j = jump[in];
+        jump[e] =
+            depth[in] - depth[j] == depth[j] - depth[jump[j]] ? jump[j] : in;
+      }
       int succ = sense == 0 ? nodes[n].jt : nodes[n].jf;
       if (succ < 2)
         continue;
@@ -513,6 +544,7 @@ int Dag::thread(int root, bool &changed) {
         from = std::min(from, top(lowestTrueByValue[t.aId]));
       if (from == std::numeric_limits<int>::max())
         break;
+      ++work;
       int r = fold(v, from / 2, from % 2 == 0);
       assert(r >= 0 && "a dominating edge of the same test or value folds");
       v = r;

@@ -536,6 +536,15 @@ public:
   /// libpcap's optimizer loop; returns the new root.
   int optimize(int root);
 
+  /// Set when optimize stopped early: its pull-ups move one test at a
+  /// time, about 2 N^2 of them for N alternatives of two fields
+  /// (`host A or host B ...`), each a walk of the whole graph. Past a
+  /// budget of walked nodes (about 100 such alternatives, a few seconds)
+  /// the graph is left as it is: the verdicts of packets long enough for
+  /// every field are libpcap's, those of shorter ones may not be.
+  bool exhausted = false;
+  static constexpr uint64_t kWorkBudget = 30'000'000;
+
   struct Node {
     int test, jt, jf;
   };
@@ -586,6 +595,8 @@ private:
     std::vector<int> enter, exit;
   };
   Shape sh;
+  /// Nodes walked so far (reach).
+  uint64_t work = 0;
   void shape(int root);
   /// True if `b` dominates `n` (both reachable).
   bool dominates(int b, int n) const;
