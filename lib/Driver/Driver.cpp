@@ -82,6 +82,33 @@ ApplicationOp netvm::driver::getApplication(ModuleOp module) {
 }
 
 /// Load `path` into the source manager; reports an error on failure.
+/// MLIR's parser recurses once per nested region, attribute and type: an
+/// .mlir file nested deeper than this is refused before it can exhaust the
+/// stack (netvm's own IR nests about ten levels).
+constexpr unsigned kMaxMLIRNesting = 500;
+
+/// Where `text` first opens a bracket ({, [, () nested more than
+/// kMaxMLIRNesting deep outside strings and comments, if it does.
+static std::optional<size_t> tooDeeplyNested(llvm::StringRef text) {
+  unsigned depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+    } else if (c == '/' && text.substr(i).starts_with("//")) {
+      i = std::min(text.find('\n', i), text.size());
+    } else if (c == '{' || c == '[' || c == '(') {
+      if (++depth > kMaxMLIRNesting)
+        return i;
+    } else if ((c == '}' || c == ']' || c == ')') && depth) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 static std::optional<unsigned> loadFile(MLIRContext &context,
                                         llvm::SourceMgr &sourceMgr,
                                         StringRef path, Location useLoc) {
@@ -283,6 +310,15 @@ netvm::driver::loadApplication(MLIRContext &context, llvm::SourceMgr &sourceMgr,
                  FileLineColLoc::get(&context, inputs.front(), 0, 0));
     if (!buffer)
       return nullptr;
+    llvm::StringRef text = sourceMgr.getMemoryBuffer(*buffer)->getBuffer();
+    if (std::optional<size_t> at = tooDeeplyNested(text)) {
+      auto [line, col] = sourceMgr.getLineAndColumn(
+          SMLoc::getFromPointer(text.data() + *at), *buffer);
+      emitError(FileLineColLoc::get(&context, inputs.front(), line, col))
+          << "the IR nests too deeply (more than " << kMaxMLIRNesting
+          << " levels of brackets)";
+      return nullptr;
+    }
     OwningOpRef<ModuleOp> module =
         parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)

@@ -103,6 +103,9 @@ private:
 
 /// Lexes and parses a filter with ANTLR (the grammar's start rule is
 /// `program` and its lexer ends with an ERROR_CHAR rule for anything else).
+/// How deeply a filter expression may nest.
+constexpr unsigned kMaxNesting = 1000;
+
 template <typename Lexer, typename Parser> class FilterParser {
 public:
   FilterParser(llvm::StringRef text, const SyntaxWords &words)
@@ -122,6 +125,9 @@ public:
       error = FilterError{*badByte, "the filter is not valid UTF-8 text"};
       return nullptr;
     }
+    tokens.fill();
+    if ((error = tooDeep(tokens.getTokens())))
+      return nullptr;
     typename Parser::ProgramContext *tree = parser.program();
     for (antlr4::Token *t : tokens.getTokens())
       if (t->getType() == Parser::ERROR_CHAR) {
@@ -138,6 +144,36 @@ public:
   }
 
 private:
+  /// The parsers, and the walks of their trees, recurse once per level of
+  /// nesting: deeper input is refused before it can exhaust the stack.
+  static std::optional<FilterError>
+  tooDeep(const std::vector<antlr4::Token *> &tokens) {
+    // A level per open bracket and per prefix operator ('not', '!',
+    // unary '-', '~') that still waits for its operand.
+    std::vector<unsigned> open;
+    unsigned level = 0;
+    for (antlr4::Token *t : tokens) {
+      std::string text = t->getText();
+      if (text == "(" || text == "[" || text == "{") {
+        open.push_back(++level);
+      } else if (llvm::StringRef(text).equals_insensitive("not") ||
+                 text == "!" || text == "-" || text == "~") {
+        ++level;
+      } else {
+        if ((text == ")" || text == "]" || text == "}") && !open.empty())
+          open.pop_back();
+        level = open.empty() ? 0 : open.back();
+      }
+      if (level > kMaxNesting)
+        return FilterError{t->getStartIndex(),
+                           "the expression nests too deeply (more than " +
+                               std::to_string(kMaxNesting) +
+                               " levels of parentheses, brackets and "
+                               "'not's)"};
+    }
+    return std::nullopt;
+  }
+
   /// `text`, or nothing with `bad` set to (the character index of) its
   /// first invalid byte when it is not UTF-8.
   static std::string validText(llvm::StringRef text,

@@ -45,6 +45,27 @@ Value CodeGen::elementMatch(const Element &e, const Protocol &p) {
   return nullptr;
 }
 
+void CodeGen::groupFlags(const Formula &f) {
+  std::optional<size_t> head;
+  for (const Formula &k : f.kids) {
+    if (f.kind == Formula::Or && k.kind == Formula::Leaf &&
+        simpleChain(k.chain)) {
+      if (!head)
+        head = k.chain;
+      flagOf[k.chain] = *head;
+      continue;
+    }
+    groupFlags(k);
+  }
+}
+
+/// Whether `k`, a kid of an `or`, is a simple chain whose group's flag an
+/// earlier kid already brought in.
+static bool sharedFlag(const Formula &k, llvm::ArrayRef<size_t> flagOf) {
+  return k.kind == Formula::Leaf &&
+         flagOf[k.chain] != static_cast<size_t>(k.chain);
+}
+
 std::pair<Value, Value> CodeGen::decided(const Formula &f) {
   Value one = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
   Value zero = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
@@ -64,6 +85,13 @@ std::pair<Value, Value> CodeGen::decided(const Formula &f) {
     bool isAnd = f.kind == Formula::And;
     Value yes = isAnd ? one : zero, no = isAnd ? zero : one;
     for (const Formula &k : f.kids) {
+      // The shared flag is in `yes` already: such a chain adds that it
+      // can no longer match (the `or` is false when the flag is clear
+      // and every chain of the group is dead).
+      if (!isAnd && sharedFlag(k, flagOf)) {
+        no = arith::AndIOp::create(b, loc, no, chainDead(k.chain));
+        continue;
+      }
       auto [ky, kn] = decided(k);
       if (isAnd) {
         yes = arith::AndIOp::create(b, loc, yes, ky);
@@ -340,6 +368,8 @@ Value CodeGen::formula(const Formula &f) {
   case Formula::Or: {
     Value acc = formula(f.kids[0]);
     for (size_t i = 1; i < f.kids.size(); ++i) {
+      if (f.kind == Formula::Or && sharedFlag(f.kids[i], flagOf))
+        continue;
       Value k = formula(f.kids[i]);
       acc = f.kind == Formula::And
                 ? arith::AndIOp::create(b, loc, acc, k).getResult()

@@ -272,7 +272,21 @@ private:
   Value get(Value slot);
   void set(Value slot, Value v);
   Value chainVar(size_t c) { return var("chain." + std::to_string(c)); }
-  Value flagVar(size_t c) { return var("flag." + std::to_string(c)); }
+  /// The flag of chain `c`: set once the chain has matched, shared by
+  /// the simple chains of one `or` (see groupFlags).
+  Value flagVar(size_t c) {
+    return var("flag." + std::to_string(flagOf.empty() ? c : flagOf[c]));
+  }
+  /// A chain of one element that may match at any header ("some header
+  /// is an IPv4 header with this source") only ever needs its flag.
+  bool simpleChain(size_t c) const {
+    return filter.chains[c].elems.size() == 1 && !filter.chains[c].anchored;
+  }
+  /// The simple chains that are leaves of one `or` share one flag: the
+  /// `or` of theirs, which is all the formula asks of them. So a filter
+  /// of N alternatives carries one flag through the parse, not N.
+  void groupFlags(const Formula &f);
+  std::vector<size_t> flagOf;
   std::string fieldVar(const std::string &kind, const std::string &name);
   Value cmp(arith::CmpIPredicate p, Value l, Value r);
   Value toI32(Value bit) { return arith::ExtUIOp::create(b, loc, i32, bit); }

@@ -26,9 +26,16 @@ void CodeGen::run() {
   pktLen = PacketLengthOp::create(b, loc, i32);
   set(var("hops"), c32(0));
   set(var("layers"), c32(0));
+  flagOf.resize(filter.chains.size());
+  for (size_t c = 0; c < filter.chains.size(); ++c)
+    flagOf[c] = c;
+  if (filter.formula)
+    groupFlags(*filter.formula);
   for (size_t c = 0; c < filter.chains.size(); ++c) {
-    set(chainVar(c), c32(0));
-    set(flagVar(c), c32(0));
+    if (!simpleChain(c))
+      set(chainVar(c), c32(0));
+    if (flagOf[c] == c)
+      set(flagVar(c), c32(0));
   }
   for (auto &[proto, needs] : needs_)
     if (needs.count)

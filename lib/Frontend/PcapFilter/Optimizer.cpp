@@ -10,6 +10,10 @@
 
 #include "PcapFilterInternal.h"
 
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
 using namespace mlir;
 using namespace netvm;
 
@@ -179,17 +183,26 @@ int Dag::compile(const PredP &p, int t, int f) {
   Test test{code, a, b, keyOf(a), keyOf(b), b->kind == Val::Const};
   std::string key = std::to_string(code) + test.aKey + "?" + test.rKey;
   auto [it, inserted] = testIds.try_emplace(key, tests.size());
-  if (inserted)
+  if (inserted) {
+    test.aId = aIds.try_emplace(test.aKey, aIds.size()).first->second;
     tests.push_back(std::move(test));
+  }
   return node(it->second, t, f);
 }
 
 int Dag::optimize(int root) {
-  for (unsigned round = 0; round < 256; ++round) {
+  // Each step walks the reachable graph; past the budget the graph stays
+  // as it is (see `exhausted`).
+  auto spent = [&] {
+    if (work > kWorkBudget)
+      exhausted = true;
+    return exhausted;
+  };
+  for (unsigned round = 0; round < 256 && !spent(); ++round) {
     bool changed = false;
     root = thread(root, changed);
     // One pull-up at a time, each followed by a clean-up.
-    for (unsigned pulls = 0; pulls < 256 && pullup(root); ++pulls) {
+    for (unsigned pulls = 0; pulls < 256 && !spent() && pullup(root); ++pulls) {
       bool ignored = false;
       root = thread(root, ignored);
       changed = true;
@@ -203,15 +216,26 @@ int Dag::optimize(int root) {
 int Dag::node(int test, int t, int f) {
   if (t == f && optimizing)
     return t;
-  auto [it, inserted] = unique.try_emplace({test, t, f}, nodes.size());
-  if (inserted)
-    nodes.push_back({test, t, f});
-  return it->second;
+  auto [it, inserted] = unique.try_emplace({test, t, f});
+  if (!inserted && !it->second.empty())
+    return it->second.front();
+  it->second.push_back(nodes.size());
+  nodes.push_back({test, t, f});
+  return nodes.size() - 1;
+}
+
+void Dag::setSlot(int n, bool jt, int to) {
+  Node &node = nodes[n];
+  auto &old = unique[{node.test, node.jt, node.jf}];
+  old.erase(std::find(old.begin(), old.end(), n));
+  slot(n, jt) = to;
+  auto &now = unique[{node.test, node.jt, node.jf}];
+  now.insert(std::lower_bound(now.begin(), now.end(), n), n);
 }
 
 int Dag::fold(int child, int from, bool sense) {
   const Test &c = tests[nodes[child].test], &e = tests[nodes[from].test];
-  if (c.code != e.code || c.rConst != e.rConst || c.aKey != e.aKey)
+  if (c.code != e.code || c.rConst != e.rConst || c.aId != e.aId)
     return -1;
   if (c.rKey == e.rKey)
     return sense ? nodes[child].jt : nodes[child].jf;
@@ -220,67 +244,139 @@ int Dag::fold(int child, int from, bool sense) {
   return -1;
 }
 
-Dag::Shape Dag::shape(int root) {
-  Shape sh;
-  std::vector<int> state(nodes.size(), 0);
-  std::function<void(int)> visit = [&](int n) {
-    if (n < 2 || state[n])
-      return;
-    state[n] = 1;
-    visit(nodes[n].jt);
-    visit(nodes[n].jf);
-    int h = 0;
-    for (int c : {nodes[n].jt, nodes[n].jf})
-      h = std::max(h, c < 2 ? 1 : sh.height[c] + 1);
-    sh.height[n] = h;
-    sh.order.push_back(n);
+void Dag::reach(int root) {
+  // A new generation marks nothing visited, without clearing.
+  if (++generation == 0) {
+    std::fill(stamp.begin(), stamp.end(), 0);
+    generation = 1;
+  }
+  stamp.resize(nodes.size(), 0);
+  local.resize(nodes.size(), -1);
+  order.clear();
+  // The recursive walk visit(n) { visit(jt); visit(jf); post(n); } with
+  // an explicit stack: (node, successors visited).
+  std::vector<std::pair<int, int>> stack;
+  auto visit = [&](int n) {
+    if (n >= 2 && stamp[n] != generation) {
+      stamp[n] = generation;
+      stack.push_back({n, 0});
+    }
   };
   visit(root);
-  std::reverse(sh.order.begin(), sh.order.end());
-  for (int n : sh.order)
+  while (!stack.empty()) {
+    auto [n, done] = stack.back();
+    if (done < 2) {
+      stack.back().second = done + 1;
+      visit(done == 0 ? nodes[n].jt : nodes[n].jf);
+      continue;
+    }
+    order.push_back(n);
+    stack.pop_back();
+  }
+  std::reverse(order.begin(), order.end());
+  for (size_t i = 0; i < order.size(); ++i)
+    local[order[i]] = i;
+  work += order.size();
+}
+
+void Dag::shape(int root) {
+  reach(root);
+  size_t size = order.size();
+  // Heights, successors first.
+  sh.height.assign(size, 0);
+  for (size_t i = size; i-- > 0;) {
+    int h = 0;
+    for (int c : {nodes[order[i]].jt, nodes[order[i]].jf})
+      h = std::max(h, c < 2 ? 1 : sh.height[local[c]] + 1);
+    sh.height[i] = h;
+  }
+  // Incoming edges, by the position of their node.
+  sh.inStart.assign(size + 1, 0);
+  for (int n : order)
+    for (int c : {nodes[n].jt, nodes[n].jf})
+      if (c >= 2)
+        ++sh.inStart[local[c] + 1];
+  for (size_t i = 0; i < size; ++i)
+    sh.inStart[i + 1] += sh.inStart[i];
+  sh.inEdges.resize(sh.inStart[size]);
+  std::vector<int> fill(sh.inStart.begin(), sh.inStart.end() - 1);
+  for (int n : order)
     for (int sense = 0; sense < 2; ++sense) {
       int c = sense == 0 ? nodes[n].jt : nodes[n].jf;
       if (c >= 2)
-        sh.in[c].push_back({n, sense});
+        sh.inEdges[fill[local[c]]++] = {n, sense};
     }
-  for (int n : sh.order) {
-    std::set<int> d;
-    bool firstPred = true;
-    for (auto [p, sense] : sh.in[n]) {
-      (void)sense;
-      if (firstPred) {
-        d = sh.dom[p];
-        firstPred = false;
-      } else {
-        std::set<int> both;
-        std::set_intersection(d.begin(), d.end(), sh.dom[p].begin(),
-                              sh.dom[p].end(),
-                              std::inserter(both, both.begin()));
-        d = std::move(both);
+  // Immediate dominators (Cooper, Harvey and Kennedy; one pass, as the
+  // graph is acyclic and dominators come first in the order).
+  sh.idom.assign(size, -1);
+  for (size_t i = 1; i < size; ++i) {
+    int d = -1;
+    for (int k = sh.inStart[i]; k < sh.inStart[i + 1]; ++k) {
+      int p = local[sh.inEdges[k].first];
+      if (d < 0) {
+        d = p;
+        continue;
+      }
+      while (d != p) {
+        while (d > p)
+          d = sh.idom[d];
+        while (p > d)
+          p = sh.idom[p];
       }
     }
-    d.insert(n);
-    sh.dom[n] = std::move(d);
+    sh.idom[i] = d;
   }
-  return sh;
+  // Entry and exit times of a walk of the dominator tree: b dominates n
+  // when n's interval is inside b's.
+  std::vector<int> start(size + 1, 0), kids(size ? size - 1 : 0);
+  for (size_t i = 1; i < size; ++i)
+    ++start[sh.idom[i] + 1];
+  for (size_t i = 0; i < size; ++i)
+    start[i + 1] += start[i];
+  std::vector<int> kidFill(start.begin(), start.end() - 1);
+  for (size_t i = 1; i < size; ++i)
+    kids[kidFill[sh.idom[i]]++] = i;
+  sh.enter.assign(size, 0);
+  sh.exit.assign(size, 0);
+  if (!size)
+    return;
+  int clock = 0;
+  std::vector<std::pair<int, int>> stack{{0, start[0]}};
+  sh.enter[0] = clock++;
+  while (!stack.empty()) {
+    auto &[i, next] = stack.back();
+    if (next == start[i + 1]) {
+      sh.exit[i] = clock++;
+      stack.pop_back();
+      continue;
+    }
+    int kid = kids[next++];
+    sh.enter[kid] = clock++;
+    stack.push_back({kid, start[kid]});
+  }
 }
 
-bool Dag::pullOne(int b, const Shape &sh, bool alongTrue) {
-  auto inIt = sh.in.find(b);
-  if (inIt == sh.in.end() || inIt->second.empty())
+bool Dag::dominates(int b, int n) const {
+  int x = local[b], y = local[n];
+  return sh.enter[x] <= sh.enter[y] && sh.exit[y] <= sh.exit[x];
+}
+
+bool Dag::pullOne(int b, bool alongTrue) {
+  int at = local[b];
+  if (sh.inStart[at] == sh.inStart[at + 1])
     return false;
-  const auto &in = inIt->second;
-  const std::string &val = tests[nodes[in[0].first].test].aKey;
+  llvm::ArrayRef<std::pair<int, int>> in(sh.inEdges.data() + sh.inStart[at],
+                                         sh.inEdges.data() +
+                                             sh.inStart[at + 1]);
+  auto valueOf = [&](int n) { return tests[nodes[n].test].aId; };
+  int val = valueOf(in[0].first);
   for (auto [p, sense] : in) {
     (void)sense;
-    if (tests[nodes[p].test].aKey != val)
+    if (valueOf(p) != val)
       return false;
   }
   auto other = [&](int n) { return alongTrue ? nodes[n].jf : nodes[n].jt; };
-  auto dominated = [&](int n) {
-    auto it = sh.dom.find(n);
-    return it != sh.dom.end() && it->second.count(b);
-  };
+  auto dominated = [&](int n) { return reached(n) && dominates(b, n); };
   // diff: the slot holding the first test of another value.
   int diffNode = in[0].first;
   bool diffTrue = in[0].second == 0;
@@ -289,7 +385,7 @@ bool Dag::pullOne(int b, const Shape &sh, bool alongTrue) {
     int d = slot(diffNode, diffTrue);
     if (d < 2 || other(d) != other(b) || !dominated(d))
       return false;
-    if (tests[nodes[d].test].aKey != val)
+    if (valueOf(d) != val)
       break;
     diffNode = d;
     diffTrue = alongTrue;
@@ -302,122 +398,190 @@ bool Dag::pullOne(int b, const Shape &sh, bool alongTrue) {
     int s = slot(sameNode, alongTrue);
     if (s < 2 || other(s) != other(b) || !dominated(s))
       return false;
-    if (tests[nodes[s].test].aKey == val)
+    if (valueOf(s) == val)
       break;
     sameNode = s;
   }
   int pull = slot(sameNode, alongTrue);
-  slot(sameNode, alongTrue) = slot(pull, alongTrue);
-  slot(pull, alongTrue) = diff;
+  setSlot(sameNode, alongTrue, slot(pull, alongTrue));
+  setSlot(pull, alongTrue, diff);
   if (atTop) {
-    for (auto [p, sense] : in)
-      slot(p, sense == 0) = pull;
+    // Copied: setSlot may move the nodes' entries, not the edges.
+    llvm::SmallVector<std::pair<int, int>> edges(in.begin(), in.end());
+    for (auto [p, sense] : edges)
+      setSlot(p, sense == 0, pull);
   } else {
-    slot(diffNode, diffTrue) = pull;
+    setSlot(diffNode, diffTrue, pull);
   }
   return true;
 }
 
 bool Dag::pullup(int root) {
-  Shape sh = shape(root);
-  // Bottom up, as libpcap goes through its levels.
-  // Sorted by (height, position in the order): a stable sort by height.
-  std::vector<std::pair<int, size_t>> byHeight;
-  for (size_t i = 0; i < sh.order.size(); ++i)
-    byHeight.emplace_back(sh.height[sh.order[i]], i);
-  std::sort(byHeight.begin(), byHeight.end());
-  for (auto [height, position] : byHeight) {
-    int b = sh.order[position];
-    // Edits make node numbers stand for other graphs: copy on write.
-    if (pullOne(b, sh, /*alongTrue=*/false) ||
-        pullOne(b, sh, /*alongTrue=*/true)) {
-      unique.clear();
-      for (size_t n = 2; n < nodes.size(); ++n)
-        unique.try_emplace({nodes[n].test, nodes[n].jt, nodes[n].jf}, n);
+  shape(root);
+  // Bottom up, as libpcap goes through its levels: by height, then by
+  // position in the order.
+  // A counting sort, stable.
+  int highest = 0;
+  for (int h : sh.height)
+    highest = std::max(highest, h);
+  std::vector<int> start(highest + 2, 0), byHeight(order.size());
+  for (int h : sh.height)
+    ++start[h + 1];
+  for (int h = 0; h <= highest; ++h)
+    start[h + 1] += start[h];
+  for (size_t i = 0; i < order.size(); ++i)
+    byHeight[start[sh.height[i]]++] = i;
+  for (int position : byHeight) {
+    int b = order[position];
+    if (pullOne(b, /*alongTrue=*/false) || pullOne(b, /*alongTrue=*/true))
       return true;
-    }
   }
   return false;
 }
 
 int Dag::thread(int root, bool &changed) {
-  // Reachable nodes in topological order (successors after).
-  std::vector<int> order, state(nodes.size(), 0);
-  std::function<void(int)> visit = [&](int n) {
-    if (n < 2 || state[n])
-      return;
-    state[n] = 1;
-    visit(nodes[n].jt);
-    visit(nodes[n].jf);
-    order.push_back(n);
+  reach(root);
+  size_t size = order.size();
+  // The edge-dominator tree. Edge 2 * i + sense leaves the node at
+  // position i; its parent is the deepest edge dominating that node's
+  // entry (-1: none), the meet of the node's incoming edges. Parents have
+  // lower numbers, which the meet relies on.
+  std::vector<int> parent(2 * size, -1), entry(size, -2);
+  // Depths and jump pointers (Myers' skew-binary ones: a root jumps to
+  // itself) make the meet logarithmic: chains of merges far below their
+  // common dominator are common (10,000 'and not port N').
+  std::vector<int> depth(2 * size, 0), jump(2 * size, 0);
+  auto meet = [&](int x, int y) {
+    if (depth[x] < depth[y])
+      std::swap(x, y);
+    while (depth[x] > depth[y]) {
+      ++work;
+      x = depth[jump[x]] >= depth[y] ? jump[x] : parent[x];
+    }
+    while (x != y) {
+      ++work;
+      if (parent[x] < 0)
+        return -1; // two roots: no common dominating edge
+      if (jump[x] != jump[y]) {
+        x = jump[x];
+        y = jump[y];
+      } else {
+        x = parent[x];
+        y = parent[y];
+      }
+    }
+    return x;
   };
-  visit(root);
-  std::reverse(order.begin(), order.end());
-  // Edge e = 2 * node + (sense ? 0 : 1); dominating edges of each node's
-  // entry: the intersection over its incoming edges.
-  std::map<int, std::set<int>> indom;
-  std::map<int, bool> seen;
-  std::vector<std::set<int>> edom(2 * nodes.size());
-  for (int n : order) {
-    std::set<int> &in = indom[n];
+  for (size_t i = 0; i < size; ++i) {
+    int in = entry[i] == -2 ? -1 : entry[i];
+    int n = order[i];
     for (int sense = 0; sense < 2; ++sense) {
-      int e = 2 * n + sense;
-      edom[e] = in;
-      edom[e].insert(e);
+      int e = 2 * i + sense;
+      parent[e] = in;
+      if (in < 0) {
+        jump[e] = e;
+      } else {
+        depth[e] = depth[in] + 1;
+        int j = jump[in];
+        jump[e] =
+            depth[in] - depth[j] == depth[j] - depth[jump[j]] ? jump[j] : in;
+      }
       int succ = sense == 0 ? nodes[n].jt : nodes[n].jf;
       if (succ < 2)
         continue;
-      if (!seen[succ]) {
-        indom[succ] = edom[e];
-        seen[succ] = true;
-      } else {
-        std::set<int> both;
-        std::set_intersection(indom[succ].begin(), indom[succ].end(),
-                              edom[e].begin(), edom[e].end(),
-                              std::inserter(both, both.begin()));
-        indom[succ] = std::move(both);
-      }
+      int &into = entry[local[succ]];
+      into = into == -2 ? e : (into < 0 ? -1 : meet(into, e));
     }
   }
-  // Thread every edge.
-  std::map<int, std::pair<int, int>> succs;
-  for (int n : order) {
-    int out[2] = {nodes[n].jt, nodes[n].jf};
-    for (int sense = 0; sense < 2; ++sense) {
-      int v = out[sense];
-      for (bool again = true; again && v >= 2;) {
-        again = false;
-        for (int e : edom[2 * n + sense]) {
-          int r = fold(v, e / 2, e % 2 == 0);
-          if (r >= 0) {
-            v = r;
-            again = changed = true;
-            break;
-          }
-        }
-      }
-      out[sense] = v;
-    }
-    succs[n] = {out[0], out[1]};
+  // Children of each edge, then a walk down the tree that keeps, per
+  // test, the lowest dominating edge (as the node numbers go, which
+  // decides between edges that would fold one test differently).
+  std::vector<int> childStart(2 * size + 2, 0), children(2 * size);
+  for (size_t e = 0; e < 2 * size; ++e)
+    ++childStart[parent[e] + 2];
+  for (size_t e = 1; e < childStart.size(); ++e)
+    childStart[e] += childStart[e - 1];
+  {
+    std::vector<int> fill(childStart.begin(), childStart.end() - 1);
+    for (size_t e = 0; e < 2 * size; ++e)
+      children[fill[parent[e] + 1]++] = e;
   }
-  // Rebuild bottom-up.
-  std::map<int, int> rebuilt;
-  std::function<int(int)> rebuild = [&](int n) -> int {
-    if (n < 2)
-      return n;
-    auto it = rebuilt.find(n);
-    if (it != rebuilt.end())
-      return it->second;
-    auto [t, f] = succs.count(n)
-                      ? succs[n]
-                      : std::pair<int, int>{nodes[n].jt, nodes[n].jf};
-    int r = node(nodes[n].test, rebuild(t), rebuild(f));
+  lowestByTest.resize(tests.size());
+  lowestTrueByValue.resize(aIds.size());
+  auto top = [](const std::vector<int> &v) {
+    return v.empty() ? std::numeric_limits<int>::max() : v.back();
+  };
+  auto push = [&](std::vector<int> &v, int e) {
+    v.push_back(std::min(top(v), e));
+  };
+  std::vector<int> out(2 * size);
+  // (edge, entered): children are visited between entering and leaving.
+  std::vector<std::pair<int, bool>> stack;
+  for (int k = childStart[0]; k < childStart[1]; ++k)
+    stack.push_back({children[k], false});
+  while (!stack.empty()) {
+    auto [e, entered] = stack.back();
+    int n = order[e / 2], sense = e % 2;
+    const Test &own = tests[nodes[n].test];
+    bool byValue = sense == 0 && own.code == Test::JEQ && own.rConst;
+    if (entered) {
+      lowestByTest[nodes[n].test].pop_back();
+      if (byValue)
+        lowestTrueByValue[own.aId].pop_back();
+      stack.pop_back();
+      continue;
+    }
+    stack.back().second = true;
+    int global = 2 * n + sense;
+    push(lowestByTest[nodes[n].test], global);
+    if (byValue)
+      push(lowestTrueByValue[own.aId], global);
+    int v = sense == 0 ? nodes[n].jt : nodes[n].jf;
+    while (v >= 2) {
+      const Test &t = tests[nodes[v].test];
+      int from = top(lowestByTest[nodes[v].test]);
+      if (t.code == Test::JEQ && t.rConst)
+        from = std::min(from, top(lowestTrueByValue[t.aId]));
+      if (from == std::numeric_limits<int>::max())
+        break;
+      ++work;
+      int r = fold(v, from / 2, from % 2 == 0);
+      assert(r >= 0 && "a dominating edge of the same test or value folds");
+      v = r;
+      changed = true;
+    }
+    out[e] = v;
+    for (int k = childStart[e + 1]; k < childStart[e + 2]; ++k)
+      stack.push_back({children[k], false});
+  }
+  // Rebuild bottom-up (the true successor first), sharing equal nodes.
+  std::vector<int> rebuilt(size, -1);
+  auto result = [&](int n) { return n < 2 ? n : rebuilt[local[n]]; };
+  if (root < 2)
+    return root;
+  std::vector<std::pair<int, int>> stack2{{root, 0}};
+  while (!stack2.empty()) {
+    auto [n, done] = stack2.back();
+    int i = local[n];
+    if (done == 0 && rebuilt[i] >= 0) {
+      stack2.pop_back();
+      continue;
+    }
+    if (done < 2) {
+      stack2.back().second = done + 1;
+      int c = out[2 * i + done];
+      assert((c < 2 || reached(c)) && "threading stays in the graph");
+      if (c >= 2 && rebuilt[local[c]] < 0)
+        stack2.push_back({c, 0});
+      continue;
+    }
+    int r = node(nodes[n].test, result(out[2 * i]), result(out[2 * i + 1]));
     if (r != n)
       changed = true;
-    rebuilt[n] = r;
-    return r;
-  };
-  return rebuild(root);
+    rebuilt[i] = r;
+    stack2.pop_back();
+  }
+  return rebuilt[local[root]];
 }
 
 } // namespace netvm::pcapfilter::detail

@@ -354,6 +354,13 @@ netvm::pcapfilter::compile(MLIRContext &context, llvm::SourceMgr &sourceMgr,
   dag.optimizing = optimizing;
   int first = dag.compile(predicate, Dag::kAccept, Dag::kReject);
   int root = optimizing ? dag.optimize(first) : first;
+  if (dag.exhausted)
+    emitWarning(loc) << "the expression is too large for netvm's emulation "
+                        "of libpcap's optimizer to finish ("
+                     << dag.tests.size()
+                     << " distinct tests): packets too short for some of "
+                        "the fields it compares may get another verdict "
+                        "than libpcap's";
   CodeGen codegen(b, loc, body, dag, accept, reject);
   // libpcap's opt_root: when the first test's two branches end up at the
   // same place, the test goes but its loads stay in front of the next one

@@ -20,6 +20,8 @@
 #include "antlr4-runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -511,6 +513,8 @@ struct Test {
   ValP lhs, rhs;
   std::string aKey, rKey;
   bool rConst;
+  /// aKey interned: equal ids, equal keys.
+  int aId = -1;
 };
 
 class Dag {
@@ -532,6 +536,15 @@ public:
   /// libpcap's optimizer loop; returns the new root.
   int optimize(int root);
 
+  /// Set when optimize stopped early: its pull-ups move one test at a
+  /// time, about 2 N^2 of them for N alternatives of two fields
+  /// (`host A or host B ...`), each a walk of the whole graph. Past a
+  /// budget of walked nodes (about 100 such alternatives, a few seconds)
+  /// the graph is left as it is: the verdicts of packets long enough for
+  /// every field are libpcap's, those of shorter ones may not be.
+  bool exhausted = false;
+  static constexpr uint64_t kWorkBudget = 30'000'000;
+
   struct Node {
     int test, jt, jf;
   };
@@ -540,7 +553,11 @@ public:
 
 private:
   std::map<std::string, int> testIds;
-  std::map<std::tuple<int, int, int>, int> unique;
+  std::map<std::string, int> aIds;
+  /// Every node by its (test, jt, jf), the lowest number first: node()
+  /// shares the lowest, as libpcap shares equal blocks. Pull-ups edit
+  /// nodes in place and keep it up to date (setSlot).
+  llvm::DenseMap<std::tuple<int, int, int>, llvm::SmallVector<int, 1>> unique;
 
   /// A (shared) node; none when both successors are the same.
   int node(int test, int t, int f);
@@ -549,31 +566,62 @@ private:
   /// `child`'s test: the successor it leads to, or -1.
   int fold(int child, int from, bool sense);
 
+  //--- Reachable nodes, numbered in topological order -----------------//
+
+  /// The nodes reachable from `root` in reverse postorder (a depth-first
+  /// walk, true successor first, without recursion); local[n] is n's
+  /// position there while stamp[n] == generation.
+  void reach(int root);
+  std::vector<int> order;
+  std::vector<int> local;
+  std::vector<unsigned> stamp;
+  unsigned generation = 0;
+  bool reached(int n) const {
+    return n >= 2 && static_cast<size_t>(n) < stamp.size() &&
+           stamp[n] == generation;
+  }
+
   //--- or_pullup / and_pullup ----------------------------------------//
 
-  /// Reachable nodes, their incoming edges (node, sense: 0 true, 1 false),
-  /// heights above the leaves, and dominators.
+  /// For the nodes of `order` (by position): their incoming edges (node,
+  /// sense: 0 true, 1 false) in order, heights above the leaves, and
+  /// immediate dominators (-1 for the root).
   struct Shape {
-    std::vector<int> order; // topological
-    std::map<int, std::vector<std::pair<int, int>>> in;
-    std::map<int, int> height;
-    std::map<int, std::set<int>> dom;
+    std::vector<int> inStart;
+    std::vector<std::pair<int, int>> inEdges;
+    std::vector<int> height;
+    std::vector<int> idom;
+    /// Entry and exit times in a walk of the dominator tree.
+    std::vector<int> enter, exit;
   };
-  Shape shape(int root);
+  Shape sh;
+  /// Nodes walked so far (reach).
+  uint64_t work = 0;
+  void shape(int root);
+  /// True if `b` dominates `n` (both reachable).
+  bool dominates(int b, int n) const;
 
   int &slot(int n, bool jt) { return jt ? nodes[n].jt : nodes[n].jf; }
+  /// Sets a successor of `n`, keeping `unique` up to date.
+  void setSlot(int n, bool jt, int to);
 
   /// libpcap's or_pullup (alongTrue = false) and and_pullup (true): in a
   /// chain of tests that share their other successor, a later test of the
   /// value the tests before `b` compare moves up next to them. Edits the
   /// graph in place; true if it did.
-  bool pullOne(int b, const Shape &sh, bool alongTrue);
+  bool pullOne(int b, bool alongTrue);
 
   bool pullup(int root);
+
+  //--- Threading -----------------------------------------------------//
 
   /// One round: edge dominators, threading of every edge, and a rebuild
   /// that drops tests with equal successors and shares equal nodes.
   int thread(int root, bool &changed);
+  /// For the walk of the edge-dominator tree: the lowest edge (2 * node +
+  /// sense) dominating the current one, per test and, for true edges of
+  /// equality tests with constants, per compared value.
+  std::vector<std::vector<int>> lowestByTest, lowestTrueByValue;
 };
 
 } // namespace netvm::pcapfilter::detail

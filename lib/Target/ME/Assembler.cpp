@@ -825,21 +825,19 @@ private:
     if (pos >= text.size())
       return fail(pos, "expected a value");
     char c = text[pos];
-    if (c == '-' || c == '~' || c == '+') {
-      ++pos;
-      if (!unary(value))
+    if (c == '-' || c == '~' || c == '+' || c == '(') {
+      // Each level recurses: deep nesting is an error, not a stack
+      // overflow.
+      if (depth == kMaxDepth)
+        return fail(pos, "expression nests too deeply (more than " +
+                             std::to_string(kMaxDepth) +
+                             " parentheses and unary operators)");
+      ++depth;
+      bool ok = c == '(' ? parenthesized(value) : (++pos, unary(value));
+      --depth;
+      if (!ok)
         return false;
       value = c == '-' ? -value : c == '~' ? ~value : value;
-      return true;
-    }
-    if (c == '(') {
-      ++pos;
-      if (!binary(0, value))
-        return false;
-      skip();
-      if (pos >= text.size() || text[pos] != ')')
-        return fail(pos, "missing ')'");
-      ++pos;
       return true;
     }
     if (std::isdigit(static_cast<unsigned char>(c)))
@@ -854,6 +852,16 @@ private:
       return true;
     }
     return fail(pos, "unexpected '" + text.substr(pos, 1) + "'");
+  }
+  bool parenthesized(int64_t &value) {
+    ++pos;
+    if (!binary(0, value))
+      return false;
+    skip();
+    if (pos >= text.size() || text[pos] != ')')
+      return fail(pos, "missing ')'");
+    ++pos;
+    return true;
   }
   bool number(int64_t &value) {
     size_t start = pos;
@@ -892,6 +900,8 @@ private:
   const std::string &text;
   std::function<bool(const std::string &, size_t, int64_t &)> lookup;
   size_t pos = 0;
+  static constexpr unsigned kMaxDepth = 1000;
+  unsigned depth = 0;
 };
 } // namespace
 

@@ -21,6 +21,7 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -175,8 +176,73 @@ double millisSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+/// NetPEs call the NetPEs they send to, and LLVM's inliner would inline
+/// a chain of N of them transitively into every caller: quadratic code,
+/// and each inlined level adds its `noalias` scopes to every access
+/// below it (1,000 forwarding NetPEs took a minute). Calls to a function
+/// whose chain of callees below it is a multiple of this long stay
+/// calls, so the inlined pieces hold at most that many NetPEs.
+constexpr unsigned kInlineChain = 8;
+
+/// Marks the calls that end inlined chains (see kInlineChain) noinline.
+void boundInlineChains(llvm::Module &module) {
+  // height: 1 + the longest chain of defined callees below; computed
+  // without recursion, as chains can be thousands long.
+  llvm::DenseMap<llvm::Function *, unsigned> height;
+  auto callees = [](llvm::Function &f) {
+    llvm::SmallVector<llvm::CallBase *> calls;
+    for (llvm::Instruction &i : llvm::instructions(f))
+      if (auto *call = llvm::dyn_cast<llvm::CallBase>(&i))
+        if (llvm::Function *g = call->getCalledFunction())
+          if (!g->isDeclaration())
+            calls.push_back(call);
+    return calls;
+  };
+  for (llvm::Function &root : module) {
+    if (root.isDeclaration() || height.count(&root))
+      continue;
+    // (function, its calls, next call); a function in progress has
+    // height 0, which also ends a (never valid) cycle.
+    struct Frame {
+      llvm::Function *f;
+      llvm::SmallVector<llvm::CallBase *> calls;
+      size_t next = 0;
+    };
+    std::vector<Frame> stack;
+    height[&root] = 0;
+    stack.push_back({&root, callees(root)});
+    while (!stack.empty()) {
+      Frame &top = stack.back();
+      if (top.next < top.calls.size()) {
+        llvm::Function *g = top.calls[top.next++]->getCalledFunction();
+        if (height.try_emplace(g, 0).second)
+          stack.push_back({g, callees(*g)});
+        continue;
+      }
+      unsigned h = 1;
+      for (llvm::CallBase *call : top.calls)
+        h = std::max(h, height[call->getCalledFunction()] + 1);
+      height[top.f] = h;
+      stack.pop_back();
+    }
+  }
+  bool deep = llvm::any_of(
+      height, [](const auto &entry) { return entry.second > kInlineChain; });
+  if (!deep)
+    return;
+  for (llvm::Function &f : module)
+    for (llvm::Instruction &i : llvm::instructions(f))
+      if (auto *call = llvm::dyn_cast<llvm::CallBase>(&i))
+        if (llvm::Function *g = call->getCalledFunction())
+          if (!g->isDeclaration() && height[g] % kInlineChain == 0 &&
+              !call->hasFnAttr(llvm::Attribute::AlwaysInline))
+            call->addFnAttr(llvm::Attribute::NoInline);
+}
+
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
                     unsigned level) {
+  if (level > 0)
+    boundInlineChains(module);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
