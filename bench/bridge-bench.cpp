@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchJit.h"
 #include "netvm/Driver/Driver.h"
 #include "netvm/Target/Native.h"
 #include "netvm/coprocessor.h"
@@ -165,22 +166,10 @@ std::vector<double> nsPerItem(size_t items,
 }
 
 const netvm_app_desc *compile(MLIRContext &context, const std::string &file) {
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module =
-      driver::loadApplication(context, sourceMgr, {file});
-  if (!module || failed(driver::optimize(*module, 2)))
-    return nullptr;
   native::CodegenOptions codegen;
   codegen.optLevel = 2;
   codegen.lowering.countHandlerRuns = false;
-  auto desc = native::jitCompile(*module, codegen);
-  if (!desc) {
-    llvm::errs() << "netvm-bridge-bench: " << llvm::toString(desc.takeError())
-                 << "\n";
-    return nullptr;
-  }
-  return *desc;
+  return bench::jitFiles(context, {file}, 2, codegen, "netvm-bridge-bench");
 }
 
 netvm_instance *makeInstance(const netvm_app_desc *app, Sink &sink) {

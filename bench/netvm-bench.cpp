@@ -33,6 +33,7 @@
 
 #include "handwritten.h"
 
+#include "BenchJit.h"
 #include "netvm/Driver/Driver.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/Native.h"
@@ -1358,19 +1359,11 @@ RatioStats ratioStats(llvm::ArrayRef<const Sized *> sized) {
 /// `llvmLevel` (without run counters).
 const netvm_app_desc *jitAt(MLIRContext &context, const std::string &path,
                             unsigned netvmLevel, unsigned llvmLevel) {
-  OwningOpRef<ModuleOp> module = loadFiles(context, {path});
-  if (!module || failed(driver::optimize(*module, netvmLevel)))
-    return nullptr;
   native::CodegenOptions codegen;
   codegen.optLevel = llvmLevel;
   codegen.lowering.countHandlerRuns = false;
   codegen.useCache = false; // compile latency: always compile
-  auto desc = native::jitCompile(*module, codegen);
-  if (!desc) {
-    llvm::errs() << "netvm-bench: " << llvm::toString(desc.takeError()) << "\n";
-    return nullptr;
-  }
-  return *desc;
+  return bench::jitFiles(context, {path}, netvmLevel, codegen, "netvm-bench");
 }
 
 /// What the interpreter does with one packet: outputs (sink of each) and

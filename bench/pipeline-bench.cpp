@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchJit.h"
 #include "netvm/Driver/Driver.h"
 #include "netvm/Target/Native.h"
 #include "netvm/io/PacketIO.h"
@@ -93,22 +94,10 @@ double cpuSeconds() {
 }
 
 const netvm_app_desc *compile(MLIRContext &context, const std::string &file) {
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module =
-      driver::loadApplication(context, sourceMgr, {file});
-  if (!module || failed(driver::optimize(*module, 2)))
-    return nullptr;
   native::CodegenOptions codegen;
   codegen.optLevel = 2;
   codegen.lowering.forwardLinks = true;
-  auto desc = native::jitCompile(*module, codegen);
-  if (!desc) {
-    llvm::errs() << "netvm-pipeline-bench: " << llvm::toString(desc.takeError())
-                 << "\n";
-    return nullptr;
-  }
-  return *desc;
+  return bench::jitFiles(context, {file}, 2, codegen, "netvm-pipeline-bench");
 }
 
 struct Run {
