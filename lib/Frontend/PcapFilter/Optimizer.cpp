@@ -201,12 +201,11 @@ int Dag::optimize(int root) {
   for (unsigned round = 0; round < 256 && !spent(); ++round) {
     bool changed = false;
     root = thread(root, changed);
-    // One pull-up at a time, each followed by a clean-up.
-    for (unsigned pulls = 0; pulls < 256 && !spent() && pullup(root); ++pulls) {
-      bool ignored = false;
-      root = thread(root, ignored);
+    // Then every pull-up found on one view of the graph, as libpcap's
+    // opt_blks does (its dominators and in-edges are not recomputed
+    // between pull-ups).
+    if (!spent() && pullup(root))
       changed = true;
-    }
     if (!changed)
       break;
   }
@@ -371,8 +370,9 @@ bool Dag::pullOne(int b, bool alongTrue) {
   auto valueOf = [&](int n) { return tests[nodes[n].test].aId; };
   int val = valueOf(in[0].first);
   for (auto [p, sense] : in) {
-    (void)sense;
-    if (valueOf(p) != val)
+    // The view may be older than an earlier pull-up of this pass: an edge
+    // that no longer leads to `b` is left alone.
+    if (valueOf(p) != val || slot(p, sense == 0) != b)
       return false;
   }
   auto other = [&](int n) { return alongTrue ? nodes[n].jf : nodes[n].jt; };
@@ -431,12 +431,13 @@ bool Dag::pullup(int root) {
     start[h + 1] += start[h];
   for (size_t i = 0; i < order.size(); ++i)
     byHeight[start[sh.height[i]]++] = i;
+  bool pulled = false;
   for (int position : byHeight) {
     int b = order[position];
-    if (pullOne(b, /*alongTrue=*/false) || pullOne(b, /*alongTrue=*/true))
-      return true;
+    pulled |= pullOne(b, /*alongTrue=*/false);
+    pulled |= pullOne(b, /*alongTrue=*/true);
   }
-  return false;
+  return pulled;
 }
 
 int Dag::thread(int root, bool &changed) {
