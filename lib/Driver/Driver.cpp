@@ -388,7 +388,7 @@ LogicalResult netvm::driver::optimize(
     handlers.addPass(createNetVMSimplify());
   };
   auto memory = [&] {
-    handlers.addPass(arith::createIntRangeOptimizationsPass());
+    handlers.addPass(createNetVMIntRangeOpts());
     handlers.addPass(createNetVMEliminateRedundantLoads());
     handlers.addPass(createNetVMEliminateBoundsChecks());
     handlers.addPass(createNetVMCombineLoads());
