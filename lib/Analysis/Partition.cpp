@@ -87,7 +87,7 @@ void evaluateHost(const CostModel &model, Plan &plan,
       }
     }
     if (!pipeline) {
-      s.cost += model.packetOverhead + model.streamOverhead;
+      s.cost += model.packetOverhead;
     } else {
       s.cost += cross[i] * model.crossingCost + internal[i] * model.forwardCost;
       if (i == 0 && s.workers == 1)
@@ -117,6 +117,14 @@ void evaluateHost(const CostModel &model, Plan &plan,
   }
   for (auto &[cost, after] : added)
     total += cost;
+  // Run to completion: reading the packets from the trace file does not
+  // divide among the threads (the file's pages come in at the rate
+  // memory gives them: -j 2 ran a filter of 6 ns a packet no faster).
+  double serial = pipeline ? 0 : model.streamOverhead;
+  auto stageRate = [&](const PlanStage &s, double slowdown) {
+    double perPacket = serial + s.cost * slowdown / s.workers;
+    return perPacket > 0 ? 1e9 / perPacket : INFINITY;
+  };
   // Busy cores B: each thread runs at 1 / (1 + penalty x (B - 1)), and the
   // threads together use at most the cores. A fixed point, from B = 1.
   double cores = double(std::max(1u, model.cores));
@@ -125,14 +133,18 @@ void evaluateHost(const CostModel &model, Plan &plan,
     slowdown = 1 + model.parallelPenalty * std::max(0.0, busy - 1);
     double t = INFINITY;
     for (PlanStage &s : plan.stages)
-      if (s.cost > 0)
-        t = std::min(t, s.workers * 1e9 / (s.cost * slowdown));
+      t = std::min(t, stageRate(s, slowdown));
     for (auto &[cost, after] : added)
       if (cost > 0)
         t = std::min(t, 1e9 / (cost * slowdown));
     if (total > 0)
       t = std::min(t, cores * 1e9 / (total * slowdown));
-    double demand = std::isinf(t) ? cores : t * total * slowdown / 1e9;
+    // Running to completion, every thread is busy all along, reading
+    // packets included.
+    double demand =
+        std::isinf(t)
+            ? cores
+            : t * (total * slowdown + serial * plan.stages[0].workers) / 1e9;
     double next = std::clamp(demand, 1.0, cores);
     if (std::abs(next - busy) < 1e-6)
       break;
@@ -142,7 +154,8 @@ void evaluateHost(const CostModel &model, Plan &plan,
   plan.bottleneck.clear();
   for (size_t i = 0; i < n; ++i) {
     PlanStage &s = plan.stages[i];
-    s.rate = s.cost > 0 ? s.workers * 1e9 / (s.cost * slowdown) : INFINITY;
+    s.rate = stageRate(s, slowdown);
+    s.cost += serial;
     if (s.rate < plan.throughput) {
       plan.throughput = s.rate;
       std::string names;
