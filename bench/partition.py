@@ -11,8 +11,20 @@ error; the outputs of every run are checked against the interpreter's.
 With --plot DIR, throughput against MEs (predicted and measured) is drawn
 for each application into DIR/partition-<app>.png (matplotlib).
 
+With --host, the same comparison on this machine's threads: the model is
+calibrated on the host (netc --target=native --profile), the partitioner
+plans 1 and 2 threads (--threads), and netvm-run runs the plan
+(--pipeline -j N), run to completion (-j N) and the run-time cut
+(--pipeline-plan=runtime) over a generated trace, --repeat times each;
+the medians of the processing rate (netvm-run --throughput) are compared
+with the prediction, and the outputs with the interpreter's. With
+--ids RULES, the IDS netvm-ids makes of those rules is one of the
+applications (netvm-ids --emit-app).
+
 Usage: bench/partition.py [--build build] [--packets 5000] [--mes 3,4,6,8]
                           [--plot DIR] [--apps a.netil,b.nvapp]
+       bench/partition.py --host [--threads 1,2] [--repeat 5]
+                          [--packets 200000] [--ids examples/ids/example.rules]
 Results: bench/README.md ("Partitioning").
 """
 
@@ -21,6 +33,7 @@ import json
 import os
 import re
 import struct
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -98,6 +111,105 @@ def measure(tool, tmp, app, mes, profile, trace, sinks, packets, expect):
         bottleneck
 
 
+def processing_mpps(tool, app, trace, opts):
+    """netvm-run's processing rate (Mpackets/s, --throughput) and the
+    threads it reported."""
+    r = run([tool["netvm-run"], app, "-r", trace, "--throughput"] + opts)
+    m = re.search(r"processing [0-9.]+ ms \(([0-9.]+) Mpackets/s; (\d+) "
+                  r"threads?", r.stderr)
+    return float(m.group(1)), int(m.group(2))
+
+
+def outputs_equal(tool, tmp, app, trace, sinks, opts, expect):
+    """Whether netvm-run with `opts` writes what the interpreter wrote."""
+    pattern = os.path.join(tmp, "host-%s.pcap")
+    for s in sinks:
+        if os.path.exists(pattern % s):
+            os.remove(pattern % s)
+    run([tool["netvm-run"], app, "-r", trace, "-w", pattern] + opts)
+    return [payloads(pattern % s) for s in sinks] == expect
+
+
+def host(args, tool, apps):
+    """Predictions for host threads against netvm-run's measurements."""
+    threads = [int(n) for n in args.threads.split(",")]
+    failed = False
+    rows, cuts = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = os.path.join(tmp, "profile.pcap")
+        trace = os.path.join(tmp, "trace.pcap")
+        run([tool["netvm-pcapgen"], "-o", profile, "-n", "20000",
+             "--seed", "7", "--malformed", "5"])
+        run([tool["netvm-pcapgen"], "-o", trace, "-n", str(args.packets),
+             "--malformed", "5"])
+        if args.ids:
+            ids = os.path.join(tmp, "ids")
+            run([tool["netvm-ids"], os.path.join(ROOT, args.ids),
+                 "--emit-app", ids])
+            apps = apps + [os.path.join(ids, "ids.nvapp")]
+        print(f"Profile: 20000 packets of netvm-pcapgen (seed 7), the "
+              f"median prediction of 3 profiles; measured on "
+              f"{args.packets} others: netvm-run --throughput (processing), "
+              f"median of {args.repeat} runs; {os.cpu_count()} CPUs, load "
+              f"average {os.getloadavg()[0]:.1f} at the start.\n")
+        print("| application | threads | plan | predicted Mpps "
+              "| measured Mpps | error | within 15% | -j N Mpps "
+              "| run-time cut Mpps | plan / cut | outputs = interpreter |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for app in apps:
+            path = os.path.join(ROOT, app)
+            name = app if not path.startswith(tmp) else "ids (" + \
+                args.ids + ")"
+            sinks = sinks_of(tool, path)
+            ref = os.path.join(tmp, "ref-%s.pcap")
+            for s in sinks:
+                if os.path.exists(ref % s):
+                    os.remove(ref % s)
+            run([tool["netvm-run"], "--engine=interp", path, "-r", trace,
+                 "-w", ref])
+            expect = [payloads(ref % s) for s in sinks]
+            for n in threads:
+                # The profile is a measurement too: the median of three.
+                plans = sorted(
+                    (float(re.search(r"predicted throughput: ([0-9.]+) Mpps",
+                                     p).group(1)), p)
+                    for p in (run([tool["netc"], "-emit=partition",
+                                   "--target=native", "--workers", str(n),
+                                   "--profile", profile, path]).stdout
+                              for _ in range(3)))
+                pred, plan = plans[1]
+                spec = re.search(r"^run as: (.*)$", plan, re.M)
+                spec = spec.group(1) if spec else "?"
+                configs = {"plan": ["--pipeline", f"-j{n}"],
+                           "rtc": [f"-j{n}"],
+                           "cut": ["--pipeline", f"-j{n}",
+                                   "--pipeline-plan=runtime"]}
+                meas = {k: [] for k in configs}
+                for _ in range(args.repeat):
+                    for k, opts in configs.items():
+                        meas[k].append(processing_mpps(tool, path, trace,
+                                                       opts)[0])
+                med = {k: statistics.median(v) for k, v in meas.items()}
+                equal = all(outputs_equal(tool, tmp, path, trace, sinks,
+                                          configs[k], expect)
+                            for k in ("plan", "cut"))
+                failed |= not equal
+                err = (pred - med["plan"]) / med["plan"] * 100
+                rows.append(abs(err) <= 15)
+                cuts.append(med["plan"] >= med["cut"])
+                print(f"| {name} | {n} | {spec} | {pred:.2f} "
+                      f"| {med['plan']:.2f} | {err:+.1f}% "
+                      f"| {'met' if abs(err) <= 15 else 'missed'} "
+                      f"| {med['rtc']:.2f} | {med['cut']:.2f} "
+                      f"| {med['plan'] / med['cut']:.2f} "
+                      f"| {'yes' if equal else 'NO'} |", flush=True)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    print(f"within 15%: {sum(rows)} of {len(rows)} plans; the plan at "
+          f"least as fast as the run-time cut (medians): {sum(cuts)} of "
+          f"{len(cuts)}")
+    return 1 if failed else 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -105,10 +217,21 @@ def main():
     p.add_argument("--mes", default="3,4,6,8")
     p.add_argument("--apps", default="")
     p.add_argument("--plot", default="")
+    p.add_argument("--host", action="store_true",
+                   help="host threads instead of the ME emulator")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--ids", default="",
+                   help="--host: Snort rules whose IDS to add")
     args = p.parse_args()
     tool = {t: os.path.join(args.build, "bin", t)
-            for t in ("netc", "netvm-emu", "netvm-run", "netvm-pcapgen")}
+            for t in ("netc", "netvm-emu", "netvm-run", "netvm-pcapgen",
+                      "netvm-ids")}
     apps = args.apps.split(",") if args.apps else default_apps()
+    if args.host:
+        if "--packets" not in sys.argv:
+            args.packets = 200000
+        return host(args, tool, apps)
     mes = [int(n) for n in args.mes.split(",")]
     failed = False
     results = {}

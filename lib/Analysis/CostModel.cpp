@@ -35,6 +35,25 @@ StringRef targetName(CostTarget target) {
 
 namespace {
 
+/// Host constants, fitted to netvm-run on this project's 2-CPU x86-64 VM
+/// (bench/partition.py --host; docs/partitioning.md, "Host constants").
+/// Packets streamed from a trace file cost this much more each (ns) than
+/// the profile's loop over packets in memory (netvm-run -j 1 against
+/// netc --profile, median over the bundled applications).
+constexpr double hostStreamOverhead = 5;
+/// Dealing a packet into a pipeline's first stage costs the caller's thread
+/// this much more than running it to completion (the packet message, the
+/// source entry called per packet): netvm-run --pipeline -j 1 against -j 1.
+constexpr double hostPipelineDealing = 8;
+/// A message between NetPEs of one stage, a call into the runtime in a
+/// pipeline (pipeline9.nvapp and classify.nvapp on one pipeline stage).
+constexpr double hostForward = 8;
+/// A message between stages, on each side (classify.nvapp on two stages).
+constexpr double hostCrossing = 35;
+/// A thread's slowdown while another keeps the second core busy: two
+/// threads of flow-hash, pipeline9 and watch ran 1.35-1.41x one.
+constexpr double hostParallelPenalty = 0.43;
+
 /// The cost of one execution of an operation: issue (ns, or ME cycles in
 /// which the ME is busy) and, on the MEs, memory latency the context waits
 /// for while other contexts run.
@@ -276,8 +295,12 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
   } else {
     // An SPSC ring message written on one thread and read on another: the
     // cache lines move between cores.
-    model.crossingCost = 35;
+    model.crossingCost = hostCrossing;
     model.packetOverhead = 2;
+    model.streamOverhead = hostStreamOverhead;
+    model.pipelineOverhead = model.packetOverhead + hostPipelineDealing;
+    model.forwardCost = hostForward;
+    model.parallelPenalty = hostParallelPenalty;
   }
   model.profiled = profile && profile->packets;
   model.packetBytes =
@@ -526,6 +549,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
         handlers += c.cost;
       model.packetOverhead =
           std::max(0.0, profile->measuredTimePerPacket - handlers);
+      model.pipelineOverhead = model.packetOverhead + hostPipelineDealing;
     }
   }
   return model;

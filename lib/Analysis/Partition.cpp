@@ -53,6 +53,131 @@ std::vector<unsigned> stageOfPEs(const CostModel &model, const Plan &plan) {
 
 double formatRate(double pps) { return pps / 1e6; }
 
+/// The host's figures for a plan (docs/partitioning.md, "A stage's
+/// throughput"). One stage runs to completion: every thread runs the whole
+/// application, no rings. Several are a pipeline: the caller's thread deals
+/// packets to the first stage, every message between NetPEs is a call into
+/// the runtime (a ring message between stages), and the runner adds a
+/// stage of no NetPEs before a replicated first stage (the caller then only
+/// deals), between two replicated stages and after a replicated last one
+/// (build_stages in runtime/native/runner.c). Threads run slower while
+/// others keep more cores busy, and cannot use more than the cores.
+void evaluateHost(const CostModel &model, Plan &plan,
+                  const std::vector<double> &cross) {
+  std::vector<unsigned> stageOf = stageOfPEs(model, plan);
+  size_t n = plan.stages.size();
+  bool pipeline = n > 1;
+  std::vector<double> internal(n, 0);
+  for (const EdgeCost &e : model.edges)
+    if (stageOf[e.from] == stageOf[e.to])
+      internal[stageOf[e.from]] += e.messagesPerPacket;
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    PlanStage &s = plan.stages[i];
+    s.cost = 0;
+    s.latency = 0;
+    s.replicable = true;
+    s.notReplicable.clear();
+    for (unsigned pe : s.pes) {
+      const PECost &c = model.pes[pe];
+      s.cost += c.cost;
+      if (!c.replicable && s.replicable) {
+        s.replicable = false;
+        s.notReplicable = "NetPE '" + c.name + "' " + c.notReplicable;
+      }
+    }
+    if (!pipeline) {
+      s.cost += model.packetOverhead;
+    } else {
+      s.cost += cross[i] * model.crossingCost + internal[i] * model.forwardCost;
+      if (i == 0 && s.workers == 1)
+        s.cost += model.streamOverhead + model.pipelineOverhead;
+      else if (i == 0) // packets dealt four to a message, run in a batch
+        s.cost += model.packetOverhead + model.crossingCost / 4;
+    }
+    total += s.cost;
+  }
+  // The stages the runner adds: (cost per input packet, after stage).
+  std::vector<std::pair<double, int>> added;
+  if (pipeline) {
+    if (plan.stages[0].workers > 1)
+      added.push_back({model.streamOverhead + model.pipelineOverhead -
+                           model.packetOverhead + model.crossingCost / 4,
+                       -1});
+    for (size_t i = 0; i + 1 < n; ++i)
+      if (plan.stages[i].workers > 1 && plan.stages[i + 1].workers > 1) {
+        double messages = 0;
+        for (const EdgeCost &e : model.edges)
+          if (stageOf[e.from] <= i && stageOf[e.to] > i)
+            messages += e.messagesPerPacket;
+        added.push_back({2 * messages * model.crossingCost, int(i)});
+      }
+    if (plan.stages[n - 1].workers > 1)
+      added.push_back({0, int(n - 1)}); // end marks only, without events
+  }
+  for (auto &[cost, after] : added)
+    total += cost;
+  // Run to completion: reading the packets from the trace file does not
+  // divide among the threads (the file's pages come in at the rate
+  // memory gives them: -j 2 ran a filter of 6 ns a packet no faster).
+  double serial = pipeline ? 0 : model.streamOverhead;
+  auto stageRate = [&](const PlanStage &s, double slowdown) {
+    double perPacket = serial + s.cost * slowdown / s.workers;
+    return perPacket > 0 ? 1e9 / perPacket : INFINITY;
+  };
+  // Busy cores B: each thread runs at 1 / (1 + penalty x (B - 1)), and the
+  // threads together use at most the cores. A fixed point, from B = 1.
+  double cores = double(std::max(1u, model.cores));
+  double busy = 1, slowdown = 1;
+  for (int iteration = 0; iteration < 50; ++iteration) {
+    slowdown = 1 + model.parallelPenalty * std::max(0.0, busy - 1);
+    double t = INFINITY;
+    for (PlanStage &s : plan.stages)
+      t = std::min(t, stageRate(s, slowdown));
+    for (auto &[cost, after] : added)
+      if (cost > 0)
+        t = std::min(t, 1e9 / (cost * slowdown));
+    if (total > 0)
+      t = std::min(t, cores * 1e9 / (total * slowdown));
+    // Running to completion, every thread is busy all along, reading
+    // packets included.
+    double demand =
+        std::isinf(t)
+            ? cores
+            : t * (total * slowdown + serial * plan.stages[0].workers) / 1e9;
+    double next = std::clamp(demand, 1.0, cores);
+    if (std::abs(next - busy) < 1e-6)
+      break;
+    busy = 0.5 * (busy + next);
+  }
+  plan.throughput = INFINITY;
+  plan.bottleneck.clear();
+  for (size_t i = 0; i < n; ++i) {
+    PlanStage &s = plan.stages[i];
+    s.rate = stageRate(s, slowdown);
+    s.cost += serial;
+    if (s.rate < plan.throughput) {
+      plan.throughput = s.rate;
+      std::string names;
+      for (unsigned pe : s.pes)
+        names += (names.empty() ? "" : ", ") + model.pes[pe].name;
+      plan.bottleneck = "stage " + std::to_string(i) + " (" + names + ")";
+    }
+  }
+  for (auto &[cost, after] : added)
+    if (cost > 0 && 1e9 / (cost * slowdown) < plan.throughput) {
+      plan.throughput = 1e9 / (cost * slowdown);
+      plan.bottleneck = after < 0 ? "the caller's thread, dealing packets"
+                                  : "the runner's thread after stage " +
+                                        std::to_string(after);
+    }
+  if (total > 0 &&
+      cores * 1e9 / (total * slowdown) < plan.throughput * 0.9999) {
+    plan.throughput = cores * 1e9 / (total * slowdown);
+    plan.bottleneck = "the " + std::to_string(model.cores) + " cores";
+  }
+}
+
 } // namespace
 
 void evaluate(const CostModel &model, Plan &plan) {
@@ -60,13 +185,10 @@ void evaluate(const CostModel &model, Plan &plan) {
   std::vector<double> cross = crossings(model, stageOf, plan.stages.size());
   bool me = model.target == CostTarget::ME;
   double clock = model.clockMHz * 1e6;
-  unsigned threads = 0;
-  for (PlanStage &s : plan.stages)
-    threads += s.workers;
-  // Host threads beyond the cores share them.
-  double share = !me && threads > model.cores
-                     ? double(model.cores) / double(threads)
-                     : 1.0;
+  if (!me) {
+    evaluateHost(model, plan, cross);
+    return;
+  }
   plan.throughput = INFINITY;
   plan.bottleneck.clear();
   for (unsigned i = 0; i < plan.stages.size(); ++i) {
@@ -111,10 +233,6 @@ void evaluate(const CostModel &model, Plan &plan) {
           serial += model.pes[pe].serialCost;
       perPacket = std::max(perPacket, serial) * model.stageScale;
       s.rate = perPacket > 0 ? s.workers * clock / perPacket : INFINITY;
-    } else {
-      if (i == 0)
-        s.cost += model.packetOverhead;
-      s.rate = s.cost > 0 ? s.workers * share * 1e9 / s.cost : INFINITY;
     }
     if (s.rate < plan.throughput) {
       plan.throughput = s.rate;
@@ -124,7 +242,7 @@ void evaluate(const CostModel &model, Plan &plan) {
       plan.bottleneck = "stage " + std::to_string(i) + " (" + names + ")";
     }
   }
-  if (me) {
+  {
     // Latency-bound paths: a context per packet, the ME's contexts in
     // parallel.
     auto pathTime = [&](double issue, double latency, unsigned contexts) {
@@ -416,6 +534,17 @@ void printPlan(const CostModel &model, const Plan &plan,
   os << llvm::format("predicted throughput: %.3f Mpps",
                      formatRate(plan.throughput))
      << ", bottleneck: " << plan.bottleneck << "\n";
+  if (!me) {
+    // How netvm-run --pipeline -j N runs it.
+    unsigned used = 0;
+    for (const PlanStage &s : plan.stages)
+      used += s.workers;
+    if (plan.stages.size() == 1)
+      os << "run as: run to completion on " << used << " thread"
+         << (used == 1 ? "" : "s") << "\n";
+    else
+      os << "run as: pipeline --stages '" << toStageSpec(model, plan) << "'\n";
+  }
   for (const std::string &note : plan.notes)
     os << "note: " << note << "\n";
   os << "NetPEs (per input packet):\n";

@@ -45,6 +45,7 @@
  *===----------------------------------------------------------------------===*/
 
 #define _POSIX_C_SOURCE 200809L /* nanosleep, pthread_getcpuclockid */
+#define _DEFAULT_SOURCE         /* syscall (the futex of parked threads) */
 
 #include "internal.h"
 
@@ -57,6 +58,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 /*===- Event logs
  * ----------------------------------------------------------===*/
@@ -151,34 +157,82 @@ typedef struct ring {
   /* Rings into dynamic stages: when each message was dealt (ns), for the
    * controller's age of the oldest waiting message. */
   atomic_uint_fast64_t *stamps;
+  /* A consumer that found the ring empty for a while parks: it sets
+   * `parked` and sleeps on `wake` (a futex word) until the producer
+   * publishes more and, seeing `parked`, bumps `wake`. A line of its own:
+   * the producer reads it at every flush, and it changes only when the
+   * consumer parks. */
+  _Alignas(CACHE_LINE) atomic_uint parked;
+  atomic_uint wake;
   _Alignas(CACHE_LINE) char pad;
 } ring;
 
-/* Waiting: spin briefly, then yield, then sleep; a stage thread with nothing
- * to do costs little. */
-static void backoff(unsigned *spins) {
+/* Waiting, in three phases: spin a little (the other side is running and
+ * about to publish), then yield a few times (it may share this CPU), then
+ * sleep. backoff() sleeps 50 us at a time; ring_front() parks until the
+ * producer wakes it (park()). With more threads than CPUs, a waiting thread
+ * then leaves its CPU to the threads with work. */
+#define SPIN_PAUSES 128u
+#define SPIN_YIELDS 16u
+
+static int spin(unsigned *spins) {
   ++*spins;
-  if (*spins < 128) {
+  if (*spins < SPIN_PAUSES) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
-    return;
+    return 1;
   }
-  if (*spins < 4096) { /* the other side may share this CPU: let it run */
+  if (*spins < SPIN_PAUSES + SPIN_YIELDS) {
     sched_yield();
-    return;
+    return 1;
   }
-  {
+  return 0;
+}
+
+static void backoff(unsigned *spins) {
+  if (!spin(spins)) {
     struct timespec ts = {0, 50000};
     nanosleep(&ts, NULL);
   }
 }
 
-/* Make everything filled so far visible to the consumer. */
+/* Sleep while `*word` is `seen`, at most `ns`: a futex on Linux, a short
+ * sleep elsewhere (the caller re-checks either way). */
+static void park(atomic_uint *word, unsigned seen, long ns) {
+#if defined(__linux__)
+  struct timespec ts = {0, ns};
+  syscall(SYS_futex, (unsigned *)word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+#else
+  struct timespec ts = {0, ns < 50000 ? ns : 50000};
+  (void)word;
+  (void)seen;
+  nanosleep(&ts, NULL);
+#endif
+}
+
+static void unpark(atomic_uint *word) {
+  atomic_fetch_add_explicit(word, 1, memory_order_release);
+#if defined(__linux__)
+  syscall(SYS_futex, (unsigned *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#endif
+}
+
+/* Parked consumers wake at least this often (ns) and look again: a wake-up
+ * is an optimisation, never needed for progress. */
+#define PARK_NS 2000000L
+
+/* Make everything filled so far visible to the consumer, and wake it if it
+ * parked. The fence orders the tail's store before the load of `parked`,
+ * as the consumer orders its store of `parked` before its last look at the
+ * tail: one of the two sees the other. */
 static void ring_flush(ring *q) {
   atomic_store_explicit(&q->tail, q->filled, memory_order_release);
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&q->parked, memory_order_relaxed))
+    unpark(&q->wake);
 }
 
 static message *ring_reserve(ring *q) {
@@ -208,10 +262,17 @@ static message *ring_front(ring *q) {
   size_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
   unsigned spins = 0;
   while (q->tail_seen == head) {
+    unsigned seen;
     q->tail_seen = atomic_load_explicit(&q->tail, memory_order_acquire);
-    if (q->tail_seen != head)
-      break;
-    backoff(&spins);
+    if (q->tail_seen != head || spin(&spins))
+      continue;
+    seen = atomic_load_explicit(&q->wake, memory_order_acquire);
+    atomic_store_explicit(&q->parked, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    q->tail_seen = atomic_load_explicit(&q->tail, memory_order_acquire);
+    if (q->tail_seen == head)
+      park(&q->wake, seen, PARK_NS);
+    atomic_store_explicit(&q->parked, 0, memory_order_relaxed);
   }
   return &q->slots[head & (RING_SLOTS - 1)];
 }

@@ -311,6 +311,10 @@ static cl::opt<PipelinePlan> pipelinePlan(
                           "order into -j stages of about as many NetPEs")),
     cl::cat(runCategory));
 
+/// Whether the engine runs a pipeline: --pipeline, unless the partitioner's
+/// plan is one stage (run to completion).
+static bool ranPipeline = false;
+
 /// --pipeline, or an option that implies it.
 static bool pipelined() {
   return pipeline || !stagesPlan.empty() || dynamicPolicy.getNumOccurrences();
@@ -857,8 +861,22 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
       if (used < threads)
         for (const std::string &note : plan.notes)
           llvm::errs() << "netvm-run: note: " << note << "\n";
+      // One stage is the whole application on every thread: the runner's
+      // run to completion does that without rings or a dealing thread
+      // (unless --dynamic asks for the pipeline's pool of threads).
+      if (plan.stages.size() == 1 && !dynamicPolicy.getNumOccurrences()) {
+        options.pipeline = false;
+        options.threads = plan.stages[0].workers;
+        options.stages.clear();
+        if (verbose || used < threads)
+          llvm::errs() << "netvm-run: note: the plan is one stage: it runs "
+                          "to completion on "
+                       << options.threads << " thread"
+                       << (options.threads == 1 ? "" : "s") << "\n";
+      }
     }
   }
+  ranPipeline = options.pipeline;
   options.dynamic = dynamicPolicy.getNumOccurrences() > 0;
   options.dynamicPolicy = dynamicPolicy;
   std::string error;
@@ -874,7 +892,7 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
     native::CodegenOptions codegen;
     codegen.optLevel = level;
     codegen.lowering.defaultInfoSize = infoSize;
-    codegen.lowering.forwardLinks = pipelined();
+    codegen.lowering.forwardLinks = options.pipeline;
     auto compiled = native::jitCompile(module, codegen);
     if (!compiled) {
       fail(llvm::toString(compiled.takeError()));
@@ -1141,7 +1159,7 @@ static int run(int argc, char **argv) {
             ? "one thread"
             : llvm::formatv("{0} thread{1}, {2}", engine->threads(),
                             engine->threads() == 1 ? "" : "s",
-                            pipelined() ? "pipeline" : "run to completion")
+                            ranPipeline ? "pipeline" : "run to completion")
                   .str();
     llvm::errs() << llvm::formatv(
         "netvm-run: {0} packets: reading {1:f1} ms, processing {2:f1} ms "

@@ -143,9 +143,17 @@ struct CostModel {
   /// estimate (latency the contexts do not hide), fitted by calibrate().
   double stageScale = 1;
   double dramBusy = 0;
-  /// Host: the runner's cost per packet outside the handlers (ns), and
-  /// the machine's cores (threads beyond them share cores).
-  double packetOverhead = 0;
+  /// Host (docs/partitioning.md, "Host constants"): the runner's cost per
+  /// packet outside the handlers (ns) when it runs to completion over
+  /// packets in memory, and what reading them from a trace file adds
+  /// (`streamOverhead`, on the thread that takes the packets in); what
+  /// dealing a packet to a pipeline costs the caller's thread on top; a
+  /// message between two NetPEs of one pipeline stage (a call into the
+  /// runtime, netvm_rt_forward); and how much slower a thread runs while
+  /// another thread keeps a second core busy (0.43: two busy threads give
+  /// 1.4x one). `cores`: the machine's (threads beyond them share them).
+  double packetOverhead = 0, streamOverhead = 0, pipelineOverhead = 0,
+         forwardCost = 0, parallelPenalty = 0;
   unsigned cores = 1;
   /// Block frequencies came from a profile; costs were measured.
   bool profiled = false, calibrated = false;
