@@ -12,6 +12,7 @@
 #include "netvm/Analysis/Profile.h"
 #include "netvm/Conversion/NetVMToLLVM.h"
 #include "netvm/Driver/Driver.h"
+#include "netvm/Transforms/SplitPE.h"
 #include "netvm/Frontend/NetIL.h"
 #include "netvm/Target/ME/CodeGen.h"
 #include "netvm/Target/Native.h"
@@ -390,18 +391,23 @@ int main(int argc, char **argv) {
           return 1;
         }
       }
-      model = netvm::analysis::buildCostModel(
-          netvm::driver::getApplication(planned), target,
-          profiled ? &profile : nullptr);
-      if (profiled)
-        netvm::analysis::calibrate(model, profile);
       netvm::analysis::PartitionOptions po;
       po.workers = workers.getNumOccurrences() ? workers : forME ? 8u : 1u;
       po.receiveWorkers = receiveMEs;
-      if (!netvm::analysis::partition(model, po, plan, error)) {
+      // A fat NetPE that limits the plan may be split (netvm-split-pe) in
+      // the optimized application.
+      netvm::ApplicationOp app = netvm::driver::getApplication(planned);
+      if (!netvm::partitionWithSplit(app, target, po,
+                                     profiled ? &profile : nullptr, model,
+                                     plan, error)) {
         llvm::errs() << "netc: " << error << "\n";
         return 1;
       }
+      // Split, the optimized copy is the application to inline: it is
+      // optimized again after (the instrumentation passes see their own
+      // checks and watchdogs).
+      if (inlinePEs && !plan.split.empty())
+        module = std::move(copy);
       if (inlinePEs)
         netvm::analysis::annotateStages(netvm::driver::getApplication(*module),
                                         model, plan);

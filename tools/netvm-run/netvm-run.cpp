@@ -15,6 +15,7 @@
 
 #include "netvm/Analysis/Partition.h"
 #include "netvm/Driver/Driver.h"
+#include "netvm/Transforms/SplitPE.h"
 #include "netvm/ProtoDB/ProtoDB.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/ME/AppLayout.h"
@@ -836,13 +837,17 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
   if (options.pipeline && stagesPlan.empty() &&
       pipelinePlan == PipelinePlan::Partitioner &&
       selectedEngine() == EngineKind::Native) {
-    analysis::CostModel model = analysis::buildCostModel(
-        driver::getApplication(module), analysis::CostTarget::Native, nullptr);
+    analysis::CostModel model;
     analysis::PartitionOptions po;
     po.workers = std::max(1u, unsigned(threads));
     analysis::Plan plan;
     std::string planError;
-    if (analysis::partition(model, po, plan, planError)) {
+    // A fat NetPE that limits the plan may be split (netvm-split-pe).
+    ApplicationOp app = driver::getApplication(module);
+    if (partitionWithSplit(app, analysis::CostTarget::Native, po, nullptr,
+                           model, plan, planError)) {
+      if (!plan.split.empty())
+        llvm::errs() << "netvm-run: note: split " << plan.split << "\n";
       options.stages = analysis::toStageSpec(model, plan);
       unsigned used = 0;
       for (const analysis::PlanStage &st : plan.stages)
