@@ -531,8 +531,8 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
   return model;
 }
 
-llvm::DenseMap<Block *, double>
-blockCosts(HandlerOp handler, CostTarget target, const Profile *profile) {
+llvm::DenseMap<Block *, double> blockCosts(HandlerOp handler, CostTarget target,
+                                           const Profile *profile) {
   llvm::DenseMap<Block *, double> freq, exit, costs;
   if (profile && profile->packets)
     for (Block &b : handler.getBody())
@@ -543,7 +543,8 @@ blockCosts(HandlerOp handler, CostTarget target, const Profile *profile) {
   for (Block &b : handler.getBody()) {
     double c = 0;
     for (Operation &op : b) {
-      OpCost oc = target == CostTarget::ME ? meCost(&op, machine) : hostCost(&op);
+      OpCost oc =
+          target == CostTarget::ME ? meCost(&op, machine) : hostCost(&op);
       c += oc.issue + (target == CostTarget::ME ? oc.latency / 8 : 0);
     }
     costs[&b] = freq.lookup(&b) * c;

@@ -371,8 +371,7 @@ bool partition(const CostModel &model, const PartitionOptions &options,
   return true;
 }
 
-int splitCandidate(const CostModel &model, const Plan &plan,
-                   double minShare) {
+int splitCandidate(const CostModel &model, const Plan &plan, double minShare) {
   for (unsigned i = 0; i < plan.stages.size(); ++i) {
     const PlanStage &s = plan.stages[i];
     if (s.replicable ||

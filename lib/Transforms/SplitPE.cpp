@@ -15,8 +15,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dominance.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -107,8 +107,7 @@ std::optional<uint32_t> infoEnd(ApplicationOp app, std::string &error) {
         return true;
       std::optional<uint64_t> at = constantOf(offset);
       if (!at || !size) {
-        error = "NetPE '" +
-                op->getParentOfType<PEOp>().getSymName().str() +
+        error = "NetPE '" + op->getParentOfType<PEOp>().getSymName().str() +
                 "' accesses info memory at a computed offset or length: "
                 "the carried values could not be kept from it";
         return false;
@@ -208,8 +207,8 @@ void analyzeCut(HandlerOp push, DominanceInfo &dom,
   }
   for (const auto &name : c.before.coprocessors)
     if (c.after.coprocessors.contains(name.getKey())) {
-      c.illegal = "coprocessor '" + name.getKey().str() +
-                  "' is used on both sides";
+      c.illegal =
+          "coprocessor '" + name.getKey().str() + "' is used on both sides";
       return;
     }
   if (c.before.owns() && c.after.owns()) {
@@ -229,8 +228,8 @@ void analyzeCut(HandlerOp push, DominanceInfo &dom,
   }
   for (const auto &port : c.before.ports)
     if (c.after.ports.contains(port.getKey())) {
-      c.illegal = "port '" + port.getKey().str() +
-                  "' is sent on from both sides";
+      c.illegal =
+          "port '" + port.getKey().str() + "' is sent on from both sides";
       return;
     }
   for (Value v : c.carried) {
@@ -243,12 +242,11 @@ void analyzeCut(HandlerOp push, DominanceInfo &dom,
   if (c.carried.size() > maxCarried)
     c.illegal = std::to_string(c.carried.size()) +
                 (c.carried.size() == 1 ? " value is" : " values are") +
-                " live across it (at most " +
-                std::to_string(maxCarried) + ")";
+                " live across it (at most " + std::to_string(maxCarried) + ")";
 }
 
-std::string uniqueName(llvm::StringRef want, llvm::function_ref<bool(
-                                                 llvm::StringRef)> taken) {
+std::string uniqueName(llvm::StringRef want,
+                       llvm::function_ref<bool(llvm::StringRef)> taken) {
   std::string name = want.str();
   for (unsigned i = 2; taken(name); ++i)
     name = want.str() + "_" + std::to_string(i);
@@ -336,14 +334,13 @@ LogicalResult netvm::splitPE(ApplicationOp app, const SplitOptions &options,
     }
   }
   if (!best) {
-    error = options.block >= 0
-                ? "cannot cut NetPE '" + options.pe + "' before " +
-                      illegalReason
-                : "NetPE '" + options.pe + "' has no legal cut point" +
-                      (illegalReason.empty()
-                           ? std::string(" (its push handler is one block)")
-                           : " (nearest the fraction: " + illegalReason +
-                                 ")");
+    error =
+        options.block >= 0
+            ? "cannot cut NetPE '" + options.pe + "' before " + illegalReason
+            : "NetPE '" + options.pe + "' has no legal cut point" +
+                  (illegalReason.empty()
+                       ? std::string(" (its push handler is one block)")
+                       : " (nearest the fraction: " + illegalReason + ")");
     return failure();
   }
   Cut &cut = *best;
@@ -423,10 +420,9 @@ LogicalResult netvm::splitPE(ApplicationOp app, const SplitOptions &options,
   Type i32 = b.getI32Type();
   for (Operation *op : cut.constants) {
     Operation *copy = b.clone(*op);
-    op->getResult(0).replaceUsesWithIf(
-        copy->getResult(0), [&](OpOperand &use) {
-          return use.getOwner()->getParentRegion() == &body2;
-        });
+    op->getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
+      return use.getOwner()->getParentRegion() == &body2;
+    });
   }
   Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
   SmallVector<Value> loaded;
@@ -497,43 +493,21 @@ LogicalResult netvm::splitPE(ApplicationOp app, const SplitOptions &options,
   return success();
 }
 
-/// `profile` (of the application `app` was cloned from, blocks mapped by
-/// `map`) for `app` after splitting NetPE number `index` as `r` says.
-static analysis::Profile mapProfile(const analysis::Profile &profile,
-                                    const IRMapping &map) {
-  analysis::Profile p = profile;
-  p.blockCounts.clear();
-  for (auto &[block, count] : profile.blockCounts)
-    if (Block *copy = map.lookupOrNull(block))
-      p.blockCounts[copy] = count;
-  return p;
+static ApplicationOp applicationOf(ModuleOp module) {
+  auto apps = module.getOps<ApplicationOp>();
+  return apps.empty() ? ApplicationOp() : *apps.begin();
 }
 
-static analysis::Profile splitProfile(const analysis::Profile &profile,
-                                      const IRMapping &map, unsigned index,
-                                      const SplitResult &r) {
-  analysis::Profile p = mapProfile(profile, map);
-  uint64_t runs = p.blockCounts.lookup(r.cut);
-  p.blockCounts[r.storeBlock] = runs;
-  p.blockCounts[r.loadBlock] = runs;
-  if (index < p.peRuns.size())
-    p.peRuns.insert(p.peRuns.begin() + index + 1, runs);
-  if (index < p.measuredCost.size()) {
-    double both = r.firstCost + r.secondCost;
-    double share = both > 0 ? r.firstCost / both : 0.5;
-    double cost = p.measuredCost[index];
-    p.measuredCost[index] = share * cost;
-    p.measuredCost.insert(p.measuredCost.begin() + index + 1,
-                          (1 - share) * cost);
-  }
-  return p;
-}
-
-bool netvm::partitionWithSplit(ApplicationOp &app, analysis::CostTarget target,
+bool netvm::partitionWithSplit(ModuleOp optimized, ModuleOp loaded,
+                               const SplitPlanner &planner,
+                               analysis::CostTarget target,
                                const analysis::PartitionOptions &options,
                                analysis::Profile *profile,
                                analysis::CostModel &model, analysis::Plan &plan,
-                               std::string &error) {
+                               std::string &error,
+                               OwningOpRef<ModuleOp> *splitLoaded) {
+  if (splitLoaded)
+    *splitLoaded = nullptr;
   auto planFor = [&](ApplicationOp a, analysis::Profile *p,
                      analysis::CostModel &m, analysis::Plan &pl,
                      std::string &err) {
@@ -543,22 +517,22 @@ bool netvm::partitionWithSplit(ApplicationOp &app, analysis::CostTarget target,
       analysis::calibrate(m, *p);
     return analysis::partition(m, options, pl, err);
   };
+  ApplicationOp app = applicationOf(optimized);
+  if (!app) {
+    error = "no application to plan";
+    return false;
+  }
   if (!planFor(app, profile, model, plan, error))
     return false;
   int candidate = analysis::splitCandidate(model, plan);
-  if (candidate < 0)
+  if (candidate < 0 || !loaded || !planner.optimize)
     return true;
   std::string name = model.pes[candidate].name;
-  unsigned index = 0;
-  for (PEOp pe : app.getBodyBlock()->getOps<PEOp>()) {
-    if (pe.getSymName() == name)
-      break;
-    ++index;
-  }
 
-  // Try cuts at several shares of the NetPE's cost; keep the best plan.
+  // Split the loaded application at several shares of the NetPE's cost,
+  // optimize and plan each; keep the best.
   struct Try {
-    Operation *app = nullptr;
+    OwningOpRef<ModuleOp> module, loaded;
     analysis::Profile profile;
     analysis::CostModel model;
     analysis::Plan plan;
@@ -566,43 +540,36 @@ bool netvm::partitionWithSplit(ApplicationOp &app, analysis::CostTarget target,
   };
   std::optional<Try> best;
   std::string refusal;
+  unsigned lastBlock = ~0u;
   for (double fraction : {0.5, 0.7, 0.8, 0.9, 0.95}) {
-    IRMapping map;
-    Operation *copy = app->clone(map);
+    Try t;
+    t.module = loaded.clone();
     SplitOptions so;
     so.pe = name;
     so.fraction = fraction;
     so.target = target;
-    so.profile = profile && profile->packets ? profile : nullptr;
-    Try t;
-    t.app = copy;
     std::string err;
-    // The profile's blocks are the original's: cost the cut with a copy
-    // whose counts are the clone's.
-    analysis::Profile mapped;
-    if (so.profile) {
-      mapped = mapProfile(*profile, map);
-      so.profile = &mapped;
-    }
-    if (failed(splitPE(cast<ApplicationOp>(copy), so, t.result, err))) {
+    if (failed(splitPE(applicationOf(*t.module), so, t.result, err))) {
       refusal = err;
-      copy->destroy();
       break; // every fraction meets the same refusal
     }
-    if (profile)
-      t.profile = splitProfile(*profile, map, index, t.result);
-    if (!planFor(cast<ApplicationOp>(copy), profile ? &t.profile : nullptr,
-                 t.model, t.plan, err)) {
-      copy->destroy();
+    if (t.result.block == lastBlock)
+      continue; // the same cut as the fraction before
+    lastBlock = t.result.block;
+    if (splitLoaded)
+      t.loaded = t.module->clone();
+    if (failed(planner.optimize(*t.module)))
       continue;
+    analysis::Profile *p = nullptr;
+    if (profile && profile->packets && planner.profile) {
+      if (!planner.profile(*t.module, t.profile, err))
+        continue;
+      p = &t.profile;
     }
-    if (!best || t.plan.throughput > best->plan.throughput * 1.0001) {
-      if (best)
-        best->app->destroy();
+    if (!planFor(applicationOf(*t.module), p, t.model, t.plan, err))
+      continue;
+    if (!best || t.plan.throughput > best->plan.throughput * 1.0001)
       best = std::move(t);
-    } else {
-      copy->destroy();
-    }
   }
   double before = plan.throughput;
   if (!best || best->plan.throughput < before * 1.05) {
@@ -615,19 +582,18 @@ bool netvm::partitionWithSplit(ApplicationOp &app, analysis::CostTarget target,
                                    ? " (the ME back end places one stage, "
                                      "so both halves would share it)"
                                    : "")));
-    if (best)
-      best->app->destroy();
     return true;
   }
-  // The split application replaces the original.
-  Operation *old = app;
-  old->getBlock()->getOperations().insert(Block::iterator(old), best->app);
-  old->erase();
-  app = cast<ApplicationOp>(best->app);
-  if (profile)
-    *profile = best->profile;
-  model = best->model;
-  plan = best->plan;
+  // The optimized split application replaces the original.
+  ApplicationOp split = applicationOf(*best->module);
+  split->moveBefore(app);
+  app.erase();
+  if (splitLoaded)
+    *splitLoaded = std::move(best->loaded);
+  if (profile && best->profile.packets)
+    *profile = std::move(best->profile);
+  model = std::move(best->model);
+  plan = std::move(best->plan);
   const SplitResult &r = best->result;
   llvm::raw_string_ostream os(plan.split);
   os << "'" << name << "' before block " << r.block

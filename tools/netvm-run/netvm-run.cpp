@@ -15,11 +15,11 @@
 
 #include "netvm/Analysis/Partition.h"
 #include "netvm/Driver/Driver.h"
-#include "netvm/Transforms/SplitPE.h"
 #include "netvm/ProtoDB/ProtoDB.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
+#include "netvm/Transforms/SplitPE.h"
 #include "netvm/emu/Emulator.h"
 #include "netvm/emu/Options.h"
 #include "netvm/emu/StatsJson.h"
@@ -823,8 +823,8 @@ static llvm::json::Object emulatorJson(const me::Stats &s) {
 
 /// The engine of the options for the optimized `module`, or null after an
 /// error message (`status`: the exit status).
-static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
-                                                int &status) {
+static std::unique_ptr<rt::Engine>
+createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
   rt::EngineOptions options;
   options.watchdogBudget = watchdog;
   options.defaultInfoSize = infoSize;
@@ -842,10 +842,15 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
     po.workers = std::max(1u, unsigned(threads));
     analysis::Plan plan;
     std::string planError;
-    // A fat NetPE that limits the plan may be split (netvm-split-pe).
-    ApplicationOp app = driver::getApplication(module);
-    if (partitionWithSplit(app, analysis::CostTarget::Native, po, nullptr,
-                           model, plan, planError)) {
+    // A fat NetPE that limits the plan may be split (netvm-split-pe): the
+    // split application, optimized, replaces the one in `module`.
+    SplitPlanner planner;
+    planner.optimize = [&](ModuleOp m) {
+      return driver::optimize(m, level, nullptr, driver::OptimizeFor::Native);
+    };
+    if (partitionWithSplit(module, loaded, planner,
+                           analysis::CostTarget::Native, po, nullptr, model,
+                           plan, planError)) {
       if (!plan.split.empty())
         llvm::errs() << "netvm-run: note: split " << plan.split << "\n";
       options.stages = analysis::toStageSpec(model, plan);
@@ -984,6 +989,11 @@ static int run(int argc, char **argv) {
   unsigned level = optLevel - '0';
   if (kind == EngineKind::Interpreter && optLevel.getNumOccurrences() == 0)
     level = 0;
+  // The pipeline's plan may split a fat NetPE in the application as
+  // loaded (createEngine).
+  OwningOpRef<ModuleOp> loaded;
+  if (pipelined())
+    loaded = module->clone();
   if (failed(driver::optimize(*module, level, nullptr,
                               kind == EngineKind::Emulator
                                   ? driver::OptimizeFor::ME
@@ -997,7 +1007,8 @@ static int run(int argc, char **argv) {
   // counts the matches, as tcpdump -c counts what its filter accepts.
   bool isFilter = input->kind != driver::Input::Kind::Files;
   int status = 1;
-  std::unique_ptr<rt::Engine> engine = createEngine(*module, level, status);
+  std::unique_ptr<rt::Engine> engine =
+      createEngine(*module, loaded ? *loaded : ModuleOp(), level, status);
   if (!engine)
     return status;
   std::unique_ptr<rt::PacketReader> reader = openInput(engine->sourceNames());

@@ -1,4 +1,5 @@
-//===- SplitPE.h - Split a NetPE's push handler in two -----------*- C++ -*-===//
+//===- SplitPE.h - Split a NetPE's push handler in two -----------*- C++
+//-*-===//
 //
 // netvm-split-pe (NetVMPasses.td, docs/optimizer.md) as a function, for the
 // partitioner's callers (docs/partitioning.md): one NetPE's push handler
@@ -12,7 +13,11 @@
 
 #include "netvm/Analysis/Partition.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+
+#include <functional>
 
 #include <string>
 
@@ -55,20 +60,34 @@ struct SplitResult {
 mlir::LogicalResult splitPE(ApplicationOp app, const SplitOptions &options,
                             SplitResult &result, std::string &error);
 
-/// The partitioner with splits (docs/partitioning.md): plans `app`, an
-/// optimized application, like analysis::partition; when the plan's
-/// bottleneck is a stage that cannot be replicated and one NetPE takes
-/// most of it (analysis::splitCandidate), splits that NetPE at several
-/// fractions and keeps the split whose plan predicts the most throughput,
-/// if it predicts at least 5% more. Then `app` is replaced (in its parent)
-/// by the split application, `profile` (may be null) is carried over to
-/// it, `model` and `plan` are the split application's and `plan.split`
-/// says what was split and the gain. Without a split, `plan.notes` may say
-/// why not. With a profile the model is calibrated with it.
-bool partitionWithSplit(ApplicationOp &app, analysis::CostTarget target,
-                        const analysis::PartitionOptions &options,
-                        analysis::Profile *profile, analysis::CostModel &model,
-                        analysis::Plan &plan, std::string &error);
+/// What the partitioner needs of the tool to weigh a split: the tool's
+/// optimization of a loaded module (in place), and optionally its profile
+/// of an optimized module.
+struct SplitPlanner {
+  std::function<mlir::LogicalResult(mlir::ModuleOp)> optimize;
+  std::function<bool(mlir::ModuleOp, analysis::Profile &, std::string &)>
+      profile;
+};
+
+/// The partitioner with splits (docs/partitioning.md): plans the
+/// application of `optimized` like analysis::partition (with `profile`,
+/// which may be null, calibrated). When the plan's bottleneck is a stage
+/// that cannot be replicated and one NetPE takes most of it
+/// (analysis::splitCandidate), that NetPE is split in copies of `loaded`
+/// (the same application before optimization, where no packet-check
+/// versioning has duplicated the blocks) at several fractions, each
+/// optimized (and profiled, with a profile) and planned. The best split,
+/// if it predicts at least 5% more throughput, replaces the application
+/// of `optimized`; `profile`, `model` and `plan` are then the split
+/// application's and `plan.split` says what was split and the gain.
+/// Otherwise a note of `plan` says why not. `splitLoaded`, if not null,
+/// gets the split application before optimization (null without a split).
+bool partitionWithSplit(
+    mlir::ModuleOp optimized, mlir::ModuleOp loaded,
+    const SplitPlanner &planner, analysis::CostTarget target,
+    const analysis::PartitionOptions &options, analysis::Profile *profile,
+    analysis::CostModel &model, analysis::Plan &plan, std::string &error,
+    mlir::OwningOpRef<mlir::ModuleOp> *splitLoaded = nullptr);
 
 } // namespace netvm
 
