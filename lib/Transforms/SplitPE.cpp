@@ -525,7 +525,10 @@ bool netvm::partitionWithSplit(ModuleOp optimized, ModuleOp loaded,
   if (!planFor(app, profile, model, plan, error))
     return false;
   int candidate = analysis::splitCandidate(model, plan);
-  if (candidate < 0 || !loaded || !planner.optimize)
+  // A profiled plan is only compared with profiled plans of the splits.
+  bool profiled = profile && profile->packets;
+  if (candidate < 0 || !loaded || !planner.optimize ||
+      (profiled && !planner.profile))
     return true;
   std::string name = model.pes[candidate].name;
 
@@ -561,7 +564,7 @@ bool netvm::partitionWithSplit(ModuleOp optimized, ModuleOp loaded,
     if (failed(planner.optimize(*t.module)))
       continue;
     analysis::Profile *p = nullptr;
-    if (profile && profile->packets && planner.profile) {
+    if (profiled) {
       if (!planner.profile(*t.module, t.profile, err))
         continue;
       p = &t.profile;

@@ -306,7 +306,8 @@ static cl::opt<PipelinePlan> pipelinePlan(
     cl::values(clEnumValN(PipelinePlan::Partitioner, "partitioner",
                           "the partitioner's plan for -j threads (the "
                           "default; docs/partitioning.md): stages and "
-                          "replicas that balance the estimated costs"),
+                          "replicas that balance the estimated costs, "
+                          "with a fat NetPE split when that predicts more"),
                clEnumValN(PipelinePlan::Runtime, "runtime",
                           "the runtime's cut of the NetPEs' topological "
                           "order into -j stages of about as many NetPEs")),
