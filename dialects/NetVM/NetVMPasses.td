@@ -403,6 +403,26 @@ def NetVMSplitPE : Pass<"netvm-split-pe", "netvm::ApplicationOp"> {
     `target`) is nearest `fraction`, each carried value counting as 1% off;
     `block` names the cut instead (the block's index in the push handler,
     0 the entry). A bad NetPE name or an illegal explicit cut is an error.
+
+    ```mlir
+    // before: @fat's push handler, state (data memory) after ^done
+    ^done(%sum: i32):
+      %old = netvm.load data[%c0] : i32
+      ...
+    // after netvm-split-pe{pe=fat}: @fat ends
+    ^bb3(%v: i32):
+      %c8 = arith.constant 8 : i32
+      netvm.store %v, info[%c8] {in_bounds} : i32
+      netvm.send @split
+    // and @fat_2 (fed by @fat::@split) begins
+    netvm.handler push(%port) {
+      %w = netvm.load info[%c8] {in_bounds} : i32
+      netvm.store %c0, info[%c8] {in_bounds} : i32
+      cf.br ^bb1(%w : i32)
+    ^bb1(%sum: i32):
+      %old = netvm.load data[%c0] : i32
+      ...
+    ```
   }];
   let options = [
     Option<"peName", "pe", "std::string", "", "the NetPE to split">,
@@ -417,6 +437,9 @@ def NetVMSplitPE : Pass<"netvm-split-pe", "netvm::ApplicationOp"> {
   ];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::cf::ControlFlowDialect"];
+  let statistics = [
+    Statistic<"numSplit", "split", "NetPEs split in two">
+  ];
 }
 
 def NetVMRecognizeAtomics

@@ -20,6 +20,7 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/Format.h"
 
 #include <cmath>
@@ -44,14 +45,28 @@ struct SideUse {
   bool owns() const { return data || random || !coprocessors.empty(); }
 };
 
-void noteSpace(SideUse &u, MemSpace space, bool write) {
+/// A candidate cut before `cut`, with what the split would need.
+struct Cut {
+  Block *cut = nullptr;
+  unsigned index = 0;
+  llvm::SetVector<Block *> second; // blocks `cut` dominates, region order
+  llvm::SetVector<Value> carried;  // defined before the cut, used after
+  llvm::SetVector<Operation *> constants; // used after: copied, not carried
+  SideUse before, after;
+  double firstCost = 0, secondCost = 0;
+  std::string illegal; // why not (empty: legal)
+};
+
+} // namespace
+
+static void noteSpace(SideUse &u, MemSpace space, bool write) {
   if (space == MemSpace::Data)
     u.data = true;
   else if (space == MemSpace::Shared)
     (write ? u.sharedWrite : u.sharedRead) = true;
 }
 
-void noteOp(SideUse &u, Operation *op) {
+static void noteOp(SideUse &u, Operation *op) {
   if (auto ld = dyn_cast<LoadOp>(op))
     noteSpace(u, ld.getSpace(), false);
   else if (auto st = dyn_cast<StoreOp>(op))
@@ -75,19 +90,7 @@ void noteOp(SideUse &u, Operation *op) {
     u.coprocessors.insert(copro.getValue());
 }
 
-/// A candidate cut before `cut`, with what the split would need.
-struct Cut {
-  Block *cut = nullptr;
-  unsigned index = 0;
-  llvm::SetVector<Block *> second; // blocks `cut` dominates, region order
-  llvm::SetVector<Value> carried;  // defined before the cut, used after
-  llvm::SetVector<Operation *> constants; // used after: copied, not carried
-  SideUse before, after;
-  double firstCost = 0, secondCost = 0;
-  std::string illegal; // why not (empty: legal)
-};
-
-std::optional<uint64_t> constantOf(Value v) {
+static std::optional<uint64_t> constantOf(Value v) {
   APInt c;
   if (matchPattern(v, m_ConstantInt(&c)))
     return c.getZExtValue();
@@ -96,7 +99,7 @@ std::optional<uint64_t> constantOf(Value v) {
 
 /// The first byte of info memory no NetPE of `app` can touch, or an error
 /// when one could reach any byte (a computed offset, info_len).
-std::optional<uint32_t> infoEnd(ApplicationOp app, std::string &error) {
+static std::optional<uint32_t> infoEnd(ApplicationOp app, std::string &error) {
   uint64_t end = 0;
   for (PEOp pe : app.getBodyBlock()->getOps<PEOp>())
     end = std::max<uint64_t>(end, pe.getInfoSize());
@@ -144,10 +147,10 @@ std::optional<uint32_t> infoEnd(ApplicationOp app, std::string &error) {
 
 /// Fills `c` for the cut before `c.cut`; `c.illegal` says why it is not
 /// legal.
-void analyzeCut(HandlerOp push, DominanceInfo &dom,
-                const llvm::DenseMap<Block *, double> &costs,
-                const llvm::SmallPtrSetImpl<Block *> &reachable,
-                unsigned maxCarried, Cut &c) {
+static void analyzeCut(HandlerOp push, DominanceInfo &dom,
+                       const llvm::DenseMap<Block *, double> &costs,
+                       const llvm::SmallPtrSetImpl<Block *> &reachable,
+                       unsigned maxCarried, Cut &c) {
   Region &body = push.getBody();
   Block *cut = c.cut;
   if (cut == &body.front()) {
@@ -245,15 +248,13 @@ void analyzeCut(HandlerOp push, DominanceInfo &dom,
                 " live across it (at most " + std::to_string(maxCarried) + ")";
 }
 
-std::string uniqueName(llvm::StringRef want,
-                       llvm::function_ref<bool(llvm::StringRef)> taken) {
+static std::string uniqueName(llvm::StringRef want,
+                              llvm::function_ref<bool(llvm::StringRef)> taken) {
   std::string name = want.str();
   for (unsigned i = 2; taken(name); ++i)
     name = want.str() + "_" + std::to_string(i);
   return name;
 }
-
-} // namespace
 
 LogicalResult netvm::splitPE(ApplicationOp app, const SplitOptions &options,
                              SplitResult &result, std::string &error) {
@@ -344,6 +345,10 @@ LogicalResult netvm::splitPE(ApplicationOp app, const SplitOptions &options,
     return failure();
   }
   Cut &cut = *best;
+  LLVM_DEBUG(llvm::dbgs() << "netvm-split-pe: '" << options.pe
+                          << "' before block " << cut.index << " ("
+                          << cut.firstCost << " + " << cut.secondCost << ", "
+                          << cut.carried.size() << " carried)\n");
 
   // The second NetPE, after the first.
   MLIRContext *ctx = app.getContext();
@@ -642,6 +647,7 @@ struct SplitPEPass : public netvm::impl::NetVMSplitPEBase<SplitPEPass> {
       (at ? at : app.getOperation())->emitError("netvm-split-pe: ") << error;
       return signalPassFailure();
     }
+    NETVM_BUMP(numSplit);
   }
 };
 

@@ -1,21 +1,12 @@
-// RUN: not netvm-opt %s --pass-pipeline='builtin.module(netvm.application(netvm-split-pe{pe=fat}))' --split-input-file 2>&1 | FileCheck %s
-// RUN: not netvm-opt %s --pass-pipeline='builtin.module(netvm.application(netvm-split-pe{pe=nope}))' --split-input-file 2>&1 | FileCheck %s --check-prefix=NAME
-// RUN: not netvm-opt %s --pass-pipeline='builtin.module(netvm.application(netvm-split-pe{pe=fat block=1}))' --split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCK
-// RUN: not netvm-opt %s --pass-pipeline='builtin.module(netvm.application(netvm-split-pe{pe=fat block=7}))' --split-input-file 2>&1 | FileCheck %s --check-prefix=RANGE
-// RUN: not netvm-opt %s --pass-pipeline='builtin.module(netvm.application(netvm-split-pe{pe=fat fraction=1.5}))' --split-input-file 2>&1 | FileCheck %s --check-prefix=FRACTION
-// RUN: not netvm-opt %s --pass-pipeline='builtin.module(netvm.application(netvm-split-pe{pe=fat target=arm}))' --split-input-file 2>&1 | FileCheck %s --check-prefix=TARGET
-// RUN: not netvm-opt %s --pass-pipeline='builtin.module(netvm.application(netvm-split-pe))' --split-input-file 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: netvm-opt %s --pass-pipeline='builtin.module(netvm.application(netvm-split-pe{pe=fat}))' --split-input-file -verify-diagnostics
 
-// NAME: split-pe-errors.mlir:[[@LINE+9]]:1: error: netvm-split-pe: no NetPE named 'nope'
-// FRACTION: error: netvm-split-pe: fraction must lie between 0 and 1
-// TARGET: error: netvm-split-pe: target must be 'native' or 'me', not 'arm'
-// NONE: error: netvm-split-pe: name the NetPE to split (pe=NAME)
-// RANGE: error: netvm-split-pe: NetPE 'fat' has 3 blocks in its push handler: no block 7
+// The cuts netvm-split-pe refuses, with the reason given for the legal
+// candidate nearest the fraction. Errors of the options and of explicit
+// cuts: split-pe-options.mlir.
 
 // Data memory on both sides of every cut.
-// CHECK: split-pe-errors.mlir:[[@LINE+3]]:3: error: netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block {{[0-9]}}: data memory is used on both sides: the halves run in different stages, so a packet's later accesses could come before an earlier packet's)
-// BLOCK: error: netvm-split-pe: cannot cut NetPE 'fat' before block 1: data memory is used on both sides
 netvm.application @both {
+  // expected-error @+1 {{netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block 2: data memory is used on both sides: the halves run in different stages, so a packet's later accesses could come before an earlier packet's)}}
   netvm.pe @fat attributes {datamem_size = 4 : i32} {
     netvm.port @i push_input
     netvm.port @o push_output
@@ -34,32 +25,9 @@ netvm.application @both {
 
 // -----
 
-// A loop header (the default cut is the block after the loop).
-// BLOCK: error: netvm-split-pe: cannot cut NetPE 'fat' before block 1: it is in a loop (a block after it branches back to it)
-netvm.application @loop {
-  netvm.pe @fat {
-    netvm.port @i push_input
-    netvm.port @o push_output
-    netvm.handler push(%port) {
-      %c0 = arith.constant 0 : i32
-      cf.br ^head(%c0 : i32)
-    ^head(%n: i32):
-      %x = netvm.load packet[%n] : i8
-      %z = arith.trunci %x : i8 to i1
-      cf.cond_br %z, ^head(%n : i32), ^body
-    ^body:
-      cf.cond_br %z, ^head(%n : i32), ^out
-    ^out:
-      netvm.send @o
-    }
-  }
-}
-
-// -----
-
-// Info memory at a computed offset in another NetPE, and info_len.
-// CHECK: error: netvm-split-pe: NetPE 'other' accesses info memory at a computed offset or length: the carried values could not be kept from it
+// Info memory at a computed offset in another NetPE.
 netvm.application @computed {
+  // expected-error @+1 {{netvm-split-pe: NetPE 'other' accesses info memory at a computed offset or length: the carried values could not be kept from it}}
   netvm.pe @fat {
     netvm.port @i push_input
     netvm.handler push(%port) {
@@ -79,8 +47,8 @@ netvm.application @computed {
 
 // -----
 
-// CHECK: error: netvm-split-pe: NetPE 'fat' reads info_len, which the carried values would change
 netvm.application @infolen {
+  // expected-error @+1 {{netvm-split-pe: NetPE 'fat' reads info_len, which the carried values would change}}
   netvm.pe @fat {
     netvm.port @i push_input
     netvm.handler push(%port) {
@@ -94,9 +62,9 @@ netvm.application @infolen {
 
 // -----
 
-// A copy sent before the cut, and a port sent on from both sides.
-// CHECK: error: netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block 1: a copy is sent (send_dup) before it)
+// A copy sent before the cut.
 netvm.application @dup {
+  // expected-error @+1 {{netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block 1: a copy is sent (send_dup) before it)}}
   netvm.pe @fat {
     netvm.port @i push_input
     netvm.port @o push_output
@@ -111,8 +79,9 @@ netvm.application @dup {
 
 // -----
 
-// CHECK: error: netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block {{[0-9]}}: port 'o' is sent on from both sides)
+// A port sent on from both sides.
 netvm.application @twice {
+  // expected-error @+1 {{netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block 2: port 'o' is sent on from both sides)}}
   netvm.pe @fat {
     netvm.port @i push_input
     netvm.port @o push_output
@@ -134,8 +103,8 @@ netvm.application @twice {
 // -----
 
 // Shared memory written after the cut and read before it.
-// CHECK: error: netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block 1: shared memory is used on both sides and written on one)
 netvm.application @shared {
+  // expected-error @+1 {{netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block 1: shared memory is used on both sides and written on one)}}
   netvm.pe @fat attributes {sharedmem_size = 4 : i32} {
     netvm.port @i push_input
     netvm.port @o push_output
@@ -153,8 +122,8 @@ netvm.application @shared {
 // -----
 
 // More live values than max-carried (8): nine loads used after the cut.
-// CHECK: error: netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block 1: 9 values are live across it (at most 8))
 netvm.application @many {
+  // expected-error @+1 {{netvm-split-pe: NetPE 'fat' has no legal cut point (nearest the fraction: block 1: 9 values are live across it (at most 8))}}
   netvm.pe @fat {
     netvm.port @i push_input
     netvm.port @o push_output
@@ -180,11 +149,12 @@ netvm.application @many {
   }
 }
 
+
 // -----
 
 // One block: nowhere to cut.
-// CHECK: error: netvm-split-pe: NetPE 'fat' has no legal cut point (its push handler is one block)
 netvm.application @one {
+  // expected-error @+1 {{netvm-split-pe: NetPE 'fat' has no legal cut point (its push handler is one block)}}
   netvm.pe @fat {
     netvm.port @i push_input
     netvm.handler push(%port) {
