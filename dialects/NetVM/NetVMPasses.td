@@ -384,6 +384,79 @@ def NetVMIntRangeOpts : Pass<"netvm-int-range-opts", "netvm::HandlerOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def NetVMSplitPE : Pass<"netvm-split-pe", "netvm::ApplicationOp"> {
+  let summary = "split one NetPE's push handler into two NetPEs at a legal cut";
+  let description = [{
+    The inverse of `netvm-inline-pes`, for a NetPE that takes most of a
+    pipeline's work and cannot be replicated (docs/partitioning.md): its
+    push handler is cut before a block `C` into two NetPEs. The first keeps
+    the name, the input ports and every block `C` does not dominate; where
+    it branched to `C` it now stores the values live across the cut (the
+    values it defines that the second half uses, and `C`'s arguments) as
+    4-byte words in info memory past every byte the application uses, and
+    sends on a new port `split` connected to the second NetPE, `pe_2`. The
+    second's handler loads the words, zeroes them and branches to `C`; it
+    holds the blocks `C` dominates and the output ports only they send on.
+
+    A cut is legal when (1) `C` is not the entry block and every successor
+    of a block `C` dominates is dominated by `C`, none of them branching
+    back to `C` (the second half is closed and outside loops); (2) data
+    memory, the coprocessors and random numbers are used on one side only
+    (they move there with the init handler): the halves may run in
+    different pipeline stages at once, so a later packet's first half may
+    run before an earlier packet's second half, and accesses to one state
+    on both sides would interleave differently from the interpreter's
+    packet-at-a-time order; for the same reason shared memory may be used
+    on both sides only when neither writes it; (3) the handler neither
+    replaces its exchange buffer nor sends copies (`send_dup`) before the
+    cut, and no output port is sent on from both sides (its destination
+    would be fed twice); (4) at most `max-carried` values of at most 32 bits
+    are live across it; (5) every info memory access in the application is
+    at a constant offset and nothing reads `info_len`, so no NetPE can see
+    the carried words. Among legal cuts the pass picks the one whose share
+    of the handler's estimated cost (the cost model's block costs for
+    `target`) is nearest `fraction`, each carried value counting as 1% off;
+    `block` names the cut instead (the block's index in the push handler,
+    0 the entry). A bad NetPE name or an illegal explicit cut is an error.
+
+    ```mlir
+    // before: @fat's push handler, state (data memory) after ^done
+    ^done(%sum: i32):
+      %old = netvm.load data[%c0] : i32
+      ...
+    // after netvm-split-pe{pe=fat}: @fat ends
+    ^bb3(%v: i32):
+      %c8 = arith.constant 8 : i32
+      netvm.store %v, info[%c8] {in_bounds} : i32
+      netvm.send @split
+    // and @fat_2 (fed by @fat::@split) begins
+    netvm.handler push(%port) {
+      %w = netvm.load info[%c8] {in_bounds} : i32
+      netvm.store %c0, info[%c8] {in_bounds} : i32
+      cf.br ^bb1(%w : i32)
+    ^bb1(%sum: i32):
+      %old = netvm.load data[%c0] : i32
+      ...
+    ```
+  }];
+  let options = [
+    Option<"peName", "pe", "std::string", "", "the NetPE to split">,
+    Option<"fraction", "fraction", "double", "0.5",
+           "the share of the estimated cost before the cut">,
+    Option<"block", "block", "int", "-1",
+           "cut before this block of the push handler (index; -1: choose)">,
+    Option<"target", "target", "std::string", "\"native\"",
+           "the cost model's target: native or me">,
+    Option<"maxCarried", "max-carried", "unsigned", "8",
+           "the most values a cut may carry in info memory">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::cf::ControlFlowDialect"];
+  let statistics = [
+    Statistic<"numSplit", "split", "NetPEs split in two">
+  ];
+}
+
 def NetVMRecognizeAtomics
     : Pass<"netvm-recognize-atomics", "netvm::ApplicationOp"> {
   let summary = "counters in data and shared memory become atomic adds";

@@ -555,4 +555,25 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
   return model;
 }
 
+llvm::DenseMap<Block *, double> blockCosts(HandlerOp handler, CostTarget target,
+                                           const Profile *profile) {
+  llvm::DenseMap<Block *, double> freq, exit, costs;
+  if (profile && profile->packets)
+    for (Block &b : handler.getBody())
+      freq[&b] = double(profile->blockCounts.lookup(&b));
+  else
+    staticFrequencies(handler, freq, exit);
+  me::MachineConfig machine;
+  for (Block &b : handler.getBody()) {
+    double c = 0;
+    for (Operation &op : b) {
+      OpCost oc =
+          target == CostTarget::ME ? meCost(&op, machine) : hostCost(&op);
+      c += oc.issue + (target == CostTarget::ME ? oc.latency / 8 : 0);
+    }
+    costs[&b] = freq.lookup(&b) * c;
+  }
+  return costs;
+}
+
 } // namespace netvm::analysis

@@ -489,6 +489,26 @@ bool partition(const CostModel &model, const PartitionOptions &options,
   return true;
 }
 
+int splitCandidate(const CostModel &model, const Plan &plan, double minShare) {
+  for (unsigned i = 0; i < plan.stages.size(); ++i) {
+    const PlanStage &s = plan.stages[i];
+    if (s.replicable ||
+        plan.bottleneck.rfind("stage " + std::to_string(i) + " ", 0) != 0)
+      continue;
+    double handlers = 0;
+    for (unsigned pe : s.pes)
+      handlers += model.pes[pe].cost;
+    int best = -1;
+    for (unsigned pe : s.pes)
+      if (!model.pes[pe].replicable &&
+          model.pes[pe].cost >= minShare * handlers &&
+          (best < 0 || model.pes[pe].cost > model.pes[best].cost))
+        best = pe;
+    return best;
+  }
+  return -1;
+}
+
 static std::string stageNames(const CostModel &model, const PlanStage &s) {
   std::string names;
   for (unsigned pe : s.pes)
@@ -545,6 +565,8 @@ void printPlan(const CostModel &model, const Plan &plan,
     else
       os << "run as: pipeline --stages '" << toStageSpec(model, plan) << "'\n";
   }
+  if (!plan.split.empty())
+    os << "split: " << plan.split << "\n";
   for (const std::string &note : plan.notes)
     os << "note: " << note << "\n";
   os << "NetPEs (per input packet):\n";

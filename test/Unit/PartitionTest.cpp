@@ -105,6 +105,29 @@ TEST(Partition, StatefulBottleneckIsReported) {
   EXPECT_TRUE(said);
 }
 
+TEST(Partition, SplitCandidateIsTheFatStatefulNetPE) {
+  // pe1 takes 60% of the work and cannot be replicated: its stage limits
+  // every plan, so it is the one to split.
+  CostModel m = chain({20, 60, 20});
+  m.pes[1].replicable = false;
+  m.pes[1].notReplicable = "writes its data memory";
+  Plan p;
+  std::string error;
+  ASSERT_TRUE(partition(m, {4, 0}, p, error)) << error;
+  EXPECT_EQ(splitCandidate(m, p), 1);
+  // Under half of its stage's cost: not worth a split.
+  EXPECT_EQ(splitCandidate(m, p, 1.01), -1);
+  // Replicable, it is replicated instead.
+  m.pes[1].replicable = true;
+  ASSERT_TRUE(partition(m, {4, 0}, p, error)) << error;
+  EXPECT_EQ(splitCandidate(m, p), -1);
+  // A small stateful NetPE in a stage it does not dominate.
+  CostModel small = chain({60, 10});
+  small.pes[1].replicable = false;
+  ASSERT_TRUE(partition(small, {1, 0}, p, error)) << error;
+  EXPECT_EQ(splitCandidate(small, p), -1);
+}
+
 TEST(Partition, WrittenSharedMemoryKeepsNetPEsTogether) {
   CostModel m = chain({30, 30, 30, 30});
   for (unsigned i : {1u, 2u})

@@ -15,6 +15,7 @@
 #include "netvm/Frontend/NetIL.h"
 #include "netvm/Target/ME/CodeGen.h"
 #include "netvm/Target/Native.h"
+#include "netvm/Transforms/SplitPE.h"
 #include "netvm/emu/Image.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -184,6 +185,12 @@ static cl::opt<unsigned> receiveMEs(
     "receive-mes",
     cl::desc("--workers with --target=me: receive MEs (1-3; default: "
              "chosen by the cost model)"),
+    cl::init(0), cl::value_desc("N"), cl::cat(netcCategory));
+static cl::opt<unsigned> hostCores(
+    "cores",
+    cl::desc("--workers on a host target: plan for a machine of this many "
+             "cores (threads beyond them share them; default: this "
+             "machine's)"),
     cl::init(0), cl::value_desc("N"), cl::cat(netcCategory));
 static cl::opt<std::string> profileTrace(
     "profile",
@@ -367,44 +374,53 @@ int main(int argc, char **argv) {
   std::string error;
   bool optimized = false;
   if (ok && wantPlan) {
-    OwningOpRef<ModuleOp> copy;
-    if (inlinePEs)
-      copy = module->clone();
-    ModuleOp planned = inlinePEs ? *copy : *module;
+    // The application as loaded: a fat NetPE that limits the plan is split
+    // (netvm-split-pe) in copies of it, before packet-check versioning
+    // duplicates its blocks.
+    OwningOpRef<ModuleOp> loaded = module->clone();
+    ModuleOp planned = *module;
     ok = optimize(planned);
     optimized = !inlinePEs;
     if (ok) {
       auto target = forME ? netvm::analysis::CostTarget::ME
                           : netvm::analysis::CostTarget::Native;
+      netvm::analysis::ProfileOptions profileOptions;
+      profileOptions.target = target;
+      profileOptions.trace = profileTrace;
+      profileOptions.optLevel = optLevel - '0';
+      profileOptions.defaultInfoSize = infoSize;
       netvm::analysis::Profile profile;
       bool profiled = !profileTrace.empty();
-      if (profiled) {
-        netvm::analysis::ProfileOptions po;
-        po.target = target;
-        po.trace = profileTrace;
-        po.optLevel = optLevel - '0';
-        po.defaultInfoSize = infoSize;
-        if (!netvm::analysis::collectProfile(planned, po, profile, error)) {
-          llvm::errs() << "netc: --profile " << profileTrace << ": " << error
-                       << "\n";
-          return 1;
-        }
+      if (profiled && !netvm::analysis::collectProfile(planned, profileOptions,
+                                                       profile, error)) {
+        llvm::errs() << "netc: --profile " << profileTrace << ": " << error
+                     << "\n";
+        return 1;
       }
-      model = netvm::analysis::buildCostModel(
-          netvm::driver::getApplication(planned), target,
-          profiled ? &profile : nullptr);
-      if (profiled)
-        netvm::analysis::calibrate(model, profile);
       netvm::analysis::PartitionOptions po;
       po.workers = workers.getNumOccurrences() ? workers : forME ? 8u : 1u;
       po.receiveWorkers = receiveMEs;
-      if (!netvm::analysis::partition(model, po, plan, error)) {
+      po.cores = hostCores;
+      netvm::SplitPlanner planner;
+      planner.optimize = [&](ModuleOp m) { return success(optimize(m)); };
+      planner.profile = [&](ModuleOp m, netvm::analysis::Profile &p,
+                            std::string &err) {
+        return netvm::analysis::collectProfile(m, profileOptions, p, err);
+      };
+      OwningOpRef<ModuleOp> splitLoaded;
+      if (!netvm::partitionWithSplit(planned, *loaded, planner, target, po,
+                                     profiled ? &profile : nullptr, model, plan,
+                                     error, &splitLoaded)) {
         llvm::errs() << "netc: " << error << "\n";
         return 1;
       }
-      if (inlinePEs)
+      // --inline-pes merges the NetPEs of each stage in the application as
+      // loaded (split, if the plan split one), then optimizes it.
+      if (inlinePEs) {
+        module = splitLoaded ? std::move(splitLoaded) : std::move(loaded);
         netvm::analysis::annotateStages(netvm::driver::getApplication(*module),
                                         model, plan);
+      }
     }
   }
   if (ok && inlinePEs) {

@@ -19,6 +19,7 @@
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
+#include "netvm/Transforms/SplitPE.h"
 #include "netvm/emu/Emulator.h"
 #include "netvm/emu/Options.h"
 #include "netvm/emu/StatsJson.h"
@@ -305,7 +306,8 @@ static cl::opt<PipelinePlan> pipelinePlan(
     cl::values(clEnumValN(PipelinePlan::Partitioner, "partitioner",
                           "the partitioner's plan for -j threads (the "
                           "default; docs/partitioning.md): stages and "
-                          "replicas that balance the estimated costs"),
+                          "replicas that balance the estimated costs, "
+                          "with a fat NetPE split when that predicts more"),
                clEnumValN(PipelinePlan::Runtime, "runtime",
                           "the runtime's cut of the NetPEs' topological "
                           "order into -j stages of about as many NetPEs")),
@@ -826,8 +828,8 @@ static llvm::json::Object emulatorJson(const me::Stats &s) {
 
 /// The engine of the options for the optimized `module`, or null after an
 /// error message (`status`: the exit status).
-static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
-                                                int &status) {
+static std::unique_ptr<rt::Engine>
+createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
   rt::EngineOptions options;
   options.watchdogBudget = watchdog;
   options.defaultInfoSize = infoSize;
@@ -840,13 +842,22 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
   if (options.pipeline && stagesPlan.empty() &&
       pipelinePlan == PipelinePlan::Partitioner &&
       selectedEngine() == EngineKind::Native) {
-    analysis::CostModel model = analysis::buildCostModel(
-        driver::getApplication(module), analysis::CostTarget::Native, nullptr);
+    analysis::CostModel model;
     analysis::PartitionOptions po;
     po.workers = std::max(1u, unsigned(threads));
     analysis::Plan plan;
     std::string planError;
-    if (analysis::partition(model, po, plan, planError)) {
+    // A fat NetPE that limits the plan may be split (netvm-split-pe): the
+    // split application, optimized, replaces the one in `module`.
+    SplitPlanner planner;
+    planner.optimize = [&](ModuleOp m) {
+      return driver::optimize(m, level, nullptr, driver::OptimizeFor::Native);
+    };
+    if (partitionWithSplit(module, loaded, planner,
+                           analysis::CostTarget::Native, po, nullptr, model,
+                           plan, planError)) {
+      if (!plan.split.empty())
+        llvm::errs() << "netvm-run: note: split " << plan.split << "\n";
       options.stages = analysis::toStageSpec(model, plan);
       unsigned used = 0;
       for (const analysis::PlanStage &st : plan.stages)
@@ -997,6 +1008,11 @@ static int run(int argc, char **argv) {
   unsigned level = optLevel - '0';
   if (kind == EngineKind::Interpreter && optLevel.getNumOccurrences() == 0)
     level = 0;
+  // The pipeline's plan may split a fat NetPE in the application as
+  // loaded (createEngine).
+  OwningOpRef<ModuleOp> loaded;
+  if (pipelined())
+    loaded = module->clone();
   if (failed(driver::optimize(*module, level, nullptr,
                               kind == EngineKind::Emulator
                                   ? driver::OptimizeFor::ME
@@ -1010,7 +1026,8 @@ static int run(int argc, char **argv) {
   // counts the matches, as tcpdump -c counts what its filter accepts.
   bool isFilter = input->kind != driver::Input::Kind::Files;
   int status = 1;
-  std::unique_ptr<rt::Engine> engine = createEngine(*module, level, status);
+  std::unique_ptr<rt::Engine> engine =
+      createEngine(*module, loaded ? *loaded : ModuleOp(), level, status);
   if (!engine)
     return status;
   std::unique_ptr<rt::PacketReader> reader = openInput(engine->sourceNames());

@@ -35,6 +35,7 @@ class Block;
 
 namespace netvm {
 class ApplicationOp;
+class HandlerOp;
 } // namespace netvm
 
 namespace netvm::analysis {
@@ -165,6 +166,15 @@ struct CostModel {
 /// same target). `profile` may be null.
 CostModel buildCostModel(ApplicationOp app, CostTarget target,
                          const Profile *profile);
+
+/// The estimated cost of each block of `handler`: its frequency (static,
+/// per run: branches even, loop bodies 8 times; or the profile's count)
+/// times its operations' costs on `target` (ME: issue cycles plus the
+/// memory latency spread over the contexts of an ME). netvm-split-pe
+/// balances its halves with these.
+llvm::DenseMap<mlir::Block *, double>
+blockCosts(HandlerOp handler, CostTarget target,
+           const Profile *profile = nullptr);
 
 } // namespace netvm::analysis
 

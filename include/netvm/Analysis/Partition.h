@@ -59,18 +59,31 @@ struct Plan {
   /// Remarks: constraints that shaped the plan (shared memory, NetPEs that
   /// cannot be replicated).
   std::vector<std::string> notes;
+  /// The split of a fat NetPE the plan made (netvm-split-pe), with its
+  /// predicted gain; empty: none.
+  std::string split;
 };
 
 struct PartitionOptions {
   unsigned workers = 1;
   /// ME: receive MEs (0: chosen by the model, 1-3).
   unsigned receiveWorkers = 0;
+  /// Host: the cores of the machine planned for (CostModel::cores; 0:
+  /// this machine's).
+  unsigned cores = 0;
 };
 
 /// The best plan the model finds. Fails (with `error`) when the workers
 /// cannot hold the application (MEs: fewer than 3).
 bool partition(const CostModel &model, const PartitionOptions &options,
                Plan &plan, std::string &error);
+
+/// The NetPE worth splitting in `plan` (netvm-split-pe): its stage limits
+/// the throughput and cannot be replicated, and the NetPE cannot be
+/// replicated and takes at least `minShare` of the stage's handler cost.
+/// -1: none.
+int splitCandidate(const CostModel &model, const Plan &plan,
+                   double minShare = 0.5);
 
 /// The throughput the model predicts for a given plan (its stages and
 /// workers), filling every stage's cost and rate and the bottleneck.
