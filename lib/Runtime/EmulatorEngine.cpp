@@ -241,17 +241,24 @@ public:
     out.microseconds = packets[t.tag].microseconds;
     if (detail == ResultDetail::Full) {
       out.bytes.assign(t.bytes, t.bytes + t.length);
+      // The image carries the first infoCarried bytes (0 in a layout made
+      // by hand: all); the back end proved the rest is zeros.
+      uint32_t carried =
+          std::min(layout.infoSize,
+                   layout.infoCarried ? layout.infoCarried : layout.infoSize);
       if (!layout.infoUsed) {
         out.info.assign(layout.infoSize, 0);
       } else if (t.dramAddress < layout.infoOffset ||
                  !emu.readMemory(me::Memory::Dram,
-                                 t.dramAddress - layout.infoOffset,
-                                 layout.infoSize, out.info)) {
+                                 t.dramAddress - layout.infoOffset, carried,
+                                 out.info)) {
         error = "packet " + std::to_string(t.tag) + " left from DRAM 0x" +
                 llvm::utohexstr(t.dramAddress, true) +
                 ", which has no info memory " +
                 std::to_string(layout.infoOffset) + " bytes before it";
         return;
+      } else {
+        out.info.resize(layout.infoSize, 0);
       }
     }
     results[t.tag].outputs.push_back(std::move(out));

@@ -664,6 +664,7 @@ static nb::dict layoutDict(const me::AppLayout &l) {
   d["default_watchdog"] = l.defaultWatchdog;
   d["info_offset"] = l.infoOffset;
   d["info_size"] = l.infoSize;
+  d["info_carried"] = l.infoCarried;
   d["info_used"] = l.infoUsed;
   return d;
 }
@@ -704,6 +705,7 @@ static me::AppLayout layoutOf(nb::dict d) {
   get("default_watchdog", l.defaultWatchdog);
   get("info_offset", l.infoOffset);
   get("info_size", l.infoSize);
+  get("info_carried", l.infoCarried);
   get("info_used", l.infoUsed);
   return l;
 }

@@ -33,8 +33,10 @@ struct MELoweringOptions {
   /// shared memory and the NetPE's initialised data (docs/me-backend.md,
   /// "Memory map"); their sizes come from the NetPE.
   uint32_t dataBase = 0, sharedBase = 0, initDataBase = 0;
-  /// Bytes of info memory (the application's), kept in local memory
-  /// window 1 while the packet is on the ME: at most 64.
+  /// Bytes of info memory (the application's, for bounds checks). The
+  /// first meInfoWindowBytes of them are kept in local memory window 1
+  /// while the packet is on the ME; an access that may reach past them is
+  /// refused, so the rest is provably zeros.
   unsigned infoSize = 64;
   /// Bytes of a packet buffer (a new exchange buffer larger than this
   /// raises packet_bounds, as one over 64 KB does on every engine).
@@ -55,6 +57,10 @@ struct MELoweringOptions {
   /// (microseconds in the next word); -1 if no handler reads them.
   int timestampWord = -1;
 };
+
+/// Bytes of info memory the MEs keep (local memory window 1 on the ME, the
+/// DRAM before the buffer between MEs and to the host).
+constexpr unsigned meInfoWindowBytes = 64;
 
 /// The lookup coprocessor on the MEs (docs/me-backend.md, "Coprocessors"):
 /// an SRAM table of meLookupSlots slots, probed linearly from a hash of the

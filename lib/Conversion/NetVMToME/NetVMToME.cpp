@@ -304,6 +304,18 @@ private:
            << why << " (NetPE '" << pe.getSymName()
            << "'; docs/me-backend.md lists what it refuses)";
   }
+  /// Info memory past the first meInfoWindowBytes is not kept on the MEs:
+  /// the back end proves that no access reaches it (constant offsets below
+  /// the window), so it stays zeros as on the other engines.
+  LogicalResult refuseInfoBeyondWindow(Operation *op, unsigned end) {
+    return refuse(op, Twine("info memory up to byte ") + Twine(end) +
+                          " (the MEs keep the first " +
+                          Twine(meInfoWindowBytes) +
+                          " bytes of info memory in local memory; bytes "
+                          "past them must be provably unused)");
+  }
+  /// Whether a computed offset into info memory may reach past the window.
+  bool infoOverWindow() const { return options.infoSize > meInfoWindowBytes; }
 
   HandlerOp handler;
   PEOp pe;
@@ -629,6 +641,8 @@ LogicalResult HandlerLowering::lowerInfoLoad(LoadOp op) {
     values.map(op.getResult(), constant(0, loc));
     return success();
   }
+  if (*c + size > meInfoWindowBytes)
+    return refuseInfoBeyondWindow(op, *c + size);
   unsigned word = *c / 4, n = *c % 4;
   auto lm = [&](unsigned w) {
     return med::LocalReadOp::create(b, loc, b.getI32Type(), 1, w);
@@ -652,6 +666,8 @@ LogicalResult HandlerLowering::lowerInfoStore(StoreOp op) {
     raiseHere(op.getLoc(), ExceptionKind::InfoBounds);
     return success();
   }
+  if (*c + size > meInfoWindowBytes)
+    return refuseInfoBeyondWindow(op, *c + size);
   Value value = get(op.getValue());
   unsigned word = *c / 4, n = *c % 4;
   unsigned words = n + size > 4 ? 2 : 1;
@@ -706,6 +722,8 @@ FailureOr<Value> HandlerLowering::loadByte(Operation *op, MemSpace space,
         b.getBoolAttr(false)));
   }
   case MemSpace::Info: {
+    if (infoOverWindow()) // a computed offset may reach past the window
+      return refuseInfoBeyondWindow(op, options.infoSize);
     Value word;
     atInfoWord(loc, offset,
                [&] { word = med::LocalReadOp::create(b, loc, i32, 1, 0); });
@@ -751,6 +769,8 @@ LogicalResult HandlerLowering::storeByte(Operation *op, MemSpace space,
     return success();
   }
   case MemSpace::Info:
+    if (infoOverWindow())
+      return refuseInfoBeyondWindow(op, options.infoSize);
     atInfoWord(loc, offset, [&] {
       Value word = med::LocalReadOp::create(b, loc, i32, 1, 0);
       med::LocalWriteOp::create(b, loc, 1, 0,
@@ -1165,7 +1185,8 @@ LogicalResult HandlerLowering::lowerExbufCreate(ExbufCreateOp op) {
   med::ArgSetOp::create(b, loc, "wire", size);
   exbuf = Created;
   info.usesInfo = true;
-  for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
+  for (unsigned w = 0;
+       w < (std::min(options.infoSize, meInfoWindowBytes) + 3) / 4; ++w)
     med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
   return success();
 }
@@ -2098,7 +2119,8 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         if (exbuf == None)
           return success(); // (clearing it when there may be none is harmless)
         info.usesInfo = true;
-        for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
+        for (unsigned w = 0;
+             w < (std::min(options.infoSize, meInfoWindowBytes) + 3) / 4; ++w)
           med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
         return success();
       })

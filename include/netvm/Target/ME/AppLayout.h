@@ -100,8 +100,10 @@ struct AppLayout {
   /// Info memory travels in DRAM just before the packet: a transmitted
   /// packet at DRAM address p has its info memory at p - infoOffset
   /// (infoSize bytes). When `infoUsed` is false no NetPE touches info
-  /// memory and it is all zeros.
-  uint32_t infoOffset = 0, infoSize = 0;
+  /// memory and it is all zeros. Only its first `infoCarried` bytes (at
+  /// most 64) travel there: the back end proves that no NetPE reaches
+  /// past them, so the rest is zeros.
+  uint32_t infoOffset = 0, infoSize = 0, infoCarried = 0;
   bool infoUsed = false;
   /// The stages of a layout of several MEs (empty: the default layout,
   /// every NetPE on ME 1). A stage's NetPEs (indexes into `pes`) run on
