@@ -17,6 +17,7 @@
 #include "netvm/Driver/Driver.h"
 #include "netvm/ProtoDB/ProtoDB.h"
 #include "netvm/Runtime/Engine.h"
+#include "netvm/Runtime/Split.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
 #include "netvm/emu/Emulator.h"
@@ -226,7 +227,7 @@ static cl::opt<uint64_t> pullCount(
              "by a pull connection, taking packets from the input as the "
              "application asks for them"),
     cl::value_desc("count"), cl::init(0), cl::cat(runCategory));
-enum class EngineKind { Native, Interpreter, Emulator };
+enum class EngineKind { Native, Interpreter, Emulator, Split };
 static cl::opt<EngineKind> engineKind(
     "engine", cl::desc("What runs the application (default: native)"),
     cl::values(
@@ -238,7 +239,12 @@ static cl::opt<EngineKind> engineKind(
                    "the application compiled for the microengines, on the "
                    "IXP-like ME emulator (docs/me-isa.md): the machine "
                    "options below configure it, --stats-json writes its "
-                   "statistics")),
+                   "statistics"),
+        clEnumValN(EngineKind::Split, "split",
+                   "the NetPEs the microengines can run (those before any "
+                   "host-only coprocessor) on the ME emulator, the rest "
+                   "JIT-compiled on the host, joined where the connections "
+                   "are cut (docs/applications.md)")),
     cl::init(EngineKind::Native), cl::cat(runCategory));
 static cl::opt<bool> useInterpreter("interp",
                                     cl::desc("The same as --engine=interp"),
@@ -766,6 +772,48 @@ createEmulatorEngine(ModuleOp module, const rt::EngineOptions &options,
 #endif
 }
 
+/// The split engine (netvm/Runtime/Split.h) of the loaded, not optimized
+/// `module`, or null after an error message.
+static std::unique_ptr<rt::Engine> createSplit(ModuleOp module,
+                                               const rt::EngineOptions &options,
+                                               unsigned level, int &status) {
+#ifdef NETVM_HAVE_ME_CODEGEN
+  rt::SplitOptions split;
+  split.engine = options;
+  split.optLevel = level;
+  split.machine.maxPacketBytes = me::compiledMaxPacketBytes;
+  if (!machineConfig(split.machine))
+    return nullptr;
+  split.mePlacement = mePlacement;
+  rt::SplitPlan plan;
+  std::string error;
+  std::unique_ptr<rt::Engine> engine =
+      rt::createSplitEngine(module, split, plan, error);
+  if (!engine) {
+    fail(error);
+    status = exitRefused;
+    return nullptr;
+  }
+  llvm::errs() << "netvm-run: note: split: on the microengines: "
+               << llvm::join(plan.head, ", ") << "; on the host: "
+               << (plan.tail.empty() ? std::string("none")
+                                     : llvm::join(plan.tail, ", "))
+               << "; cut: "
+               << (plan.cuts.empty() ? std::string("none")
+                                     : llvm::join(plan.cuts, ", "))
+               << "\n";
+  return engine;
+#else
+  (void)module;
+  (void)options;
+  (void)level;
+  fail("this netvm-run was built without the ME back end "
+       "(lib/Target/ME/CodeGen): --engine=split is not available");
+  status = exitRefused;
+  return nullptr;
+#endif
+}
+
 static double ratio(uint64_t part, uint64_t whole) {
   return whole ? double(part) / double(whole) : 0.0;
 }
@@ -867,6 +915,10 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module, unsigned level,
     engine = createEmulatorEngine(module, options, status);
     if (!engine)
       return nullptr;
+  } else if (selectedEngine() == EngineKind::Split) {
+    engine = createSplit(module, options, level, status);
+    if (!engine)
+      return nullptr;
   } else if (selectedEngine() == EngineKind::Interpreter) {
     engine =
         rt::Engine::interpreter(driver::getApplication(module), options, error);
@@ -947,17 +999,19 @@ static int run(int argc, char **argv) {
     return fail("-j and --pipeline (and --stages, --dynamic) run native "
                 "code in push mode; the interpreter, the emulator and --pull "
                 "use one thread");
-  if (kind == EngineKind::Emulator && pullCount > 0)
+  bool emulates = kind == EngineKind::Emulator || kind == EngineKind::Split;
+  if (emulates && pullCount > 0)
     return fail("--pull: the ME emulator runs applications in push mode "
                 "only (the ME back end has no pull handlers)");
-  if (kind != EngineKind::Emulator) {
+  if (!emulates) {
     if (statsJson.getNumOccurrences())
       return fail("--stats-json reports the ME emulator: use it with "
-                  "--engine=emu");
+                  "--engine=emu or split");
     for (const auto &option : machineOptions)
       if (option->getNumOccurrences())
         return fail("--" + option->ArgStr +
-                    " configures the ME emulator: use it with --engine=emu");
+                    " configures the ME emulator: use it with --engine=emu "
+                    "or split");
   }
   if (optLevel < '0' || optLevel > '3')
     return fail("unknown optimization level -O" +
@@ -979,7 +1033,9 @@ static int run(int argc, char **argv) {
   unsigned level = optLevel - '0';
   if (kind == EngineKind::Interpreter && optLevel.getNumOccurrences() == 0)
     level = 0;
-  if (failed(driver::optimize(*module, level, nullptr,
+  // The split engine optimizes each of its parts for its target.
+  if ((kind != EngineKind::Split || dumpCode) &&
+      failed(driver::optimize(*module, level, nullptr,
                               kind == EngineKind::Emulator
                                   ? driver::OptimizeFor::ME
                                   : driver::OptimizeFor::Native)))
@@ -1137,6 +1193,7 @@ static int run(int argc, char **argv) {
     std::string how =
         kind == EngineKind::Interpreter ? "interpreter"
         : kind == EngineKind::Emulator  ? "ME emulator"
+        : kind == EngineKind::Split     ? "split: ME emulator, then the JIT"
         : pullCount
             ? "one thread"
             : llvm::formatv("{0} thread{1}, {2}", engine->threads(),

@@ -146,7 +146,7 @@ public:
                                           const me::MachineConfig &machine,
                                           std::string &error);
 
-  /// "interpreter", "native", "emulator".
+  /// "interpreter", "native", "emulator", "split".
   virtual const char *kind() const = 0;
   /// Threads batches run on, and why fewer than asked (or "").
   virtual unsigned threads() const { return 1; }
@@ -166,6 +166,19 @@ public:
   virtual PacketResult initialize() = 0;
   /// Push one packet through source `source`.
   virtual PacketResult push(unsigned source, const TracePacket &packet) = 0;
+  /// Push one packet through source `source` with its info memory starting
+  /// as `info` (then zeros) instead of zeros: a packet that another engine,
+  /// running the NetPEs before this source, hands over (the split engine,
+  /// netvm/Runtime/Split.h). Nothing if this engine cannot (the emulator,
+  /// native pipelines).
+  virtual std::optional<PacketResult>
+  pushWithInfo(unsigned source, const TracePacket &packet,
+               llvm::ArrayRef<uint8_t> info) {
+    (void)source;
+    (void)packet;
+    (void)info;
+    return std::nullopt;
+  }
   /// Pull one exchange buffer out of sink `sink`.
   virtual PacketResult pull(unsigned sink) = 0;
   /// Where pulls from sources get their packets.
