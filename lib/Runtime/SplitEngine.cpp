@@ -100,20 +100,35 @@ public:
   llvm::ArrayRef<std::string> peNames() const override { return routes.pes; }
 
   llvm::MutableArrayRef<uint8_t> dataMemory(unsigned pe) override {
-    if (pe >= routes.peHomes.size())
-      return {};
-    auto [inTail, index] = routes.peHomes[pe];
-    return (inTail ? *tail : *head).dataMemory(index);
+    Engine *home = homeOf(pe);
+    return home ? home->dataMemory(routes.peHomes[pe].second)
+                : llvm::MutableArrayRef<uint8_t>();
   }
   llvm::MutableArrayRef<uint8_t> sharedMemory() override {
     llvm::MutableArrayRef<uint8_t> shared = head->sharedMemory();
     return shared.empty() && tail ? tail->sharedMemory() : shared;
   }
   netvm_copro *coprocessor(unsigned pe, llvm::StringRef name) override {
-    if (pe >= routes.peHomes.size())
-      return nullptr;
-    auto [inTail, index] = routes.peHomes[pe];
-    return (inTail ? *tail : *head).coprocessor(index, name);
+    Engine *home = homeOf(pe);
+    return home ? home->coprocessor(routes.peHomes[pe].second, name) : nullptr;
+  }
+
+  std::optional<std::vector<netvm_lookup_entry>>
+  lookupEntries(unsigned pe) override {
+    Engine *home = homeOf(pe);
+    return home ? home->lookupEntries(routes.peHomes[pe].second) : std::nullopt;
+  }
+  std::optional<bool> lookupDelete(unsigned pe,
+                                   llvm::ArrayRef<uint32_t> key) override {
+    Engine *home = homeOf(pe);
+    return home ? home->lookupDelete(routes.peHomes[pe].second, key)
+                : std::nullopt;
+  }
+  std::optional<uint32_t> lookupAge(unsigned pe, uint32_t now,
+                                    uint32_t maxAge) override {
+    Engine *home = homeOf(pe);
+    return home ? home->lookupAge(routes.peHomes[pe].second, now, maxAge)
+                : std::nullopt;
   }
 
   Counters counters() const override { return tally.counters(); }
@@ -128,6 +143,12 @@ public:
   }
 
 private:
+  Engine *homeOf(unsigned pe) {
+    if (pe >= routes.peHomes.size())
+      return nullptr;
+    return routes.peHomes[pe].first ? tail.get() : head.get();
+  }
+
   std::unique_ptr<Engine> head, tail;
   SplitRoutes routes;
   /// Index in a part -> index in the whole application.

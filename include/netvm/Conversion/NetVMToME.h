@@ -12,6 +12,8 @@
 #ifndef NETVM_CONVERSION_NETVMTOME_H
 #define NETVM_CONVERSION_NETVMTOME_H
 
+#include "netvm/Target/ME/AppLayout.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/LogicalResult.h"
 
@@ -61,16 +63,6 @@ struct MELoweringOptions {
 /// Bytes of info memory the MEs keep (local memory window 1 on the ME, the
 /// DRAM before the buffer between MEs and to the host).
 constexpr unsigned meInfoWindowBytes = 64;
-
-/// The lookup coprocessor on the MEs (docs/me-backend.md, "Coprocessors"):
-/// an SRAM table of meLookupSlots slots, probed linearly from a hash of the
-/// key, after a word that counts the entries. A slot is the key's length
-/// in words (0: empty), the value, then up to 16 key words. It holds at
-/// most meLookupCapacity entries, as the lookup coprocessor does on every
-/// engine.
-constexpr uint32_t meLookupCapacity = 16384, meLookupSlots = 32768,
-                   meLookupSlotBytes = 72;
-constexpr uint32_t meLookupTableBytes = 8 + meLookupSlots * meLookupSlotBytes;
 
 /// What the lowering of one handler found out, for the packet path.
 struct MEHandlerInfo {

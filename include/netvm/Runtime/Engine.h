@@ -30,6 +30,7 @@
 
 #include "netvm/Runtime/Result.h"
 #include "netvm/abi.h"
+#include "netvm/coprocessor.h"
 #include "netvm/io/PacketIO.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -226,6 +227,19 @@ public:
     (void)name;
     return nullptr;
   }
+
+  /// The control plane of NetPE `pe`'s lookup coprocessor (docs/netil.md
+  /// 7.2; the bridge's FIB): its entries, in the table's order (the host
+  /// engines share one order, the emulator's is its SRAM table's); delete
+  /// the entry of a key (whether there was one); delete the entries older
+  /// than `maxAge` at `now` (how many). Nothing when the NetPE has no lookup
+  /// table. The default works on coprocessor(pe, "lookup").
+  virtual std::optional<std::vector<netvm_lookup_entry>>
+  lookupEntries(unsigned pe);
+  virtual std::optional<bool> lookupDelete(unsigned pe,
+                                           llvm::ArrayRef<uint32_t> key);
+  virtual std::optional<uint32_t> lookupAge(unsigned pe, uint32_t now,
+                                            uint32_t maxAge);
 
   virtual Counters counters() const = 0;
   virtual PECounters peCounters(unsigned pe) const = 0;

@@ -931,6 +931,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         lowering.lookupBase = place(meLookupTableBytes);
         layout.persistent.push_back(
             {Memory::Sram, lowering.lookupBase, meLookupTableBytes});
+        layout.lookupTables.resize(pes.size(), 0);
+        layout.lookupTables[info.index] = lowering.lookupBase;
         continue;
       }
       bool host = name == "regexp" || name == "stringmatching";
