@@ -19,6 +19,30 @@ using namespace netvm::rt;
 
 Engine::~Engine() = default;
 
+void Engine::runMixed(llvm::ArrayRef<unsigned> sources,
+                      llvm::MutableArrayRef<netvm_packet> packets,
+                      const ResultFn *onResult, ResultDetail detail) {
+  if (packets.empty())
+    return;
+  if (runsMixedSources()) {
+    mixedSources.assign(sources.begin(), sources.end());
+    run(sources[0], packets, onResult, detail);
+    mixedSources.clear();
+    return;
+  }
+  for (size_t begin = 0, end; begin < packets.size(); begin = end) {
+    for (end = begin + 1;
+         end < packets.size() && sources[end] == sources[begin]; ++end)
+      ;
+    auto shifted = [&](size_t index, const PacketResult &result) {
+      (*onResult)(begin + index, result);
+    };
+    ResultFn fn = shifted;
+    run(sources[begin], packets.slice(begin, end - begin),
+        onResult ? &fn : nullptr, detail);
+  }
+}
+
 std::optional<std::vector<netvm_lookup_entry>>
 Engine::lookupEntries(unsigned pe) {
   netvm_copro *c = coprocessor(pe, "lookup");

@@ -78,8 +78,18 @@ public:
       (*onResult)(index, result);
     };
     ResultFn fn = each;
-    head->run(source, packets, &fn, ResultDetail::Full);
+    if (mixedSources.size() == packets.size()) {
+      std::vector<unsigned> sources;
+      sources.swap(mixedSources);
+      head->runMixed(sources, packets, &fn, ResultDetail::Full);
+    } else {
+      head->run(source, packets, &fn, ResultDetail::Full);
+    }
   }
+
+  /// Chunks of several sources go to the head whole (runMixed runs them as
+  /// the head can).
+  bool runsMixedSources() const override { return true; }
 
   PacketResult pull(unsigned sink) override {
     (void)sink;

@@ -193,6 +193,13 @@ public:
   virtual void run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
                    const ResultFn *onResult = nullptr,
                    ResultDetail detail = ResultDetail::Full);
+  /// run() over packets of several sources, `sources[i]` the source of
+  /// `packets[i]`: one run for an engine that runs them in one batch (the
+  /// emulator), else a run per stretch of packets of one source. Results
+  /// are delivered with the packets' indexes in `packets`.
+  void runMixed(llvm::ArrayRef<unsigned> sources,
+                llvm::MutableArrayRef<netvm_packet> packets,
+                const ResultFn *onResult, ResultDetail detail);
   /// Push every packet of `packets` through `source` and deliver only what
   /// leaves, in arrival order. The default collects it from run()'s
   /// results; native code runs whole batches and hands over the buffers.
