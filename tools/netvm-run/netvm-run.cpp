@@ -207,8 +207,9 @@ static cl::opt<uint32_t> infoSize(
     cl::init(64), cl::cat(runCategory));
 static cl::opt<std::string> mePlacement(
     "me-placement",
-    cl::desc("--engine=emu: which MEs receive and run the NetPEs, as netc "
-             "--me-placement (e.g. 'rx=2;*3')"),
+    cl::desc(
+        "--engine=emu or split: which MEs receive and run the NetPEs, as netc "
+        "--me-placement (e.g. 'rx=2;*3')"),
     cl::value_desc("spec"), cl::cat(runCategory));
 static cl::opt<bool> resultsFormat(
     "results",
@@ -258,9 +259,10 @@ static cl::opt<char> optLevel(
 // own "stats-json" until then (as in netvm-emu).
 static cl::opt<std::string> statsJson(
     "emu-stats-json",
-    cl::desc("--engine=emu: write the emulator's statistics, summed over "
-             "its runs, as JSON to this file ('-': standard output), as "
-             "netvm-emu --stats-json does"),
+    cl::desc(
+        "--engine=emu or split: write the emulator's statistics, summed over "
+        "its runs, as JSON to this file ('-': standard output), as "
+        "netvm-emu --stats-json does"),
     cl::value_desc("file"), cl::cat(runCategory));
 static cl::opt<bool>
     compileTime("compile-time",
@@ -696,7 +698,7 @@ static void registerMachineOptions() {
   static std::deque<std::string> descriptions; // the options point into them
   for (size_t i = 0; i < me::machineOptionCount(); ++i) {
     const me::MachineOptionInfo &info = me::machineOption(i);
-    descriptions.push_back(std::string("--engine=emu: ") + info.help);
+    descriptions.push_back(std::string("--engine=emu or split: ") + info.help);
     machineOptions.push_back(std::make_unique<cl::list<std::string>>(
         llvm::StringRef(info.name), cl::desc(descriptions.back()),
         cl::value_desc(info.value), cl::ZeroOrMore, cl::cat(runCategory)));
