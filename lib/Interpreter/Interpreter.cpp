@@ -127,11 +127,13 @@ struct Interpreter::Impl {
   HandlerExit run(unsigned pe, HandlerOp handler, ExBufPtr &xb,
                   uint32_t portArg, Result &result);
   const HandlerCode &codeFor(HandlerOp handler);
-  ExBufPtr makeExBuf(const Packet &packet) {
+  ExBufPtr makeExBuf(const Packet &packet, llvm::ArrayRef<uint8_t> info = {}) {
     auto xb = std::make_unique<ExBuf>();
     xb->packet = packet.bytes;
     xb->wireLength = std::max<uint32_t>(packet.wireLength, xb->packet.size());
     xb->info.assign(infoSize, 0);
+    std::copy_n(info.begin(), std::min<size_t>(info.size(), infoSize),
+                xb->info.begin());
     xb->seconds = packet.seconds;
     xb->microseconds = packet.microseconds;
     return xb;
@@ -858,7 +860,8 @@ std::vector<Exception> Interpreter::initialize() {
   return std::move(result.exceptions);
 }
 
-Result Interpreter::push(unsigned source, const Packet &packet) {
+Result Interpreter::push(unsigned source, const Packet &packet,
+                         llvm::ArrayRef<uint8_t> info) {
   Result result;
   impl->resetBudget();
   const std::vector<Endpoint> &dests = impl->sourceDests[source];
@@ -867,7 +870,7 @@ Result Interpreter::push(unsigned source, const Packet &packet) {
     return result;
   }
   for (size_t i = 0; i < dests.size(); ++i)
-    impl->enter(dests[i], impl->makeExBuf(packet), result);
+    impl->enter(dests[i], impl->makeExBuf(packet, info), result);
   return result;
 }
 

@@ -241,17 +241,24 @@ public:
     out.microseconds = packets[t.tag].microseconds;
     if (detail == ResultDetail::Full) {
       out.bytes.assign(t.bytes, t.bytes + t.length);
+      // The image carries the first infoCarried bytes (0 in a layout made
+      // by hand: all); the back end proved the rest is zeros.
+      uint32_t carried =
+          std::min(layout.infoSize,
+                   layout.infoCarried ? layout.infoCarried : layout.infoSize);
       if (!layout.infoUsed) {
         out.info.assign(layout.infoSize, 0);
       } else if (t.dramAddress < layout.infoOffset ||
                  !emu.readMemory(me::Memory::Dram,
-                                 t.dramAddress - layout.infoOffset,
-                                 layout.infoSize, out.info)) {
+                                 t.dramAddress - layout.infoOffset, carried,
+                                 out.info)) {
         error = "packet " + std::to_string(t.tag) + " left from DRAM 0x" +
                 llvm::utohexstr(t.dramAddress, true) +
                 ", which has no info memory " +
                 std::to_string(layout.infoOffset) + " bytes before it";
         return;
+      } else {
+        out.info.resize(layout.infoSize, 0);
       }
     }
     results[t.tag].outputs.push_back(std::move(out));
@@ -395,6 +402,46 @@ public:
   }
   llvm::MutableArrayRef<uint8_t> sharedMemory() override { return shared; }
 
+  // The lookup table's control plane works on its copy that persists
+  // between runs (the next run writes it into the machine), with the
+  // table's format and hash (AppLayout.h).
+  std::optional<std::vector<netvm_lookup_entry>>
+  lookupEntries(unsigned pe) override {
+    uint8_t *table = lookupTable(pe);
+    if (!table)
+      return std::nullopt;
+    std::vector<netvm_lookup_entry> entries;
+    for (uint32_t i = 0; i < me::meLookupSlots; ++i) {
+      netvm_lookup_entry e{};
+      if (readSlot(table, i, e))
+        entries.push_back(e);
+    }
+    return entries;
+  }
+  std::optional<bool> lookupDelete(unsigned pe,
+                                   llvm::ArrayRef<uint32_t> key) override {
+    uint8_t *table = lookupTable(pe);
+    if (!table)
+      return std::nullopt;
+    return deleteKey(table, key);
+  }
+  std::optional<uint32_t> lookupAge(unsigned pe, uint32_t now,
+                                    uint32_t maxAge) override {
+    uint8_t *table = lookupTable(pe);
+    if (!table)
+      return std::nullopt;
+    // The stale keys first: deleting moves entries between slots.
+    std::vector<netvm_lookup_entry> stale;
+    for (uint32_t i = 0; i < me::meLookupSlots; ++i) {
+      netvm_lookup_entry e{};
+      if (readSlot(table, i, e) && now - e.stamp > maxAge)
+        stale.push_back(e);
+    }
+    for (const netvm_lookup_entry &e : stale)
+      deleteKey(table, {e.key, e.key_length});
+    return static_cast<uint32_t>(stale.size());
+  }
+
   Counters counters() const override { return tally.counters(); }
   PECounters peCounters(unsigned pe) const override {
     return pe < peCounts.size() ? peCounts[pe] : PECounters();
@@ -404,6 +451,65 @@ public:
   }
 
 private:
+  /// NetPE `pe`'s lookup table as it persists between runs, or null.
+  uint8_t *lookupTable(unsigned pe) {
+    const AppLayout &layout = app.layout;
+    if (pe >= layout.lookupTables.size() || !layout.lookupTables[pe])
+      return nullptr;
+    for (Saved &s : persistent)
+      if (s.region.memory == me::Memory::Sram &&
+          s.region.address == layout.lookupTables[pe] &&
+          s.bytes.size() >= me::meLookupTableBytes)
+        return s.bytes.data();
+    return nullptr;
+  }
+  static uint8_t *slotOf(uint8_t *table, uint32_t i) {
+    return table + me::meLookupSlotsOffset + i * me::meLookupSlotBytes;
+  }
+  /// Slot `i` into `e`; false if it is empty.
+  static bool readSlot(uint8_t *table, uint32_t i, netvm_lookup_entry &e) {
+    const uint8_t *slot = slotOf(table, i);
+    uint32_t length = readWord(slot + 4 * me::meSlotLength);
+    if (!length || length > NETVM_LOOKUP_MAX_KEY)
+      return false;
+    e.key_length = length;
+    e.value = readWord(slot + 4 * me::meSlotValue);
+    e.stamp = readWord(slot + 4 * me::meSlotStamp);
+    for (uint32_t w = 0; w < length; ++w)
+      e.key[w] = readWord(slot + 4 * (me::meSlotKey + w));
+    return true;
+  }
+  /// Deletes the entry of `key`, keeping every other key reachable from
+  /// its slot without tombstones: the entries after it in the probe run
+  /// move back into the hole when their own slot is not between the hole
+  /// and them (backward-shift deletion). Whether there was one.
+  static bool deleteKey(uint8_t *table, llvm::ArrayRef<uint32_t> key) {
+    constexpr uint32_t mask = me::meLookupSlots - 1;
+    if (key.empty() || key.size() > NETVM_LOOKUP_MAX_KEY)
+      return false;
+    netvm_lookup_entry e{};
+    uint32_t hole = me::meLookupHash(key.data(), key.size());
+    for (;; hole = (hole + 1) & mask) {
+      if (!readSlot(table, hole, e))
+        return false;
+      if (llvm::ArrayRef<uint32_t>(e.key, e.key_length) == key)
+        break;
+    }
+    for (uint32_t j = (hole + 1) & mask; readSlot(table, j, e);
+         j = (j + 1) & mask) {
+      uint32_t home = me::meLookupHash(e.key, e.key_length);
+      bool stays =
+          hole <= j ? home > hole && home <= j : home > hole || home <= j;
+      if (stays)
+        continue;
+      std::memcpy(slotOf(table, hole), slotOf(table, j), me::meLookupSlotBytes);
+      hole = j;
+    }
+    writeWord(slotOf(table, hole) + 4 * me::meSlotLength, 0);
+    writeWord(table, readWord(table) - 1);
+    return true;
+  }
+
   void fail(const std::string &why) {
     if (failed.empty())
       failed = why;

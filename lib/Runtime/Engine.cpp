@@ -19,6 +19,59 @@ using namespace netvm::rt;
 
 Engine::~Engine() = default;
 
+void Engine::runMixed(llvm::ArrayRef<unsigned> sources,
+                      llvm::MutableArrayRef<netvm_packet> packets,
+                      const ResultFn *onResult, ResultDetail detail) {
+  if (packets.empty())
+    return;
+  if (runsMixedSources()) {
+    mixedSources.assign(sources.begin(), sources.end());
+    run(sources[0], packets, onResult, detail);
+    mixedSources.clear();
+    return;
+  }
+  for (size_t begin = 0, end; begin < packets.size(); begin = end) {
+    for (end = begin + 1;
+         end < packets.size() && sources[end] == sources[begin]; ++end)
+      ;
+    auto shifted = [&](size_t index, const PacketResult &result) {
+      (*onResult)(begin + index, result);
+    };
+    ResultFn fn = shifted;
+    run(sources[begin], packets.slice(begin, end - begin),
+        onResult ? &fn : nullptr, detail);
+  }
+}
+
+std::optional<std::vector<netvm_lookup_entry>>
+Engine::lookupEntries(unsigned pe) {
+  netvm_copro *c = coprocessor(pe, "lookup");
+  if (!c)
+    return std::nullopt;
+  std::vector<netvm_lookup_entry> entries;
+  netvm_lookup_entry e;
+  for (uint32_t k = 0; netvm_lookup_get(c, k, &e); ++k)
+    entries.push_back(e);
+  return entries;
+}
+
+std::optional<bool> Engine::lookupDelete(unsigned pe,
+                                         llvm::ArrayRef<uint32_t> key) {
+  netvm_copro *c = coprocessor(pe, "lookup");
+  if (!c)
+    return std::nullopt;
+  return netvm_lookup_delete(c, key.data(),
+                             static_cast<uint32_t>(key.size())) != 0;
+}
+
+std::optional<uint32_t> Engine::lookupAge(unsigned pe, uint32_t now,
+                                          uint32_t maxAge) {
+  netvm_copro *c = coprocessor(pe, "lookup");
+  if (!c)
+    return std::nullopt;
+  return netvm_lookup_age(c, now, maxAge);
+}
+
 std::optional<unsigned> Engine::findSource(llvm::StringRef name) const {
   auto it = llvm::find(sourceNames(), name);
   if (it == sourceNames().end())

@@ -30,6 +30,13 @@ public:
     tally.add(result, /*pushed=*/true);
     return result;
   }
+  std::optional<PacketResult>
+  pushWithInfo(unsigned source, const TracePacket &packet,
+               llvm::ArrayRef<uint8_t> info) override {
+    PacketResult result = vm->push(source, packet, info);
+    tally.add(result, /*pushed=*/true);
+    return result;
+  }
   PacketResult pull(unsigned sink) override {
     PacketResult result = vm->pull(sink);
     tally.add(result, /*pushed=*/false);

@@ -59,7 +59,26 @@ public:
       run(source, {one.packets(), one.size()}, &fn, ResultDetail::Full);
       return result;
     }
-    // The runtime may change the packet in place: run a copy.
+    netvm_packet p = copyOf(packet);
+    return withHooks([&](netvm_instance *vm) {
+      netvm_instance_push_batch(vm, source, &p, 1);
+    });
+  }
+
+  std::optional<PacketResult>
+  pushWithInfo(unsigned source, const TracePacket &packet,
+               llvm::ArrayRef<uint8_t> info) override {
+    if (pipeline)
+      return std::nullopt;
+    netvm_packet p = copyOf(packet);
+    return withHooks([&](netvm_instance *vm) {
+      netvm_instance_push_info(vm, source, &p, info.data(),
+                               static_cast<uint32_t>(info.size()));
+    });
+  }
+
+  /// The packet in `scratch`: the runtime may change it in place.
+  netvm_packet copyOf(const TracePacket &packet) {
     scratch.assign(packet.bytes.begin(), packet.bytes.end());
     netvm_packet p{};
     p.data = scratch.data();
@@ -67,9 +86,7 @@ public:
     p.seconds = packet.seconds;
     p.microseconds = packet.microseconds;
     p.wire_length = packet.wireLength;
-    return withHooks([&](netvm_instance *vm) {
-      netvm_instance_push_batch(vm, source, &p, 1);
-    });
+    return p;
   }
 
   PacketResult pull(unsigned sink) override {

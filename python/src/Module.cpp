@@ -313,15 +313,12 @@ struct PyInstance {
     return lookupIndex(port, names->sources, "port", "source", "sources");
   }
   /// NetPE `which`'s lookup coprocessor (the control plane's view).
-  netvm_copro *lookupTable(nb::handle which) {
-    netvm_copro *c = engine->coprocessor(pe(which), "lookup");
-    if (!c)
-      throw nb::value_error(
-          std::string(engine->kind()) == "emulator"
-              ? "the emulator keeps lookup tables in the machine; use the "
-                "interp or native engine"
-              : "the NetPE does not use the lookup coprocessor");
-    return c;
+  /// `result` of a lookup control-plane call, or ValueError when the NetPE
+  /// has no lookup table.
+  template <typename T> T lookupResult(std::optional<T> result) {
+    if (!result)
+      throw nb::value_error("the NetPE does not use the lookup coprocessor");
+    return std::move(*result);
   }
   uint32_t pe(nb::handle which) const {
     return lookupIndex(which, names->pes, "pe", "NetPE", "NetPEs");
@@ -664,6 +661,8 @@ static nb::dict layoutDict(const me::AppLayout &l) {
   d["default_watchdog"] = l.defaultWatchdog;
   d["info_offset"] = l.infoOffset;
   d["info_size"] = l.infoSize;
+  d["info_carried"] = l.infoCarried;
+  d["lookup_tables"] = l.lookupTables;
   d["info_used"] = l.infoUsed;
   return d;
 }
@@ -704,6 +703,8 @@ static me::AppLayout layoutOf(nb::dict d) {
   get("default_watchdog", l.defaultWatchdog);
   get("info_offset", l.infoOffset);
   get("info_size", l.infoSize);
+  get("info_carried", l.infoCarried);
+  get("lookup_tables", l.lookupTables);
   get("info_used", l.infoUsed);
   return l;
 }
@@ -1158,10 +1159,9 @@ NB_MODULE(_netvm, m) {
       .def(
           "lookup_entries",
           [](PyInstance &i, nb::handle pe) {
-            netvm_copro *c = i.lookupTable(pe);
             nb::list entries;
-            netvm_lookup_entry e;
-            for (uint32_t k = 0; netvm_lookup_get(c, k, &e); ++k) {
+            for (const netvm_lookup_entry &e :
+                 i.lookupResult(i.engine->lookupEntries(i.pe(pe)))) {
               nb::list key;
               for (uint32_t w = 0; w < e.key_length; ++w)
                 key.append(e.key[w]);
@@ -1176,7 +1176,7 @@ NB_MODULE(_netvm, m) {
       .def(
           "lookup_age",
           [](PyInstance &i, uint32_t now, uint32_t maxAge, nb::handle pe) {
-            return netvm_lookup_age(i.lookupTable(pe), now, maxAge);
+            return i.lookupResult(i.engine->lookupAge(i.pe(pe), now, maxAge));
           },
           "now"_a, "max_age"_a, "pe"_a = 0,
           "Delete the lookup entries older than `max_age` at time `now` "
@@ -1186,8 +1186,7 @@ NB_MODULE(_netvm, m) {
           [](PyInstance &i, std::vector<uint32_t> key, nb::handle pe) {
             if (key.empty() || key.size() > NETVM_LOOKUP_MAX_KEY)
               throw nb::value_error("a lookup key has 1 to 16 words");
-            return netvm_lookup_delete(i.lookupTable(pe), key.data(),
-                                       key.size()) != 0;
+            return i.lookupResult(i.engine->lookupDelete(i.pe(pe), key));
           },
           "key"_a, "pe"_a = 0,
           "Delete the lookup entry of `key` (a sequence of words); whether "

@@ -511,31 +511,50 @@ void netvm_instance_push(netvm_instance *vm, uint32_t source,
   vm->app->sources[source](&w->ctx, xb);
 }
 
+/* One packet straight into the source's entry, no loop to set up, its
+ * info memory zeros or `info`. Everything comes from `vm` and `w`
+ * directly: a host calling this per packet pays for few dependent loads. */
+static void push_one(netvm_instance *vm, uint32_t source,
+                     const netvm_packet *packet, const uint8_t *info,
+                     uint32_t info_length) {
+  netvm_worker *w = vm->workers;
+  netvm_exbuf *xb = &w->scratch;
+  w->packets++;
+  xb->packet = packet->data;
+  xb->length = xb->capacity = packet->length;
+  xb->wire_length = packet->wire_length ? packet->wire_length : packet->length;
+  xb->seconds = packet->seconds;
+  xb->microseconds = packet->microseconds;
+  xb->flags = NETVM_XB_BORROWED | netvm_worker_listened(w);
+  xb->info_length = vm->info_size;
+  if (info) {
+    uint32_t n = info_length < vm->info_size ? info_length : vm->info_size;
+    memcpy(xb->info, info, n);
+    memset(xb->info + n, 0, vm->info_size - n);
+  } else if (vm->clear_info) {
+    memset(xb->info, 0, vm->info_size);
+  }
+  xb->sequence = vm->sequence++;
+  w->ctx.budget = (int64_t)vm->budget;
+  vm->sources[source](&w->ctx, xb);
+  if (info && !vm->clear_info) /* later packets expect zeros there */
+    memset(xb->info, 0, vm->info_size);
+}
+
 void netvm_instance_push_batch(netvm_instance *vm, uint32_t source,
                                netvm_packet *packets, size_t count) {
-  netvm_worker *w = vm->workers;
   if (count == 1 && source < vm->num_sources) {
-    /* One packet: straight into the source's entry, no loop to set up.
-     * Everything comes from `vm` and `w` directly: a host calling this per
-     * packet pays for few dependent loads. */
-    netvm_exbuf *xb = &w->scratch;
-    w->packets++;
-    xb->packet = packets->data;
-    xb->length = xb->capacity = packets->length;
-    xb->wire_length =
-        packets->wire_length ? packets->wire_length : packets->length;
-    xb->seconds = packets->seconds;
-    xb->microseconds = packets->microseconds;
-    xb->flags = NETVM_XB_BORROWED | netvm_worker_listened(w);
-    xb->info_length = vm->info_size;
-    if (vm->clear_info)
-      memset(xb->info, 0, vm->info_size);
-    xb->sequence = vm->sequence++;
-    w->ctx.budget = (int64_t)vm->budget;
-    vm->sources[source](&w->ctx, xb);
+    push_one(vm, source, packets, NULL, 0);
     return;
   }
-  netvm_worker_push_batch(w, source, packets, count);
+  netvm_worker_push_batch(vm->workers, source, packets, count);
+}
+
+void netvm_instance_push_info(netvm_instance *vm, uint32_t source,
+                              netvm_packet *packet, const uint8_t *info,
+                              uint32_t info_length) {
+  if (source < vm->num_sources)
+    push_one(vm, source, packet, info, info_length);
 }
 
 uint64_t netvm_instance_next_sequence(const netvm_instance *vm) {

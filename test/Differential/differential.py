@@ -22,9 +22,12 @@ memory after the run (the `netvm-run --results` format):
               instead of failing; default: $NETVM_DIFF_EMU, else off)
   emu-O2[P]   the same with the ME placement P (--emu-placement P, which
               may be repeated; netvm-run --me-placement)
+  split-O2    netvm-run --engine=split -O2: the NetPEs the microengines
+              can run on the ME emulator, the rest on the JIT (with
+              --split)
 
 Usage: differential.py --tools DIR --build DIR [--aarch64] [--emu=on|try|off]
-                       [--emu-placement P]... APP TRACE...
+                       [--emu-placement P]... [--split] APP TRACE...
 TRACE is a pcap file or a text file of hex packets (.hex); pcaps are
 converted with netvm-pcapgen so that every engine reads the same bytes.
 Exits 1 and prints the first differing lines if any engine disagrees.
@@ -68,6 +71,9 @@ def main():
     ap.add_argument("--emu-placement", action="append", default=[],
                     help="with --emu: also run the emulator with this ME "
                          "placement (netvm-run --me-placement; repeatable)")
+    ap.add_argument("--split", action="store_true",
+                    help="also run the application split between the ME "
+                         "emulator and the JIT (netvm-run --engine=split)")
     ap.add_argument("app")
     ap.add_argument("traces", nargs="+")
     args = ap.parse_args()
@@ -124,6 +130,9 @@ def main():
                         [netvm_run, *common, "--engine=emu", "-O2",
                          "--me-placement=" + spec],
                         refusable=args.emu == "try")
+            if args.split:
+                engines["split-O2"] = lambda: run(
+                    [netvm_run, *common, "--engine=split", "-O2"])
             packets = sum(1 for line in reference.splitlines() if line.startswith("#"))
             for name, engine in engines.items():
                 try:

@@ -11,7 +11,10 @@
 #include "netvm/Driver/Driver.h"
 #include "netvm/Frontend/Snort.h"
 #include "netvm/Runtime/Engine.h"
+#include "netvm/Runtime/Split.h"
+#include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
+#include "netvm/emu/Emulator.h"
 #include "netvm/io/PacketIO.h"
 
 #include "NetVM/NetVMOps.h"
@@ -58,6 +61,18 @@ static cl::opt<bool> useInterpreter("interp",
                                     cl::desc("Run on the reference interpreter "
                                              "instead of the JIT"),
                                     cl::cat(idsCategory));
+enum class EngineKind { Native, Interpreter, Split };
+static cl::opt<EngineKind> engineKind(
+    "engine", cl::desc("What runs the IDS (default: native)"),
+    cl::values(clEnumValN(EngineKind::Native, "native",
+                          "native code from the JIT"),
+               clEnumValN(EngineKind::Interpreter, "interp",
+                          "the reference interpreter (also --interp)"),
+               clEnumValN(EngineKind::Split, "split",
+                          "decode and classify on the microengines (the "
+                          "ME emulator), matching on the host (the JIT); "
+                          "--timing adds the emulated figures")),
+    cl::init(EngineKind::Native), cl::cat(idsCategory));
 static cl::opt<unsigned> optLevel("O", cl::Prefix, cl::init(2),
                                   cl::desc("Optimization level, 0 to 3 "
                                            "(default 2; 0 with --interp)"),
@@ -289,19 +304,37 @@ static int run() {
   if (!module)
     return 1;
   double loadMs = since(start);
+  if (useInterpreter && engineKind.getNumOccurrences() &&
+      engineKind != EngineKind::Interpreter)
+    return fail("--interp and --engine name different engines");
+  EngineKind kind = useInterpreter ? EngineKind::Interpreter : engineKind;
   unsigned level =
-      useInterpreter && optLevel.getNumOccurrences() == 0 ? 0 : optLevel;
+      kind == EngineKind::Interpreter && optLevel.getNumOccurrences() == 0
+          ? 0
+          : optLevel;
   if (level > 3)
     return fail("unknown optimization level -O" + llvm::Twine(level));
   start = std::chrono::steady_clock::now();
-  if (failed(driver::optimize(*module, level)))
+  // The split engine optimizes each part for its target.
+  if (kind != EngineKind::Split && failed(driver::optimize(*module, level)))
     return 1;
   double optimizeMs = since(start);
   start = std::chrono::steady_clock::now();
   rt::EngineOptions options;
   std::string error;
   std::unique_ptr<rt::Engine> engine;
-  if (useInterpreter) {
+  if (kind == EngineKind::Split) {
+    rt::SplitOptions split;
+    split.engine = options;
+    split.optLevel = level;
+    split.machine.maxPacketBytes = me::compiledMaxPacketBytes;
+    rt::SplitPlan plan;
+    engine = rt::createSplitEngine(*module, split, plan, error);
+    if (engine && stats)
+      llvm::errs() << "netvm-ids: split: on the microengines: "
+                   << llvm::join(plan.head, ", ")
+                   << "; on the host: " << llvm::join(plan.tail, ", ") << "\n";
+  } else if (kind == EngineKind::Interpreter) {
     engine = rt::Engine::interpreter(driver::getApplication(*module), options,
                                      error);
   } else {
@@ -324,8 +357,10 @@ static int run() {
         "netvm-ids: compile: rules {0:f1} ms, generate {1:f1} ms, assemble "
         "{2:f1} ms, optimize {3:f1} ms, {4} {5:f1} ms ({6} port groups)\n",
         readMs, generateMs, loadMs, optimizeMs,
-        useInterpreter ? "interpreter setup" : "JIT + coprocessor init", jitMs,
-        plan.groups.size());
+        kind == EngineKind::Interpreter ? "interpreter setup"
+        : kind == EngineKind::Split     ? "ME compile + JIT + coprocessor init"
+                                        : "JIT + coprocessor init",
+        jitMs, plan.groups.size());
 
   std::unique_ptr<rt::PacketReader> packets;
   if (!liveDevice.empty()) {
@@ -384,6 +419,12 @@ static int run() {
         "netvm-ids: {0:f0} packets/s ({1:f3} s processing)\n",
         streamStats.packets / streamStats.processSeconds,
         streamStats.processSeconds);
+  if (const me::Stats *emu = engine->emulatorStats(); emu && stats)
+    llvm::errs() << llvm::formatv(
+        "netvm-ids: microengines: {0} packets in {1} cycles at {2} MHz "
+        "({3:f3} Mpps emulated)\n",
+        emu->packetsReceived, emu->cycles, emu->clockMHz,
+        emu->seconds() > 0 ? emu->packetsReceived / emu->seconds() / 1e6 : 0.0);
   if (fastOut)
     fastOut->keep();
   if (jsonOut)
@@ -404,6 +445,7 @@ int main(int argc, char **argv) {
       "Examples:\n"
       "  netvm-ids rules.rules -r trace.pcap\n"
       "  netvm-ids rules.rules -r trace.pcap --json alerts.json -A none\n"
+      "  netvm-ids rules.rules -r trace.pcap --engine=split --timing\n"
       "  netvm-ids rules.rules --var HOME_NET=10.0.0.0/8 -i eth0\n"
       "  netvm-ids rules.rules --emit-app ids/ && netvm-run ids/ids.nvapp "
       "-r trace.pcap\n");

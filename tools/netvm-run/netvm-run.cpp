@@ -17,6 +17,7 @@
 #include "netvm/Driver/Driver.h"
 #include "netvm/ProtoDB/ProtoDB.h"
 #include "netvm/Runtime/Engine.h"
+#include "netvm/Runtime/Split.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
 #include "netvm/Transforms/SplitPE.h"
@@ -207,8 +208,9 @@ static cl::opt<uint32_t> infoSize(
     cl::init(64), cl::cat(runCategory));
 static cl::opt<std::string> mePlacement(
     "me-placement",
-    cl::desc("--engine=emu: which MEs receive and run the NetPEs, as netc "
-             "--me-placement (e.g. 'rx=2;*3')"),
+    cl::desc(
+        "--engine=emu or split: which MEs receive and run the NetPEs, as netc "
+        "--me-placement (e.g. 'rx=2;*3')"),
     cl::value_desc("spec"), cl::cat(runCategory));
 static cl::opt<bool> resultsFormat(
     "results",
@@ -227,7 +229,7 @@ static cl::opt<uint64_t> pullCount(
              "by a pull connection, taking packets from the input as the "
              "application asks for them"),
     cl::value_desc("count"), cl::init(0), cl::cat(runCategory));
-enum class EngineKind { Native, Interpreter, Emulator };
+enum class EngineKind { Native, Interpreter, Emulator, Split };
 static cl::opt<EngineKind> engineKind(
     "engine", cl::desc("What runs the application (default: native)"),
     cl::values(
@@ -239,7 +241,12 @@ static cl::opt<EngineKind> engineKind(
                    "the application compiled for the microengines, on the "
                    "IXP-like ME emulator (docs/me-isa.md): the machine "
                    "options below configure it, --stats-json writes its "
-                   "statistics")),
+                   "statistics"),
+        clEnumValN(EngineKind::Split, "split",
+                   "the NetPEs the microengines can run (those before any "
+                   "host-only coprocessor) on the ME emulator, the rest "
+                   "JIT-compiled on the host, joined where the connections "
+                   "are cut (docs/applications.md)")),
     cl::init(EngineKind::Native), cl::cat(runCategory));
 static cl::opt<bool> useInterpreter("interp",
                                     cl::desc("The same as --engine=interp"),
@@ -253,9 +260,10 @@ static cl::opt<char> optLevel(
 // own "stats-json" until then (as in netvm-emu).
 static cl::opt<std::string> statsJson(
     "emu-stats-json",
-    cl::desc("--engine=emu: write the emulator's statistics, summed over "
-             "its runs, as JSON to this file ('-': standard output), as "
-             "netvm-emu --stats-json does"),
+    cl::desc(
+        "--engine=emu or split: write the emulator's statistics, summed over "
+        "its runs, as JSON to this file ('-': standard output), as "
+        "netvm-emu --stats-json does"),
     cl::value_desc("file"), cl::cat(runCategory));
 static cl::opt<bool>
     compileTime("compile-time",
@@ -696,7 +704,7 @@ static void registerMachineOptions() {
   static std::deque<std::string> descriptions; // the options point into them
   for (size_t i = 0; i < me::machineOptionCount(); ++i) {
     const me::MachineOptionInfo &info = me::machineOption(i);
-    descriptions.push_back(std::string("--engine=emu: ") + info.help);
+    descriptions.push_back(std::string("--engine=emu or split: ") + info.help);
     machineOptions.push_back(std::make_unique<cl::list<std::string>>(
         llvm::StringRef(info.name), cl::desc(descriptions.back()),
         cl::value_desc(info.value), cl::ZeroOrMore, cl::cat(runCategory)));
@@ -767,6 +775,48 @@ createEmulatorEngine(ModuleOp module, const rt::EngineOptions &options,
   (void)options;
   fail("this netvm-run was built without the ME back end "
        "(lib/Target/ME/CodeGen): --engine=emu is not available");
+  status = exitRefused;
+  return nullptr;
+#endif
+}
+
+/// The split engine (netvm/Runtime/Split.h) of the loaded, not optimized
+/// `module`, or null after an error message.
+static std::unique_ptr<rt::Engine> createSplit(ModuleOp module,
+                                               const rt::EngineOptions &options,
+                                               unsigned level, int &status) {
+#ifdef NETVM_HAVE_ME_CODEGEN
+  rt::SplitOptions split;
+  split.engine = options;
+  split.optLevel = level;
+  split.machine.maxPacketBytes = me::compiledMaxPacketBytes;
+  if (!machineConfig(split.machine))
+    return nullptr;
+  split.mePlacement = mePlacement;
+  rt::SplitPlan plan;
+  std::string error;
+  std::unique_ptr<rt::Engine> engine =
+      rt::createSplitEngine(module, split, plan, error);
+  if (!engine) {
+    fail(error);
+    status = exitRefused;
+    return nullptr;
+  }
+  llvm::errs() << "netvm-run: note: split: on the microengines: "
+               << llvm::join(plan.head, ", ") << "; on the host: "
+               << (plan.tail.empty() ? std::string("none")
+                                     : llvm::join(plan.tail, ", "))
+               << "; cut: "
+               << (plan.cuts.empty() ? std::string("none")
+                                     : llvm::join(plan.cuts, ", "))
+               << "\n";
+  return engine;
+#else
+  (void)module;
+  (void)options;
+  (void)level;
+  fail("this netvm-run was built without the ME back end "
+       "(lib/Target/ME/CodeGen): --engine=split is not available");
   status = exitRefused;
   return nullptr;
 #endif
@@ -896,6 +946,10 @@ createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
     engine = createEmulatorEngine(module, options, status);
     if (!engine)
       return nullptr;
+  } else if (selectedEngine() == EngineKind::Split) {
+    engine = createSplit(module, options, level, status);
+    if (!engine)
+      return nullptr;
   } else if (selectedEngine() == EngineKind::Interpreter) {
     engine =
         rt::Engine::interpreter(driver::getApplication(module), options, error);
@@ -976,17 +1030,19 @@ static int run(int argc, char **argv) {
     return fail("-j and --pipeline (and --stages, --dynamic) run native "
                 "code in push mode; the interpreter, the emulator and --pull "
                 "use one thread");
-  if (kind == EngineKind::Emulator && pullCount > 0)
+  bool emulates = kind == EngineKind::Emulator || kind == EngineKind::Split;
+  if (emulates && pullCount > 0)
     return fail("--pull: the ME emulator runs applications in push mode "
                 "only (the ME back end has no pull handlers)");
-  if (kind != EngineKind::Emulator) {
+  if (!emulates) {
     if (statsJson.getNumOccurrences())
       return fail("--stats-json reports the ME emulator: use it with "
-                  "--engine=emu");
+                  "--engine=emu or split");
     for (const auto &option : machineOptions)
       if (option->getNumOccurrences())
         return fail("--" + option->ArgStr +
-                    " configures the ME emulator: use it with --engine=emu");
+                    " configures the ME emulator: use it with --engine=emu "
+                    "or split");
   }
   if (optLevel < '0' || optLevel > '3')
     return fail("unknown optimization level -O" +
@@ -1013,7 +1069,9 @@ static int run(int argc, char **argv) {
   OwningOpRef<ModuleOp> loaded;
   if (pipelined())
     loaded = module->clone();
-  if (failed(driver::optimize(*module, level, nullptr,
+  // The split engine optimizes each of its parts for its target.
+  if ((kind != EngineKind::Split || dumpCode) &&
+      failed(driver::optimize(*module, level, nullptr,
                               kind == EngineKind::Emulator
                                   ? driver::OptimizeFor::ME
                                   : driver::OptimizeFor::Native)))
@@ -1172,6 +1230,7 @@ static int run(int argc, char **argv) {
     std::string how =
         kind == EngineKind::Interpreter ? "interpreter"
         : kind == EngineKind::Emulator  ? "ME emulator"
+        : kind == EngineKind::Split     ? "split: ME emulator, then the JIT"
         : pullCount
             ? "one thread"
             : llvm::formatv("{0} thread{1}, {2}", engine->threads(),

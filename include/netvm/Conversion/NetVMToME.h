@@ -12,6 +12,8 @@
 #ifndef NETVM_CONVERSION_NETVMTOME_H
 #define NETVM_CONVERSION_NETVMTOME_H
 
+#include "netvm/Target/ME/AppLayout.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/LogicalResult.h"
 
@@ -33,8 +35,10 @@ struct MELoweringOptions {
   /// shared memory and the NetPE's initialised data (docs/me-backend.md,
   /// "Memory map"); their sizes come from the NetPE.
   uint32_t dataBase = 0, sharedBase = 0, initDataBase = 0;
-  /// Bytes of info memory (the application's), kept in local memory
-  /// window 1 while the packet is on the ME: at most 64.
+  /// Bytes of info memory (the application's, for bounds checks). The
+  /// first meInfoWindowBytes of them are kept in local memory window 1
+  /// while the packet is on the ME; an access that may reach past them is
+  /// refused, so the rest is provably zeros.
   unsigned infoSize = 64;
   /// Bytes of a packet buffer (a new exchange buffer larger than this
   /// raises packet_bounds, as one over 64 KB does on every engine).
@@ -56,15 +60,9 @@ struct MELoweringOptions {
   int timestampWord = -1;
 };
 
-/// The lookup coprocessor on the MEs (docs/me-backend.md, "Coprocessors"):
-/// an SRAM table of meLookupSlots slots, probed linearly from a hash of the
-/// key, after a word that counts the entries. A slot is the key's length
-/// in words (0: empty), the value, then up to 16 key words. It holds at
-/// most meLookupCapacity entries, as the lookup coprocessor does on every
-/// engine.
-constexpr uint32_t meLookupCapacity = 16384, meLookupSlots = 32768,
-                   meLookupSlotBytes = 72;
-constexpr uint32_t meLookupTableBytes = 8 + meLookupSlots * meLookupSlotBytes;
+/// Bytes of info memory the MEs keep (local memory window 1 on the ME, the
+/// DRAM before the buffer between MEs and to the host).
+constexpr unsigned meInfoWindowBytes = 64;
 
 /// What the lowering of one handler found out, for the packet path.
 struct MEHandlerInfo {

@@ -61,8 +61,10 @@ public:
   /// by init handlers are returned.
   std::vector<Exception> initialize();
 
-  /// Push one packet in through source number `source`.
-  Result push(unsigned source, const Packet &packet);
+  /// Push one packet in through source number `source`; its info memory
+  /// starts as `info` (then zeros) when given, else as zeros.
+  Result push(unsigned source, const Packet &packet,
+              llvm::ArrayRef<uint8_t> info = {});
 
   /// Pull one exchange buffer out of sink number `sink`, whose connection
   /// comes from a pull output port or a source. Pulls from sources call

@@ -30,6 +30,7 @@
 
 #include "netvm/Runtime/Result.h"
 #include "netvm/abi.h"
+#include "netvm/coprocessor.h"
 #include "netvm/io/PacketIO.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -146,7 +147,7 @@ public:
                                           const me::MachineConfig &machine,
                                           std::string &error);
 
-  /// "interpreter", "native", "emulator".
+  /// "interpreter", "native", "emulator", "split".
   virtual const char *kind() const = 0;
   /// Threads batches run on, and why fewer than asked (or "").
   virtual unsigned threads() const { return 1; }
@@ -166,6 +167,19 @@ public:
   virtual PacketResult initialize() = 0;
   /// Push one packet through source `source`.
   virtual PacketResult push(unsigned source, const TracePacket &packet) = 0;
+  /// Push one packet through source `source` with its info memory starting
+  /// as `info` (then zeros) instead of zeros: a packet that another engine,
+  /// running the NetPEs before this source, hands over (the split engine,
+  /// netvm/Runtime/Split.h). Nothing if this engine cannot (the emulator,
+  /// native pipelines).
+  virtual std::optional<PacketResult>
+  pushWithInfo(unsigned source, const TracePacket &packet,
+               llvm::ArrayRef<uint8_t> info) {
+    (void)source;
+    (void)packet;
+    (void)info;
+    return std::nullopt;
+  }
   /// Pull one exchange buffer out of sink `sink`.
   virtual PacketResult pull(unsigned sink) = 0;
   /// Where pulls from sources get their packets.
@@ -179,6 +193,13 @@ public:
   virtual void run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
                    const ResultFn *onResult = nullptr,
                    ResultDetail detail = ResultDetail::Full);
+  /// run() over packets of several sources, `sources[i]` the source of
+  /// `packets[i]`: one run for an engine that runs them in one batch (the
+  /// emulator), else a run per stretch of packets of one source. Results
+  /// are delivered with the packets' indexes in `packets`.
+  void runMixed(llvm::ArrayRef<unsigned> sources,
+                llvm::MutableArrayRef<netvm_packet> packets,
+                const ResultFn *onResult, ResultDetail detail);
   /// Push every packet of `packets` through `source` and deliver only what
   /// leaves, in arrival order. The default collects it from run()'s
   /// results; native code runs whole batches and hands over the buffers.
@@ -213,6 +234,19 @@ public:
     (void)name;
     return nullptr;
   }
+
+  /// The control plane of NetPE `pe`'s lookup coprocessor (docs/netil.md
+  /// 7.2; the bridge's FIB): its entries, in the table's order (the host
+  /// engines share one order, the emulator's is its SRAM table's); delete
+  /// the entry of a key (whether there was one); delete the entries older
+  /// than `maxAge` at `now` (how many). Nothing when the NetPE has no lookup
+  /// table. The default works on coprocessor(pe, "lookup").
+  virtual std::optional<std::vector<netvm_lookup_entry>>
+  lookupEntries(unsigned pe);
+  virtual std::optional<bool> lookupDelete(unsigned pe,
+                                           llvm::ArrayRef<uint32_t> key);
+  virtual std::optional<uint32_t> lookupAge(unsigned pe, uint32_t now,
+                                            uint32_t maxAge);
 
   virtual Counters counters() const = 0;
   virtual PECounters peCounters(unsigned pe) const = 0;

@@ -28,6 +28,14 @@
 using namespace mlir;
 using namespace netvm;
 namespace med = netvm::medialect;
+// The lookup table's format (AppLayout.h).
+using netvm::me::meLookupCapacity;
+using netvm::me::meLookupSlotBytes;
+using netvm::me::meLookupSlots;
+using netvm::me::meLookupSlotsOffset;
+using netvm::me::meSlotKey;
+using netvm::me::meSlotStamp;
+using netvm::me::meSlotValue;
 
 namespace {
 
@@ -286,11 +294,17 @@ private:
   /// Ends the current block with a branch into the probe loop.
   Probe enterProbe(Location loc, ArrayRef<Value> key);
   Value lookupSlots(Location loc) {
-    return constant(options.lookupBase + 8, loc);
+    return constant(options.lookupBase + meLookupSlotsOffset, loc);
   }
   // R2 is the stamp add_value stores with an entry for the host's
   // ageing; nothing reads it back on the MEs, so the table keeps none.
-  enum : unsigned { coproR0 = 0, coproR1 = 1, coproRegs = 3, coproKey = 3 };
+  enum : unsigned {
+    coproR0 = 0,
+    coproR1 = 1,
+    coproR2 = 2,
+    coproRegs = 3,
+    coproKey = 3
+  };
   /// Words of a slot per SRAM command (the transfer registers hold 15).
   static constexpr unsigned lookupChunk = 12;
   DenseMap<Block *, FlowPoint> flowEntry;
@@ -304,6 +318,18 @@ private:
            << why << " (NetPE '" << pe.getSymName()
            << "'; docs/me-backend.md lists what it refuses)";
   }
+  /// Info memory past the first meInfoWindowBytes is not kept on the MEs:
+  /// the back end proves that no access reaches it (constant offsets below
+  /// the window), so it stays zeros as on the other engines.
+  LogicalResult refuseInfoBeyondWindow(Operation *op, unsigned end) {
+    return refuse(op, Twine("info memory up to byte ") + Twine(end) +
+                          " (the MEs keep the first " +
+                          Twine(meInfoWindowBytes) +
+                          " bytes of info memory in local memory; bytes "
+                          "past them must be provably unused)");
+  }
+  /// Whether a computed offset into info memory may reach past the window.
+  bool infoOverWindow() const { return options.infoSize > meInfoWindowBytes; }
 
   HandlerOp handler;
   PEOp pe;
@@ -629,6 +655,8 @@ LogicalResult HandlerLowering::lowerInfoLoad(LoadOp op) {
     values.map(op.getResult(), constant(0, loc));
     return success();
   }
+  if (*c + size > meInfoWindowBytes)
+    return refuseInfoBeyondWindow(op, *c + size);
   unsigned word = *c / 4, n = *c % 4;
   auto lm = [&](unsigned w) {
     return med::LocalReadOp::create(b, loc, b.getI32Type(), 1, w);
@@ -652,6 +680,8 @@ LogicalResult HandlerLowering::lowerInfoStore(StoreOp op) {
     raiseHere(op.getLoc(), ExceptionKind::InfoBounds);
     return success();
   }
+  if (*c + size > meInfoWindowBytes)
+    return refuseInfoBeyondWindow(op, *c + size);
   Value value = get(op.getValue());
   unsigned word = *c / 4, n = *c % 4;
   unsigned words = n + size > 4 ? 2 : 1;
@@ -706,6 +736,8 @@ FailureOr<Value> HandlerLowering::loadByte(Operation *op, MemSpace space,
         b.getBoolAttr(false)));
   }
   case MemSpace::Info: {
+    if (infoOverWindow()) // a computed offset may reach past the window
+      return refuseInfoBeyondWindow(op, options.infoSize);
     Value word;
     atInfoWord(loc, offset,
                [&] { word = med::LocalReadOp::create(b, loc, i32, 1, 0); });
@@ -751,6 +783,8 @@ LogicalResult HandlerLowering::storeByte(Operation *op, MemSpace space,
     return success();
   }
   case MemSpace::Info:
+    if (infoOverWindow())
+      return refuseInfoBeyondWindow(op, options.infoSize);
     atInfoWord(loc, offset, [&] {
       Value word = med::LocalReadOp::create(b, loc, i32, 1, 0);
       med::LocalWriteOp::create(b, loc, 1, 0,
@@ -1165,7 +1199,8 @@ LogicalResult HandlerLowering::lowerExbufCreate(ExbufCreateOp op) {
   med::ArgSetOp::create(b, loc, "wire", size);
   exbuf = Created;
   info.usesInfo = true;
-  for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
+  for (unsigned w = 0;
+       w < (std::min(options.infoSize, meInfoWindowBytes) + 3) / 4; ++w)
     med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
   return success();
 }
@@ -1714,8 +1749,9 @@ SmallVector<Value> HandlerLowering::edge(Block *dest, ValueRange operands) {
 HandlerLowering::Probe HandlerLowering::enterProbe(Location loc,
                                                    ArrayRef<Value> key) {
   // The slot: a hash of the key words (rotate and xor, then the high bits
-  // folded into the low ones), probed linearly until the key or an empty
-  // slot. The table is never full (at most half its slots hold entries).
+  // folded into the low ones: meLookupHash), probed linearly until the key
+  // or an empty slot. The table is never full (at most half its slots hold
+  // entries).
   Type i32 = b.getI32Type();
   unsigned n = key.size();
   Value h = key[0];
@@ -1724,9 +1760,13 @@ HandlerLowering::Probe HandlerLowering::enterProbe(Location loc,
   h = alu(loc, "xor", h, shifted(loc, "b", Value(), h, ">>", 15));
   h = alu(loc, "xor", h, shifted(loc, "b", Value(), h, ">>", 7));
   Value index = alu(loc, "and", h, constant(meLookupSlots - 1, loc));
-  // index * 72 = index * 64 + index * 8.
-  Value offset = shifted(loc, "+", shifted(loc, "b", Value(), index, "<<", 6),
-                         index, "<<", 3);
+  // index * 76 = index * 64 + index * 8 + index * 4.
+  static_assert(meLookupSlotBytes == 76, "the slot offset below");
+  Value offset =
+      shifted(loc, "+",
+              shifted(loc, "+", shifted(loc, "b", Value(), index, "<<", 6),
+                      index, "<<", 3),
+              index, "<<", 2);
   Block *caller = b.getInsertionBlock();
   Region &region = func.getBody();
   Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
@@ -1738,14 +1778,15 @@ HandlerLowering::Probe HandlerLowering::enterProbe(Location loc,
   b.setInsertionPointToEnd(caller);
   med::BrOp::create(b, loc, ValueRange{offset}, loop);
 
-  // loop(at): the slot's length, value and key words, compared a chunk
-  // at a time.
+  // loop(at): the slot's length, value, stamp and key words, compared a
+  // chunk at a time.
   b.setInsertionPointToEnd(loop);
   Value at = loop->getArgument(0);
   probe.offset = at;
   Block *compare = loop;
-  for (unsigned from = 0; from < 2 + n; from += lookupChunk) {
-    unsigned count = std::min(2 + n - from, lookupChunk);
+  unsigned words = meSlotKey + n;
+  for (unsigned from = 0; from < words; from += lookupChunk) {
+    unsigned count = std::min(words - from, lookupChunk);
     b.setInsertionPointToEnd(compare);
     auto read = med::MemOp::create(
         b, loc, SmallVector<Type>(count, i32), "sram", "read", lookupSlots(loc),
@@ -1753,11 +1794,13 @@ HandlerLowering::Probe HandlerLowering::enterProbe(Location loc,
         count);
     for (unsigned w = from; w < from + count; ++w) {
       Value got = read.getResult(w - from);
-      if (w == 1) {
+      if (w == meSlotValue) {
         probe.value = got;
         continue;
       }
-      bool last = w + 1 == 2 + n;
+      if (w == meSlotStamp)
+        continue;
+      bool last = w + 1 == words;
       Block *same = last ? probe.hit : b.createBlock(&region, region.end());
       b.setInsertionPointToEnd(compare);
       if (w == 0) // an empty slot ends the probe
@@ -1766,8 +1809,8 @@ HandlerLowering::Probe HandlerLowering::enterProbe(Location loc,
       if (w == 0)
         b.setInsertionPointToEnd(check);
       med::CmpBrOp::create(b, loc, "bne", "-", got,
-                           w == 0 ? constant(n, loc) : key[w - 2], ValueRange(),
-                           ValueRange(), next, same);
+                           w == 0 ? constant(n, loc) : key[w - meSlotKey],
+                           ValueRange(), ValueRange(), next, same);
       compare = same;
     }
   }
@@ -1848,14 +1891,18 @@ LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
     SmallVector<Value> key(copro.begin() + coproKey,
                            copro.begin() + coproKey + pending);
     Value value = copro[coproR0];
+    // The stamp: R2 as this handler wrote it (0 if it did not; the host
+    // engines keep R2 from an earlier packet, docs/me-backend.md).
+    Value stamp = copro[coproR2] ? copro[coproR2] : constant(0, loc);
     clearKey();
     Probe probe = enterProbe(loc, key);
     Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
-    // The key is there: a new value.
+    // The key is there: a new value and stamp.
     b.setInsertionPointToEnd(probe.hit);
-    med::MemOp::create(b, loc, TypeRange(), "sram", "write", lookupSlots(loc),
-                       alu(loc, "+", probe.offset, constant(4, loc)),
-                       ValueRange{value}, 1);
+    med::MemOp::create(
+        b, loc, TypeRange(), "sram", "write", lookupSlots(loc),
+        alu(loc, "+", probe.offset, constant(4 * meSlotValue, loc)),
+        ValueRange{value, stamp}, 2);
     med::BrOp::create(b, loc, ValueRange{constant(1, loc)}, done);
     // A new entry, if the table has room.
     b.setInsertionPointToEnd(probe.miss);
@@ -1874,7 +1921,7 @@ LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
                            ValueRange(),
                            raiseBlock(loc, ExceptionKind::Coprocessor), room);
     b.setInsertionPointToEnd(room);
-    SmallVector<Value> slot{constant(pending, loc), value};
+    SmallVector<Value> slot{constant(pending, loc), value, stamp};
     slot.append(key.begin(), key.end());
     for (unsigned from = 0; from < slot.size(); from += lookupChunk) {
       unsigned count = std::min<unsigned>(slot.size() - from, lookupChunk);
@@ -2098,7 +2145,8 @@ LogicalResult HandlerLowering::lowerOp(Operation *op) {
         if (exbuf == None)
           return success(); // (clearing it when there may be none is harmless)
         info.usesInfo = true;
-        for (unsigned w = 0; w < (options.infoSize + 3) / 4; ++w)
+        for (unsigned w = 0;
+             w < (std::min(options.infoSize, meInfoWindowBytes) + 3) / 4; ++w)
           med::LocalWriteOp::create(b, loc, 1, w, constant(0, loc));
         return success();
       })

@@ -68,6 +68,13 @@ void netvm_instance_push(netvm_instance *vm, uint32_t source,
  * netvm_instance_push. */
 void netvm_instance_push_batch(netvm_instance *vm, uint32_t source,
                                netvm_packet *packets, size_t count);
+/* Push one packet through source `source` as netvm_instance_push_batch
+ * does, its info memory starting as the `info_length` bytes of `info`
+ * (then zeros) instead of zeros: a packet that comes from another engine
+ * that ran the NetPEs before this source (lib/Runtime's split engine). */
+void netvm_instance_push_info(netvm_instance *vm, uint32_t source,
+                              netvm_packet *packet, const uint8_t *info,
+                              uint32_t info_length);
 /* The arrival number the next packet pushed will get: packets are numbered
  * in the order they are pushed, and outputs carry theirs in
  * netvm_exbuf.sequence. */

@@ -100,8 +100,10 @@ struct AppLayout {
   /// Info memory travels in DRAM just before the packet: a transmitted
   /// packet at DRAM address p has its info memory at p - infoOffset
   /// (infoSize bytes). When `infoUsed` is false no NetPE touches info
-  /// memory and it is all zeros.
-  uint32_t infoOffset = 0, infoSize = 0;
+  /// memory and it is all zeros. Only its first `infoCarried` bytes (at
+  /// most 64) travel there: the back end proves that no NetPE reaches
+  /// past them, so the rest is zeros.
+  uint32_t infoOffset = 0, infoSize = 0, infoCarried = 0;
   bool infoUsed = false;
   /// The stages of a layout of several MEs (empty: the default layout,
   /// every NetPE on ME 1). A stage's NetPEs (indexes into `pes`) run on
@@ -131,7 +133,44 @@ struct AppLayout {
     uint32_t begin = 0, end = 0;
   };
   std::vector<CodeRange> codeRanges;
+  /// Per NetPE (indexed like `pes`): the SRAM address of its lookup table
+  /// (meLookupTableBytes at it, in `persistent`), 0 when it has none.
+  std::vector<uint32_t> lookupTables;
 };
+
+/// The lookup coprocessor on the MEs (docs/me-backend.md, "The lookup
+/// coprocessor"): an SRAM table of meLookupSlots slots after a word that
+/// counts the entries and 4 bytes of padding. A slot is the key's length
+/// in words (0: empty), the value, the stamp (R2 at add_value), then up to
+/// 16 key words; a key's slot is meLookupHash of its words, probed
+/// linearly (round from the last slot to the first) until the key or an
+/// empty slot. It holds at most meLookupCapacity entries, as the lookup
+/// coprocessor does on every engine, so at least half the slots are empty
+/// and every probe ends. The back end generates the probes; the emulator
+/// engine's control plane (Engine::lookupEntries, ...) reads and changes
+/// the table with the same hash.
+constexpr uint32_t meLookupCapacity = 16384, meLookupSlots = 32768,
+                   meLookupSlotBytes = 76, meLookupSlotsOffset = 8;
+constexpr uint32_t meLookupTableBytes =
+    meLookupSlotsOffset + meLookupSlots * meLookupSlotBytes;
+/// Word offsets in a slot.
+enum : uint32_t {
+  meSlotLength = 0,
+  meSlotValue = 1,
+  meSlotStamp = 2,
+  meSlotKey = 3
+};
+
+/// The slot a key hashes to: its words rotated and xored, the high bits
+/// folded into the low ones.
+inline uint32_t meLookupHash(const uint32_t *key, uint32_t words) {
+  uint32_t h = key[0];
+  for (uint32_t i = 1; i < words; ++i)
+    h = ((h >> 27) | (h << 5)) ^ key[i];
+  h ^= h >> 15;
+  h ^= h >> 7;
+  return h & (meLookupSlots - 1);
+}
 
 /// What each ME holds, for the resource report (netc --target=me -v).
 struct MEReport {

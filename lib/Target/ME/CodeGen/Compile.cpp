@@ -52,7 +52,7 @@ constexpr uint32_t bufferBase = 0x10000;
 /// Info memory travels in the 64 bytes before each buffer, and lives in
 /// local memory window 1 (words 16-31 of the context's 64) while the packet
 /// is on the ME.
-constexpr uint32_t infoBytes = 64;
+constexpr uint32_t infoBytes = meInfoWindowBytes;
 
 /// Packet buffers: as large as the machine's receive copies
 /// (MachineConfig::maxPacketBytes), each after its info memory.
@@ -908,7 +908,10 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   for (PEInfo &info : pes)
     layout.infoSize = std::max(layout.infoSize, info.pe.getInfoSize());
   layout.infoOffset = infoBytes;
-  lowering.infoSize = std::min(layout.infoSize, infoBytes);
+  layout.infoCarried = std::min(layout.infoSize, infoBytes);
+  // Bounds checks against the declared size; accesses past the window are
+  // refused by the lowering, so the bytes past it stay zeros.
+  lowering.infoSize = layout.infoSize;
   uint32_t sramNext = sramDataBase;
   std::vector<DataInit> initData;
   for (PEInfo &info : pes) {
@@ -928,6 +931,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         lowering.lookupBase = place(meLookupTableBytes);
         layout.persistent.push_back(
             {Memory::Sram, lowering.lookupBase, meLookupTableBytes});
+        layout.lookupTables.resize(pes.size(), 0);
+        layout.lookupTables[info.index] = lowering.lookupBase;
         continue;
       }
       bool host = name == "regexp" || name == "stringmatching";
@@ -1026,12 +1031,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     layout.pes.push_back(info.pe.getSymName().str());
   for (PEInfo &info : pes)
     layout.infoUsed |= info.pushInfo.usesInfo || info.initInfo.usesInfo;
-  if (layout.infoUsed && layout.infoSize > infoBytes)
-    return app.emitError("the microengine back end keeps at most ")
-           << infoBytes << " bytes of info memory; this application has "
-           << layout.infoSize << " (over by " << layout.infoSize - infoBytes
-           << ")";
-  unsigned infoWords = (layout.infoSize + 7) / 8 * 2; // whole quadwords
+  // Whole quadwords of the window (the rest of info memory is zeros).
+  unsigned infoWords = (layout.infoCarried + 7) / 8 * 2;
 
   // Enough copies that every context can park all of a packet's.
   // pkt.senddup: copies that leave at once, one buffer a context at a time.
