@@ -32,32 +32,20 @@ import argparse
 import json
 import os
 import re
-import struct
 import statistics
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from pcap_packets import packets as payloads  # noqa: E402
 CLOCK_MHZ = 600.0
 
 
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True,
                           **kw)
-
-
-def payloads(path):
-    """The bytes of each packet of a pcap file, in order."""
-    if not os.path.exists(path):
-        return []
-    data = open(path, "rb").read()
-    out, off = [], 24
-    while off + 16 <= len(data):
-        incl = struct.unpack("<I", data[off + 8:off + 12])[0]
-        out.append(data[off + 16:off + 16 + incl])
-        off += 16 + incl
-    return out
 
 
 def sinks_of(tool, app):
