@@ -28,10 +28,23 @@ def mac(n: int) -> bytes:
     return bytes([0x02, 0x00]) + struct.pack(">I", n)
 
 
+def colliding_mac(n: int, collide: int) -> bytes:
+    """Host n's address when hosts come in groups of `collide` whose lookup
+    keys (bytes 0-1 and 2-5 of the address, two words) have one hash
+    (AppLayout.h's meLookupHash before the mask: the MEs' CAM tag)."""
+    def rot5(x):
+        return ((x << 5) | (x >> 27)) & 0xFFFFFFFF
+    group, member = divmod(n - 1, collide)
+    high = 0x0200 + 2 * member
+    low = (group + 1) ^ rot5(0x0200) ^ rot5(high)
+    return struct.pack(">HI", high, low)
+
+
 def generate(count: int, seed: int = 1, ports: int = 4, hosts: int = 24,
-             move_every: int = 150):
+             move_every: int = 150, collide: int = 0):
     """`count` frames as a list of (input port, frame bytes)."""
     rng = random.Random(seed)
+    address = (lambda n: colliding_mac(n, collide)) if collide else mac
     where = {h: rng.randrange(ports) for h in range(1, hosts + 1)}
     frames = []
     for k in range(count):
@@ -53,8 +66,8 @@ def generate(count: int, seed: int = 1, ports: int = 4, hosts: int = 24,
         elif kind < 0.27:
             dst = BPDU_DST[:5] + bytes([rng.randrange(3)])
         else:
-            dst = mac(rng.randrange(1, hosts + 1))
-        source = mac(src)
+            dst = address(rng.randrange(1, hosts + 1))
+        source = address(src)
         if rng.random() < 0.01:
             source = bytes([0x03]) + source[1:]  # a group source address
         payload = bytes(rng.randrange(256)
@@ -93,6 +106,8 @@ def main():
     ap.add_argument("--hosts", type=int, default=24)
     ap.add_argument("--move-every", type=int, default=150,
                     help="a host moves every N frames (0: never)")
+    ap.add_argument("--collide", type=int, default=0,
+                    help="hosts in groups of N whose FIB keys hash alike")
     ap.add_argument("--pcap", help="per-port pcaps: a name with '%%s'")
     ap.add_argument("--hex", help="one hex file with '@PORT' prefixes")
     args = ap.parse_args()
@@ -101,7 +116,7 @@ def main():
     if args.pcap and "%s" not in args.pcap:
         ap.error("--pcap needs '%s' in the name (one file per port)")
     frames = generate(args.n, args.seed, hosts=args.hosts,
-                      move_every=args.move_every)
+                      move_every=args.move_every, collide=args.collide)
     if args.pcap:
         write_per_port(args.pcap, frames)
     if args.hex:

@@ -48,6 +48,10 @@ struct MELoweringOptions {
   /// SRAM byte address of the NetPE's lookup table (meLookupTableBytes;
   /// 0 when the NetPE does not use the lookup coprocessor).
   uint32_t lookupBase = 0;
+  /// The NetPE's number (1-15, the CAM state of its entries) in the ME's
+  /// cache of lookup slots (the CAM and local memory from
+  /// meLookupCacheBase; docs/me-backend.md); 0: its lookups are not cached.
+  unsigned lookupCache = 0;
   /// The event log (SRAM addresses of its count and entries, its capacity)
   /// and the NetPE's index in it: exbuf.delete logs a drop.
   uint32_t eventCount = 0, eventLog = 0, eventCapacity = 0, dropEvent = 0;
@@ -63,6 +67,15 @@ struct MELoweringOptions {
 /// Bytes of info memory the MEs keep (local memory window 1 on the ME, the
 /// DRAM before the buffer between MEs and to the host).
 constexpr unsigned meInfoWindowBytes = 64;
+
+/// The cache of lookup slots: 16 entries of local memory (one per CAM
+/// entry) of 8 words from this byte address: [slot offset | key length <<
+/// 24, value, stamp, key words...], for keys of up to 5 words.
+constexpr unsigned meLookupCacheBase = 2048;
+constexpr unsigned meLookupCacheEntryWords = 8;
+constexpr unsigned meLookupCacheKeyWords = meLookupCacheEntryWords - 3;
+constexpr unsigned meLookupCacheEnd =
+    meLookupCacheBase + 16 * meLookupCacheEntryWords * 4;
 
 /// What the lowering of one handler found out, for the packet path.
 struct MEHandlerInfo {

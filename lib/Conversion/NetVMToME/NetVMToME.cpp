@@ -289,10 +289,54 @@ private:
   /// an empty slot, and the slot's offset and value there.
   struct Probe {
     Block *hit, *miss;
-    Value offset, value;
+    Value offset, value, stamp;
   };
-  /// Ends the current block with a branch into the probe loop.
-  Probe enterProbe(Location loc, ArrayRef<Value> key);
+  /// The key's hash before it is folded to a slot (meLookupHash).
+  Value lookupHash(Location loc, ArrayRef<Value> key);
+  /// Ends the current block with a branch into the probe loop from the
+  /// key's slot (`hash`: lookupHash).
+  Probe enterProbe(Location loc, ArrayRef<Value> key, Value hash);
+  /// The cache of lookup slots on the ME (docs/me-backend.md): the CAM's
+  /// tag is the key's hash with the top bit set (never the 0 of a cleared
+  /// entry), its state the NetPE's cache number; the entry's local memory
+  /// holds a copy of the slot. Only while the NetPE's lookups are cached
+  /// and the key fits an entry.
+  bool cached(unsigned words) const {
+    return options.lookupCache && words <= meLookupCacheKeyWords;
+  }
+  Value cacheTag(Location loc, Value hash) {
+    return alu(loc, "or", hash, constant(0x80000000u, loc));
+  }
+  /// The local-memory address of the entry in a cam_lookup result (hit or
+  /// miss: the entry is in bits 6:3).
+  Value cacheEntry(Location loc, Value found) {
+    return shifted(loc, "+", constant(meLookupCacheBase, loc),
+                   alu(loc, "and", found, constant(0x78, loc)), "<<", 2);
+  }
+  /// Runs `body` with local memory window 1 at `address` (window 1 holds
+  /// info memory otherwise).
+  template <typename Body>
+  void atCacheEntry(Location loc, Value address, Body body) {
+    Value base =
+        med::CsrReadOp::create(b, loc, b.getI32Type(), "active_lm_addr_1");
+    med::CsrWriteOp::create(b, loc, "active_lm_addr_1", address);
+    body();
+    med::CsrWriteOp::create(b, loc, "active_lm_addr_1", base);
+  }
+  /// A look in the cache: `hit` when an entry of this NetPE holds the key
+  /// (its slot's offset, value and stamp, and the entry's address), `miss`
+  /// otherwise. Nothing between the cam_lookup and the end of `hit` swaps
+  /// the context out, so the entry cannot change under it.
+  struct Cached {
+    Block *hit, *miss;
+    Value offset, value, stamp, address;
+  };
+  Cached enterCache(Location loc, ArrayRef<Value> key, Value tag);
+  /// Puts the key's slot into the cache: the entry that holds the tag, or
+  /// the least recently used one. Issues no memory command, so it is one
+  /// step for the other contexts.
+  void fillCache(Location loc, Value tag, ArrayRef<Value> key, Value offset,
+                 Value value, Value stamp);
   Value lookupSlots(Location loc) {
     return constant(options.lookupBase + meLookupSlotsOffset, loc);
   }
@@ -1684,6 +1728,16 @@ LogicalResult HandlerLowering::analyzeFlow() {
                      (invoke.getOpcode() == 0 || invoke.getOpcode() == 2 ||
                       invoke.getOpcode() == 5);
   });
+  // With the cache, a push handler that only reads the table still takes
+  // the state token when another push handler of the NetPE writes it: a
+  // fill from a probe that swapped out must not overwrite a newer copy.
+  if (options.lookupCache && handler.getKind() == HandlerKind::Push)
+    for (HandlerOp other : pe.getBodyBlock()->getOps<HandlerOp>())
+      if (other.getKind() == HandlerKind::Push)
+        other.walk([&](CoproInvokeOp invoke) {
+          tableWrites |= invoke.getOpcode() == 0 || invoke.getOpcode() == 2 ||
+                         invoke.getOpcode() == 5;
+        });
   if (!any)
     return success();
   // A forward analysis to a fixed point; then once more to check reads.
@@ -1746,19 +1800,85 @@ SmallVector<Value> HandlerLowering::edge(Block *dest, ValueRange operands) {
   return args;
 }
 
-HandlerLowering::Probe HandlerLowering::enterProbe(Location loc,
-                                                   ArrayRef<Value> key) {
-  // The slot: a hash of the key words (rotate and xor, then the high bits
-  // folded into the low ones: meLookupHash), probed linearly until the key
-  // or an empty slot. The table is never full (at most half its slots hold
-  // entries).
-  Type i32 = b.getI32Type();
-  unsigned n = key.size();
+Value HandlerLowering::lookupHash(Location loc, ArrayRef<Value> key) {
+  // Rotate and xor, then the high bits folded into the low ones
+  // (meLookupHash without its mask).
   Value h = key[0];
-  for (unsigned i = 1; i < n; ++i)
+  for (unsigned i = 1; i < key.size(); ++i)
     h = alu(loc, "xor", shifted(loc, "b", Value(), h, ">>rot", 27), key[i]);
   h = alu(loc, "xor", h, shifted(loc, "b", Value(), h, ">>", 15));
-  h = alu(loc, "xor", h, shifted(loc, "b", Value(), h, ">>", 7));
+  return alu(loc, "xor", h, shifted(loc, "b", Value(), h, ">>", 7));
+}
+
+HandlerLowering::Cached
+HandlerLowering::enterCache(Location loc, ArrayRef<Value> key, Value tag) {
+  Type i32 = b.getI32Type();
+  unsigned n = key.size();
+  Region &region = func.getBody();
+  Value found = med::CamLookupOp::create(b, loc, i32, tag);
+  Block *caller = b.getInsertionBlock();
+  Cached c;
+  c.miss = b.createBlock(&region, region.end());
+  c.hit = b.createBlock(&region, region.end());
+  Block *valid = b.createBlock(&region, region.end());
+  // A hit on an entry of this NetPE: state << 8 | 0x80.
+  b.setInsertionPointToEnd(caller);
+  med::CmpBrOp::create(b, loc, "bne", "-",
+                       alu(loc, "and", found, constant(0xf80, loc)),
+                       constant(options.lookupCache << 8 | 0x80, loc),
+                       ValueRange(), ValueRange(), c.miss, valid);
+  b.setInsertionPointToEnd(valid);
+  c.address = cacheEntry(loc, found);
+  SmallVector<Value> words;
+  atCacheEntry(loc, c.address, [&] {
+    for (unsigned w = 0; w < 3 + n; ++w)
+      words.push_back(med::LocalReadOp::create(b, loc, i32, 1, w));
+  });
+  c.offset = alu(loc, "and", words[0], constant(0xffffff, loc));
+  c.value = words[1];
+  c.stamp = words[2];
+  // The key's length, then its words (another key of the same hash).
+  Block *compare = valid;
+  for (unsigned w = 0; w <= n; ++w) {
+    Block *same = w == n ? c.hit : b.createBlock(&region, region.end());
+    b.setInsertionPointToEnd(compare);
+    Value got =
+        w == 0 ? shifted(loc, "b", Value(), words[0], ">>", 24) : words[2 + w];
+    med::CmpBrOp::create(b, loc, "bne", "-", got,
+                         w == 0 ? constant(n, loc) : key[w - 1], ValueRange(),
+                         ValueRange(), c.miss, same);
+    compare = same;
+  }
+  b.setInsertionPointToEnd(c.hit);
+  return c;
+}
+
+void HandlerLowering::fillCache(Location loc, Value tag, ArrayRef<Value> key,
+                                Value offset, Value value, Value stamp) {
+  Type i32 = b.getI32Type();
+  unsigned n = key.size();
+  // Looked up again: another context may have put the tag in meanwhile,
+  // and a tag must stay in one entry.
+  Value found = med::CamLookupOp::create(b, loc, i32, tag);
+  Value head = alu(loc, "or", offset, constant(n << 24, loc));
+  atCacheEntry(loc, cacheEntry(loc, found), [&] {
+    med::LocalWriteOp::create(b, loc, 1, 0, head);
+    med::LocalWriteOp::create(b, loc, 1, 1, value);
+    med::LocalWriteOp::create(b, loc, 1, 2, stamp);
+    for (unsigned w = 0; w < n; ++w)
+      med::LocalWriteOp::create(b, loc, 1, 3 + w, key[w]);
+  });
+  med::CamWriteOp::create(b, loc, shifted(loc, "b", Value(), found, ">>", 3),
+                          tag, b.getI32IntegerAttr(options.lookupCache));
+}
+
+HandlerLowering::Probe
+HandlerLowering::enterProbe(Location loc, ArrayRef<Value> key, Value h) {
+  // The slot: the hash of the key words folded to a slot, probed linearly
+  // until the key or an empty slot. The table is never full (at most half
+  // its slots hold entries).
+  Type i32 = b.getI32Type();
+  unsigned n = key.size();
   Value index = alu(loc, "and", h, constant(meLookupSlots - 1, loc));
   // index * 76 = index * 64 + index * 8 + index * 4.
   static_assert(meLookupSlotBytes == 76, "the slot offset below");
@@ -1798,8 +1918,10 @@ HandlerLowering::Probe HandlerLowering::enterProbe(Location loc,
         probe.value = got;
         continue;
       }
-      if (w == meSlotStamp)
+      if (w == meSlotStamp) {
+        probe.stamp = got;
         continue;
+      }
       bool last = w + 1 == words;
       Block *same = last ? probe.hit : b.createBlock(&region, region.end());
       b.setInsertionPointToEnd(compare);
@@ -1844,6 +1966,9 @@ LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
       med::StateTokenOp::create(b, loc);
     }
     clearKey();
+    // The cache forgets every slot (other NetPEs' too: they fill again).
+    if (options.lookupCache)
+      med::CamClearOp::create(b, loc);
     auto read = med::MemOp::create(b, loc, TypeRange{i32}, "sram", "read",
                                    count, constant(0, loc), ValueRange(), 1);
     Block *loop = b.createBlock(&region, region.end(), {i32}, {loc});
@@ -1895,14 +2020,47 @@ LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
     // engines keep R2 from an earlier packet, docs/me-backend.md).
     Value stamp = copro[coproR2] ? copro[coproR2] : constant(0, loc);
     clearKey();
-    Probe probe = enterProbe(loc, key);
+    Value hash = lookupHash(loc, key);
+    bool cache = cached(pending);
+    Value tag = cache ? cacheTag(loc, hash) : Value();
+    Block *here = b.getInsertionBlock();
     Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
+    b.setInsertionPointToEnd(here);
+    Probe probe;
+    if (cache) {
+      // In the cache: nothing to do when the value and stamp are the
+      // same; otherwise the copy, then the slot (write-through), the copy
+      // first so that no other context sees the entry between.
+      Cached c = enterCache(loc, key, tag);
+      Block *update = b.createBlock(&region, region.end());
+      Block *sameValue = b.createBlock(&region, region.end());
+      b.setInsertionPointToEnd(c.hit);
+      med::CmpBrOp::create(b, loc, "bne", "-", value, c.value, ValueRange(),
+                           ValueRange(), update, sameValue);
+      b.setInsertionPointToEnd(sameValue);
+      med::CmpBrOp::create(b, loc, "bne", "-", stamp, c.stamp, ValueRange(),
+                           ValueRange{constant(1, loc)}, update, done);
+      b.setInsertionPointToEnd(update);
+      atCacheEntry(loc, c.address, [&] {
+        med::LocalWriteOp::create(b, loc, 1, 1, value);
+        med::LocalWriteOp::create(b, loc, 1, 2, stamp);
+      });
+      med::MemOp::create(
+          b, loc, TypeRange(), "sram", "write", lookupSlots(loc),
+          alu(loc, "+", c.offset, constant(4 * meSlotValue, loc)),
+          ValueRange{value, stamp}, 2);
+      med::BrOp::create(b, loc, ValueRange{constant(1, loc)}, done);
+      b.setInsertionPointToEnd(c.miss);
+    }
+    probe = enterProbe(loc, key, hash);
     // The key is there: a new value and stamp.
     b.setInsertionPointToEnd(probe.hit);
     med::MemOp::create(
         b, loc, TypeRange(), "sram", "write", lookupSlots(loc),
         alu(loc, "+", probe.offset, constant(4 * meSlotValue, loc)),
         ValueRange{value, stamp}, 2);
+    if (cache)
+      fillCache(loc, tag, key, probe.offset, value, stamp);
     med::BrOp::create(b, loc, ValueRange{constant(1, loc)}, done);
     // A new entry, if the table has room.
     b.setInsertionPointToEnd(probe.miss);
@@ -1934,6 +2092,8 @@ LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
     med::MemOp::create(
         b, loc, TypeRange(), "sram", "write", count, constant(0, loc),
         ValueRange{alu(loc, "+", entries.getResult(0), constant(1, loc))}, 1);
+    if (cache)
+      fillCache(loc, tag, key, probe.offset, value, stamp);
     med::BrOp::create(b, loc, ValueRange{constant(1, loc)}, done);
     b.setInsertionPointToEnd(done);
     if (tries)
@@ -1952,9 +2112,22 @@ LogicalResult HandlerLowering::lowerCoproInvoke(CoproInvokeOp op) {
       key.push_back(copro[coproR0]);
     Value r0 = copro[coproR0] ? copro[coproR0] : constant(0, loc);
     clearKey();
-    Probe probe = enterProbe(loc, key);
+    Value hash = lookupHash(loc, key);
+    bool cache = cached(key.size());
+    Value tag = cache ? cacheTag(loc, hash) : Value();
+    Block *here = b.getInsertionBlock();
     Block *done = b.createBlock(&region, region.end(), {i32, i32}, {loc, loc});
+    b.setInsertionPointToEnd(here);
+    if (cache) {
+      Cached c = enterCache(loc, key, tag);
+      b.setInsertionPointToEnd(c.hit);
+      med::BrOp::create(b, loc, ValueRange{c.value, constant(1, loc)}, done);
+      b.setInsertionPointToEnd(c.miss);
+    }
+    Probe probe = enterProbe(loc, key, hash);
     b.setInsertionPointToEnd(probe.hit);
+    if (cache)
+      fillCache(loc, tag, key, probe.offset, probe.value, probe.stamp);
     med::BrOp::create(b, loc, ValueRange{probe.value, constant(1, loc)}, done);
     b.setInsertionPointToEnd(probe.miss);
     med::BrOp::create(b, loc, ValueRange{r0, constant(0, loc)}, done);

@@ -914,6 +914,12 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   lowering.infoSize = layout.infoSize;
   uint32_t sramNext = sramDataBase;
   std::vector<DataInit> initData;
+  // The cache of lookup slots (CAM and local memory above the contexts'
+  // areas) for the first 15 NetPEs with a table (the CAM's states 1-15),
+  // when the machine's local memory holds it.
+  unsigned lookupCaches = 0;
+  bool cacheFits =
+      uint64_t(options.machine.localMemoryWords) * 4 >= meLookupCacheEnd;
   for (PEInfo &info : pes) {
     PEOp pe = info.pe;
     // SRAM: the NetPE's data memory and initialised data.
@@ -924,11 +930,14 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     };
     // Coprocessors: the lookup table in SRAM; the others run on the host.
     lowering.lookupBase = 0;
+    lowering.lookupCache = 0;
     for (Attribute attr : pe.getCoprocessors()) {
       StringRef name = cast<StringAttr>(attr).getValue();
       if (name == "lookup") {
         // The table lives on from run to run (batches).
         lowering.lookupBase = place(meLookupTableBytes);
+        if (cacheFits && lookupCaches < 15)
+          lowering.lookupCache = ++lookupCaches;
         layout.persistent.push_back(
             {Memory::Sram, lowering.lookupBase, meLookupTableBytes});
         layout.lookupTables.resize(pes.size(), 0);
@@ -1218,6 +1227,10 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       "no transmit token held");
   }
   a("br!=ctx[0, @work_loop]");
+  // The cache of lookup slots starts empty in every run: the host's
+  // control plane changes the tables between runs.
+  if (lookupCaches)
+    a("cam_clear", "the cache of lookup slots");
   // Init handlers run once, in context 0, before the first packet.
   std::vector<std::pair<PEInfo *, std::string>> inits;
   for (PEInfo &info : pes)

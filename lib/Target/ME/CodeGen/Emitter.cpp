@@ -555,6 +555,29 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         emit(in);
         return success();
       })
+      .Case([&](med::CamClearOp) {
+        Instr in;
+        in.op = me::Op::CamClear;
+        emit(in);
+        return success();
+      })
+      .Case([&](med::CamLookupOp o) {
+        Instr in;
+        in.op = me::Op::CamLookup;
+        in.dst = dstOf(o.getResult());
+        in.a = Operand::none();
+        in.b = source(o.getTag(), in);
+        emit(in);
+        return success();
+      })
+      .Case([&](med::CamWriteOp o) {
+        Instr in;
+        in.op = me::Op::CamWrite;
+        sources(o.getEntry(), o.getTag(), in);
+        in.field = uint8_t(o.getState());
+        emit(in);
+        return success();
+      })
       .Case([&](med::CsrReadOp o) {
         Instr in;
         in.op = me::Op::CsrRd;
