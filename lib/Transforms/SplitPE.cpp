@@ -375,7 +375,10 @@ LogicalResult netvm::splitPE(ApplicationOp app, const SplitOptions &options,
   b.setInsertionPointToEnd(second.getBodyBlock());
   std::string inName = "in";
   PortOp::create(b, pe.getLoc(), inName, PortKind::PushInput);
-  for (PortOp port : llvm::make_early_inc_range(pe.getPorts())) {
+  // A copy: the loop erases ports (and a range over the temporary vector
+  // getPorts() returns would not keep it alive).
+  SmallVector<PortOp, 4> ports = pe.getPorts();
+  for (PortOp port : ports) {
     if (port.isInput() || !cut.after.ports.contains(port.getSymName()))
       continue;
     b.setInsertionPointToEnd(second.getBodyBlock());
