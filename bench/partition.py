@@ -54,6 +54,17 @@ def sinks_of(tool, app):
     return re.findall(r"netvm\.sink @([\w.\"-]+)", mlir)
 
 
+def reference(tool, tmp, app, trace):
+    """The sinks of `app` and the interpreter's packets at each."""
+    sinks = sinks_of(tool, app)
+    ref = os.path.join(tmp, "ref-%s.pcap")
+    for s in sinks:
+        if os.path.exists(ref % s):
+            os.remove(ref % s)
+    run([tool["netvm-run"], "--engine=interp", app, "-r", trace, "-w", ref])
+    return sinks, [payloads(ref % s) for s in sinks]
+
+
 def default_apps():
     apps = [os.path.join("examples", "filters", f + ".netil")
             for f in ("ip", "ip-src", "ip-tcp", "four-hosts", "four-fields")]
@@ -148,14 +159,7 @@ def host(args, tool, apps):
             path = os.path.join(ROOT, app)
             name = app if not path.startswith(tmp) else "ids (" + \
                 args.ids + ")"
-            sinks = sinks_of(tool, path)
-            ref = os.path.join(tmp, "ref-%s.pcap")
-            for s in sinks:
-                if os.path.exists(ref % s):
-                    os.remove(ref % s)
-            run([tool["netvm-run"], "--engine=interp", path, "-r", trace,
-                 "-w", ref])
-            expect = [payloads(ref % s) for s in sinks]
+            sinks, expect = reference(tool, tmp, path, trace)
             for n in threads:
                 # The profile is a measurement too: the median of three.
                 plans = sorted(
@@ -244,14 +248,7 @@ def main():
                 why = r.stderr.strip().splitlines()[0].split("error: ")[-1]
                 print(f"| {app} | | refused: {why} | | | | | |")
                 continue
-            sinks = sinks_of(tool, path)
-            ref = os.path.join(tmp, "ref-%s.pcap")
-            for s in sinks:
-                if os.path.exists(ref % s):
-                    os.remove(ref % s)
-            run([tool["netvm-run"], "--engine=interp", path, "-r", trace,
-                 "-w", ref])
-            expect = [payloads(ref % s) for s in sinks]
+            sinks, expect = reference(tool, tmp, path, trace)
             for n in mes:
                 try:
                     pred, meas, equal, plan, neck = measure(

@@ -24,6 +24,23 @@ namespace netvm::analysis {
 
 namespace {
 
+std::string stageNames(const CostModel &model, const PlanStage &s) {
+  std::string names;
+  for (unsigned pe : s.pes)
+    names += (names.empty() ? "" : ", ") + model.pes[pe].name;
+  return names;
+}
+
+/// Stage `i` of `plan` becomes the bottleneck if it is the slowest so far.
+void noteIfSlowest(const CostModel &model, Plan &plan, unsigned i) {
+  const PlanStage &s = plan.stages[i];
+  if (s.rate < plan.throughput) {
+    plan.throughput = s.rate;
+    plan.bottleneck =
+        "stage " + std::to_string(i) + " (" + stageNames(model, s) + ")";
+  }
+}
+
 // The packet path of an ME stage around its handlers: a work-ring get and
 // the header prefetch (issue cycles, and the latency a context waits).
 constexpr double meStageIssue = 20, meStageLatency = 60 + 180;
@@ -156,13 +173,7 @@ void evaluateHost(const CostModel &model, Plan &plan,
     PlanStage &s = plan.stages[i];
     s.rate = stageRate(s, slowdown);
     s.cost += serial;
-    if (s.rate < plan.throughput) {
-      plan.throughput = s.rate;
-      std::string names;
-      for (unsigned pe : s.pes)
-        names += (names.empty() ? "" : ", ") + model.pes[pe].name;
-      plan.bottleneck = "stage " + std::to_string(i) + " (" + names + ")";
-    }
+    noteIfSlowest(model, plan, i);
   }
   for (auto &[cost, after] : added)
     if (cost > 0 && 1e9 / (cost * slowdown) < plan.throughput) {
@@ -234,13 +245,7 @@ void evaluate(const CostModel &model, Plan &plan) {
       perPacket = std::max(perPacket, serial) * model.stageScale;
       s.rate = perPacket > 0 ? s.workers * clock / perPacket : INFINITY;
     }
-    if (s.rate < plan.throughput) {
-      plan.throughput = s.rate;
-      std::string names;
-      for (unsigned pe : s.pes)
-        names += (names.empty() ? "" : ", ") + model.pes[pe].name;
-      plan.bottleneck = "stage " + std::to_string(i) + " (" + names + ")";
-    }
+    noteIfSlowest(model, plan, i);
   }
   {
     // Latency-bound paths: a context per packet, the ME's contexts in
@@ -507,13 +512,6 @@ int splitCandidate(const CostModel &model, const Plan &plan, double minShare) {
     return best;
   }
   return -1;
-}
-
-static std::string stageNames(const CostModel &model, const PlanStage &s) {
-  std::string names;
-  for (unsigned pe : s.pes)
-    names += (names.empty() ? "" : ", ") + model.pes[pe].name;
-  return names;
 }
 
 void printPlan(const CostModel &model, const Plan &plan,
