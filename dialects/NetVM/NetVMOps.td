@@ -40,6 +40,12 @@ def NetVM_ApplicationOp : NetVM_Op<"application", [
     connection joins compatible endpoints, that no input port is fed twice
     and that the NetPE graph has no cycle.
 
+    The optional `link_type` is the link-layer header type (libpcap's DLT_
+    value) of the frames the application's sources take; without it they
+    are Ethernet frames (DLT_EN10MB, 1). The pcap-filter front end sets it
+    when it compiles an expression for another link type; tools refuse a
+    trace whose link type is not the application's.
+
     Example:
 
     ```mlir
@@ -58,7 +64,8 @@ def NetVM_ApplicationOp : NetVM_Op<"application", [
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name);
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       OptionalAttr<I32Attr>:$link_type);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
@@ -68,6 +75,12 @@ def NetVM_ApplicationOp : NetVM_Op<"application", [
     ::mlir::Block *getBodyBlock() { return &getBody().front(); }
     /// The NetPE with the given name, or null.
     PEOp lookupPE(::llvm::StringRef name);
+    /// The link type of the frames the sources take (DLT_EN10MB, 1, when
+    /// `link_type` is absent).
+    int linkTypeOrEthernet() {
+      auto type = getLinkType();
+      return type ? static_cast<int>(*type) : 1;
+    }
   }];
 }
 

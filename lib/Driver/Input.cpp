@@ -136,6 +136,9 @@ static OwningOpRef<ModuleOp> compileFilter(MLIRContext &context,
   if (input.language == FilterLanguage::PcapFilter) {
     pcapfilter::CompileOptions options;
     options.appName = appName;
+    options.linkType = input.linkType;
+    options.swapped = input.linkSwapped;
+    options.netmask = input.netmask;
     return pcapfilter::compile(context, sourceMgr, bufferId, options);
   }
   std::unique_ptr<protodb::Database> db;

@@ -50,9 +50,11 @@ class Decoder {
 public:
   Decoder(llvm::ArrayRef<uint8_t> packet) : packet(packet) {}
 
-  std::vector<DecodedHeader> run(const Database &db) {
+  std::vector<DecodedHeader> run(const Database &db, const Protocol *first,
+                                 uint32_t offset) {
     std::vector<DecodedHeader> headers;
-    const Protocol *proto = &db.start();
+    const Protocol *proto = first;
+    cur = offset;
     for (unsigned depth = 0; proto && depth < kMaxHeaders; ++depth) {
       header = DecodedHeader();
       header.protocol = proto;
@@ -299,5 +301,11 @@ private:
 
 std::vector<DecodedHeader>
 netvm::protodb::decode(const Database &db, llvm::ArrayRef<uint8_t> packet) {
-  return Decoder(packet).run(db);
+  return Decoder(packet).run(db, &db.start(), 0);
+}
+
+std::vector<DecodedHeader>
+netvm::protodb::decode(const Database &db, llvm::ArrayRef<uint8_t> packet,
+                       const Protocol &first, uint32_t offset) {
+  return Decoder(packet).run(db, &first, offset);
 }

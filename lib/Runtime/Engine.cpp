@@ -100,15 +100,23 @@ void Engine::run(unsigned source, llvm::MutableArrayRef<netvm_packet> packets,
   }
 }
 
-bool rt::checkLinkType(const PacketReader &reader, std::string &error) {
-  int type = reader.linkType();
-  if (type == DLT_EN10MB)
-    return true;
+std::string rt::linkTypeName(int type) {
   const char *name = pcap_datalink_val_to_name(type);
-  error = "link type " + std::string(name ? name : "unknown") + " (" +
-          std::to_string(type) +
-          "): netvm's applications and filters read Ethernet frames "
-          "(EN10MB) only";
+  return std::string(name ? name : "unknown") + " (" + std::to_string(type) +
+         ")";
+}
+
+bool rt::checkLinkType(const PacketReader &reader, std::string &error,
+                       int expected) {
+  int type = reader.linkType();
+  if (type == expected)
+    return true;
+  error = "link type " + linkTypeName(type) + ": ";
+  if (expected == DLT_EN10MB)
+    error += "netvm's applications and NetPFL filters read Ethernet frames "
+             "(EN10MB) only";
+  else
+    error += "the application reads " + linkTypeName(expected) + " frames";
   return false;
 }
 
@@ -137,7 +145,7 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
                        const StreamOptions &options, const StreamFn *onPacket,
                        ResultDetail detail, StreamStats &stats,
                        std::string &error) {
-  if (!checkLinkType(reader, error))
+  if (!checkLinkType(reader, error, linkType))
     return false;
   using Clock = std::chrono::steady_clock;
   auto secondsSince = [](Clock::time_point start) {

@@ -70,6 +70,9 @@ public:
     return false;
   }
   int linkType() const override { return pcap_datalink(handle); }
+  bool swapped() const override { return pcap_is_swapped(handle) == 1; }
+  uint32_t netmask() const override { return mask; }
+  uint32_t mask = 0;
   uint32_t snapLength() const override {
     return static_cast<uint32_t>(pcap_snapshot(handle));
   }
@@ -336,6 +339,7 @@ public:
     return fill(*first, error);
   }
   int linkType() const override { return inputs.front().reader->linkType(); }
+  bool swapped() const override { return inputs.front().reader->swapped(); }
   uint32_t snapLength() const override {
     uint32_t most = 0;
     for (const Input &in : inputs)
@@ -434,7 +438,13 @@ std::unique_ptr<PacketReader> PacketReader::openLive(const std::string &device,
     pcap_close(handle);
     return nullptr;
   }
-  return std::make_unique<PcapReader>(handle);
+  auto reader = std::make_unique<PcapReader>(handle);
+  // As tcpdump hands it to pcap_compile: pcap_lookupnet's value as it
+  // comes (0 when the interface has no IPv4 address).
+  bpf_u_int32 net = 0, mask = 0;
+  if (pcap_lookupnet(device.c_str(), &net, &mask, errbuf) == 0)
+    reader->mask = mask;
+  return reader;
 }
 
 bool PacketReader::readHexPacket(const std::string &path, TracePacket &packet,

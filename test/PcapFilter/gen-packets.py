@@ -12,6 +12,8 @@ netvm-vs-libpcap differential test of tcpdump expressions.
 - DECnet (long and short data headers, with and without padding), LAT,
   SCA, MOP, AppleTalk, AARP, IPX, PPPoE discovery and loopback EtherTypes;
 - some of them behind a VLAN tag or an MPLS label;
+- with --pppoe, PPPoE session frames instead (IPv4, IPv6, MPLS or LCP
+  inside PPP, sessions 1, 7, 0x1234 and 0xffff), for `pppoes`;
 
 each whole and truncated at random lengths. Frames on which libpcap's
 protochain loop would never end (an AH header pointing back at itself) are
@@ -19,7 +21,7 @@ left out: bpf_filter would loop forever on them.
 
 The same seed gives the same file.
 
-Usage: gen-packets.py [--seed N] [--count N] -o trace.pcap
+Usage: gen-packets.py [--seed N] [--count N] [--pppoe] -o trace.pcap
 """
 import argparse
 import random
@@ -199,6 +201,27 @@ def ethertype_packet(r):
     return ethernet(r, ethertype) + payload
 
 
+def pppoe_packet(r):
+    """A PPPoE session frame: the PPPoE header, then a PPP packet."""
+    protocol = r.choice([0x0021, 0x0021, 0x0057, 0x0281, 0xC021])
+    if protocol == 0x0021:
+        proto = r.choice([6, 17, 1])
+        payload = ipv4(r, proto, transport(r, proto))
+    elif protocol == 0x0057:
+        proto = r.choice([6, 17])
+        payload = ipv6(r, proto, transport(r, proto))
+    elif protocol == 0x0281:
+        proto = r.choice([6, 17])
+        label = (r.randrange(1 << 20) << 12) | 0x100 | 64
+        payload = struct.pack(">I", label) + ipv4(r, proto, transport(r, proto))
+    else:
+        payload = bytes(r.getrandbits(8) for _ in range(16))
+    ppp = struct.pack(">H", protocol) + payload
+    session = r.choice([1, 7, 0x1234, 0xFFFF])
+    return ethernet(r, 0x8864) + struct.pack(">BBHH", 0x11, 0, session,
+                                             len(ppp)) + ppp
+
+
 def encapsulate(r, frame):
     """Put a VLAN tag or an MPLS label between the Ethernet header and the
     rest (for IP frames only in the MPLS case)."""
@@ -243,11 +266,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=3000)
+    ap.add_argument("--pppoe", action="store_true")
     ap.add_argument("-o", required=True)
     args = ap.parse_args()
     r = random.Random(args.seed)
     makers = [chain_packet, chain_packet, cast_packet, llc_packet,
               llc_packet, ethertype_packet]
+    if args.pppoe:
+        makers = [pppoe_packet]
     frames = []
     while len(frames) < args.count:
         frame = r.choice(makers)(r)

@@ -270,7 +270,10 @@ bool readList(const std::string &path, std::vector<std::string> &out) {
   return true;
 }
 
+/// The packets of every trace, which share the first one's link type (the
+/// one both compilers compile for).
 bool readPackets(std::vector<Packet> &packets) {
+  int linkType = -1;
   for (const std::string &path : traces) {
     std::string error;
     auto reader = rt::PacketReader::open(path, false, error);
@@ -278,11 +281,13 @@ bool readPackets(std::vector<Packet> &packets) {
       llvm::errs() << "netvm-pcap-diff: " << error << "\n";
       return false;
     }
-    if (reader->linkType() != DLT_EN10MB) {
-      llvm::errs() << "netvm-pcap-diff: " << path
-                   << ": only Ethernet traces are supported\n";
+    if (linkType >= 0 && reader->linkType() != linkType) {
+      llvm::errs() << "netvm-pcap-diff: " << path << ": link type "
+                   << reader->linkType() << " differs from the first trace's ("
+                   << linkType << ")\n";
       return false;
     }
+    linkType = reader->linkType();
     rt::TracePacket p;
     while (reader->next(p, error))
       packets.push_back({p.bytes, p.wireLength});
@@ -390,6 +395,14 @@ int main(int argc, char **argv) {
     return 1;
   }
   pcapfilter::CompileOptions options;
+  options.linkType = pcap_datalink(dead);
+  options.swapped = pcap_is_swapped(dead) == 1;
+  if (pflMode && options.linkType != DLT_EN10MB) {
+    llvm::errs() << "netvm-pcap-diff: --pfl: NetPFL filters read Ethernet "
+                    "frames only\n";
+    pcap_close(dead);
+    return 1;
+  }
   bpf_u_int32 netmask = PCAP_NETMASK_UNKNOWN;
   if (!netmaskOption.empty()) {
     struct in_addr mask;

@@ -6,7 +6,9 @@
 // options, fragments), IPv6 (TCP, UDP, ICMPv6), ARP, 802.1Q VLAN tags, MPLS,
 // and malformed frames (runts and truncated captures). The same seed and
 // options always give the same bytes, so traces can be regenerated instead of
-// committed.
+// committed. --link-type rewrites the link layer of every frame (Linux
+// cooked v1 and v2, raw IP, BSD and OpenBSD loopback), as captures of those
+// link types carry the same packets.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +20,11 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <pcap/pcap.h>
+
+#include <arpa/inet.h>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace cl = llvm::cl;
@@ -45,6 +51,12 @@ static cl::opt<std::string> fromPcap(
     cl::desc("Convert this pcap file instead of generating packets (with "
              "--hex: pcap to text)"),
     cl::value_desc("trace.pcap"), cl::cat(genCategory));
+static cl::opt<std::string> linkTypeName(
+    "link-type",
+    cl::desc("The link type of generated packets, by libpcap's name: EN10MB "
+             "(Ethernet, the default), LINUX_SLL, LINUX_SLL2, RAW, NULL, LOOP; "
+             "each frame's Ethernet header becomes that link layer's"),
+    cl::value_desc("name"), cl::init("EN10MB"), cl::cat(genCategory));
 static cl::opt<unsigned> malformedPercent(
     "malformed",
     cl::desc("Percentage of runt and truncated frames (default 3)"),
@@ -251,6 +263,72 @@ std::vector<uint8_t> makePacket(Random &rng) {
 
 } // namespace
 
+/// `frame` (an Ethernet frame) with its link layer rewritten as a capture
+/// of `linkType` would carry it: the Ethernet header (14 bytes; its
+/// EtherType or 802.3 length) becomes a Linux cooked v1 or v2 header, an
+/// address family word (loopback), or nothing (raw IP). Packet types,
+/// interface indexes and the IPv6 family vary with `rng`.
+static std::vector<uint8_t> relink(const std::vector<uint8_t> &frame,
+                                   int linkType, Random &rng) {
+  uint16_t type = static_cast<uint16_t>(frame[12] << 8 | frame[13]);
+  std::vector<uint8_t> payload(frame.begin() + 14, frame.end());
+  // An 802.3 frame's protocol in a cooked header: 802.2 (LLC) unless raw
+  // IPX (DSAP and SSAP 0xFF).
+  uint16_t protocol = type;
+  if (type <= 1500)
+    protocol = payload.size() >= 2 && payload[0] == 0xFF && payload[1] == 0xFF
+                   ? 0x0001
+                   : 0x0004;
+  std::vector<uint8_t> header;
+  auto put16 = [&](uint16_t v) {
+    header.push_back(static_cast<uint8_t>(v >> 8));
+    header.push_back(static_cast<uint8_t>(v));
+  };
+  static const uint16_t packetTypes[] = {0, 1, 2, 3, 4};
+  uint16_t packetType = packetTypes[rng.below(5)];
+  switch (linkType) {
+  case DLT_LINUX_SLL:
+    put16(packetType);
+    put16(1); // ARPHRD_ETHER
+    put16(6);
+    header.insert(header.end(), frame.begin() + 6, frame.begin() + 12);
+    put16(0);
+    put16(protocol);
+    break;
+  case DLT_LINUX_SLL2: {
+    put16(protocol);
+    put16(0);
+    uint32_t ifindex = 1 + static_cast<uint32_t>(rng.below(4));
+    put16(static_cast<uint16_t>(ifindex >> 16));
+    put16(static_cast<uint16_t>(ifindex));
+    put16(1); // ARPHRD_ETHER
+    header.push_back(static_cast<uint8_t>(packetType));
+    header.push_back(6);
+    header.insert(header.end(), frame.begin() + 6, frame.begin() + 12);
+    put16(0);
+    break;
+  }
+  case DLT_NULL:
+  case DLT_LOOP: {
+    // BSD's families: 2 for IPv4; IPv6's differ by system (24, 28, 30).
+    static const uint32_t inet6[] = {24, 28, 30};
+    uint32_t family = type == 0x0800   ? 2
+                      : type == 0x86dd ? inet6[rng.below(3)]
+                                       : static_cast<uint32_t>(rng.below(40));
+    // NULL: in this host's byte order (the file's); LOOP: big-endian.
+    uint32_t word = linkType == DLT_NULL ? family : htonl(family);
+    uint8_t bytes[4];
+    std::memcpy(bytes, &word, 4);
+    header.insert(header.end(), bytes, bytes + 4);
+    break;
+  }
+  default: // DLT_RAW
+    break;
+  }
+  header.insert(header.end(), payload.begin(), payload.end());
+  return header;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::HideUnrelatedOptions(genCategory);
@@ -262,6 +340,32 @@ int main(int argc, char **argv) {
       "fragmented), plus --malformed percent of runts and truncated\n"
       "captures. The same options always produce the same file.\n");
   std::string error;
+  int linkType = pcap_datalink_name_to_val(linkTypeName.c_str());
+  if (!llvm::is_contained({DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, DLT_RAW,
+                           DLT_NULL, DLT_LOOP},
+                          linkType)) {
+    llvm::errs() << "netvm-pcapgen: --link-type: '" << linkTypeName
+                 << "' is not one of EN10MB, LINUX_SLL, LINUX_SLL2, RAW, "
+                    "NULL, LOOP\n";
+    return 1;
+  }
+  // --from keeps the input's link type and snapshot length.
+  std::unique_ptr<netvm::rt::PacketReader> reader;
+  uint32_t snapLength = 262144;
+  if (!fromPcap.empty()) {
+    if (linkTypeName.getNumOccurrences()) {
+      llvm::errs() << "netvm-pcapgen: --link-type applies to generated "
+                      "packets; --from keeps the input's\n";
+      return 1;
+    }
+    reader = netvm::rt::PacketReader::open(fromPcap, false, error);
+    if (!reader) {
+      llvm::errs() << "netvm-pcapgen: " << error << "\n";
+      return 1;
+    }
+    linkType = reader->linkType();
+    snapLength = reader->snapLength();
+  }
   std::unique_ptr<PcapWriter> writer;
   std::unique_ptr<llvm::raw_fd_ostream> text;
   if (hexOutput) {
@@ -274,7 +378,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   } else {
-    writer = PcapWriter::create(output, /*DLT_EN10MB=*/1, error);
+    writer = PcapWriter::create(output, linkType, error, snapLength);
     if (!writer) {
       llvm::errs() << "netvm-pcapgen: " << error << "\n";
       return 1;
@@ -289,12 +393,24 @@ int main(int argc, char **argv) {
       *text << (i ? " " : "") << llvm::format_hex_no_prefix(packet.bytes[i], 2);
     *text << "\n";
   };
-  if (!fromPcap.empty()) {
-    auto reader = netvm::rt::PacketReader::open(fromPcap, false, error);
-    if (!reader) {
+  // Everything written reaches the file, or the error names it.
+  auto finish = [&]() {
+    if (writer && !writer->flush(error)) {
       llvm::errs() << "netvm-pcapgen: " << error << "\n";
       return 1;
     }
+    if (text) {
+      text->close();
+      if (text->has_error()) {
+        llvm::errs() << "netvm-pcapgen: " << output << ": "
+                     << text->error().message() << "\n";
+        text->clear_error();
+        return 1;
+      }
+    }
+    return 0;
+  };
+  if (reader) {
     TracePacket packet;
     while (reader->next(packet, error))
       emit(packet);
@@ -302,18 +418,18 @@ int main(int argc, char **argv) {
       llvm::errs() << "netvm-pcapgen: " << error << "\n";
       return 1;
     }
-    return 0;
+    return finish();
   }
   Random rng(seed);
   for (uint64_t i = 0; i < count; ++i) {
     TracePacket packet;
     packet.bytes = makePacket(rng);
-    packet.wireLength = packet.bytes.size();
     // Ethernet minimum frame size (without FCS).
-    if (packet.bytes.size() < 60) {
+    if (packet.bytes.size() < 60)
       packet.bytes.resize(60, 0);
-      packet.wireLength = 60;
-    }
+    if (linkType != DLT_EN10MB)
+      packet.bytes = relink(packet.bytes, linkType, rng);
+    packet.wireLength = packet.bytes.size();
     if (rng.chance(malformedPercent)) {
       // A runt (shorter than an Ethernet header) or a truncated capture.
       size_t keep = rng.chance(30) ? rng.below(14) : 14 + rng.below(40);
@@ -323,5 +439,5 @@ int main(int argc, char **argv) {
     packet.microseconds = static_cast<uint32_t>((i % 1000) * 1000);
     emit(packet);
   }
-  return 0;
+  return finish();
 }

@@ -407,12 +407,65 @@ static void hexDump(llvm::raw_ostream &os, llvm::ArrayRef<uint8_t> bytes,
   }
 }
 
+/// Where the network layer of a frame of link type `linkType` (other
+/// than Ethernet) starts, and the database's name of its protocol (empty
+/// when the link layer names none netvm decodes).
+static std::pair<llvm::StringRef, uint32_t>
+networkLayer(int linkType, llvm::ArrayRef<uint8_t> bytes) {
+  auto byEtherType = [&](size_t at) -> llvm::StringRef {
+    if (at + 2 > bytes.size())
+      return "";
+    switch (bytes[at] << 8 | bytes[at + 1]) {
+    case 0x0800:
+      return "ip";
+    case 0x86dd:
+      return "ipv6";
+    case 0x0806:
+      return "arp";
+    }
+    return "";
+  };
+  switch (linkType) {
+  case 113: // LINUX_SLL: the protocol at 14 of a 16-byte header
+    return {byEtherType(14), 16};
+  case 276: // LINUX_SLL2: the protocol first in a 20-byte header
+    return {byEtherType(0), 20};
+  case 0:     // NULL: an address family in the capturing host's byte order
+  case 108: { // LOOP: in network byte order
+    if (bytes.size() < 4)
+      return {"", 4};
+    uint32_t family = bytes[0] | bytes[1] << 8 | bytes[2] << 16 |
+                      static_cast<uint32_t>(bytes[3]) << 24;
+    if (family > 0xFFFF)
+      family = __builtin_bswap32(family);
+    if (family == 2)
+      return {"ip", 4};
+    if (family == 24 || family == 28 || family == 30)
+      return {"ipv6", 4};
+    return {"", 4};
+  }
+  default: // raw IP: the version
+    if (bytes.empty())
+      return {"", 0};
+    return {bytes[0] >> 4 == 4 ? "ip" : bytes[0] >> 4 == 6 ? "ipv6" : "", 0};
+  }
+}
+
 void PacketLines::print(llvm::raw_ostream &os, const netvm_packet &packet) {
   llvm::ArrayRef<uint8_t> bytes(packet.data, packet.length);
+  std::vector<DecodedHeader> headers;
+  if (options.linkType == 1) {
+    headers = protodb::decode(db, bytes);
+  } else {
+    auto [name, offset] = networkLayer(options.linkType, bytes);
+    if (const protodb::Protocol *first =
+            name.empty() ? nullptr : db.lookup(name))
+      headers = protodb::decode(db, bytes, *first, offset);
+  }
   Line line{bytes,
             packet.wire_length ? packet.wire_length : packet.length,
-            protodb::decode(db, bytes),
-            options.linkHeader,
+            std::move(headers),
+            options.linkHeader && options.linkType == 1,
             {}};
   timestamp(os, packet);
   size_t network = line.link();

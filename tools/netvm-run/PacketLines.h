@@ -36,6 +36,11 @@ struct LineOptions {
   bool ascii = false;
   /// -A: the bytes as ASCII only, from the network layer.
   bool asciiOnly = false;
+  /// The link type of the packets (libpcap's DLT_). Ethernet frames are
+  /// decoded from the database's start; a Linux cooked (v1, v2), raw IP or
+  /// loopback header is skipped and the line starts at the network layer
+  /// (-e adds nothing for them).
+  int linkType = 1;
 };
 
 class PacketLines {

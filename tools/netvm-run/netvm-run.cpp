@@ -15,6 +15,7 @@
 
 #include "netvm/Analysis/Partition.h"
 #include "netvm/Driver/Driver.h"
+#include "netvm/Frontend/PcapFilter.h"
 #include "netvm/ProtoDB/ProtoDB.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Runtime/Split.h"
@@ -91,7 +92,10 @@ static cl::opt<std::string> pcapInput(
     cl::desc(
         "Read packets from a pcap file; with '%s', one file per source (the "
         "name replaces '%s'), merged in time order: each packet enters by its "
-        "file's source (files that do not exist are skipped)"),
+        "file's source (files that do not exist are skipped). A tcpdump "
+        "expression is compiled for the file's link type (Ethernet, Linux "
+        "cooked v1/v2, raw IP, loopback); applications and NetPFL read "
+        "Ethernet"),
     cl::value_desc("trace.pcap"), cl::Prefix, cl::Grouping,
     cl::cat(runCategory));
 static cl::opt<std::string> hexInput(
@@ -1056,11 +1060,32 @@ static int run(int argc, char **argv) {
   driver::registerDialects(registry);
   MLIRContext context(registry);
   context.printOpOnDiagnostic(false);
+  // A tcpdump expression is compiled for its capture, as pcap_compile is:
+  // the link type and byte order of the trace, and the netmask (tcpdump
+  // -r gives 0). The input opens first.
+  std::unique_ptr<rt::PacketReader> reader;
+  if (input->isPcapFilter() && (!pcapInput.empty() || !liveDevice.empty())) {
+    reader = openInput({"in"});
+    if (!reader)
+      return 1;
+    if (!pcapfilter::isSupportedLinkType(reader->linkType())) {
+      std::string name = !pcapInput.empty() ? pcapInput : liveDevice;
+      return fail(name + ": link type " + rt::linkTypeName(reader->linkType()) +
+                  ": netvm compiles tcpdump expressions for Ethernet, Linux "
+                  "cooked v1 and v2, raw IP, and BSD and OpenBSD loopback "
+                  "frames");
+    }
+    input->linkType = reader->linkType();
+    input->linkSwapped = reader->swapped();
+    input->netmask = reader->netmask();
+  }
   llvm::SourceMgr sourceMgr;
   driver::DiagnosticPrinter printer(sourceMgr, context, "netvm-run");
   OwningOpRef<ModuleOp> module = driver::load(context, sourceMgr, *input);
   if (!module)
     return 1;
+  int appLinkType =
+      (*module->getOps<ApplicationOp>().begin()).linkTypeOrEthernet();
   unsigned level = optLevel - '0';
   if (kind == EngineKind::Interpreter && optLevel.getNumOccurrences() == 0)
     level = 0;
@@ -1088,12 +1113,14 @@ static int run(int argc, char **argv) {
       createEngine(*module, loaded ? *loaded : ModuleOp(), level, status);
   if (!engine)
     return status;
-  std::unique_ptr<rt::PacketReader> reader = openInput(engine->sourceNames());
+  if (!reader)
+    reader = openInput(engine->sourceNames());
   // -r with '%s': one pcap per source, each packet into its own.
   bool perSource = llvm::StringRef(pcapInput).contains("%s");
   if (!reader)
     return 1;
-  if (!rt::checkLinkType(*reader, error)) {
+  engine->linkType = appLinkType;
+  if (!rt::checkLinkType(*reader, error, engine->linkType)) {
     std::string name = !pcapInput.empty() ? pcapInput : liveDevice;
     return fail(name.empty() ? error : name + ": " + error);
   }
@@ -1124,6 +1151,7 @@ static int run(int argc, char **argv) {
         std::max(hexDump.getNumOccurrences(), hexAsciiDump.getNumOccurrences());
     lineOptions.ascii = hexAsciiDump.getNumOccurrences() > 0;
     lineOptions.asciiOnly = asciiDump;
+    lineOptions.linkType = reader->linkType();
     packetLines.emplace(protodb::Database::builtin(), lineOptions);
   }
   // The summary goes where it does not mix with what standard output

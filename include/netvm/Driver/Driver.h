@@ -107,6 +107,16 @@ struct Input {
   /// Texts of files that exist only in memory (name, text): the Python
   /// package's sources, and the NetIL files their .nvapp names.
   std::vector<std::pair<std::string, std::string>> buffers;
+  /// tcpdump expressions: what pcap_compile takes from the capture, the
+  /// link type (DLT_), whether the savefile is byte-swapped, and the
+  /// netmask for `ip broadcast` (tcpdump -r passes 0).
+  int linkType = 1;
+  bool linkSwapped = false;
+  std::optional<uint32_t> netmask;
+
+  bool isPcapFilter() const {
+    return kind != Kind::Files && language == FilterLanguage::PcapFilter;
+  }
 };
 
 /// What a user gave, in a tool's terms: resolveInput turns it into an

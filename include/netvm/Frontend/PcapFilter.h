@@ -2,7 +2,8 @@
 //-*-===//
 //
 // The pcap-filter front end: compiles an expression in tcpdump's language
-// (man pcap-filter) for Ethernet links into a netvm application with one
+// (man pcap-filter) for a link type (Ethernet, Linux cooked v1 and v2, raw
+// IP, BSD and OpenBSD loopback) into a netvm application with one
 // NetPE, `filter`, one source, `in`, and one sink, `match`: a packet the
 // expression accepts leaves through `match`, the others are dropped. The
 // semantics are libpcap's, checked against libpcap by the test suite
@@ -33,7 +34,18 @@ struct CompileOptions {
   /// The netmask of the capture's network, for `ip broadcast` (libpcap's
   /// pcap_compile argument); without one, `ip broadcast` is an error.
   std::optional<uint32_t> netmask;
+  /// The link type of the packets (libpcap's DLT_ value, as pcap_datalink
+  /// gives it: DLT_RAW is 12 whatever the file says), and whether the
+  /// savefile's byte order is the opposite of this machine's (libpcap's
+  /// pcap_is_swapped; it changes the loopback family DLT_NULL compares).
+  /// The application records a link type other than Ethernet (its
+  /// `link_type`).
+  int linkType = 1;
+  bool swapped = false;
 };
+
+/// Whether compile() takes `linkType`.
+bool isSupportedLinkType(int linkType);
 
 /// Compile the expression in buffer `bufferId` of `sourceMgr`, whose
 /// identifier names it (a file name, or "<expression>" for an expression

@@ -215,6 +215,11 @@ struct DecodedHeader {
 /// forward, at most 64 headers.
 std::vector<DecodedHeader> decode(const Database &db,
                                   llvm::ArrayRef<uint8_t> packet);
+/// The same from protocol `first`'s header at `offset` on (a packet whose
+/// link layer is not the database's: a Linux cooked capture, raw IP).
+std::vector<DecodedHeader> decode(const Database &db,
+                                  llvm::ArrayRef<uint8_t> packet,
+                                  const Protocol &first, uint32_t offset);
 
 } // namespace netvm::protodb
 

@@ -217,6 +217,10 @@ public:
   bool runStream(unsigned source, PacketReader &reader,
                  const StreamOptions &options, const StreamFn *onPacket,
                  ResultDetail detail, StreamStats &stats, std::string &error);
+  /// The link type (DLT_) of the frames the application takes, which
+  /// runStream checks its input against: Ethernet unless the tool says
+  /// otherwise (ApplicationOp::linkTypeOrEthernet).
+  int linkType = 1;
 
   virtual llvm::ArrayRef<std::string> sourceNames() const = 0;
   virtual llvm::ArrayRef<std::string> sinkNames() const = 0;
@@ -262,12 +266,17 @@ protected:
   std::vector<unsigned> mixedSources;
 };
 
-/// Whether netvm can run the packets of `reader`: applications (NetIL
-/// assumes Ethernet) and compiled filters read Ethernet frames, so any
-/// other link type (a Linux "cooked" capture, raw IP, loopback) is refused
-/// with `error` naming it, rather than matching nothing. runStream checks
-/// it; tools call it to refuse before they start.
-bool checkLinkType(const PacketReader &reader, std::string &error);
+/// Whether an application that takes frames of link type `expected`
+/// (libpcap's DLT_; ApplicationOp::linkTypeOrEthernet) can run the packets
+/// of `reader`: applications (NetIL assumes Ethernet) read Ethernet frames,
+/// and a tcpdump expression reads the link type it was compiled for, so
+/// any other link type is refused with `error` naming both, rather than
+/// matching nothing. runStream checks it; tools call it to refuse before
+/// they start.
+bool checkLinkType(const PacketReader &reader, std::string &error,
+                   int expected = 1);
+/// libpcap's name of a link type and its number: "LINUX_SLL (113)".
+std::string linkTypeName(int type);
 
 /// Totals for engines that do not count for themselves: fed every result,
 /// it keeps Counters and SinkCounters as the native runtime does.

@@ -1,8 +1,11 @@
 //===- LinkLayer.cpp - pcap-filter primitives of the link layer -----------===//
 //
-// gencode.c for Ethernet links: the link type (EtherTypes and 802.2
-// LLC/SNAP), `vlan` and `mpls` (which move the offsets of every later
-// primitive), Ethernet addresses, `broadcast` and `multicast`, and `llc`.
+// gencode.c's link layer: the link types netvm compiles for and their
+// offsets (init_linktype), the link-layer type (EtherTypes and 802.2
+// LLC/SNAP on Ethernet, and what Linux cooked captures, raw IP, loopback
+// and PPP carry instead), `vlan`, `mpls` and `pppoes` (which move the
+// offsets of every later primitive), Ethernet addresses, `broadcast` and
+// `multicast`, `llc`, and `inbound`/`outbound`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +15,65 @@ using namespace mlir;
 using namespace netvm;
 
 namespace netvm::pcapfilter::detail {
+
+std::string linkDescription(int link) {
+  switch (link) {
+  case LINK_NULL:
+    return "BSD loopback";
+  case LINK_EN10MB:
+    return "Ethernet";
+  case LINK_PPP:
+    return "PPP";
+  case LINK_RAW:
+    return "Raw IP";
+  case LINK_LOOP:
+    return "OpenBSD loopback";
+  case LINK_LINUX_SLL:
+    return "Linux cooked v1";
+  case LINK_IPV4:
+    return "Raw IPv4";
+  case LINK_IPV6:
+    return "Raw IPv6";
+  case LINK_LINUX_SLL2:
+    return "Linux cooked v2";
+  default:
+    return "DLT " + std::to_string(link);
+  }
+}
+
+bool Generator::setLinkType(int dlt) {
+  // offLinkType, offLinkPayload, offNetwork, offNetworkNoSnap.
+  uint32_t offsets[4];
+  switch (dlt) {
+  case LINK_EN10MB:
+    offsets[0] = 12, offsets[1] = 14, offsets[2] = 0, offsets[3] = 3;
+    break;
+  case LINK_NULL:
+  case LINK_LOOP:
+    offsets[0] = 0, offsets[1] = 4, offsets[2] = 0, offsets[3] = 0;
+    break;
+  case LINK_RAW:
+  case LINK_IPV4:
+  case LINK_IPV6:
+    offsets[0] = kNoLinkType, offsets[1] = 0, offsets[2] = 0, offsets[3] = 0;
+    break;
+  case LINK_LINUX_SLL:
+    offsets[0] = 14, offsets[1] = 16, offsets[2] = 0, offsets[3] = 0;
+    break;
+  case LINK_LINUX_SLL2:
+    offsets[0] = 0, offsets[1] = 20, offsets[2] = 0, offsets[3] = 0;
+    break;
+  default:
+    return false;
+  }
+  link = dlt;
+  offLinkHeader = 0;
+  offLinkType = offsets[0];
+  offLinkPayload = offsets[1];
+  offNetwork = offsets[2];
+  offNetworkNoSnap = offsets[3];
+  return true;
+}
 
 PredP Generator::ieee8023() {
   return negate(
@@ -33,6 +95,75 @@ PredP Generator::linktype(uint32_t type, antlr4::ParserRuleContext *at) {
     PredP bottom = cmp(net() - 4 + 2, 1, 0x01, 0x01);
     return conj(bottom,
                 cmp(net(), 1, type == ETHERTYPE_IP ? 0x40 : 0x60, 0xF0));
+  }
+  switch (link) {
+  case LINK_EN10MB:
+    break;
+  case LINK_LINUX_SLL:
+    return sllLinktype(type);
+  case LINK_RAW:
+    // No type field: the IP version.
+    if (type == ETHERTYPE_IP)
+      return cmp(offLinkHeader, 1, 0x40, 0xF0);
+    if (type == ETHERTYPE_IPV6)
+      return cmp(offLinkHeader, 1, 0x60, 0xF0);
+    return boolean(false);
+  case LINK_IPV4:
+    return boolean(type == ETHERTYPE_IP);
+  case LINK_IPV6:
+    return boolean(type == ETHERTYPE_IPV6);
+  case LINK_NULL:
+  case LINK_LOOP: {
+    // The address family in a word: BSD's numbers, all three of IPv6's
+    // when reading a savefile. DLT_NULL's is in the capturing host's byte
+    // order, which is this one's unless the file is swapped.
+    auto family = [&](uint32_t af) {
+      if (link == LINK_NULL) {
+        if (swapped)
+          af = __builtin_bswap32(af);
+        af = htonl(af);
+      }
+      return cmp(offLinkHeader, 4, af);
+    };
+    if (type == ETHERTYPE_IP)
+      return family(2);
+    if (type == ETHERTYPE_IPV6)
+      return disj(family(30), disj(family(24), family(28)));
+    return boolean(false);
+  }
+  case LINK_PPP: {
+    uint32_t ppp = type;
+    switch (type) {
+    case ETHERTYPE_IP:
+      ppp = PPP_IP;
+      break;
+    case ETHERTYPE_IPV6:
+      ppp = PPP_IPV6;
+      break;
+    case ETHERTYPE_DN:
+      ppp = PPP_DECNET;
+      break;
+    case ETHERTYPE_ATALK:
+      ppp = PPP_APPLE;
+      break;
+    case ETHERTYPE_NS:
+      ppp = PPP_NS;
+      break;
+    case LLCSAP_ISONS:
+      ppp = PPP_OSI;
+      break;
+    case LLCSAP_8021D:
+      ppp = PPP_BRPDU;
+      break;
+    case LLCSAP_IPX:
+      ppp = PPP_IPX;
+      break;
+    }
+    return cmp(offLinkType, 2, ppp);
+  }
+  default:
+    // Linux cooked v2, and any type with a type field: an EtherType.
+    return cmp(offLinkType, 2, type);
   }
   switch (type) {
   case LLCSAP_ISONS:
@@ -62,10 +193,40 @@ PredP Generator::linktype(uint32_t type, antlr4::ParserRuleContext *at) {
   }
 }
 
+PredP Generator::sllLinktype(uint32_t type) {
+  PredP is8022 = cmp(offLinkType, 2, LINUX_SLL_P_802_2);
+  switch (type) {
+  case LLCSAP_ISONS:
+  case LLCSAP_IP:
+  case LLCSAP_NETBEUI:
+    return conj(is8022, cmp(offLinkPayload, 2, type << 8 | type));
+  case LLCSAP_IPX: {
+    // Ethernet_II, Ethernet_802.3, or 802.2 with the IPX SAP or SNAP.
+    PredP frames =
+        disj(cmp(offLinkPayload, 1, LLCSAP_IPX), snap(0x000000, ETHERTYPE_IPX));
+    frames = disj(cmp(offLinkType, 2, LINUX_SLL_P_802_3), conj(is8022, frames));
+    return disj(cmp(offLinkType, 2, ETHERTYPE_IPX), frames);
+  }
+  case ETHERTYPE_ATALK:
+  case ETHERTYPE_AARP: {
+    PredP snapped =
+        conj(is8022, type == ETHERTYPE_ATALK ? snap(0x080007, ETHERTYPE_ATALK)
+                                             : snap(0x000000, ETHERTYPE_AARP));
+    return disj(cmp(offLinkType, 2, type), snapped);
+  }
+  default:
+    if (type <= ETHERMTU) // the DSAP
+      return conj(is8022, cmp(offLinkPayload, 1, type));
+    return cmp(offLinkType, 2, type);
+  }
+}
+
 PredP Generator::vlan(std::optional<uint32_t> id,
                       antlr4::ParserRuleContext *at) {
   if (labelDepth > 0)
     fail(at, "no VLAN match after MPLS");
+  if (!isEthernet())
+    fail(at, "no VLAN support for " + linkDescription(link));
   PredP b = disj(disj(linktype(0x8100, at), linktype(0x88a8, at)),
                  linktype(0x9100, at));
   if (id) {
@@ -81,8 +242,15 @@ PredP Generator::vlan(std::optional<uint32_t> id,
 
 PredP Generator::mpls(std::optional<uint32_t> label,
                       antlr4::ParserRuleContext *at) {
-  PredP b = labelDepth > 0 ? negate(cmp(net() - 4 + 2, 1, 0x01, 0x01))
-                           : linktype(0x8847, at);
+  PredP b;
+  if (labelDepth > 0)
+    b = negate(cmp(net() - 4 + 2, 1, 0x01, 0x01));
+  else if (isEthernet())
+    b = linktype(0x8847, at);
+  else if (link == LINK_PPP)
+    b = linktype(PPP_MPLS_UCAST, at);
+  else
+    fail(at, "no MPLS support for " + linkDescription(link));
   if (label) {
     if (*label > 0xFFFFF)
       fail(at, "MPLS label " + std::to_string(*label) +
@@ -103,8 +271,40 @@ PredP Generator::ehost(const uint8_t mac[6], Dir dir,
     return conj(ehost(mac, Dir::Src, at), ehost(mac, Dir::Dst, at));
   if (dir == Dir::Default || dir == Dir::Or)
     return disj(ehost(mac, Dir::Src, at), ehost(mac, Dir::Dst, at));
-  return bytesEqual(dir == Dir::Src ? 6 : 0,
+  return bytesEqual(offLinkHeader + (dir == Dir::Src ? 6 : 0),
                     std::vector<uint8_t>(mac, mac + 6));
+}
+
+PredP Generator::pppoes(std::optional<uint32_t> id,
+                        antlr4::ParserRuleContext *at) {
+  PredP b = linktype(ETHERTYPE_PPPOES, at);
+  if (id) {
+    if (*id > 0xFFFF)
+      fail(at, "PPPoE session number " + std::to_string(*id) +
+                   " greater than maximum 65535");
+    b = conj(b, cmp(offLinkPayload, 4, *id, 0xFFFF));
+  }
+  // The PPP packet after the 6-byte PPPoE header is the link layer now:
+  // its protocol field, then the network layer.
+  link = LINK_PPP;
+  offLinkHeader = offLinkPayload + offNetwork + 6;
+  offLinkType = offLinkHeader;
+  offLinkPayload = offLinkHeader + 2;
+  offNetwork = 0;
+  offNetworkNoSnap = 0;
+  return b;
+}
+
+PredP Generator::direction(bool outbound, antlr4::ParserRuleContext *at) {
+  PredP sent;
+  if (link == LINK_LINUX_SLL)
+    sent = cmp(offLinkHeader, 2, LINUX_SLL_OUTGOING);
+  else if (link == LINK_LINUX_SLL2)
+    sent = cmp(offLinkHeader + 10, 1, LINUX_SLL_OUTGOING);
+  else
+    fail(at, "inbound/outbound not supported on " + linkDescription(link) +
+                 " when reading savefiles");
+  return outbound ? sent : negate(sent);
 }
 
 PredP Generator::broadcast(Proto p, antlr4::ParserRuleContext *at) {
@@ -112,6 +312,8 @@ PredP Generator::broadcast(Proto p, antlr4::ParserRuleContext *at) {
   switch (p) {
   case Proto::Default:
   case Proto::Link:
+    if (!isEthernet())
+      fail(at, "not a broadcast link");
     return ehost(all, Dir::Dst, at);
   case Proto::IP: {
     if (!netmask)
@@ -130,9 +332,14 @@ PredP Generator::multicast(Proto p, antlr4::ParserRuleContext *at) {
   switch (p) {
   case Proto::Default:
   case Proto::Link:
+    if (!isEthernet())
+      fail(at, "link-layer multicast filters supported only on "
+               "ethernet/FDDI/token ring/ARCNET/802.11/ATM LANE/Fibre "
+               "Channel");
     // ether[0] & 1 != 0
     return makeRelation(arith::CmpIPredicate::ne,
-                        binary('&', load(0, 1), constant(1)), constant(0));
+                        binary('&', load(offLinkHeader, 1), constant(1)),
+                        constant(0));
   case Proto::IP:
     return conj(linktype(ETHERTYPE_IP, at), cmp(net() + 16, 1, 224, 0xFFFFFFFFu,
                                                 arith::CmpIPredicate::uge));
@@ -145,12 +352,15 @@ PredP Generator::multicast(Proto p, antlr4::ParserRuleContext *at) {
   }
 }
 
-PredP Generator::llc() {
+PredP Generator::llc(antlr4::ParserRuleContext *at) {
+  if (!isEthernet())
+    fail(at, "'llc' not supported for " + linkDescription(link));
   return conj(ieee8023(), negate(cmp(offLinkPayload, 2, 0xFFFF)));
 }
 
-PredP Generator::llcControl(uint32_t value, uint32_t mask) {
-  return conj(llc(), cmp(offLinkPayload + 2, 1, value, mask));
+PredP Generator::llcControl(uint32_t value, uint32_t mask,
+                            antlr4::ParserRuleContext *at) {
+  return conj(llc(at), cmp(offLinkPayload + 2, 1, value, mask));
 }
 
 } // namespace netvm::pcapfilter::detail

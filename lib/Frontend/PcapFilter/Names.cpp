@@ -223,6 +223,9 @@ uint32_t Walker::protocolNumber(const std::string &name, const Qual &q,
 PredP Walker::hostName(const std::string &name, const Qual &q,
                        antlr4::ParserRuleContext *at) {
   if (q.proto == Proto::Link) {
+    if (!gen.isEthernet())
+      fail(at, "only ethernet/FDDI/token ring/802.11/ATM LANE/Fibre Channel "
+               "supports link-level host name");
     struct ether_addr mac;
     if (ether_hostton(name.c_str(), &mac) != 0)
       fail(at, "unknown ether host '" + name + "'");

@@ -122,8 +122,10 @@ ValP simplify(const ValP &v) {
 int Dag::compile(const PredP &p, int t, int f) {
   switch (p->kind) {
   case Pred::True:
+    lastTest = -1;
     return t;
   case Pred::False:
+    lastTest = -1;
     return f;
   case Pred::Not:
     return compile(p->a, f, t);
@@ -178,6 +180,7 @@ int Dag::compile(const PredP &p, int t, int f) {
              : code == Test::JGT ? a->k > b->k
              : code == Test::JGE ? a->k >= b->k
                                  : (a->k & b->k) != 0;
+    lastTest = -1;
     return r ? t : f;
   }
   Test test{code, a, b, keyOf(a), keyOf(b), b->kind == Val::Const};
@@ -187,6 +190,7 @@ int Dag::compile(const PredP &p, int t, int f) {
     test.aId = aIds.try_emplace(test.aKey, aIds.size()).first->second;
     tests.push_back(std::move(test));
   }
+  lastTest = it->second;
   return node(it->second, t, f);
 }
 

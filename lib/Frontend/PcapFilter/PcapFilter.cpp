@@ -310,6 +310,10 @@ private:
 
 } // namespace
 
+bool netvm::pcapfilter::isSupportedLinkType(int linkType) {
+  return Generator().setLinkType(linkType);
+}
+
 OwningOpRef<ModuleOp>
 netvm::pcapfilter::compile(MLIRContext &context, llvm::SourceMgr &sourceMgr,
                            unsigned bufferId, const CompileOptions &options) {
@@ -332,6 +336,12 @@ netvm::pcapfilter::compile(MLIRContext &context, llvm::SourceMgr &sourceMgr,
   bool optimizing = true;
   try {
     Generator gen;
+    if (!gen.setLinkType(options.linkType))
+      fail(size_t(0), "link type " + linkDescription(options.linkType) +
+                          " is not one netvm compiles tcpdump expressions for "
+                          "(Ethernet, Linux cooked v1 and v2, raw IP, BSD and "
+                          "OpenBSD loopback)");
+    gen.swapped = options.swapped;
     gen.netmask = options.netmask;
     Walker walker(gen);
     predicate = walker.program(tree);
@@ -347,6 +357,9 @@ netvm::pcapfilter::compile(MLIRContext &context, llvm::SourceMgr &sourceMgr,
   OpBuilder b(&context);
   filter::FilterApp app =
       filter::buildFilterApp(b, loc, options.appName, "match");
+  if (options.linkType != LINK_EN10MB)
+    app.pe->getParentOfType<ApplicationOp>().setLinkType(
+        static_cast<uint32_t>(options.linkType));
   Region &body = app.handler.getBody();
   Block *entry = &body.front(), *accept = app.accept, *reject = app.reject;
   b.setInsertionPointToEnd(entry);
@@ -363,11 +376,12 @@ netvm::pcapfilter::compile(MLIRContext &context, llvm::SourceMgr &sourceMgr,
                         "than libpcap's";
   CodeGen codegen(b, loc, body, dag, accept, reject);
   // libpcap's opt_root: when the first test's two branches end up at the
-  // same place, the test goes but its loads stay in front of the next one
-  // (unless the whole filter became a constant).
-  if (optimizing && first >= 2 && root >= 2 &&
-      dag.nodes[root].test != dag.nodes[first].test)
-    codegen.prologue(dag.nodes[first].test);
+  // same place (in the optimizer, or already here: `byte 16 < 0 and arp`
+  // on raw IP, where `arp` is false), the test goes but its loads stay in
+  // front of the next one (unless the whole filter became a constant).
+  if (optimizing && dag.lastTest >= 0 && root >= 2 &&
+      dag.nodes[root].test != dag.lastTest)
+    codegen.prologue(dag.lastTest);
   codegen.emit(root);
 
   return filter::finishFilterApp(app);

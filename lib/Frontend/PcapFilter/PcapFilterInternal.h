@@ -123,6 +123,7 @@ enum : uint32_t {
   ETHERTYPE_AARP = 0x80f3,
   ETHERTYPE_IPX = 0x8137,
   ETHERTYPE_PPPOED = 0x8863,
+  ETHERTYPE_PPPOES = 0x8864,
   ETHERTYPE_LOOPBACK = 0x9000,
   ETHERMTU = 1500,
   // 802.2 LLC service access points.
@@ -136,7 +137,41 @@ enum : uint32_t {
   ISO8473_CLNP = 0x81,
   ISO9542_ESIS = 0x82,
   ISO10589_ISIS = 0x83,
+  // Linux cooked captures: the protocol field's values for 802.3 and 802.2
+  // frames, and the packet type of a packet the host sent.
+  LINUX_SLL_P_802_3 = 0x0001,
+  LINUX_SLL_P_802_2 = 0x0004,
+  LINUX_SLL_OUTGOING = 4,
+  // PPP protocol numbers (ethertype_to_ppptype).
+  PPP_IP = 0x0021,
+  PPP_OSI = 0x0023,
+  PPP_NS = 0x0025,
+  PPP_DECNET = 0x0027,
+  PPP_APPLE = 0x0029,
+  PPP_IPX = 0x002b,
+  PPP_BRPDU = 0x0031,
+  PPP_IPV6 = 0x0057,
+  PPP_MPLS_UCAST = 0x0281,
+  ETHERTYPE_NS = 0x0600,
 };
+
+/// The link types netvm compiles tcpdump expressions for (libpcap's DLT_
+/// values on Linux, as pcap_datalink reports them; LINKTYPE_RAW, 101 in a
+/// file, is DLT_RAW, 12). PPP is the link type inside `pppoes`.
+enum LinkType : int {
+  LINK_NULL = 0,
+  LINK_EN10MB = 1,
+  LINK_PPP = 9,
+  LINK_RAW = 12,
+  LINK_LOOP = 108,
+  LINK_LINUX_SLL = 113,
+  LINK_IPV4 = 228,
+  LINK_IPV6 = 229,
+  LINK_LINUX_SLL2 = 276,
+};
+/// libpcap's description of a link type
+/// (pcap_datalink_val_to_description_or_dlt), as its messages name it.
+std::string linkDescription(int link);
 
 /// Protocol qualifiers (libpcap's Q_*).
 enum class Proto {
@@ -247,8 +282,24 @@ public:
   /// off_linktype and off_linkpl + off_nl (off_nl_nosnap for 802.3 frames
   /// with an 802.2 header), which `vlan` and `mpls` move for every
   /// primitive after them.
+  /// The link type the expression is compiled for (libpcap's linktype,
+  /// which `pppoes` changes to PPP), and whether the savefile's byte order
+  /// is the opposite of this machine's (DLT_NULL's family is in the
+  /// capturing host's order).
+  int link = LINK_EN10MB;
+  bool swapped = false;
+  /// Where the link-layer header starts (libpcap's off_linkhdr: 0, or
+  /// inside the packet after `pppoes`); `link[...]` and `ether[...]` are
+  /// relative to it. offLinkType is kNoLinkType where the link layer has
+  /// no type field (raw IP).
+  static constexpr uint32_t kNoLinkType = ~0u;
+  uint32_t offLinkHeader = 0;
   uint32_t offLinkType = 12, offLinkPayload = 14, offNetwork = 0,
            offNetworkNoSnap = 3;
+  /// Set `link` and the offsets of its header (libpcap's init_linktype);
+  /// false for a link type netvm does not compile expressions for.
+  bool setLinkType(int dlt);
+  bool isEthernet() const { return link == LINK_EN10MB; }
   unsigned labelDepth = 0; // MPLS labels seen
   /// The netmask `ip broadcast` needs (pcap_compile's netmask argument).
   std::optional<uint32_t> netmask;
@@ -267,9 +318,21 @@ public:
   /// An 802.2 SNAP header with `orgcode` and `type` (gen_snap).
   PredP snap(uint32_t orgcode, uint32_t type);
 
-  /// gen_linktype for Ethernet (gen_ether_linktype): an EtherType above
-  /// 1500, or an 802.2 LLC service access point.
+  /// gen_linktype: a protocol of the link layer, an EtherType above 1500
+  /// or an 802.2 LLC service access point, as the link type carries it
+  /// (Ethernet: gen_ether_linktype; Linux cooked: gen_linux_sll_linktype;
+  /// raw IP: the version; loopback: the address family; PPP: the PPP
+  /// protocol number).
   PredP linktype(uint32_t type, antlr4::ParserRuleContext *at);
+  /// gen_linux_sll_linktype: the protocol field of a Linux cooked capture,
+  /// with 802.2 and 802.3 frames marked by pseudo-protocols.
+  PredP sllLinktype(uint32_t type);
+  /// `pppoes [id]` (gen_pppoes): a PPPoE session frame; later primitives
+  /// look at the PPP packet inside it.
+  PredP pppoes(std::optional<uint32_t> id, antlr4::ParserRuleContext *at);
+  /// `inbound`/`outbound` (gen_inbound): the packet type of a Linux cooked
+  /// capture; refused elsewhere, as libpcap does when reading savefiles.
+  PredP direction(bool outbound, antlr4::ParserRuleContext *at);
   PredP ipProto(uint32_t v) { return cmp(net() + 9, 1, v); }
   PredP ip6Proto(uint32_t v) { return cmp(net() + 6, 1, v); }
   /// Not a fragment other than the first (libpcap's gen_ipfrag).
@@ -325,8 +388,9 @@ public:
 
   /// `llc` and its frame types (gen_llc*): an 802.3 frame that is not
   /// raw IPX, and the control byte.
-  PredP llc();
-  PredP llcControl(uint32_t value, uint32_t mask);
+  PredP llc(antlr4::ParserRuleContext *at);
+  PredP llcControl(uint32_t value, uint32_t mask,
+                   antlr4::ParserRuleContext *at);
 
   /// gen_portatom / gen_portrangeatom on the IPv4 transport header.
   PredP portAtom(uint32_t off, uint32_t lo, uint32_t hi, bool ipv6);
@@ -532,6 +596,11 @@ public:
 
   /// Nodes testing `p`, continuing at `t` or `f`.
   int compile(const PredP &p, int t, int f);
+  /// The test of the last comparison compile() met (-1: decided at
+  /// compile time). compile() takes an and/or's left side last, so after
+  /// the whole predicate this is its leftmost comparison, libpcap's root
+  /// block, even when its two branches met and no node tests it.
+  int lastTest = -1;
 
   /// libpcap's optimizer loop; returns the new root.
   int optimize(int root);

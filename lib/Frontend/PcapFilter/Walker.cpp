@@ -447,6 +447,9 @@ PredP Walker::ecode(const std::string &text, const Qual &q,
   if ((q.addr != Addr::Host && q.addr != Addr::Default) ||
       q.proto != Proto::Link)
     fail(at, "ethernet address used in non-ether expression");
+  if (!gen.isEthernet())
+    fail(at, "ethernet addresses supported only on ethernet/FDDI/token "
+             "ring/802.11/ATM LANE/Fibre Channel");
   // pcap_ether_aton: one or two hexadecimal digits between separators.
   uint8_t mac[6] = {0};
   size_t i = 0, n = 0;
@@ -567,7 +570,7 @@ Walker::Arith Walker::access(P::AccessContext *ctx) {
   ValP v;
   switch (p) {
   case Proto::Link:
-    v = load(0, size, index.value);
+    v = load(gen.offLinkHeader, size, index.value);
     checks = index.checks;
     break;
   case Proto::IP:
@@ -636,13 +639,8 @@ PredP Walker::other(P::OtherContext *ctx) {
     return gen.mpls(optNum(m->NUM()), ctx);
   if (dynamic_cast<P::PppoedContext *>(ctx))
     return gen.linktype(ETHERTYPE_PPPOED, ctx);
-  if (auto *s = dynamic_cast<P::PppoesContext *>(ctx)) {
-    if (std::optional<uint32_t> n = optNum(s->NUM()); n && *n > 0xFFFF)
-      fail(ctx, "PPPoE session number " + std::to_string(*n) +
-                    " greater than maximum 65535");
-    fail(ctx, "'pppoes' is not supported by netvm yet (the PPP header "
-              "after it changes the link type)");
-  }
+  if (auto *s = dynamic_cast<P::PppoesContext *>(ctx))
+    return gen.pppoes(optNum(s->NUM()), ctx);
   if (auto *g = dynamic_cast<P::GeneveContext *>(ctx)) {
     if (std::optional<uint32_t> n = optNum(g->NUM()); n && *n > 0xFFFFFF)
       fail(ctx, "Geneve VNI " + std::to_string(*n) +
@@ -650,12 +648,17 @@ PredP Walker::other(P::OtherContext *ctx) {
     fail(ctx, "'geneve' is not supported by netvm yet (it makes the "
               "offsets of later primitives variable)");
   }
-  if (dynamic_cast<P::InboundContext *>(ctx) ||
-      dynamic_cast<P::OutboundContext *>(ctx))
-    fail(ctx, "inbound/outbound not supported on Ethernet when reading "
-              "savefiles");
-  if (dynamic_cast<P::IfindexContext *>(ctx))
-    fail(ctx, "ifindex not supported on Ethernet when reading savefiles");
+  if (dynamic_cast<P::InboundContext *>(ctx))
+    return gen.direction(/*outbound=*/false, ctx);
+  if (dynamic_cast<P::OutboundContext *>(ctx))
+    return gen.direction(/*outbound=*/true, ctx);
+  if (auto *i = dynamic_cast<P::IfindexContext *>(ctx)) {
+    // The interface index of a Linux cooked v2 header.
+    if (gen.link != LINK_LINUX_SLL2)
+      fail(ctx, "ifindex not supported on " + linkDescription(gen.link) +
+                    " when reading savefiles");
+    return cmp(gen.offLinkHeader + 4, 4, parseNumber(i->NUM()));
+  }
   if (auto *l = dynamic_cast<P::LlcContext *>(ctx))
     return llc(l);
   if (dynamic_cast<P::PfIfnameContext *>(ctx))
@@ -742,26 +745,26 @@ PredP Walker::byteOp(P::ByteOpContext *ctx) {
 
 PredP Walker::llc(P::LlcContext *ctx) {
   if (!ctx->WORD() && !ctx->RNR())
-    return gen.llc();
+    return gen.llc(ctx);
   std::string word = ctx->RNR() ? "rnr" : ctx->WORD()->getText();
   std::string lower = llvm::StringRef(word).lower();
   if (lower == "i") // the low bit of the control byte clear
     return conj(
-        gen.llc(),
+        gen.llc(ctx),
         makeRelation(arith::CmpIPredicate::eq,
                      binary('&', load(gen.offLinkPayload + 2, 1), constant(1)),
                      constant(0)));
   if (lower == "s")
-    return gen.llcControl(1, 0x03);
+    return gen.llcControl(1, 0x03, ctx);
   if (lower == "u")
-    return gen.llcControl(3, 0x03);
+    return gen.llcControl(3, 0x03, ctx);
   std::optional<uint32_t> s = llvm::StringSwitch<std::optional<uint32_t>>(lower)
                                   .Case("rr", 0x01)
                                   .Case("rnr", 0x05)
                                   .Case("rej", 0x09)
                                   .Default(std::nullopt);
   if (s)
-    return gen.llcControl(*s, 0x0F);
+    return gen.llcControl(*s, 0x0F, ctx);
   std::optional<uint32_t> u = llvm::StringSwitch<std::optional<uint32_t>>(lower)
                                   .Case("ui", 0x03)
                                   .Case("ua", 0x63)
@@ -774,7 +777,7 @@ PredP Walker::llc(P::LlcContext *ctx) {
                                   .Default(std::nullopt);
   if (!u)
     fail(ctx, "unknown LLC type name \"" + word + "\"");
-  return gen.llcControl(*u, 0xEF);
+  return gen.llcControl(*u, 0xEF, ctx);
 }
 
 PredP Walker::wlanType(P::WlanTypeContext *ctx) {

@@ -122,9 +122,6 @@ public:
   static bool readHexPacket(const std::string &path, TracePacket &packet,
                             std::string &error);
 
-  /// Capture from network interface `device` through libpcap (live, not
-  /// promiscuous unless asked). Null on error, with `error` naming the
-  /// device.
   /// Reads the files of `paths` in order, one packet each, as
   /// readHexPacket does.
   static std::unique_ptr<PacketReader>
@@ -134,6 +131,9 @@ public:
   /// packet carries its source. Null on error, with `error` naming the file.
   static std::unique_ptr<PacketReader>
   openPerSource(const std::vector<std::string> &paths, std::string &error);
+  /// Capture from network interface `device` through libpcap (live, not
+  /// promiscuous unless asked). Null on error, with `error` naming the
+  /// device.
   static std::unique_ptr<PacketReader>
   openLive(const std::string &device, bool promiscuous, std::string &error);
 
@@ -153,6 +153,14 @@ public:
   virtual bool timedOut() const { return false; }
   /// The pcap link-layer type (DLT_EN10MB for hex files).
   virtual int linkType() const = 0;
+  /// Whether a savefile was written in the opposite byte order to this
+  /// machine's (libpcap's pcap_is_swapped): DLT_NULL's header is in the
+  /// capturing host's order.
+  virtual bool swapped() const { return false; }
+  /// The netmask of the captured network, which tcpdump gives
+  /// pcap_compile for `ip broadcast`: the interface's (pcap_lookupnet) for
+  /// live capture, 0 for files and when it is not known.
+  virtual uint32_t netmask() const { return 0; }
   /// The snapshot length of a pcap input (262144 for other inputs).
   virtual uint32_t snapLength() const { return 262144; }
 
