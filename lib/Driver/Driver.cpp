@@ -132,6 +132,21 @@ static std::optional<unsigned> loadFile(MLIRContext &context,
   return sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
 }
 
+llvm::Error netvm::driver::writeTextFile(StringRef path, StringRef text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return llvm::errorCodeToError(ec);
+  os << text;
+  os.close();
+  if (os.has_error()) {
+    ec = os.error();
+    os.clear_error();
+    return llvm::errorCodeToError(ec);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 netvm::driver::readSourceFile(StringRef path, size_t limit) {
   namespace fs = llvm::sys::fs;

@@ -628,6 +628,7 @@ void Emulator::Impl::memoryEvent(Event &e) {
     for (unsigned i = 0; i < words; ++i)
       storeBE(base + e.addr + 4 * i, e.data[i]);
     ++ms.writes;
+    lastEffect = std::max(lastEffect, e.time);
     ms.bytesWritten += 4 * words;
     break;
   }
@@ -648,6 +649,7 @@ void Emulator::Impl::memoryEvent(Event &e) {
       break;
     }
     ringPut(e.addr, e.data, e.count);
+    lastEffect = std::max(lastEffect, e.time);
     break;
   }
   case Op::ScratchGet: {
@@ -661,6 +663,7 @@ void Emulator::Impl::memoryEvent(Event &e) {
       break;
     }
     ringGet(e.addr, regs + e.xfer, e.count);
+    lastEffect = std::max(lastEffect, e.time);
     break;
   }
   case Op::Hash64:
@@ -674,6 +677,7 @@ void Emulator::Impl::memoryEvent(Event &e) {
     break;
   default: {
     // Atomics on one word.
+    lastEffect = std::max(lastEffect, e.time);
     uint8_t *p = base + e.addr;
     uint32_t old = loadBE(p), operand = e.data[0], result = old;
     bool returns = false;
@@ -909,6 +913,11 @@ void Emulator::attachHost(netvm_emu_host_fn fn, void *user,
 }
 
 void Emulator::Impl::applyEvent(Event &e) {
+  // Progress (MachineConfig::stallCycles): a packet, a next-neighbour
+  // write, what the host puts or writes; memory commands decide below.
+  if (e.kind != EventKind::Memory && e.kind != EventKind::Signal &&
+      e.kind != EventKind::RxRequest && e.kind != EventKind::Host)
+    lastEffect = std::max(lastEffect, e.time);
   switch (e.kind) {
   case EventKind::Host:
     if (hostFn)
@@ -1178,10 +1187,19 @@ void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
   }
   running = true;
   uint64_t t = 0, nextProgress = progressCycles;
-  bool limited = false;
+  bool limited = false, stalled = false, interrupted = false;
+  lastEffect = 0;
   for (;;) {
     if (config.maxCycles && t >= config.maxCycles) {
       limited = true;
+      break;
+    }
+    if (config.stallCycles && t > lastEffect + config.stallCycles) {
+      stalled = true;
+      break;
+    }
+    if (stopRequested.load(std::memory_order_relaxed)) {
+      interrupted = true;
       break;
     }
     uint64_t end = t + q;
@@ -1222,6 +1240,13 @@ void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
   }
   if (limited)
     stats.stopReason = "cycle limit";
+  else if (interrupted)
+    stats.stopReason = "interrupted";
+  else if (stalled)
+    stats.stopReason = "no progress: no memory write, ring put or get, packet, "
+                       "next-neighbour write or host action for " +
+                       std::to_string(config.stallCycles) +
+                       " cycles (--stall-cycles)";
   else if (stopped == loaded)
     stats.stopReason = "every ME stopped";
   else if (waiting)
@@ -1333,6 +1358,9 @@ void Emulator::setOutput(PacketOutput *output) { impl->output = output; }
 void Emulator::run(void (*progress)(uint64_t, void *), void *user,
                    uint64_t progressCycles) {
   impl->run(progress, user, progressCycles);
+}
+void Emulator::requestStop() {
+  impl->stopRequested.store(true, std::memory_order_relaxed);
 }
 const Stats &Emulator::stats() const { return impl->stats; }
 std::string Emulator::dumpRegisters() const { return impl->dumpRegisters(); }

@@ -21,6 +21,7 @@
 #include "netvm/emu/Isa.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <deque>
 #include <memory>
@@ -314,6 +315,11 @@ public:
   std::vector<uint32_t> freeSlots;
   uint64_t sequence = 0;
   uint64_t lastActivity = 0;
+  /// The last cycle the machine made progress (MachineConfig::
+  /// stallCycles), and a stop asked for from outside (Emulator::
+  /// requestStop).
+  uint64_t lastEffect = 0;
+  std::atomic<bool> stopRequested{false};
 
   // The host interface.
   netvm_emu_host_fn hostFn = nullptr;

@@ -286,6 +286,13 @@ static constexpr OptionEntry optionTable[] = {
      setInteger<&MachineConfig::maxCycles, 0,
                 std::numeric_limits<uint64_t>::max()>,
      false},
+    {{"stall-cycles", "N",
+      "Stop after N cycles without progress (no memory write, ring put or "
+      "non-empty get, packet, next-neighbour write or host action; default "
+      "100000000, 0: never)"},
+     setInteger<&MachineConfig::stallCycles, 0,
+                std::numeric_limits<uint64_t>::max()>,
+     false},
     {{"host-cost", "CROSSING/WORD",
       "Cost of a host crossing: CROSSING/WORD cycles (default 300/9)"},
      setHostCost,

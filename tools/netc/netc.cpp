@@ -455,18 +455,29 @@ int main(int argc, char **argv) {
     llvm::errs() << "netc: " << error << "\n";
     return 1;
   }
-  if (emit == Emit::MLIR) {
-    module->print(output->os());
+  // Keep the output if all of it was written; a failed write or close is
+  // an error naming the file (not LLVM's fatal "IO failure").
+  auto finish = [&]() {
+    output->os().close();
+    if (output->os().has_error()) {
+      llvm::errs() << "netc: " << output->getFilename() << ": "
+                   << output->os().error().message() << "\n";
+      output->os().clear_error();
+      return 1;
+    }
     output->keep();
     return 0;
+  };
+  if (emit == Emit::MLIR) {
+    module->print(output->os());
+    return finish();
   }
   if (emit == Emit::Partition || emit == Emit::PartitionDot) {
     if (emit == Emit::Partition)
       netvm::analysis::printPlan(model, plan, output->os());
     else
       netvm::analysis::printPlanDot(model, plan, output->os());
-    output->keep();
-    return 0;
+    return finish();
   }
 
   if (forME) {
@@ -524,8 +535,7 @@ int main(int argc, char **argv) {
       output->os().write(reinterpret_cast<const char *>(bytes.data()),
                          bytes.size());
     }
-    output->keep();
-    return 0;
+    return finish();
   }
 
   netvm::native::CodegenOptions codegen;
@@ -538,8 +548,7 @@ int main(int argc, char **argv) {
     if (failed(netvm::lowerToLLVMDialect(*module, codegen.lowering)))
       return 1;
     module->print(output->os());
-    output->keep();
-    return 0;
+    return finish();
   }
   auto tm = netvm::native::createTargetMachine(targetTriple, codegen.optLevel,
                                                cpuName);
@@ -564,6 +573,5 @@ int main(int argc, char **argv) {
     llvm::errs() << "netc: " << llvm::toString(std::move(err)) << "\n";
     return 1;
   }
-  output->keep();
-  return 0;
+  return finish();
 }

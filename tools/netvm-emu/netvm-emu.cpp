@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "netvm/Driver/Driver.h"
 #include "netvm/Target/ME/Assembler.h"
 #include "netvm/emu/Emulator.h"
 #include "netvm/emu/Options.h"
@@ -19,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -104,6 +106,10 @@ static cl::opt<std::string> maxCycles("max-cycles",
                                       cl::desc(machineHelp("max-cycles")),
                                       cl::value_desc("ulong"),
                                       cl::cat(emuCategory));
+static cl::opt<std::string> stallCycles("stall-cycles",
+                                        cl::desc(machineHelp("stall-cycles")),
+                                        cl::value_desc("ulong"),
+                                        cl::cat(emuCategory));
 static cl::opt<std::string> quantum("quantum", cl::desc(machineHelp("quantum")),
                                     cl::value_desc("uint"),
                                     cl::cat(emuCategory));
@@ -191,6 +197,14 @@ public:
 } // namespace
 
 /// Applies the machine options given on the command line.
+/// The machine Ctrl-C stops (Emulator::requestStop is safe in a signal
+/// handler).
+static Emulator *interrupted = nullptr;
+static void onInterrupt(int) {
+  if (interrupted)
+    interrupted->requestStop();
+}
+
 static bool configure(MachineConfig &config) {
   std::string error;
   auto apply = [&](const cl::Option &option, const std::string &value) {
@@ -201,7 +215,7 @@ static bool configure(MachineConfig &config) {
   };
   for (cl::opt<std::string> *option :
        {&numMEs, &controlStore, &clockMHz, &lineRate, &sramChannels, &rbufs,
-        &maxCycles, &quantum, &ringOverflow, &hostCost})
+        &maxCycles, &stallCycles, &quantum, &ringOverflow, &hostCost})
     if (option->getNumOccurrences() && !apply(*option, *option))
       return false;
   auto applyList = [&](const cl::list<std::string> &option) {
@@ -544,6 +558,11 @@ int main(int argc, char **argv) {
   meter.terminal = ::isatty(2);
   meter.start = meter.last = start;
   bool showProgress = progress || meter.terminal;
+  // Ctrl-C (or SIGTERM) stops the machine at the end of its quantum; the
+  // summary of what ran is printed as for any other end.
+  interrupted = &emulator;
+  std::signal(SIGINT, onInterrupt);
+  std::signal(SIGTERM, onInterrupt);
   emulator.run(showProgress ? Progress::report : nullptr, &meter,
                !showProgress    ? 0
                : meter.terminal ? 10000000
@@ -574,14 +593,12 @@ int main(int argc, char **argv) {
     llvm::outs() << statsToJson(stats) << "\n";
   } else {
     if (!statsJson.empty()) {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(statsJson, ec);
-      if (ec) {
+      if (llvm::Error e = netvm::driver::writeTextFile(
+              statsJson, statsToJson(stats) + "\n")) {
         llvm::errs() << "netvm-emu: cannot write '" << statsJson
-                     << "': " << ec.message() << "\n";
+                     << "': " << llvm::toString(std::move(e)) << "\n";
         return 1;
       }
-      os << statsToJson(stats) << "\n";
     }
     if (!quiet)
       printSummary(llvm::outs(), stats);
@@ -621,5 +638,15 @@ int main(int argc, char **argv) {
   llvm::outs().flush(); // reports follow the summary
   for (const Fault &f : stats.faults)
     printFault(f);
+  // A machine stopped from outside, or for making no progress, did not end
+  // by itself: say so after the summary.
+  if (stats.stopReason == "interrupted") {
+    llvm::errs() << "netvm-emu: interrupted\n";
+    return 130;
+  }
+  if (llvm::StringRef(stats.stopReason).starts_with("no progress")) {
+    llvm::errs() << "netvm-emu: stopped: " << stats.stopReason << "\n";
+    return 1;
+  }
   return stats.faults.empty() ? 0 : 1;
 }

@@ -276,11 +276,8 @@ static int run() {
     for (auto &[name, text] : ids.files) {
       llvm::SmallString<128> path(emitApp);
       llvm::sys::path::append(path, name);
-      std::error_code ec;
-      llvm::raw_fd_ostream os(path, ec);
-      if (ec)
-        return fail(path + ": " + ec.message());
-      os << text;
+      if (llvm::Error e = driver::writeTextFile(path, text))
+        return fail(path + ": " + llvm::toString(std::move(e)));
     }
     llvm::errs() << "netvm-ids: wrote " << emitApp << "/" << ids.nvappName
                  << " (" << plan.groups.size() << " port groups)\n";
@@ -425,10 +422,19 @@ static int run() {
         "({3:f3} Mpps emulated)\n",
         emu->packetsReceived, emu->cycles, emu->clockMHz,
         emu->seconds() > 0 ? emu->packetsReceived / emu->seconds() / 1e6 : 0.0);
-  if (fastOut)
-    fastOut->keep();
-  if (jsonOut)
-    jsonOut->keep();
+  // Every alert reached its file, or the error names it.
+  for (llvm::ToolOutputFile *out : {fastOut.get(), jsonOut.get()}) {
+    if (!out)
+      continue;
+    out->os().close();
+    if (out->os().has_error()) {
+      std::string message =
+          out->getFilename().str() + ": " + out->os().error().message();
+      out->os().clear_error();
+      return fail(message);
+    }
+    out->keep();
+  }
   return 0;
 }
 

@@ -1281,11 +1281,9 @@ static int run(int argc, char **argv) {
     if (statsJson == "-") {
       llvm::outs() << text;
     } else {
-      std::error_code ec;
-      llvm::raw_fd_ostream out(statsJson, ec);
-      if (ec)
-        return fail("cannot write " + statsJson + ": " + ec.message());
-      out << text;
+      if (llvm::Error e = driver::writeTextFile(statsJson, text))
+        return fail("cannot write " + statsJson + ": " +
+                    llvm::toString(std::move(e)));
     }
   }
   if (resultsFormat)

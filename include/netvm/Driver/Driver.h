@@ -174,6 +174,11 @@ ApplicationOp getApplication(mlir::ModuleOp module);
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readSourceFile(llvm::StringRef path, size_t limit = size_t(64) << 20);
 
+/// Write `text` to the file `path` ("-": standard output), checking every
+/// write and the close: the error says why (the caller names the file),
+/// rather than LLVM's fatal "IO failure on output stream" at exit.
+llvm::Error writeTextFile(llvm::StringRef path, llvm::StringRef text);
+
 /// The code the optimized IR is for: native code (little-endian hosts) or
 /// the big-endian microengines, where swapping constants' byte order does
 /// not pay.

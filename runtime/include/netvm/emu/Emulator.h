@@ -224,6 +224,10 @@ public:
   /// cycle limit. `progress`, if given, is called every `progressCycles`.
   void run(void (*progress)(uint64_t cycle, void *user) = nullptr,
            void *user = nullptr, uint64_t progressCycles = 0);
+  /// Ask a running machine to stop at the end of its current quantum (its
+  /// stop reason is then "interrupted"): safe from a signal handler or
+  /// another thread.
+  void requestStop();
 
   /// Attaches host-side code: `fn` runs first at cycle `firstCycle`, then
   /// whenever it asks (runtime/include/netvm/emu/host.h). Before run().

@@ -70,6 +70,12 @@ struct MachineConfig {
 
   RingOverflow ringOverflow = RingOverflow::Fault;
   uint64_t maxCycles = 0; // 0: run until the machine is quiescent
+  /// Stop a machine that makes no progress: no memory write or atomic, no
+  /// ring put or non-empty get, no packet received or sent, no
+  /// next-neighbour write and nothing from the host for this many cycles
+  /// (a context spinning forever, or polling rings nothing fills).
+  /// 0: never.
+  uint64_t stallCycles = 100'000'000;
   /// Count the cycles each instruction issued (MEStats::pcCycles): the
   /// profile the partitioner's cost model is calibrated with.
   bool profile = false;
