@@ -11,6 +11,7 @@
 #include "netvm/ccore/Lexer.h"
 
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -417,6 +418,48 @@ bool decode(const Format &format, const uint8_t *bytes, size_t length,
       v.bytes.assign(bytes + field.offset, bytes + field.offset + field.size);
   }
   return true;
+}
+
+std::vector<std::vector<uint8_t>>
+generateMessages(const Format &format, const GenerateOptions &options) {
+  // mt19937_64 is specified to the bit: the same seed gives the same bytes.
+  std::mt19937_64 random(options.seed);
+  std::vector<uint32_t> streams = options.streams;
+  if (streams.empty())
+    streams.push_back(1);
+  std::vector<std::vector<uint8_t>> messages;
+  for (uint64_t i = 0; i < options.count; ++i) {
+    std::vector<uint8_t> m(format.size, 0);
+    put(m, streamOffset, 4, streams[i % streams.size()]);
+    put(m, formatOffset, 2, format.id);
+    put(m, lengthOffset, 2, format.size);
+    for (const Field &f : format.fields) {
+      if (!f.isInteger()) {
+        for (uint32_t b = 0; b < f.size; ++b)
+          m[f.offset + b] = uint8_t(random());
+        continue;
+      }
+      uint64_t r = random();
+      uint32_t value;
+      auto range = options.ranges.find(f.name);
+      if (range != options.ranges.end())
+        value =
+            range->second.first + uint32_t(r % (uint64_t(range->second.second) -
+                                                range->second.first + 1));
+      else
+        value = uint32_t(r) &
+                (f.size == 4 ? 0xFFFFFFFFu : (1u << (8 * f.size)) - 1);
+      put(m, f.offset, f.size, value);
+    }
+    if (options.malformedPercent && random() % 100 < options.malformedPercent) {
+      if (random() % 2)
+        m.resize(random() % m.size());
+      else
+        m[formatOffset + 1] ^= 0x40;
+    }
+    messages.push_back(std::move(m));
+  }
+  return messages;
 }
 
 //===----------------------------------------------------------------------===//

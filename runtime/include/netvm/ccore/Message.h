@@ -98,6 +98,19 @@ std::optional<Header> readHeader(const uint8_t *bytes, size_t length);
 bool decode(const Format &format, const uint8_t *bytes, size_t length,
             Values &values, std::string &error);
 
+/// A reproducible stream of messages of one format, for tests, demos and
+/// benchmarks: every integer field drawn from its range (the whole type
+/// unless `ranges` says), bytes fields random, streams taken in turn.
+struct GenerateOptions {
+  uint64_t count = 1000, seed = 1;
+  std::vector<uint32_t> streams = {1};
+  std::map<std::string, std::pair<uint32_t, uint32_t>> ranges;
+  /// Percentage of malformed messages: truncated, or of another format id.
+  unsigned malformedPercent = 0;
+};
+std::vector<std::vector<uint8_t>>
+generateMessages(const Format &format, const GenerateOptions &options);
+
 /// A channel of the C-CORE paper: (source, destination, port, format id).
 struct ChannelKey {
   std::string source, destination;
