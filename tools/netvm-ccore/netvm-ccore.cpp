@@ -96,6 +96,12 @@ static cl::opt<uint64_t> swapAt("swap-at",
                                          "(default 100000)"),
                                 cl::init(100000), cl::sub(chainCmd),
                                 cl::cat(category));
+static cl::opt<double> rateGbps(
+    "rate-gbps",
+    cl::desc("Offer the messages at this line rate (Gbit/s); the receive "
+             "side drops what its buffers cannot hold (default 0: "
+             "lossless, as fast as the chain takes them)"),
+    cl::init(0), cl::sub(chainCmd), cl::cat(category));
 static cl::opt<bool> swapSame(
     "swap-same",
     cl::desc("Swap to the same form of the handler (default: generic to "
@@ -295,6 +301,9 @@ static int chainMain(const Schema &schema) {
       !queryToNetIL(schema, meQuery, "<me-query>", second, nextNetil, error))
     return fail(error);
   netvm::me::MachineConfig machine;
+  if (rateGbps < 0)
+    return fail("--rate-gbps must not be negative");
+  machine.lineRateGbps = rateGbps;
   netvm::me::CompiledApp meStage, next;
   if (!compileForME(netil, "me_stage", machine, meStage, error) ||
       !compileForME(nextNetil, "me_stage", machine, next, error))
@@ -328,9 +337,26 @@ static int chainMain(const Schema &schema) {
     llvm::outs() << "host stage          " << run.fromMEs.size() << " in, "
                  << run.outputs.size() << " out, " << run.hostDropped
                  << " dropped\n";
+  const netvm::me::Stats &st = run.stats;
+  double seconds = st.seconds();
+  const netvm::me::MEStats &handler = st.mes[handlerME];
+  uint64_t handled = run.meRuns ? run.meRuns : 1;
   llvm::outs() << "messages out        " << run.outputs.size() << "\n"
+               << "receive drops       " << st.packetsDropped << "\n"
                << "emulated time       " << run.cycles << " cycles, "
-               << llvm::format("%.1f", run.micros) << " us\n";
+               << llvm::format("%.1f", run.micros) << " us\n"
+               << "throughput          "
+               << llvm::format("%.1f", st.bytesReceived * 8 / seconds / 1e6)
+               << " Mbit/s in, "
+               << llvm::format("%.1f", st.bytesSent * 8 / seconds / 1e6)
+               << " Mbit/s out of the MEs, "
+               << llvm::format("%.0f", st.packetsReceived / seconds)
+               << " messages/s\n"
+               << "handler ME " << handlerME << "        "
+               << llvm::format("%.1f", double(handler.busyCycles) / handled)
+               << " busy cycles, "
+               << llvm::format("%.1f", double(handler.instructions) / handled)
+               << " instructions per message\n";
   if (swap.mode != SwapRequest::Mode::None) {
     const SwapReport &r = run.swap;
     double mhz = run.stats.clockMHz;
