@@ -245,6 +245,18 @@ static bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
     why = "the new image configures other rings";
     return false;
   }
+  // Only code crosses at a swap: initial data the new image expects
+  // must be what the old one put there.
+  auto dataOf = [](const me::Image &image) {
+    std::vector<std::tuple<int, uint32_t, std::vector<uint8_t>>> d;
+    for (const me::DataInit &init : image.data)
+      d.emplace_back(int(init.memory), init.address, init.bytes);
+    return d;
+  };
+  if (dataOf(a.image) != dataOf(b.image)) {
+    why = "the new image initialises memory differently";
+    return false;
+  }
   if (!a.layout.stages.empty() || !b.layout.stages.empty()) {
     why = "a hot-swap needs the default layout (one handler ME)";
     return false;
