@@ -228,6 +228,98 @@ static DInst predecode(uint64_t word, unsigned n, unsigned contexts,
   return d;
 }
 
+void Emulator::Impl::installCode(MEState &me, const CodeBlock &block) {
+  me.loaded = true;
+  me.stopped = true;
+  me.active = -1;
+  me.readyMask = 0;
+  me.block = -1;
+  me.stats->loaded = true;
+  me.numContexts = block.ctxMode;
+  me.ctxEnable = block.ctxEnable;
+  me.perBank = block.ctxMode == 8 ? 16 : 32;
+  me.words = block.words;
+  if (config.profile)
+    me.stats->pcCycles.assign(block.words.size() + 1, 0);
+  me.code.clear();
+  me.badReason.assign(block.words.size(), std::string());
+  for (size_t pc = 0; pc < block.words.size(); ++pc)
+    me.code.push_back(predecode(block.words[pc], me.perBank, me.numContexts,
+                                config, me.badReason[pc]));
+  // Checks that need the whole program: targets and defer slots.
+  for (size_t pc = 0; pc < me.code.size(); ++pc) {
+    DInst &d = me.code[pc];
+    if (d.bad)
+      continue;
+    const InstrInfo &info = *lookupOpcode(uint8_t(d.op));
+    bool hasTarget =
+        info.format >= Format::Branch && info.format <= Format::Jump;
+    if (hasTarget && d.imm >= me.code.size()) {
+      d.bad = true;
+      d.op = Op::Invalid;
+      me.badReason[pc] =
+          "branch target " + std::to_string(d.imm) + " is beyond the program";
+    }
+    for (unsigned k = 1; !d.bad && k <= d.defer; ++k) {
+      const DInst *slot = pc + k < me.code.size() ? &me.code[pc + k] : nullptr;
+      if (!slot || slot->bad ||
+          (lookupOpcode(uint8_t(slot->op))->flags & Control) ||
+          slot->sigMode == SigMode::CtxSwap) {
+        d.bad = true;
+        d.op = Op::Invalid;
+        me.badReason[pc] = "defer slot " + std::to_string(k) +
+                           " does not hold a plain instruction";
+      }
+    }
+  }
+  // A sentinel after the last instruction: the interpreter finds the
+  // pc leaving the program there instead of checking every pc.
+  DInst sentinel;
+  sentinel.cycles = 0;
+  sentinel.bad = true;
+  me.code.push_back(sentinel);
+  for (Context &ctx : me.ctx)
+    ctx.state = Context::Off;
+}
+
+void Emulator::Impl::startME(MEState &me, uint64_t now) {
+  unsigned n = me.perBank;
+  me.regfile.assign(size_t(me.numContexts) * 6 * n, 0);
+  me.lm.assign(config.localMemoryWords, 0);
+  std::fill(std::begin(me.nn), std::end(me.nn), 0);
+  me.nnHead = me.nnCount = me.nnReserved = 0;
+  std::fill(std::begin(me.camTag), std::end(me.camTag), 0);
+  std::fill(std::begin(me.camState), std::end(me.camState), 0);
+  for (unsigned e = 0; e < camEntries; ++e)
+    me.camLru[e] = uint8_t(e);
+  me.stopped = false;
+  me.active = -1;
+  me.readyMask = 0;
+  me.lastCtx = me.numContexts - 1; // context 0 goes first
+  me.now = std::max(me.now, now);
+  me.nextWake = now;
+  me.idleSince = now;
+  me.faultPending = false;
+  ++me.generation;
+  // Ring counts are since the ME last started.
+  std::fill(std::begin(me.ringOps), std::end(me.ringOps), netvm_emu_ring_ops{});
+  me.stats->threads.resize(me.numContexts);
+  for (unsigned c = 0; c < me.numContexts; ++c) {
+    Context &ctx = me.ctx[c];
+    ThreadStats *threadStats = &me.stats->threads[c];
+    ctx = Context();
+    ctx.regs = &me.regfile[size_t(c) * 6 * n];
+    ctx.stats = threadStats;
+    if ((me.ctxEnable >> c) & 1) {
+      ctx.state = Context::Ready;
+      ctx.readyAt = now;
+      ctx.waitSince = now;
+      me.readyMask |= 1u << c;
+      ctx.stats->enabled = true;
+    }
+  }
+}
+
 bool Emulator::Impl::load(const Image &img, std::string &error) {
   uint32_t seen = 0;
   for (size_t b = 0; b < img.code.size(); ++b) {
@@ -286,70 +378,9 @@ bool Emulator::Impl::load(const Image &img, std::string &error) {
       if (!((block.meMask >> m) & 1))
         continue;
       MEState &me = mes[m];
-      me.loaded = true;
+      installCode(me, block);
       me.block = int(b);
-      me.stats->loaded = true;
-      me.numContexts = block.ctxMode;
-      me.lastCtx = me.numContexts - 1; // context 0 goes first
-      me.perBank = block.ctxMode == 8 ? 16 : 32;
-      me.words = block.words;
-      if (config.profile)
-        me.stats->pcCycles.assign(block.words.size() + 1, 0);
-      me.code.clear();
-      me.badReason.assign(block.words.size(), std::string());
-      for (size_t pc = 0; pc < block.words.size(); ++pc)
-        me.code.push_back(predecode(block.words[pc], me.perBank, me.numContexts,
-                                    config, me.badReason[pc]));
-      // Checks that need the whole program: targets and defer slots.
-      for (size_t pc = 0; pc < me.code.size(); ++pc) {
-        DInst &d = me.code[pc];
-        if (d.bad)
-          continue;
-        const InstrInfo &info = *lookupOpcode(uint8_t(d.op));
-        bool hasTarget =
-            info.format >= Format::Branch && info.format <= Format::Jump;
-        if (hasTarget && d.imm >= me.code.size()) {
-          d.bad = true;
-          d.op = Op::Invalid;
-          me.badReason[pc] = "branch target " + std::to_string(d.imm) +
-                             " is beyond the program";
-        }
-        for (unsigned k = 1; !d.bad && k <= d.defer; ++k) {
-          const DInst *slot =
-              pc + k < me.code.size() ? &me.code[pc + k] : nullptr;
-          if (!slot || slot->bad ||
-              (lookupOpcode(uint8_t(slot->op))->flags & Control) ||
-              slot->sigMode == SigMode::CtxSwap) {
-            d.bad = true;
-            d.op = Op::Invalid;
-            me.badReason[pc] = "defer slot " + std::to_string(k) +
-                               " does not hold a plain instruction";
-          }
-        }
-      }
-      // A sentinel after the last instruction: the interpreter finds the
-      // pc leaving the program there instead of checking every pc.
-      DInst sentinel;
-      sentinel.cycles = 0;
-      sentinel.bad = true;
-      me.code.push_back(sentinel);
-      unsigned n = me.perBank;
-      me.regfile.assign(size_t(me.numContexts) * 6 * n, 0);
-      me.lm.assign(config.localMemoryWords, 0);
-      for (unsigned e = 0; e < camEntries; ++e)
-        me.camLru[e] = uint8_t(e);
-      me.stats->threads.resize(me.numContexts);
-      for (unsigned c = 0; c < me.numContexts; ++c) {
-        Context &ctx = me.ctx[c];
-        ctx.regs = &me.regfile[size_t(c) * 6 * n];
-        ctx.stats = &me.stats->threads[c];
-        if ((block.ctxEnable >> c) & 1) {
-          ctx.state = Context::Ready;
-          ctx.readyAt = 0;
-          me.readyMask |= 1u << c;
-          ctx.stats->enabled = true;
-        }
-      }
+      startME(me, 0);
     }
   }
   return true;
@@ -601,7 +632,11 @@ static uint64_t hash64(uint64_t value, uint64_t multiplier) {
 
 void Emulator::Impl::memoryEvent(Event &e) {
   MEState &me = mes[e.me];
-  uint32_t *regs = me.ctx[e.ctx].regs;
+  // A command of an earlier run of a restarted ME lands in memory (and
+  // rings) but not in the registers of the code that runs now.
+  bool stale = e.generation != me.generation;
+  uint32_t discard[6 * 32]; // a context's registers at most
+  uint32_t *regs = stale ? discard : me.ctx[e.ctx].regs;
   Op op = e.op;
   Memory memory = op >= Op::DramRead   ? Memory::Dram
                   : op >= Op::SramRead ? Memory::Sram
@@ -650,20 +685,30 @@ void Emulator::Impl::memoryEvent(Event &e) {
     }
     ringPut(e.addr, e.data, e.count);
     lastEffect = std::max(lastEffect, e.time);
+    ++me.ringOps[e.addr].puts;
     break;
   }
   case Op::ScratchGet: {
     Ring &ring = rings[e.addr];
     RingStats &rs = stats.rings[e.addr];
-    if (ring.count < e.count) {
-      // An empty ring reads as zeros (descriptors are never zero).
+    netvm_emu_ring_ops &ops = me.ringOps[e.addr];
+    if (ring.count < e.count || stale || me.stopped ||
+        ((me.fencedRings >> e.addr) & 1)) {
+      // An empty ring reads as zeros (descriptors are never zero); so does
+      // a fenced one for this ME, and every ring for a stopped ME, whose
+      // gets still in flight take nothing.
       for (unsigned i = 0; i < e.count; ++i)
         regs[e.xfer + i] = 0;
       ++rs.emptyGets;
+      ++ops.refused;
       break;
     }
     ringGet(e.addr, regs + e.xfer, e.count);
     lastEffect = std::max(lastEffect, e.time);
+    if (!ops.gets)
+      ops.firstGet = e.time;
+    ops.lastGet = e.time;
+    ++ops.gets;
     break;
   }
   case Op::Hash64:
@@ -729,7 +774,8 @@ void Emulator::Impl::memoryEvent(Event &e) {
     break;
   }
   }
-  deliverSignal(e.me, e.ctx, e.sig, e.time, e.reason);
+  if (!stale)
+    deliverSignal(e.me, e.ctx, e.sig, e.time, e.reason);
 }
 
 void Emulator::Impl::ringPut(unsigned r, const uint32_t *words,
@@ -896,6 +942,80 @@ extern "C" int netvm_emu_host_write(netvm_emu_host *host, unsigned memory,
   e.kind = EventKind::HostWrite;
   e.time = m.hostClock;
   m.schedule(std::move(e));
+  return 0;
+}
+
+static MEState *hostME(Emulator::Impl &m, unsigned me) {
+  return me < m.mes.size() ? &m.mes[me] : nullptr;
+}
+
+extern "C" int netvm_emu_host_me_load(netvm_emu_host *host, unsigned me,
+                                      const uint64_t *words, unsigned count,
+                                      unsigned contexts, uint32_t ctxEnable) {
+  Emulator::Impl &m = *host->impl;
+  MEState *target = hostME(m, me);
+  if (!target || (target->loaded && !target->stopped) || !words || !count ||
+      count > m.config.controlStore || (contexts != 4 && contexts != 8) ||
+      (ctxEnable >> contexts) || !ctxEnable) {
+    m.hostCross(0);
+    return -1;
+  }
+  // Each instruction is two words across the interface.
+  m.hostCross(2 * count);
+  CodeBlock block;
+  block.words.assign(words, words + count);
+  block.ctxMode = uint8_t(contexts);
+  block.ctxEnable = uint8_t(ctxEnable);
+  m.installCode(*target, block);
+  return 0;
+}
+
+extern "C" int netvm_emu_host_me_stop(netvm_emu_host *host, unsigned me) {
+  Emulator::Impl &m = *host->impl;
+  m.hostCross(0);
+  MEState *target = hostME(m, me);
+  if (!target || !target->loaded)
+    return -1;
+  if (!target->stopped) {
+    m.retireContexts(*target, m.hostClock);
+    ++target->generation; // its commands in flight are an earlier run's
+  }
+  return 0;
+}
+
+extern "C" int netvm_emu_host_me_start(netvm_emu_host *host, unsigned me) {
+  Emulator::Impl &m = *host->impl;
+  m.hostCross(0);
+  MEState *target = hostME(m, me);
+  if (!target || !target->loaded || !target->stopped)
+    return -1;
+  m.startME(*target, m.hostClock);
+  return 0;
+}
+
+extern "C" int netvm_emu_host_ring_fence(netvm_emu_host *host, unsigned me,
+                                         unsigned ring, int fenced) {
+  Emulator::Impl &m = *host->impl;
+  m.hostCross(0);
+  MEState *target = hostME(m, me);
+  if (!target || ring >= numRings)
+    return -1;
+  if (fenced)
+    target->fencedRings |= 1u << ring;
+  else
+    target->fencedRings &= ~(1u << ring);
+  return 0;
+}
+
+extern "C" int netvm_emu_host_me_ring_ops(netvm_emu_host *host, unsigned me,
+                                          unsigned ring,
+                                          netvm_emu_ring_ops *ops) {
+  Emulator::Impl &m = *host->impl;
+  m.hostCross(0);
+  MEState *target = hostME(m, me);
+  if (!target || ring >= numRings || !ops)
+    return -1;
+  *ops = target->ringOps[ring];
   return 0;
 }
 

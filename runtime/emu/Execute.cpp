@@ -336,6 +336,7 @@ void Emulator::Impl::issue(MEState &me, Context &c, const DInst &in,
   e.xfer = 0;
   e.aux = 0;
   e.op = in.op;
+  e.generation = me.generation;
   e.me = uint8_t(me.index);
   e.ctx = uint8_t(&c - me.ctx);
   e.sig = in.sig;

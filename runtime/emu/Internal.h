@@ -109,6 +109,14 @@ struct MEState {
   unsigned lastCtx = 7;   // round robin starts after it
   uint64_t idleSince = 0;
   bool idle = true;
+  /// Contexts started at PC 0 (the code block's ctxEnable).
+  uint32_t ctxEnable = 0;
+  /// Bumped when the host restarts the ME: commands of an earlier run
+  /// still in flight land in memory but no longer in its registers.
+  uint16_t generation = 0;
+  /// Rings whose gets by this ME are refused (host.h, ring fences).
+  uint32_t fencedRings = 0;
+  netvm_emu_ring_ops ringOps[numRings] = {};
   // Set by an instruction that faulted; checked after it.
   bool faultPending = false;
   std::string faultReason;
@@ -138,7 +146,8 @@ struct Event {
   /// 1 + controller index while the command is on its way to a memory
   /// controller (time = arrival); 0 once it has a completion time.
   uint8_t queued = 0;
-  uint16_t xfer = 0; // register index where read data goes
+  uint16_t xfer = 0;       // register index where read data goes
+  uint16_t generation = 0; // the issuing ME's (MEState::generation)
   uint32_t pc = 0;
   uint32_t addr = 0;
   uint32_t aux = 0;
@@ -336,6 +345,11 @@ public:
   };
   std::deque<HostWrite> hostWrites;
   void runHost(uint64_t time);
+  /// Puts the code of `block` into `me` (stopped, contexts off).
+  void installCode(MEState &me, const CodeBlock &block);
+  /// Resets `me`'s contexts, registers, local memory and CAM and makes
+  /// its enabled contexts ready at `now`.
+  void startME(MEState &me, uint64_t now);
   /// Ring operations that fit (checked by the caller), with statistics.
   void ringPut(unsigned ring, const uint32_t *words, unsigned count);
   void ringGet(unsigned ring, uint32_t *words, unsigned count);

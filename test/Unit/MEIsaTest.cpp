@@ -692,3 +692,114 @@ TEST(MEEmulator, WriteMemoryBeforeTheRun) {
   EXPECT_EQ(wordAt(copied, 4), 7u);
   EXPECT_EQ(wordAt(copied, 8), 8u);
 }
+
+namespace {
+/// Hands the work of ME 0 (ring 3 to ring 4, unchanged) over to ME 1 with
+/// other code (adds 1000) while values flow: refusals first, then the
+/// new code preloaded, ME 0 fenced, drained, stopped, ME 1 started.
+struct HandOver {
+  const CodeBlock *next = nullptr;
+  unsigned step = 0;
+  uint32_t put = 0;
+  std::vector<uint32_t> out;
+  netvm_emu_ring_ops oldOps{}, newOps{};
+  uint64_t stoppedAt = 0;
+
+  void putValues(netvm_emu_host *host, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) {
+      uint32_t v = ++put;
+      EXPECT_EQ(netvm_emu_host_ring_put(host, 3, &v, 1), 0);
+    }
+  }
+
+  static uint64_t run(netvm_emu_host *host, void *user) {
+    auto &h = *static_cast<HandOver *>(user);
+    switch (h.step++) {
+    case 0: {
+      const uint64_t word = 0;
+      EXPECT_EQ(netvm_emu_host_me_load(host, 0, &word, 1, 8, 1), -1); // running
+      EXPECT_EQ(netvm_emu_host_me_start(host, 0), -1);                // running
+      EXPECT_EQ(netvm_emu_host_me_stop(host, 5), -1);                 // no code
+      EXPECT_EQ(netvm_emu_host_ring_fence(host, 0, 16, 1), -1);
+      netvm_emu_ring_ops ops;
+      EXPECT_EQ(netvm_emu_host_me_ring_ops(host, 99, 3, &ops), -1);
+      EXPECT_EQ(netvm_emu_host_me_load(host, 1, h.next->words.data(), 1, 6, 1),
+                -1); // 6 contexts
+      h.putValues(host, 5);
+      return 2000;
+    }
+    case 1:
+      EXPECT_EQ(netvm_emu_host_me_load(host, 1, h.next->words.data(),
+                                       unsigned(h.next->words.size()), 8, 1),
+                0);
+      EXPECT_EQ(netvm_emu_host_ring_fence(host, 0, 3, 1), 0);
+      h.putValues(host, 5); // they wait in the ring
+      return 200;
+    case 2: {
+      netvm_emu_ring_ops taken, sent;
+      netvm_emu_host_me_ring_ops(host, 0, 3, &taken);
+      netvm_emu_host_me_ring_ops(host, 0, 4, &sent);
+      if (taken.gets != sent.puts) {
+        --h.step; // not drained yet
+        return 50;
+      }
+      h.oldOps = taken;
+      EXPECT_EQ(netvm_emu_host_me_stop(host, 0), 0);
+      h.stoppedAt = netvm_emu_host_now(host);
+      EXPECT_EQ(netvm_emu_host_me_start(host, 1), 0);
+      h.putValues(host, 2);
+      return 3000;
+    }
+    default: {
+      netvm_emu_host_me_ring_ops(host, 1, 3, &h.newOps);
+      uint32_t v;
+      while (netvm_emu_host_ring_get(host, 4, &v, 1) == 0)
+        h.out.push_back(v);
+      return 0;
+    }
+    }
+  }
+};
+} // namespace
+
+TEST(MEEmulator, HostChangesAnMEsCodeWhileRunning) {
+  // ME `me` moves values from ring 3 to ring 4, adding `add`.
+  auto mover = [](unsigned me, unsigned add) {
+    return ".ring 3, 0x0, 128\n.ring 4, 0x200, 128\n.me " + std::to_string(me) +
+           R"(
+.ctx_enable 1
+loop:
+    scratch[get, $0, 3, --, 1], ctx_swap[s1]
+    alu[a0, --, b, $0]
+    beq[loop]
+    immed[b0, )" +
+           std::to_string(add) +
+           R"(]
+    alu[$0, a0, +, b0]
+    scratch[put, $0, 4, --, 1], ctx_swap[s1]
+    br[loop]
+)";
+  };
+  Image image = assembleOrFail(mover(0, 0));
+  Image next = assembleOrFail(mover(1, 1000));
+  ASSERT_EQ(next.code.size(), 1u);
+  MachineConfig config;
+  config.maxCycles = 40000; // the MEs poll forever
+  Emulator emulator(config);
+  std::string error;
+  ASSERT_TRUE(emulator.load(image, error)) << error;
+  HandOver h;
+  h.next = &next.code[0];
+  emulator.attachHost(HandOver::run, &h, 100);
+  emulator.run();
+  EXPECT_TRUE(emulator.stats().faults.empty());
+  // Every value once, in order: the first five by the old code, the rest
+  // (five waiting through the fence, two later) by the new.
+  EXPECT_EQ(h.out, std::vector<uint32_t>({1, 2, 3, 4, 5, 1006, 1007, 1008, 1009,
+                                          1010, 1011, 1012}));
+  EXPECT_EQ(h.oldOps.gets, 5u);
+  EXPECT_GT(h.oldOps.refused, 0u);
+  EXPECT_EQ(h.newOps.gets, 7u);
+  EXPECT_GE(h.newOps.firstGet, h.stoppedAt);
+  EXPECT_GT(h.newOps.firstGet, h.oldOps.lastGet);
+}

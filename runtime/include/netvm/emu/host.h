@@ -81,6 +81,48 @@ int netvm_emu_host_read(netvm_emu_host *host, unsigned memory, uint32_t address,
 int netvm_emu_host_write(netvm_emu_host *host, unsigned memory,
                          uint32_t address, const void *bytes, uint32_t length);
 
+/* Changing a running machine's code (docs/me-isa.md, "Changing code
+ * while the machine runs"): what a handler manager needs to hot-swap the
+ * program of one ME. Each call is one crossing (a load also moves two words
+ * per instruction) and takes effect at once, at the host's clock. */
+
+/* Puts `count` instructions into the control store of ME `me`, which must
+ * be stopped (netvm_emu_host_me_stop) or never loaded, with `contexts` (4
+ * or 8) contexts of which those in the mask `ctxEnable` start; the ME
+ * stays stopped until netvm_emu_host_me_start. 0, or -1 (nothing loaded)
+ * if the ME is running, does not exist, or the code does not fit. */
+int netvm_emu_host_me_load(netvm_emu_host *host, unsigned me,
+                           const uint64_t *words, unsigned count,
+                           unsigned contexts, uint32_t ctxEnable);
+
+/* Stops ME `me`: its contexts end wherever they are. Its commands still in
+ * flight land in memory and rings (its ring gets take nothing), never
+ * again in its registers. 0, or -1 if the ME has no code. Stop an ME
+ * between packets (a ring fence, then its ring counts) or its packets are
+ * lost. */
+int netvm_emu_host_me_stop(netvm_emu_host *host, unsigned me);
+
+/* Starts a stopped ME afresh: registers, local memory, CAM and
+ * next-neighbour state cleared, its enabled contexts ready at PC 0. 0, or
+ * -1 if the ME has no code or is running. */
+int netvm_emu_host_me_start(netvm_emu_host *host, unsigned me);
+
+/* While `fenced` is nonzero, every get of ME `me` on ring `ring` finds the
+ * ring empty (and takes nothing); other MEs and the host are not affected.
+ * 0, or -1 if the ME or ring does not exist. */
+int netvm_emu_host_ring_fence(netvm_emu_host *host, unsigned me, unsigned ring,
+                              int fenced);
+
+/* What one ME did on one ring since it last started: successful gets,
+ * puts, gets refused (empty, fenced or stopped), and the cycles its first
+ * and last successful gets completed. */
+typedef struct netvm_emu_ring_ops {
+  uint64_t gets, puts, refused;
+  uint64_t firstGet, lastGet;
+} netvm_emu_ring_ops;
+int netvm_emu_host_me_ring_ops(netvm_emu_host *host, unsigned me, unsigned ring,
+                               netvm_emu_ring_ops *ops);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,103 @@
+//===- Query.h - C-CORE handlers from a query form --------------*- C++ -*-===//
+//
+// The handlers of the C-CORE layer (docs/ccore.md) written as queries over a
+// message format of a schema (netvm/ccore/Message.h):
+//
+//   from flight select price > $limit and gate == 12 project flightno, price
+//
+// `select` keeps the messages its predicate holds for and drops the rest;
+// `project` makes a smaller message of the chosen fields (a format derived
+// from the input's). A query compiles to one NetPE in NetIL text, which the
+// usual pipeline turns into JIT code or an ME image, in one of two forms:
+//
+//  - generic: the fields' offsets, the message size, the format id and the
+//    `$` parameters are read from data memory at run time (written by the
+//    .init handler, and rewritable in place by a control plane), as a
+//    handler that interprets a format description does;
+//  - specialized: all of them are constants, so the SSA optimizer folds
+//    them into the loads and compares (specialization by recompilation).
+//
+// No MLIR here: the text goes to the driver like any NetIL file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NETVM_CCORE_QUERY_H
+#define NETVM_CCORE_QUERY_H
+
+#include "netvm/ccore/Message.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netvm::ccore {
+
+/// A predicate of a select.
+struct Predicate {
+  enum class Kind : uint8_t { Compare, And, Or, Not } kind = Kind::Compare;
+  enum class Op : uint8_t { Eq, Ne, Lt, Le, Gt, Ge } op = Op::Eq;
+  /// Compare: the field, and the constant or (nonempty) parameter name.
+  std::string field;
+  uint32_t constant = 0;
+  std::string parameter;
+  /// And, Or: both; Not: lhs.
+  std::unique_ptr<Predicate> lhs, rhs;
+};
+
+struct Query {
+  const Format *format = nullptr;
+  std::unique_ptr<Predicate> select; // null: every message
+  std::vector<std::string> project;  // empty: the whole message
+  /// The `$` parameters, in order of first use.
+  std::vector<std::string> parameters;
+  /// The fields the handler reads, in order of first use.
+  std::vector<const Field *> reads;
+  /// The original text, for comments in the NetIL.
+  std::string text;
+};
+
+/// Parses a query over `schema`; `file` names the text in errors, which are
+/// "file:line:col: error: message" lines (every one found, in `error`).
+std::optional<Query> parseQuery(const std::string &text,
+                                const std::string &file, const Schema &schema,
+                                std::string &error);
+
+/// The format of a projection's output: the projected fields packed after
+/// the header, in the query's order, with id `id`.
+Format projectedFormat(const Query &query, uint16_t id);
+
+struct HandlerOptions {
+  /// Constants (specialized) or data memory (generic).
+  bool specialize = false;
+  /// The value of each `$` parameter (a missing one is an error).
+  std::map<std::string, uint32_t> parameters;
+  /// The id of a projection's output format (0: the input's id | 0x8000).
+  uint16_t projectId = 0;
+  /// The NetPE's name.
+  std::string name = "handler";
+};
+
+/// The NetIL text of the handler: one NetPE, push port `in`, push port
+/// `out`; messages that do not pass (or are shorter than the format, or of
+/// another format id) are dropped. False with `error` if a parameter has no
+/// value or a projection is larger than maxProjectBytes.
+bool emitNetIL(const Query &query, const HandlerOptions &options,
+               std::string &netil, std::string &error);
+
+/// Projected fields' bytes a handler may produce (they pass through the
+/// stack, in registers on an ME).
+constexpr uint32_t maxProjectBytes = 64;
+
+/// Data memory of a generic handler: word i the offset of query.reads[i],
+/// then the message size, the format id and the parameters in order. A
+/// control plane rewrites a parameter in place at parameterAddress.
+uint32_t parameterAddress(const Query &query, const std::string &parameter);
+std::vector<uint8_t> genericDataMemory(const Query &query,
+                                       const HandlerOptions &options);
+
+} // namespace netvm::ccore
+
+#endif // NETVM_CCORE_QUERY_H

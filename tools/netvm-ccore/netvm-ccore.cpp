@@ -1,0 +1,453 @@
+//===- netvm-ccore.cpp - The C-CORE layer from the command line -----------===//
+//
+// A thin tool over the C-CORE libraries (docs/ccore.md):
+//   netvm-ccore compile  a query over a schema to a NetIL handler
+//   netvm-ccore gen      a reproducible stream of messages, as a pcap file
+//   netvm-ccore decode   the messages of a pcap file, field by field
+//   netvm-ccore chain    a chain over the MEs and the host, with a hot-swap
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/CCore/Chain.h"
+#include "netvm/CCore/Query.h"
+#include "netvm/ccore/Message.h"
+#include "netvm/io/PacketIO.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+
+namespace cl = llvm::cl;
+using namespace netvm::ccore;
+using netvm::ccore::Format;
+
+static cl::OptionCategory category("netvm-ccore options");
+static cl::SubCommand compileCmd("compile",
+                                 "Compile a query to a NetIL handler");
+static cl::SubCommand genCmd("gen", "Write a stream of messages (pcap)");
+static cl::SubCommand decodeCmd("decode", "Print the messages of a pcap file");
+static cl::SubCommand
+    chainCmd("chain", "Run a chain (an ME stage, a host stage) over "
+                      "generated messages on the emulator, with a hot-swap");
+
+static cl::opt<std::string> schemaPath("schema", cl::desc("The schema file"),
+                                       cl::value_desc("file.ccs"), cl::Required,
+                                       cl::sub(compileCmd), cl::sub(genCmd),
+                                       cl::sub(decodeCmd), cl::sub(chainCmd),
+                                       cl::cat(category));
+static cl::opt<std::string>
+    output("o",
+           cl::desc("Output file (compile: default standard output; chain: the "
+                    "chain's output messages as pcap)"),
+           cl::value_desc("file"), cl::sub(compileCmd), cl::sub(genCmd),
+           cl::sub(chainCmd), cl::cat(category));
+
+// compile
+static cl::opt<std::string> queryText("query", cl::desc("The query text"),
+                                      cl::sub(compileCmd), cl::cat(category));
+static cl::opt<std::string> queryFile("query-file",
+                                      cl::desc("A file holding the query"),
+                                      cl::value_desc("file"),
+                                      cl::sub(compileCmd), cl::cat(category));
+static cl::opt<bool> specialize(
+    "specialize",
+    cl::desc("Fold the format and the parameters into the code as constants "
+             "(default: read them from data memory)"),
+    cl::sub(compileCmd), cl::sub(chainCmd), cl::cat(category));
+static cl::list<std::string>
+    params("param", cl::desc("A parameter's value, name=value (repeatable)"),
+           cl::value_desc("name=value"), cl::sub(compileCmd), cl::sub(chainCmd),
+           cl::cat(category));
+static cl::opt<unsigned>
+    projectId("project-id",
+              cl::desc("Format id of a projection's output (default: the "
+                       "input's id | 0x8000)"),
+              cl::init(0), cl::sub(compileCmd), cl::cat(category));
+static cl::opt<std::string> peName("name", cl::desc("The NetPE's name"),
+                                   cl::init("handler"), cl::sub(compileCmd),
+                                   cl::cat(category));
+
+// gen
+static cl::opt<std::string> formatName("format", cl::desc("The format"),
+                                       cl::sub(genCmd), cl::sub(decodeCmd),
+                                       cl::cat(category));
+// chain
+static cl::opt<std::string> meQuery("me-query",
+                                    cl::desc("The ME stage's query"),
+                                    cl::sub(chainCmd), cl::cat(category));
+static cl::opt<std::string>
+    hostQuery("host-query",
+              cl::desc("The host stage's query (JIT; default: none)"),
+              cl::sub(chainCmd), cl::cat(category));
+static cl::opt<std::string> swapMode(
+    "swap",
+    cl::desc("Hot-swap the ME stage's code during the run: none, spare (the "
+             "new code preloaded on an idle ME) or in-place (stop, reload, "
+             "restart); default none"),
+    cl::init("none"), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<uint64_t> swapAt("swap-at",
+                                cl::desc("The ME cycle the swap starts "
+                                         "(default 100000)"),
+                                cl::init(100000), cl::sub(chainCmd),
+                                cl::cat(category));
+static cl::opt<double> rateGbps(
+    "rate-gbps",
+    cl::desc("Offer the messages at this line rate (Gbit/s); the receive "
+             "side drops what its buffers cannot hold (default 0: "
+             "lossless, as fast as the chain takes them)"),
+    cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<bool> swapSame(
+    "swap-same",
+    cl::desc("Swap to the same form of the handler (default: generic to "
+             "specialized, or back with --specialize)"),
+    cl::sub(chainCmd), cl::cat(category));
+static cl::opt<uint64_t> count("n", cl::desc("Messages (default 1000)"),
+                               cl::init(1000), cl::sub(genCmd),
+                               cl::sub(chainCmd), cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("Random seed (default 1)"),
+                              cl::init(1), cl::sub(genCmd), cl::sub(chainCmd),
+                              cl::cat(category));
+static cl::list<unsigned>
+    streams("stream",
+            cl::desc("Stream ids, taken in turn (repeatable; default 1)"),
+            cl::sub(genCmd), cl::sub(chainCmd), cl::cat(category));
+static cl::list<std::string>
+    ranges("range",
+           cl::desc("Values of an integer field drawn from [lo, hi] "
+                    "(repeatable; default: the whole type)"),
+           cl::value_desc("field=lo:hi"), cl::sub(genCmd), cl::sub(chainCmd),
+           cl::cat(category));
+static cl::opt<unsigned>
+    malformed("malformed",
+              cl::desc("Percentage of malformed messages: truncated, or "
+                       "of another format id (default 0)"),
+              cl::init(0), cl::sub(genCmd), cl::sub(chainCmd),
+              cl::cat(category));
+
+// decode
+static cl::opt<std::string> inputPcap(cl::Positional, cl::desc("<in.pcap>"),
+                                      cl::sub(decodeCmd), cl::cat(category));
+
+static int fail(const std::string &message) {
+  llvm::errs() << "netvm-ccore: " << message;
+  if (message.empty() || message.back() != '\n')
+    llvm::errs() << "\n";
+  return 1;
+}
+
+static bool readFile(const std::string &path, std::string &text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::ostringstream s;
+  s << in.rdbuf();
+  text = s.str();
+  return true;
+}
+
+static bool parseNumber(llvm::StringRef text, uint32_t &value) {
+  unsigned long long v;
+  if (text.getAsInteger(0, v) || v > 0xFFFFFFFFull)
+    return false;
+  value = static_cast<uint32_t>(v);
+  return true;
+}
+
+static bool parseParams(HandlerOptions &options, std::string &error) {
+  for (const std::string &p : params) {
+    auto [key, value] = llvm::StringRef(p).split('=');
+    uint32_t v;
+    if (key.empty() || !parseNumber(value, v)) {
+      error = "--param " + p + ": expected name=value (a 32-bit number)";
+      return false;
+    }
+    options.parameters[key.str()] = v;
+  }
+  return true;
+}
+
+/// The NetIL of a query text (named `name` in errors).
+static bool queryToNetIL(const Schema &schema, const std::string &text,
+                         const std::string &name, HandlerOptions options,
+                         std::string &netil, std::string &error,
+                         const Query **parsed = nullptr) {
+  static std::vector<std::unique_ptr<Query>> keep;
+  std::optional<Query> query = parseQuery(text, name, schema, error);
+  if (!query)
+    return false;
+  if (!parseParams(options, error) || !emitNetIL(*query, options, netil, error))
+    return false;
+  keep.push_back(std::make_unique<Query>(std::move(*query)));
+  if (parsed)
+    *parsed = keep.back().get();
+  return true;
+}
+
+static int compileMain(const Schema &schema) {
+  if (queryText.empty() == queryFile.empty())
+    return fail("give the query with --query or --query-file (one of them)");
+  std::string text = queryText, name = "<query>";
+  if (!queryFile.empty()) {
+    name = queryFile;
+    if (!readFile(queryFile, text))
+      return fail("cannot read " + queryFile);
+  }
+  HandlerOptions options;
+  options.specialize = specialize;
+  options.name = peName;
+  if (projectId > 0xFFFF)
+    return fail("--project-id must be below 65536");
+  options.projectId = static_cast<uint16_t>(projectId);
+  std::string netil, error;
+  if (!queryToNetIL(schema, text, name, options, netil, error))
+    return fail(error);
+  if (output.empty() || output == "-") {
+    llvm::outs() << netil;
+    return 0;
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream out(output, ec);
+  if (ec)
+    return fail("cannot write " + output + ": " + ec.message());
+  out << netil;
+  return 0;
+}
+
+static bool generateOptions(const Format &format, GenerateOptions &options,
+                            std::string &error) {
+  for (const std::string &r : ranges) {
+    auto [field, span] = llvm::StringRef(r).split('=');
+    auto [lo, hi] = span.split(':');
+    std::pair<uint32_t, uint32_t> b;
+    const Field *f = format.field(field.str());
+    if (!f || !f->isInteger() || !parseNumber(lo, b.first) ||
+        !parseNumber(hi, b.second) || b.first > b.second) {
+      error = "--range " + r +
+              ": expected field=lo:hi for an integer field, lo <= hi";
+      return false;
+    }
+    options.ranges[field.str()] = b;
+  }
+  options.count = count;
+  options.seed = seed;
+  options.malformedPercent = malformed;
+  if (!streams.empty())
+    options.streams.assign(streams.begin(), streams.end());
+  return true;
+}
+
+static bool writePcap(const std::string &path,
+                      const std::vector<std::vector<uint8_t>> &messages,
+                      std::string &error) {
+  std::unique_ptr<netvm::rt::PcapWriter> writer =
+      netvm::rt::PcapWriter::create(path, /*DLT_EN10MB=*/1, error);
+  if (!writer)
+    return false;
+  uint64_t i = 0;
+  for (const std::vector<uint8_t> &m : messages) {
+    netvm::rt::TracePacket packet;
+    packet.bytes = m;
+    packet.wireLength = static_cast<uint32_t>(m.size());
+    packet.seconds = static_cast<uint32_t>(i / 1000);
+    packet.microseconds = static_cast<uint32_t>(i % 1000) * 1000;
+    writer->write(packet);
+    ++i;
+  }
+  return writer->flush(error);
+}
+
+static int genMain(const Schema &schema) {
+  const Format *format = schema.format(formatName);
+  if (!format)
+    return fail("the schema has no format '" + formatName + "' (--format)");
+  GenerateOptions options;
+  std::string error;
+  if (!generateOptions(*format, options, error))
+    return fail(error);
+  if (output.empty())
+    return fail("gen needs -o FILE");
+  if (!writePcap(output, generateMessages(*format, options), error))
+    return fail(error);
+  return 0;
+}
+
+static int chainMain(const Schema &schema) {
+  if (meQuery.empty())
+    return fail("chain needs --me-query");
+  SwapRequest swap;
+  if (swapMode == "spare")
+    swap.mode = SwapRequest::Mode::Spare;
+  else if (swapMode == "in-place")
+    swap.mode = SwapRequest::Mode::InPlace;
+  else if (swapMode != "none")
+    return fail("--swap=" + swapMode + ": expected none, spare or in-place");
+  swap.atCycle = swapAt;
+  HandlerOptions first;
+  first.specialize = specialize;
+  first.name = "me_stage";
+  HandlerOptions second = first;
+  if (!swapSame)
+    second.specialize = !first.specialize;
+  std::string netil, nextNetil, error;
+  const Query *query = nullptr;
+  if (!queryToNetIL(schema, meQuery, "<me-query>", first, netil, error,
+                    &query) ||
+      !queryToNetIL(schema, meQuery, "<me-query>", second, nextNetil, error))
+    return fail(error);
+  netvm::me::MachineConfig machine;
+  if (rateGbps < 0)
+    return fail("--rate-gbps must not be negative");
+  machine.lineRateGbps = rateGbps;
+  netvm::me::CompiledApp meStage, next;
+  if (!compileForME(netil, "me_stage", machine, meStage, error) ||
+      !compileForME(nextNetil, "me_stage", machine, next, error))
+    return fail(error);
+  swap.next = &next;
+  std::unique_ptr<netvm::rt::Engine> host;
+  if (!hostQuery.empty()) {
+    HandlerOptions h;
+    h.specialize = true;
+    h.name = "host_stage";
+    std::string hostNetil;
+    if (!queryToNetIL(schema, hostQuery, "<host-query>", h, hostNetil, error))
+      return fail(error);
+    host = compileForHost(hostNetil, "host_stage", error);
+    if (!host)
+      return fail(error);
+    host->initialize();
+  }
+  GenerateOptions options;
+  if (!generateOptions(*query->format, options, error))
+    return fail(error);
+  std::vector<std::vector<uint8_t>> messages =
+      generateMessages(*query->format, options);
+  ChainRun run;
+  if (!runChain(meStage, host.get(), messages, machine, swap, run, error))
+    return fail(error);
+  llvm::outs() << "messages in         " << messages.size() << "\n"
+               << "ME stage            " << run.meRuns << " runs, "
+               << run.meSent << " sent, " << run.meDropped << " dropped\n";
+  if (host)
+    llvm::outs() << "host stage          " << run.fromMEs.size() << " in, "
+                 << run.outputs.size() << " out, " << run.hostDropped
+                 << " dropped\n";
+  const netvm::me::Stats &st = run.stats;
+  double seconds = st.seconds();
+  const netvm::me::MEStats &handler = st.mes[handlerME];
+  uint64_t handled = run.meRuns ? run.meRuns : 1;
+  llvm::outs() << "messages out        " << run.outputs.size() << "\n"
+               << "receive drops       " << st.packetsDropped << "\n"
+               << "emulated time       " << run.cycles << " cycles, "
+               << llvm::format("%.1f", run.micros) << " us\n"
+               << "throughput          "
+               << llvm::format("%.1f", st.bytesReceived * 8 / seconds / 1e6)
+               << " Mbit/s in, "
+               << llvm::format("%.1f", st.bytesSent * 8 / seconds / 1e6)
+               << " Mbit/s out of the MEs, "
+               << llvm::format("%.0f", st.packetsReceived / seconds)
+               << " messages/s\n"
+               << "handler ME " << handlerME << "        "
+               << llvm::format("%.1f", double(handler.busyCycles) / handled)
+               << " busy cycles, "
+               << llvm::format("%.1f", double(handler.instructions) / handled)
+               << " instructions per message\n";
+  if (swap.mode != SwapRequest::Mode::None) {
+    const SwapReport &r = run.swap;
+    double mhz = run.stats.clockMHz;
+    if (!r.done)
+      llvm::outs() << "swap                not done (the input ended first)\n";
+    else
+      llvm::outs() << "swap                " << swapMode << ", ME " << r.oldME
+                   << " -> ME " << r.newME << "\n"
+                   << "  fence at          " << r.fenceCycle << "\n"
+                   << "  drained at        " << r.drainedCycle << "\n"
+                   << "  started at        " << r.startCycle << "\n"
+                   << "  old code took     " << r.oldMessages << " messages\n"
+                   << "  downtime          " << r.downtimeCycles()
+                   << " cycles, "
+                   << llvm::format("%.2f", r.downtimeCycles() / mhz)
+                   << " us (last message taken by the old code to the "
+                      "first by the new)\n";
+  }
+  if (!output.empty() && !writePcap(output, run.outputs, error))
+    return fail(error);
+  return 0;
+}
+
+static int decodeMain(const Schema &schema) {
+  std::string error;
+  std::unique_ptr<netvm::rt::PacketReader> reader =
+      netvm::rt::PacketReader::open(inputPcap, /*hex=*/false, error);
+  if (!reader)
+    return fail(error);
+  netvm::rt::TracePacket packet;
+  uint64_t number = 0;
+  while (reader->next(packet, error)) {
+    ++number;
+    netvm::rt::PacketView view;
+    view.data = packet.bytes.data();
+    view.length = static_cast<uint32_t>(packet.bytes.size());
+    llvm::outs() << number << ":";
+    std::optional<Header> header = readHeader(view.data, view.length);
+    const Format *format = header ? schema.formatById(header->format) : nullptr;
+    if (!formatName.empty() && format && format->name != formatName)
+      format = nullptr;
+    Values values;
+    if (!format || !decode(*format, view.data, view.length, values, error)) {
+      llvm::outs() << " " << view.length << " bytes, not a message of "
+                   << (formatName.empty() ? std::string("the schema")
+                                          : "format '" + formatName + "'")
+                   << "\n";
+      continue;
+    }
+    llvm::outs() << " stream " << header->stream << " " << format->name;
+    for (const Field &f : format->fields) {
+      llvm::outs() << " " << f.name << "=";
+      const Value &v = values[f.name];
+      if (f.isInteger()) {
+        llvm::outs() << v.number;
+        continue;
+      }
+      for (uint8_t b : v.bytes)
+        llvm::outs() << llvm::format_hex_no_prefix(b, 2);
+    }
+    llvm::outs() << "\n";
+  }
+  if (!error.empty())
+    return fail(error);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "netvm-ccore: C-CORE message handlers (docs/ccore.md)\n\n"
+      "  netvm-ccore compile --schema S.ccs --query 'from F select ...' "
+      "[--specialize] [--param p=v]...\n"
+      "  netvm-ccore gen --schema S.ccs --format F -n N -o out.pcap\n"
+      "  netvm-ccore decode --schema S.ccs in.pcap\n"
+      "  netvm-ccore chain --schema S.ccs --me-query Q [--host-query Q] "
+      "[--swap=spare|in-place]\n");
+  if (!compileCmd && !genCmd && !decodeCmd && !chainCmd)
+    return fail("give a subcommand: compile, gen, decode or chain (see "
+                "--help)");
+  std::string error;
+  std::optional<Schema> schema = loadSchema(schemaPath, error);
+  if (!schema)
+    return fail(error);
+  if (compileCmd)
+    return compileMain(*schema);
+  if (genCmd)
+    return genMain(*schema);
+  if (chainCmd)
+    return chainMain(*schema);
+  return decodeMain(*schema);
+}
