@@ -248,11 +248,14 @@ struct Timer {
   bool on = std::getenv("NETVM_RUN_TIMES") != nullptr;
   timespec start;
   long long t0 = -1;
+  double mainSinceExec = -1;
   std::string phases;
   Timer() {
     clock_gettime(CLOCK_MONOTONIC, &start);
-    if (const char *t = std::getenv("NETVM_RUN_T0"))
+    if (const char *t = std::getenv("NETVM_RUN_T0")) {
       t0 = std::atoll(t);
+      mainSinceExec = sinceExec();
+    }
   }
   void mark(const char *phase) {
     if (!on)
@@ -404,8 +407,10 @@ int runCached(const FastRun &run, const netvm_app_desc *app, Timer &timer) {
     std::fprintf(stderr, "netvm-run: launcher: %s ms from main",
                  timer.phases.c_str());
     if (timer.t0 >= 0)
-      std::fprintf(stderr, "; from exec: first output %.3f ms, end %.3f ms",
-                   firstOutput, timer.sinceExec());
+      std::fprintf(stderr,
+                   "; from exec: main %.3f ms, first output %.3f ms, end "
+                   "%.3f ms",
+                   timer.mainSinceExec, firstOutput, timer.sinceExec());
     std::fprintf(stderr, "\n");
   }
   return status;

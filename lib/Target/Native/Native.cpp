@@ -644,10 +644,12 @@ llvm::Error netvm::native::linkSharedObject(llvm::StringRef object,
       return llvm::createStringError("cannot write " + input);
     }
   }
-  // No executable stack (the object has no .note.GNU-stack); undefined
+  // No executable stack (the object has no .note.GNU-stack), and code
+  // not padded to a page of its own (a 6 KB file, not 14); undefined
   // symbols (the runtime, memmove) are the loading program's.
   llvm::SmallVector<llvm::StringRef, 10> args = {
-      linker, "-shared", "-z", "noexecstack", "-o", path, input};
+      linker, "-shared", "-z", "noexecstack", "-z", "noseparate-code",
+      "-o",   path,      input};
   std::optional<llvm::StringRef> quiet[] = {std::nullopt, llvm::StringRef(""),
                                             llvm::StringRef("")};
   std::string message;
