@@ -3,8 +3,9 @@
 // `netvm-run` is this small program: it links the C runtime, packet I/O
 // and the native engine, but no LLVM or MLIR library, whose loading alone
 // costs about 40 ms. For a command line it knows (a tcpdump expression
-// over a pcap file, written with -w or summarized with -q; see
-// parseCommandLine) it looks what the user typed up in the front cache
+// over a pcap file, written with -w or summarized with -q, or NetIL or
+// .mlir application files over a pcap file; see parseCommandLine) it
+// looks what the user typed (and the files' contents) up in the front cache
 // (netvm/cache/RunCache.h): on a hit it loads the shared object the entry
 // holds and runs it itself, printing what netvm-run-full prints. Every
 // other command line, and a miss, runs netvm-run-full (the compiler and
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <map>
 #include <string>
 #include <sys/stat.h>
@@ -43,12 +45,17 @@ namespace {
 
 /// A command line the launcher runs itself.
 struct FastRun {
-  std::string expression; // --pcap-filter, or the words joined by spaces
-  std::vector<std::string> words;
+  std::string expression;         // --pcap-filter
+  std::vector<std::string> words; // an expression's words, or files
   bool viaOption = false;
+  /// The words are application files (NetIL, or one .mlir), not a tcpdump
+  /// expression.
+  bool files = false;
+  /// The files' contents, in order.
+  std::vector<std::string> contents;
   std::string input, output; // -r, -w
   unsigned threads = 1;      // -j
-  uint64_t maxMatches = 0;   // -c
+  uint64_t count = 0;        // -c: matches of a filter, packets read else
   char optLevel = '2';       // -O
 };
 
@@ -67,11 +74,36 @@ bool endsWith(const std::string &s, const char *suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
+/// The contents of a regular file of at most 64 MiB (the compiler's limit).
+bool readFile(const std::string &path, std::string &text) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  struct stat st;
+  bool ok =
+      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
+  if (ok) {
+    text.resize(size_t(st.st_size));
+    size_t got = 0;
+    while (got < text.size()) {
+      ssize_t n = read(fd, &text[got], text.size() - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      got += size_t(n);
+    }
+    ok = got == text.size();
+  }
+  close(fd);
+  return ok;
+}
+
 /// Whether the launcher runs `argv` itself, and what it says. Anything it
 /// does not know exactly as netvm-run-full would read it goes there: other
 /// options, repeated ones, '%s' patterns, '-' for standard input or output,
-/// application files, per-packet listings (a filter without -w or -q prints
-/// a decoded line per match).
+/// .nvapp descriptions (they name other files), per-packet listings (a
+/// filter without -w or -q prints a decoded line per match).
 bool parseCommandLine(int argc, char **argv, FastRun &run) {
   bool haveInput = false, haveOutput = false, haveThreads = false,
        haveCount = false, haveOpt = false, quiet = false;
@@ -133,7 +165,7 @@ bool parseCommandLine(int argc, char **argv, FastRun &run) {
     } else if (a.compare(0, 2, "-c") == 0) {
       if (haveCount || !(v = value(i, "-c")) || !isNumber(v, 18))
         return false;
-      run.maxMatches = std::strtoull(v, nullptr, 10);
+      run.count = std::strtoull(v, nullptr, 10);
       haveCount = true;
     } else if (a.size() == 3 && a.compare(0, 2, "-O") == 0 && a[2] >= '0' &&
                a[2] <= '3') {
@@ -148,18 +180,27 @@ bool parseCommandLine(int argc, char **argv, FastRun &run) {
   if (!haveInput || run.input.empty() || run.input == "-" ||
       run.input.find("%s") != std::string::npos)
     return false;
-  if (haveOutput && (run.output.empty() || run.output == "-" ||
-                     run.output.find("%s") != std::string::npos))
-    return false;
-  if (!haveOutput && !quiet)
+  if (haveOutput && (run.output.empty() || run.output == "-"))
     return false;
   if (run.viaOption == !run.words.empty())
     return false; // none, or both (netvm-run-full says what is wrong)
-  if (!run.viaOption) {
-    const std::string &first = run.words.front();
-    if (endsWith(first, ".netil") || endsWith(first, ".nvapp") ||
-        endsWith(first, ".mlir"))
+  const std::string &first = run.viaOption ? run.expression : run.words[0];
+  run.files =
+      !run.viaOption && (endsWith(first, ".netil") ||
+                         endsWith(first, ".nvapp") || endsWith(first, ".mlir"));
+  if (!run.files)
+    return haveOutput || quiet; // else a decoded line per matching packet
+  // NetIL files (a chain), or one .mlir file; an .nvapp names other files.
+  bool netil = endsWith(first, ".netil");
+  if (!netil && !(endsWith(first, ".mlir") && run.words.size() == 1))
+    return false;
+  for (const std::string &file : run.words) {
+    if (netil && !endsWith(file, ".netil"))
       return false;
+    std::string text;
+    if (!readFile(file, text))
+      return false; // netvm-run-full says why
+    run.contents.push_back(std::move(text));
   }
   return true;
 }
@@ -226,11 +267,15 @@ cache::Digest frontKey(const FastRun &run, const std::string &self,
   field(identity(full));
   field("cpu" + cpuIdentity());
   field(std::string("opt ") + run.optLevel);
-  field(run.viaOption ? "pcap-filter" : "words");
+  field(run.viaOption ? "pcap-filter" : run.files ? "files" : "words");
   if (run.viaOption)
     field(run.expression);
+  // Files by name as typed (their names are the NetPEs' and the
+  // locations') and contents.
   for (const std::string &word : run.words)
     field(word);
+  for (const std::string &text : run.contents)
+    field(text);
   return hash.finish();
 }
 
@@ -299,17 +344,25 @@ int runCached(const FastRun &run, const netvm_app_desc *app, Timer &timer) {
   if (engine->sourceNames().empty())
     return fail("the application has no source to push packets into");
   llvm::ArrayRef<std::string> sinks = engine->sinkNames();
-  std::unique_ptr<rt::PcapWriter> writer;
+  // -w: one file, or one per sink with '%s' replaced by its name.
+  std::vector<std::unique_ptr<rt::PcapWriter>> writers;
   if (!run.output.empty()) {
-    if (sinks.size() != 1)
+    bool perSink = run.output.find("%s") != std::string::npos;
+    if (!perSink && sinks.size() != 1)
       return fail("-w '" + run.output +
                   "' has no '%s' but the application has " +
                   std::to_string(sinks.size()) +
                   " sinks; use a pattern such as 'out-%s.pcap'");
-    writer = rt::PcapWriter::create(run.output, reader->linkType(), error,
-                                    reader->snapLength());
-    if (!writer)
-      return fail(error);
+    writers.resize(sinks.size());
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      std::string path = run.output;
+      for (size_t at; perSink && (at = path.find("%s")) != std::string::npos;)
+        path.replace(at, 2, sinks[i]);
+      writers[i] = rt::PcapWriter::create(path, reader->linkType(), error,
+                                          reader->snapLength());
+      if (!writers[i])
+        return fail(error);
+    }
   }
   rt::PacketResult init = engine->initialize();
   if (!engine->failure().empty())
@@ -327,15 +380,20 @@ int runCached(const FastRun &run, const netvm_app_desc *app, Timer &timer) {
 
   double firstOutput = -1;
   rt::StreamOptions streamOptions;
-  streamOptions.maxMatches = run.maxMatches;
+  // -c counts what a filter accepts, as tcpdump's does; for an
+  // application, packets read.
+  if (run.files)
+    streamOptions.maxPackets = run.count;
+  else
+    streamOptions.maxMatches = run.count;
   auto onOutput = [&](unsigned sink, const rt::PacketView &packet) {
     if (timer.on && firstOutput < 0)
       firstOutput = timer.sinceExec();
-    if (sink == 0 && writer)
-      writer->write(packet);
+    if (sink < writers.size() && writers[sink])
+      writers[sink]->write(packet);
   };
   rt::OutputFn outputFn = onOutput;
-  if (writer)
+  if (!writers.empty())
     streamOptions.onOutput = &outputFn;
   rt::StreamStats stats;
   bool inputOk = engine->runStream(0, *reader, streamOptions, nullptr,
@@ -346,11 +404,11 @@ int runCached(const FastRun &run, const netvm_app_desc *app, Timer &timer) {
   if (!engine->failure().empty())
     return fail(engine->failure());
 
-  // The summary, as netvm-run-full's Report::summary prints it for a
-  // tcpdump expression: packets too short for it count as dropped.
+  // The summary, as netvm-run-full's Report::summary prints it; for a
+  // tcpdump expression, packets too short for it count as dropped.
   rt::Counters c = engine->counters();
-  uint64_t tooShort = c.exceptions[NETVM_EXC_PACKET_BOUNDS];
-  c.exceptions[NETVM_EXC_PACKET_BOUNDS] = 0;
+  uint64_t tooShort = run.files ? 0 : c.exceptions[NETVM_EXC_PACKET_BOUNDS];
+  c.exceptions[NETVM_EXC_PACKET_BOUNDS] -= tooShort;
   c.dropped += tooShort;
   std::map<std::string, uint64_t> exceptions;
   for (uint32_t k = 0; k < NETVM_EXC_KINDS; ++k)
@@ -387,7 +445,7 @@ int runCached(const FastRun &run, const netvm_app_desc *app, Timer &timer) {
   std::fprintf(os, "\n");
   for (size_t i = 0; i < pes.size(); ++i) {
     rt::PECounters p = engine->peCounters(unsigned(i));
-    if (pes.size() == 1) {
+    if (pes.size() == 1 && tooShort) {
       p.exceptions -= std::min(p.exceptions, tooShort);
       p.dropped += tooShort;
     }

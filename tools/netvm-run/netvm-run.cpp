@@ -1114,6 +1114,12 @@ static int run(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   driver::DiagnosticPrinter printer(sourceMgr, context, "netvm-run");
+  // A compilation that said something (a warning) is not stored in the
+  // front cache: a hit would run without saying it.
+  context.getDiagEngine().registerHandler([](Diagnostic &) {
+    frontCacheKey.reset();
+    return failure(); // the printer shows it
+  });
   OwningOpRef<ModuleOp> module = driver::load(context, sourceMgr, *input);
   if (!module)
     return 1;
