@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <vector>
 
 using namespace netvm::cache;
 
@@ -248,30 +247,35 @@ bool netvm::cache::writeEntry(const std::string &path, const Digest &key,
   return ok;
 }
 
-bool netvm::cache::checkEntry(const std::string &path, const Digest &key,
-                              std::string &symbol) {
+bool netvm::cache::readFile(const std::string &path, size_t maxSize,
+                            std::string &text) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return false;
   struct stat st;
-  std::vector<uint8_t> bytes;
   bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-            size_t(st.st_size) >= sizeof(Trailer) && st.st_size < (64 << 20);
+            size_t(st.st_size) <= maxSize;
   if (ok) {
-    bytes.resize(size_t(st.st_size));
+    text.resize(size_t(st.st_size));
     size_t got = 0;
-    while (got < bytes.size()) {
-      ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
+    while (got < text.size()) {
+      ssize_t n = read(fd, &text[got], text.size() - got);
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
         break;
       got += size_t(n);
     }
-    ok = got == bytes.size();
+    ok = got == text.size();
   }
   close(fd);
-  if (!ok)
+  return ok;
+}
+
+bool netvm::cache::checkEntry(const std::string &path, const Digest &key,
+                              std::string &symbol) {
+  std::string bytes;
+  if (!readFile(path, 64 << 20, bytes) || bytes.size() < sizeof(Trailer))
     return false;
   Trailer trailer;
   size_t body = bytes.size() - sizeof trailer;
@@ -285,8 +289,6 @@ bool netvm::cache::checkEntry(const std::string &path, const Digest &key,
   Digest digest = sha256(bytes.data(), body);
   if (std::memcmp(trailer.digest, digest.data(), digest.size()))
     return false;
-  symbol.assign(reinterpret_cast<const char *>(bytes.data()) +
-                    trailer.objectSize,
-                trailer.symbolSize);
+  symbol = bytes.substr(trailer.objectSize, trailer.symbolSize);
   return true;
 }

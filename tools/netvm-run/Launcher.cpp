@@ -74,31 +74,6 @@ bool endsWith(const std::string &s, const char *suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
-/// The contents of a regular file of at most 64 MiB (the compiler's limit).
-bool readFile(const std::string &path, std::string &text) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return false;
-  struct stat st;
-  bool ok =
-      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
-  if (ok) {
-    text.resize(size_t(st.st_size));
-    size_t got = 0;
-    while (got < text.size()) {
-      ssize_t n = read(fd, &text[got], text.size() - got);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      got += size_t(n);
-    }
-    ok = got == text.size();
-  }
-  close(fd);
-  return ok;
-}
-
 /// Whether the launcher runs `argv` itself, and what it says. Anything it
 /// does not know exactly as netvm-run-full would read it goes there: other
 /// options, repeated ones, '%s' patterns, '-' for standard input or output,
@@ -198,8 +173,8 @@ bool parseCommandLine(int argc, char **argv, FastRun &run) {
     if (netil && !endsWith(file, ".netil"))
       return false;
     std::string text;
-    if (!readFile(file, text))
-      return false; // netvm-run-full says why
+    if (!cache::readFile(file, 64 << 20, text)) // the compiler's limit
+      return false;                             // netvm-run-full says why
     run.contents.push_back(std::move(text));
   }
   return true;

@@ -62,6 +62,10 @@ bool writeEntry(const std::string &path, const Digest &key,
                 const std::string &sharedObject, const std::string &symbol,
                 std::string &error);
 
+/// The contents of the regular file at `path`, if it has at most `maxSize`
+/// bytes and can be read whole.
+bool readFile(const std::string &path, size_t maxSize, std::string &text);
+
 /// Whether the file at `path` is a complete, intact entry for `key`; if
 /// so, `symbol` is its descriptor's name. An entry cut short, with a byte
 /// changed, or made for another key does not check.
