@@ -115,11 +115,23 @@ def main():
 def launcher_times(run, trace, work, env, runs):
     """The launcher's phases on a cache hit (NETVM_RUN_TIMES): milliseconds
     from main to the loaded entry (the cached compile: key, check, dlopen),
-    and from just before the exec to the first output and to the end."""
+    and from just before the exec to main, the first output and the end;
+    interleaved with a C program that only reads the clock (what starting
+    any program costs at that moment)."""
     expr = "ip src 10.1.1.1"
     cmd = [run, "-r", trace, "-w", os.path.join(work, "times.pcap"), expr]
     subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
-    loaded, main, first, end = [], [], [], []
+    probe = os.path.join(work, "probe")
+    src = probe + ".c"
+    with open(src, "w") as f:
+        f.write("#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
+                "int main(void) { struct timespec t;"
+                " clock_gettime(CLOCK_MONOTONIC, &t);"
+                " long long t0 = atoll(getenv(\"NETVM_RUN_T0\"));"
+                " printf(\"%.3f\\n\", (t.tv_sec * 1000000000LL + t.tv_nsec"
+                " - t0) / 1e6); return 0; }\n")
+    have_probe = subprocess.run(["cc", "-O2", src, "-o", probe]).returncode == 0
+    loaded, main, first, end, empty = [], [], [], [], []
     for _ in range(max(runs, 5)):
         e = dict(env, NETVM_RUN_TIMES="1",
                  NETVM_RUN_T0=str(time.monotonic_ns()))
@@ -137,33 +149,19 @@ def launcher_times(run, trace, work, env, runs):
         main.append(float(tail.split("main ")[1].split(" ms")[0]))
         first.append(float(tail.split("first output ")[1].split(" ms")[0]))
         end.append(float(tail.split("end ")[1].split(" ms")[0]))
-    print()
-    # What starting any program costs here: a C program that only reads
-    # the clock, spawned the same way.
-    probe = os.path.join(work, "probe")
-    src = probe + ".c"
-    with open(src, "w") as f:
-        f.write("#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
-                "int main(void) { struct timespec t;"
-                " clock_gettime(CLOCK_MONOTONIC, &t);"
-                " long long t0 = atoll(getenv(\"NETVM_RUN_T0\"));"
-                " printf(\"%.3f\\n\", (t.tv_sec * 1000000000LL + t.tv_nsec"
-                " - t0) / 1e6); return 0; }\n")
-    empty = []
-    if subprocess.run(["cc", "-O2", src, "-o", probe]).returncode == 0:
-        for _ in range(max(runs, 5)):
+        if have_probe:
             e = dict(env, NETVM_RUN_T0=str(time.monotonic_ns()))
             empty.append(float(subprocess.run(
                 [probe], env=e, stdout=subprocess.PIPE, text=True).stdout))
+    med = statistics.median
     print()
     print("Launcher, small trace, `%s`, cache hit (medians of %d): cached "
           "compile (key, entry check, dlopen) %.2f ms from main; from the "
           "exec (Python's spawn included): main %.2f ms, first output %.2f "
-          "ms, end %.2f ms; an empty C program reaches main in %.2f ms."
-          % (expr, len(loaded), statistics.median(loaded),
-             statistics.median(main), statistics.median(first),
-             statistics.median(end),
-             statistics.median(empty) if empty else float("nan")))
+          "ms, end %.2f ms; an empty C program, run in turn with it, "
+          "reaches main in %.2f ms."
+          % (expr, len(loaded), med(loaded), med(main), med(first), med(end),
+             med(empty) if empty else float("nan")))
 
 
 if __name__ == "__main__":
