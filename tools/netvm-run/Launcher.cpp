@@ -89,7 +89,8 @@ bool parseCommandLine(int argc, char **argv, FastRun &run) {
       return nullptr;
     if (argv[i][n])
       return argv[i][n] == '=' ? nullptr : argv[i] + n;
-    return i + 1 < argc ? argv[++i] : nullptr;
+    // A value that looks like an option: netvm-run-full decides.
+    return i + 1 < argc && argv[i + 1][0] != '-' ? argv[++i] : nullptr;
   };
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
@@ -112,7 +113,7 @@ bool parseCommandLine(int argc, char **argv, FastRun &run) {
       if (run.viaOption)
         return false;
       if (a == "--pcap-filter") {
-        if (i + 1 >= argc)
+        if (i + 1 >= argc || argv[i + 1][0] == '-')
           return false;
         run.expression = argv[++i];
       } else {
