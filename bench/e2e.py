@@ -6,8 +6,12 @@ trace. Checks that every output file is byte-identical to tcpdump's, and
 reports peak memory. Prints Markdown (bench/README.md keeps the latest).
 
 Usage: bench/e2e.py BUILD_DIR LARGE.pcap SMALL.pcap [--runs N]
-The JIT's compile cache is warmed first (a second run of a filter loads
-its object); one row per trace also shows a run with the cache off.
+The compile caches are warmed first (a second run of a filter is served
+by netvm-run's launcher from the front cache, without LLVM); one row per
+trace also shows a run with the cache off (netvm-run-full compiles), and
+one a run that fills an empty cache. Then the launcher's own timings on
+the small trace (NETVM_RUN_TIMES): the cached compile (key, entry check,
+dlopen) and the time from exec to the first output, medians of --runs.
 """
 import argparse
 import json
@@ -15,7 +19,9 @@ import os
 import shutil
 import subprocess
 import sys
+import statistics
 import tempfile
+import time
 
 FILTERS = [
     ("ip", "ip"),
@@ -69,16 +75,25 @@ def main():
             cmds = [ref, j1, j2]
             if name == "ip-src":
                 cmds.append([run, "-r", trace, "-w", out + ".cold", expr])
+                # A run that fills an empty cache (compiles, links, stores).
+                fill_dir = os.path.join(work, "fill")
+                cmds.append(["env", "NETVM_CACHE_DIR=" + fill_dir, run, "-r",
+                             trace, "-w", out + ".fill", expr])
             report = os.path.join(work, "report.json")
-            hf = ["hyperfine", "-N", "-w", "2", "-r", str(args.runs),
-                  "--export-json", report]
+            med = []
             for i, c in enumerate(cmds):
+                # One hyperfine run per command: the fill row empties its
+                # cache before every run (--prepare), the others must not.
                 quoted = " ".join("'%s'" % a if " " in a else a for a in c)
+                hf = ["hyperfine", "-N", "-w", "2", "-r", str(args.runs),
+                      "--export-json", report]
+                if i == 4:
+                    hf += ["--prepare", "rm -rf " + fill_dir]
                 hf.append(("env NETVM_CACHE=off " if i == 3 else "") + quoted)
-            subprocess.run(hf, env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, check=True)
-            med = [r["median"] * 1e3
-                   for r in json.load(open(report))["results"]]
+                subprocess.run(hf, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=True)
+                med.append(json.load(open(report))["results"][0]["median"]
+                           * 1e3)
             same = all(open(out + ".ref", "rb").read() ==
                        open(out + s, "rb").read() for s in (".j1", ".j2"))
             mem = "%.0f / %.0f" % (peak_mb(ref, env), peak_mb(j1, env))
@@ -89,8 +104,64 @@ def main():
             if len(med) > 3:
                 print("| %s | `%s`, cache off | | %.1f | | %.2f | | | |"
                       % (trace_name, name, med[3], med[0] / med[3]))
+                print("| %s | `%s`, filling an empty cache | | %.1f | | "
+                      "%.2f | | | |"
+                      % (trace_name, name, med[4], med[0] / med[4]))
+    launcher_times(run, args.small, work, env, args.runs)
     shutil.rmtree(work)
     return 0
+
+
+def launcher_times(run, trace, work, env, runs):
+    """The launcher's phases on a cache hit (NETVM_RUN_TIMES): milliseconds
+    from main to the loaded entry (the cached compile: key, check, dlopen),
+    and from just before the exec to main, the first output and the end;
+    interleaved with a C program that only reads the clock (what starting
+    any program costs at that moment)."""
+    expr = "ip src 10.1.1.1"
+    cmd = [run, "-r", trace, "-w", os.path.join(work, "times.pcap"), expr]
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
+    probe = os.path.join(work, "probe")
+    src = probe + ".c"
+    with open(src, "w") as f:
+        f.write("#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
+                "int main(void) { struct timespec t;"
+                " clock_gettime(CLOCK_MONOTONIC, &t);"
+                " long long t0 = atoll(getenv(\"NETVM_RUN_T0\"));"
+                " printf(\"%.3f\\n\", (t.tv_sec * 1000000000LL + t.tv_nsec"
+                " - t0) / 1e6); return 0; }\n")
+    have_probe = subprocess.run(["cc", "-O2", src, "-o", probe]).returncode == 0
+    loaded, main, first, end, empty = [], [], [], [], []
+    for _ in range(max(runs, 5)):
+        e = dict(env, NETVM_RUN_TIMES="1",
+                 NETVM_RUN_T0=str(time.monotonic_ns()))
+        err = subprocess.run(cmd, env=e, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True).stderr
+        line = [l for l in err.splitlines() if "launcher:" in l]
+        if not line:
+            print("(launcher timings: the run was not a cache hit)")
+            return
+        fields = dict(f.strip().rsplit(" ", 1) for f in
+                      line[0].split("launcher: ")[1].split(" ms from")[0]
+                      .split(","))
+        loaded.append(float(fields["loaded"]))
+        tail = line[0].split("from exec: ")[1]
+        main.append(float(tail.split("main ")[1].split(" ms")[0]))
+        first.append(float(tail.split("first output ")[1].split(" ms")[0]))
+        end.append(float(tail.split("end ")[1].split(" ms")[0]))
+        if have_probe:
+            e = dict(env, NETVM_RUN_T0=str(time.monotonic_ns()))
+            empty.append(float(subprocess.run(
+                [probe], env=e, stdout=subprocess.PIPE, text=True).stdout))
+    med = statistics.median
+    print()
+    print("Launcher, small trace, `%s`, cache hit (medians of %d): cached "
+          "compile (key, entry check, dlopen) %.2f ms from main; from the "
+          "exec (Python's spawn included): main %.2f ms, first output %.2f "
+          "ms, end %.2f ms; an empty C program, run in turn with it, "
+          "reaches main in %.2f ms."
+          % (expr, len(loaded), med(loaded), med(main), med(first), med(end),
+             med(empty) if empty else float("nan")))
 
 
 if __name__ == "__main__":

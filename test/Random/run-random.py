@@ -287,7 +287,8 @@ def main():
     # not swap them halfway through (the binaries link netvm statically).
     snapshot = os.path.join(work, "tools")
     os.makedirs(snapshot, exist_ok=True)
-    for tool in ("netvm-run", "netvm-pcapgen"):
+    # netvm-run is a launcher that runs netvm-run-full beside it.
+    for tool in ("netvm-run", "netvm-run-full", "netvm-pcapgen"):
         shutil.copy2(os.path.join(args.tools, tool), os.path.join(snapshot, tool))
     args.tools = snapshot
     lock = threading.Lock()

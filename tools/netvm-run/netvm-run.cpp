@@ -22,6 +22,7 @@
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/Target/Native.h"
 #include "netvm/Transforms/SplitPE.h"
+#include "netvm/cache/RunCache.h"
 #include "netvm/emu/Emulator.h"
 #include "netvm/emu/Options.h"
 #include "netvm/emu/StatsJson.h"
@@ -42,6 +43,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -880,6 +882,55 @@ static llvm::json::Object emulatorJson(const me::Stats &s) {
       {"mes", std::move(mes)}};
 }
 
+/// The front cache's key of this run, when the launcher (Launcher.cpp)
+/// found no entry for the command line and asks this run to make one
+/// ($NETVM_RUN_CACHE_KEY, 64 hexadecimal digits; taken out of the
+/// environment in main()).
+static std::optional<cache::Digest> frontCacheKey;
+
+static void takeFrontCacheKey() {
+  const char *hex = std::getenv("NETVM_RUN_CACHE_KEY");
+  if (!hex)
+    return;
+  std::string text = hex;
+  unsetenv("NETVM_RUN_CACHE_KEY");
+  cache::Digest key;
+  if (text.size() != 2 * key.size())
+    return;
+  for (size_t i = 0; i < key.size(); ++i) {
+    unsigned byte;
+    if (llvm::StringRef(text).substr(2 * i, 2).getAsInteger(16, byte))
+      return;
+    key[i] = uint8_t(byte);
+  }
+  frontCacheKey = key;
+}
+
+/// Link the object the JIT ran into a shared object and store it as the
+/// front cache's entry for this command line, so that the launcher runs
+/// the next one without LLVM. Failures only cost the next run time: they
+/// are reported with --compile-time, else ignored.
+static void fillFrontCache(const native::JitObject &compiled) {
+  std::string dir = cache::directory();
+  if (dir.empty())
+    return;
+  std::string path = cache::entryPath(dir, *frontCacheKey);
+  std::string linked = path + ".so" + std::to_string(getpid());
+  std::string error;
+  if (llvm::Error err = native::linkSharedObject(compiled.object, linked)) {
+    error = llvm::toString(std::move(err));
+  } else if (auto bytes = llvm::MemoryBuffer::getFile(
+                 linked, /*IsText=*/false, /*RequiresNullTerminator=*/false)) {
+    cache::writeEntry(path, *frontCacheKey, (*bytes)->getBuffer().str(),
+                      compiled.symbol, error);
+  } else {
+    error = "cannot read " + linked;
+  }
+  llvm::sys::fs::remove(linked);
+  if (!error.empty() && compileTime)
+    llvm::errs() << "netvm-run: note: no front cache entry: " << error << "\n";
+}
+
 /// The engine of the options for the optimized `module`, or null after an
 /// error message (`status`: the exit status).
 static std::unique_ptr<rt::Engine>
@@ -962,11 +1013,16 @@ createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
     codegen.optLevel = level;
     codegen.lowering.defaultInfoSize = infoSize;
     codegen.lowering.forwardLinks = options.pipeline;
-    auto compiled = native::jitCompile(module, codegen);
+    native::JitObject object;
+    bool fill = frontCacheKey && !options.pipeline;
+    auto compiled =
+        native::jitCompile(module, codegen, fill ? &object : nullptr);
     if (!compiled) {
       fail(llvm::toString(compiled.takeError()));
       return nullptr;
     }
+    if (fill)
+      fillFrontCache(object);
     if (compileTime) {
       native::CompileTimes t = native::lastCompileTimes();
       llvm::errs() << llvm::formatv(
@@ -1001,6 +1057,11 @@ static int run(int argc, char **argv) {
       "Instantiates the application (running its init handlers), pushes\n"
       "every input packet through a source and reports where packets left\n"
       "the application (sinks), what was dropped and every exception.\n\n"
+      "Compiled code is kept in $NETVM_CACHE_DIR (default\n"
+      "$XDG_CACHE_HOME/netvm/jit or ~/.cache/netvm/jit; NETVM_CACHE=off\n"
+      "keeps nothing). A second run of a tcpdump expression with -w or -q,\n"
+      "or of NetIL or .mlir files, over a pcap file starts without the\n"
+      "compiler (docs/native.md).\n\n"
       "Examples:\n"
       "  netvm-run filter.netil -r trace.pcap          per-sink summary\n"
       "  netvm-run filter.netil -r trace.pcap -v       every packet\n"
@@ -1081,6 +1142,12 @@ static int run(int argc, char **argv) {
   }
   llvm::SourceMgr sourceMgr;
   driver::DiagnosticPrinter printer(sourceMgr, context, "netvm-run");
+  // A compilation that said something (a warning) is not stored in the
+  // front cache: a hit would run without saying it.
+  context.getDiagEngine().registerHandler([](Diagnostic &) {
+    frontCacheKey.reset();
+    return failure(); // the printer shows it
+  });
   OwningOpRef<ModuleOp> module = driver::load(context, sourceMgr, *input);
   if (!module)
     return 1;
@@ -1303,6 +1370,7 @@ static int run(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  takeFrontCacheKey();
   int status = run(argc, argv);
   // Standard output that could not be written (a full disk, a closed
   // pipe) is an ordinary error, and the results are not complete.

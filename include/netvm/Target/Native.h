@@ -72,11 +72,27 @@ enum class FileKind { Object, Assembly };
 llvm::Error emitFile(llvm::Module &llvmModule, llvm::TargetMachine &tm,
                      FileKind kind, llvm::raw_pwrite_stream &os);
 
+/// The object jitCompile linked, and its descriptor's symbol.
+struct JitObject {
+  std::string object;
+  std::string symbol;
+};
+
 /// Compile an application into this process. Returns its descriptor, valid
 /// for the lifetime of the process. Thread-safe. Like generateLLVMIR, it
-/// lowers `module` in place (clone it first to keep the netvm IR).
-llvm::Expected<const netvm_app_desc *>
-jitCompile(mlir::ModuleOp module, const CodegenOptions &options);
+/// lowers `module` in place (clone it first to keep the netvm IR). With
+/// `keep`, also hands back the object it linked (compiled, or from the
+/// cache), for linkSharedObject.
+llvm::Expected<const netvm_app_desc *> jitCompile(mlir::ModuleOp module,
+                                                  const CodegenOptions &options,
+                                                  JitObject *keep = nullptr);
+
+/// Link `object` (position-independent, as jitCompile makes them) into a
+/// shared object at `path` with the system's linker ($NETVM_LINKER, else
+/// `ld` on the PATH), its runtime calls left for the program that loads
+/// it to resolve (netvm-run's launcher exports the runtime). The front
+/// cache of netvm-run keeps such files (netvm/cache/RunCache.h).
+llvm::Error linkSharedObject(llvm::StringRef object, const std::string &path);
 
 /// Milliseconds spent in the last jitCompile on this thread, by phase.
 struct CompileTimes {

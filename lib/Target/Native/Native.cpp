@@ -9,6 +9,7 @@
 
 #include "netvm/Target/Native.h"
 #include "netvm/Conversion/NetVMToLLVM.h"
+#include "netvm/cache/RunCache.h"
 #include "netvm/runtime.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -33,6 +34,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/xxhash.h"
@@ -317,20 +319,7 @@ llvm::Error netvm::native::emitFile(llvm::Module &llvmModule,
 //===----------------------------------------------------------------------===//
 
 std::string netvm::native::jitCacheDirectory() {
-  if (const char *mode = std::getenv("NETVM_CACHE"))
-    if (!std::strcmp(mode, "off") || !std::strcmp(mode, "0"))
-      return "";
-  if (const char *dir = std::getenv("NETVM_CACHE_DIR"); dir && *dir)
-    return dir;
-  llvm::SmallString<128> path;
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    path = xdg;
-  else if (const char *home = std::getenv("HOME"); home && *home)
-    llvm::sys::path::append(path, home, ".cache");
-  else
-    return "";
-  llvm::sys::path::append(path, "netvm", "jit");
-  return std::string(path);
+  return netvm::cache::directory();
 }
 
 namespace {
@@ -477,8 +466,8 @@ public:
     return engine.get();
   }
 
-  llvm::Expected<const netvm_app_desc *> add(mlir::ModuleOp module,
-                                             CodegenOptions options) {
+  llvm::Expected<const netvm_app_desc *>
+  add(mlir::ModuleOp module, CodegenOptions options, JitObject *keep) {
     std::lock_guard<std::mutex> lock(mutex);
     options.lowering.descriptorSymbol =
         "netvm_jit_app_" + std::to_string(counter++);
@@ -523,6 +512,10 @@ public:
       object = llvm::MemoryBuffer::getMemBufferCopy(
           text, options.lowering.descriptorSymbol);
       lastTimes.codegen = millisSince(start);
+    }
+    if (keep) {
+      keep->object = object->getBuffer().str();
+      keep->symbol = options.lowering.descriptorSymbol;
     }
     start = std::chrono::steady_clock::now();
     if (llvm::Error err = jit->addObjectFile(std::move(object)))
@@ -612,13 +605,59 @@ private:
 } // namespace
 
 llvm::Expected<const netvm_app_desc *>
-netvm::native::jitCompile(mlir::ModuleOp module,
-                          const CodegenOptions &options) {
+netvm::native::jitCompile(mlir::ModuleOp module, const CodegenOptions &options,
+                          JitObject *keep) {
   lastTimes = CompileTimes();
   auto engine = Engine::get();
   if (!engine)
     return engine.takeError();
-  return (*engine)->add(module, options);
+  return (*engine)->add(module, options, keep);
 }
 
 CompileTimes netvm::native::lastCompileTimes() { return lastTimes; }
+
+llvm::Error netvm::native::linkSharedObject(llvm::StringRef object,
+                                            const std::string &path) {
+  std::string linker;
+  if (const char *named = std::getenv("NETVM_LINKER"); named && *named)
+    linker = named;
+  else
+    linker = "ld";
+  if (!llvm::sys::path::is_absolute(linker)) {
+    auto found = llvm::sys::findProgramByName(linker);
+    if (!found)
+      return llvm::createStringError("no linker '" + linker + "' on the PATH");
+    linker = *found;
+  }
+  std::string input = path + ".o";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(input, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return llvm::createStringError("cannot write " + input + ": " +
+                                     ec.message());
+    os << object;
+    os.close();
+    if (os.has_error()) {
+      os.clear_error();
+      llvm::sys::fs::remove(input);
+      return llvm::createStringError("cannot write " + input);
+    }
+  }
+  // No executable stack (the object has no .note.GNU-stack), and code
+  // not padded to a page of its own (a 6 KB file, not 14); undefined
+  // symbols (the runtime, memmove) are the loading program's.
+  llvm::SmallVector<llvm::StringRef, 10> args = {
+      linker, "-shared", "-z", "noexecstack", "-z", "noseparate-code",
+      "-o",   path,      input};
+  std::optional<llvm::StringRef> quiet[] = {std::nullopt, llvm::StringRef(""),
+                                            llvm::StringRef("")};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, quiet,
+                                         /*SecondsToWait=*/60, 0, &message);
+  llvm::sys::fs::remove(input);
+  if (status != 0)
+    return llvm::createStringError(linker + " failed" +
+                                   (message.empty() ? "" : ": " + message));
+  return llvm::Error::success();
+}

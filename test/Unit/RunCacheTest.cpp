@@ -1,0 +1,90 @@
+//===- RunCacheTest.cpp - SHA-256 and the front cache's entries
+//------------===//
+//
+// The run cache's SHA-256 against FIPS 180-4's examples (across block
+// boundaries, fed in pieces), and its entries: one written is read back
+// with its symbol; another key, a changed byte or a cut file do not check.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/cache/RunCache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+using namespace netvm::cache;
+
+namespace {
+std::string hexOf(const Digest &d) { return toHex(d.data(), d.size()); }
+
+std::string readAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeAll(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+} // namespace
+
+TEST(RunCache, Sha256KnownAnswers) {
+  EXPECT_EQ(hexOf(sha256("", 0)),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(hexOf(sha256("abc", 3)),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::string two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  EXPECT_EQ(hexOf(sha256(two.data(), two.size())),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // A million 'a's, in pieces that straddle the 64-byte blocks.
+  Sha256 hash;
+  std::string piece(997, 'a');
+  size_t left = 1000000;
+  while (left) {
+    size_t n = std::min(left, piece.size());
+    hash.update(piece.data(), n);
+    left -= n;
+  }
+  EXPECT_EQ(hexOf(hash.finish()),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(RunCache, EntriesCheckOrNot) {
+  char dir[] = "/tmp/netvm-runcache-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  Digest key = sha256("key", 3), other = sha256("other", 5);
+  std::string path = entryPath(std::string(dir) + "/sub", key);
+  std::string object(5000, '\0');
+  for (size_t i = 0; i < object.size(); ++i)
+    object[i] = char(i * 7);
+  std::string error, symbol;
+  ASSERT_TRUE(writeEntry(path, key, object, "netvm_jit_app_0", error)) << error;
+  ASSERT_TRUE(checkEntry(path, key, symbol));
+  EXPECT_EQ(symbol, "netvm_jit_app_0");
+  // The shared object comes first, unchanged: dlopen reads it in place.
+  std::string bytes = readAll(path);
+  EXPECT_EQ(bytes.substr(0, object.size()), object);
+  EXPECT_FALSE(checkEntry(path, other, symbol));
+  for (size_t at :
+       {size_t(0), object.size() / 2, object.size() + 3, bytes.size() - 1}) {
+    std::string changed = bytes;
+    changed[at] ^= 1;
+    writeAll(path, changed);
+    EXPECT_FALSE(checkEntry(path, key, symbol)) << "byte " << at;
+  }
+  writeAll(path, bytes.substr(0, bytes.size() - 10));
+  EXPECT_FALSE(checkEntry(path, key, symbol));
+  writeAll(path, "");
+  EXPECT_FALSE(checkEntry(path, key, symbol));
+  writeAll(path, bytes);
+  EXPECT_TRUE(checkEntry(path, key, symbol));
+  std::remove(path.c_str());
+  rmdir((std::string(dir) + "/sub").c_str());
+  rmdir(dir);
+}
