@@ -12,13 +12,14 @@
 
 namespace netvm::hostif {
 
-uint64_t DmaEngine::transferCycles(uint32_t bytes) const {
-  return params.transferStart +
-         uint64_t(std::ceil(double(bytes) * params.cyclesPerByte));
+uint64_t DmaEngine::transferCycles(uint32_t bytes, bool fromHost) const {
+  double perByte = fromHost ? params.readCyclesPerByte : params.cyclesPerByte;
+  return params.transferStart + uint64_t(std::ceil(double(bytes) * perByte));
 }
 
-uint64_t DmaEngine::submit(uint64_t ready, uint32_t bytes, uint64_t *readAt) {
-  uint64_t move = params.descriptorFetch + transferCycles(bytes);
+uint64_t DmaEngine::submit(uint64_t ready, uint32_t bytes, uint64_t *readAt,
+                           bool fromHost) {
+  uint64_t move = params.descriptorFetch + transferCycles(bytes, fromHost);
   uint64_t start, done;
   if (pipelined) {
     // The descriptor's buffer is free once the transfer two back is done.

@@ -19,12 +19,14 @@
 
 namespace netvm::onload {
 
-// The header checks and the checksum loop. Registers (per context): a0
-// buffer, a1 captured length, a2 sum, a3 word, a4 address, a5 bytes left,
-// a6 scratch, a7 info; b0 0xffff, b1 scratch, b2 words left in the chunk,
-// b3 UDP length, b4 the IP header checksum (summed by the loop, taken
-// back), b5 destination port.
-static const char *checkBlock = R"(
+// Registers (per context): a0 buffer, a1 frame length, a2 sum, a3 word,
+// a4 address, a5 bytes left, a6 scratch, a7 info; b0 0xffff, b1 scratch,
+// b2 words left in the chunk, b3 UDP length, b4 what the sum takes back,
+// b5 destination port.
+//
+// The receive checks: IPv4 without options, UDP, not a fragment, a UDP
+// length that fits the frame; a zero checksum field means none.
+static const char *rxChecks = R"(
     dram[read, $$0, a0, 0, 6], ctx_swap[s3]
     alu_shf[a6, --, b, $$3, >>8]
     immed[b1, 0x080045]
@@ -47,49 +49,59 @@ static const char *checkBlock = R"(
     alu_shf[a6, --, b, $$10, >>16]
     alu[--, a6, -, 0]
     beq[csum_ok]
-    alu[a4, a0, +, 24]
-    alu[a5, b3, +, 10]
-    alu[a2, b3, +, 17]
-chunk:
-    dram[read, $$0, a4, 0, 8], ctx_swap[s3]
-    local_csr_wr[t_index, 0]
-    immed[b2, 16]
-word:
-    alu[a3, --, b, *$$index++]
-    alu[a5, a5, -, 4]
-    bmi[last]
-    alu_shf[b1, --, b, a3, >>16]
-    alu[a2, a2, +, b1]
-    alu[b1, a3, and, b0]
-    alu[a2, a2, +, b1]
-    alu[--, a5, -, 0]
-    beq[fold]
-    alu[b2, b2, -, 1]
-    bne[word]
-    alu[a4, a4, +, 64]
-    br[chunk]
-last:
-    alu[a6, a5, b-a, 0]
-    alu_shf[a6, --, b, a6, <<3]
-    immed[b1, 0xffffffff]
-    alu_shf[b1, a6, b, b1, <<indirect]
-    alu[a3, a3, and, b1]
-    alu_shf[b1, --, b, a3, >>16]
-    alu[a2, a2, +, b1]
-    alu[b1, a3, and, b0]
-    alu[a2, a2, +, b1]
-fold:
-    alu[a2, a2, -, b4]
-    alu_shf[b1, --, b, a2, >>16]
-    alu[a6, a2, and, b0]
-    alu[a2, a6, +, b1]
-    alu_shf[b1, --, b, a2, >>16]
-    alu[a6, a2, and, b0]
-    alu[a2, a6, +, b1]
-    alu[--, a2, -, b0]
-    bne[bad_csum]
-csum_ok:
 )";
+
+/// The UDP checksum's sum: the 16-bit halves of the 32-bit words from byte
+/// 24 of the frame at a0 to the end of the datagram (34 + b3), 64 bytes a
+/// DRAM read, the last partial word masked; minus b4 (the IP header
+/// checksum at 24-25, and on transmit the checksum field), plus protocol
+/// and UDP length (the rest of the pseudo-header); folded into a2. Labels
+/// get `prefix` (labels are global to the image).
+static void sumLoop(std::ostream &os, const std::string &p) {
+  os << "    alu[a4, a0, +, 24]\n"
+        "    alu[a5, b3, +, 10]\n"
+        "    alu[a2, b3, +, 17]\n"
+     << p << "chunk:\n"
+     << "    dram[read, $$0, a4, 0, 8], ctx_swap[s3]\n"
+        "    local_csr_wr[t_index, 0]\n"
+        "    immed[b2, 16]\n"
+     << p << "word:\n"
+     << "    alu[a3, --, b, *$$index++]\n"
+        "    alu[a5, a5, -, 4]\n"
+        "    bmi["
+     << p << "last]\n"
+     << "    alu_shf[b1, --, b, a3, >>16]\n"
+        "    alu[a2, a2, +, b1]\n"
+        "    alu[b1, a3, and, b0]\n"
+        "    alu[a2, a2, +, b1]\n"
+        "    alu[--, a5, -, 0]\n"
+        "    beq["
+     << p << "fold]\n"
+     << "    alu[b2, b2, -, 1]\n"
+        "    bne["
+     << p << "word]\n"
+     << "    alu[a4, a4, +, 64]\n"
+        "    br["
+     << p << "chunk]\n"
+     << p << "last:\n"
+     << "    alu[a6, a5, b-a, 0]\n"
+        "    alu_shf[a6, --, b, a6, <<3]\n"
+        "    immed[b1, 0xffffffff]\n"
+        "    alu_shf[b1, a6, b, b1, <<indirect]\n"
+        "    alu[a3, a3, and, b1]\n"
+        "    alu_shf[b1, --, b, a3, >>16]\n"
+        "    alu[a2, a2, +, b1]\n"
+        "    alu[b1, a3, and, b0]\n"
+        "    alu[a2, a2, +, b1]\n"
+     << p << "fold:\n"
+     << "    alu[a2, a2, -, b4]\n"
+        "    alu_shf[b1, --, b, a2, >>16]\n"
+        "    alu[a6, a2, and, b0]\n"
+        "    alu[a2, a6, +, b1]\n"
+        "    alu_shf[b1, --, b, a2, >>16]\n"
+        "    alu[a6, a2, and, b0]\n"
+        "    alu[a2, a6, +, b1]\n";
+}
 
 // onloader: PORT_TABLE[port] holds the control block's SRAM address (0: no
 // socket); the block's word 0 is the socket, word 1 counts its datagrams.
@@ -118,7 +130,9 @@ rx_loop:
 )";
   bool onloader = design == Design::Onloader;
   if (design == Design::SoftNic || onloader) {
-    os << checkBlock;
+    os << rxChecks;
+    sumLoop(os, "rx_");
+    os << "    alu[--, a2, -, b0]\n    bne[bad_csum]\ncsum_ok:\n";
     if (onloader)
       os << lookupBlock;
     else
@@ -168,6 +182,85 @@ rx_end:
 )";
 }
 
+// Transmit: entries [buffer, frame length, flags, control block] from
+// FROM_HOST; flag 2: build the headers from the socket's template (control
+// block + 16: 42 bytes with zero lengths and the IP checksum of a zero
+// total length), patching the lengths and the IP checksum; flag 1: fill
+// the UDP checksum (the frame's field is taken back, so it may hold
+// anything). Then transmit, and give the buffer back on TX_DONE.
+static void txLoop(std::ostream &os) {
+  os << R"(
+tx_loop:
+    scratch[get, $0, FROM_HOST, 0, 4], ctx_swap[s1]
+    alu[a0, --, b, $0]
+    beq[tx_loop]
+    alu[--, a0, +, 1]
+    beq[tx_end]
+    alu[a1, --, b, $1]
+    alu[a7, --, b, $2]
+    alu[b6, --, b, $3]
+    br_bclr[a7, 1, tx_sum]
+    sram[read, $0, b6, 16, 12], ctx_swap[s4]
+    immed[b0, 0xffff]
+    alu[b3, a1, -, 14]
+    alu_shf[b1, --, b, b3, <<16]
+    alu[$$4, b1, or, $4]
+    alu_shf[a3, --, b, $6, >>16]
+    alu[a3, a3, xor, b0]
+    alu[a3, a3, +, b3]
+    alu_shf[b1, --, b, a3, >>16]
+    alu[a3, a3, and, b0]
+    alu[a3, a3, +, b1]
+    alu[a3, a3, xor, b0]
+    alu_shf[b1, --, b, a3, <<16]
+    alu[a6, $6, and, b0]
+    alu[$$6, a6, or, b1]
+    alu[a6, a1, -, 34]
+    alu[$$9, a6, or, $9]
+    alu[$$0, --, b, $0]
+    alu[$$1, --, b, $1]
+    alu[$$2, --, b, $2]
+    alu[$$3, --, b, $3]
+    alu[$$5, --, b, $5]
+    alu[$$7, --, b, $7]
+    alu[$$8, --, b, $8]
+    dram[write, $$0, a0, 0, 5], ctx_swap[s3]
+    sram[incr, --, b6, 8]
+tx_sum:
+    br_bclr[a7, 0, tx_send]
+    dram[read, $$0, a0, 0, 6], ctx_swap[s3]
+    immed[b0, 0xffff]
+    alu[b3, $$9, and, b0]
+    alu_shf[b4, --, b, $$6, >>16]
+    alu_shf[a6, --, b, $$10, >>16]
+    alu[b4, b4, +, a6]
+)";
+  sumLoop(os, "tx_");
+  os << R"(
+    alu[a2, a2, xor, b0]
+    alu[--, a2, -, 0]
+    bne[tx_nonzero]
+    alu[a2, --, b, b0]
+tx_nonzero:
+    dram[read, $$0, a0, 40, 1], ctx_swap[s3]
+    alu_shf[b1, --, b, a2, <<16]
+    alu[a6, $$0, and, b0]
+    alu[$$0, a6, or, b1]
+    alu[$$1, --, b, $$1]
+    dram[write, $$0, a0, 40, 1], ctx_swap[s3]
+tx_send:
+    alu[$0, --, b, a1]
+    alu[$1, --, b, a1]
+    immed[$2, 0]
+    msf[tx, $0, a0, 0, 3], ctx_swap[s2]
+    alu[$0, --, b, a0]
+    scratch[put, $0, TX_DONE, 0, 1], ctx_swap[s1]
+    br[tx_loop]
+tx_end:
+    ctx_arb[kill]
+)";
+}
+
 std::string meProgram(const OnloadConfig &config) {
   std::ostringstream os;
   os << "; onload receive path, design " << designName(config.design)
@@ -177,12 +270,21 @@ std::string meProgram(const OnloadConfig &config) {
      << ".equ STATS, " << statsAddress << "\n"
      << ".equ PORT_TABLE, " << portTable << "\n"
      << ".ring FREE_RING, " << freeRingAddress << ", " << freeRingWords << "\n"
-     << ".ring TO_HOST, " << toHostAddress << ", " << toHostWords << "\n";
+     << ".ring TO_HOST, " << toHostAddress << ", " << toHostWords << "\n"
+     << ".equ FROM_HOST, " << fromHostRing << "\n"
+     << ".equ TX_DONE, " << txDoneRing << "\n"
+     << ".ring FROM_HOST, " << fromHostAddress << ", " << fromHostWords << "\n"
+     << ".ring TX_DONE, " << txDoneAddress << ", " << txDoneWords << "\n";
   os << "\n.me 0";
   if (config.rxMEs > 1)
     os << "-" << config.rxMEs - 1;
   os << "\n.ctx_enable 0xff\n";
   rxLoop(os, config.design);
+  os << "\n.me " << config.rxMEs;
+  if (config.txMEs > 1)
+    os << "-" << config.rxMEs + config.txMEs - 1;
+  os << "\n.ctx_enable 0xff\n";
+  txLoop(os);
   return os.str();
 }
 

@@ -124,7 +124,7 @@ public:
   }
 
   uint64_t call(netvm_emu_host *host);
-  void finish();
+  void finish(const me::Stats &stats);
 
 private:
   void start(netvm_emu_host *host);
@@ -164,7 +164,7 @@ private:
   uint64_t hostFree = 0, nextPoll = 0, lastUpdate = 0;
   uint64_t interruptAt = UINT64_MAX;
   bool interruptsOn = true;
-  std::map<std::string, double> stageSums;
+  StageSums stageSums;
 };
 
 } // namespace
@@ -217,25 +217,19 @@ void Receiver::deliver(const uint8_t *payload, uint32_t length, uint16_t port,
     ++result.corrupted;
     return;
   }
-  if (seen[seq]) {
-    ++result.duplicates;
+  if (!countDelivery(result, seen, seq, length))
     return;
-  }
-  seen[seq] = true;
-  ++result.delivered;
-  result.deliveredBytes += length;
   result.lastDelivery = std::max(result.lastDelivery, at);
   if (track.rx && (!result.firstArrival || track.rx < result.firstArrival))
     result.firstArrival = track.rx;
-  auto add = [&](const char *name, uint64_t from, uint64_t to) {
-    stageSums[name] += to >= from ? double(to - from) : 0;
-  };
-  add("1 ME receive and protocol", track.rx, track.done);
-  add("2 ring to the NP side", track.done, track.got);
-  add("3 DMA (queue, descriptor, transfer)", track.got, track.landed);
-  add("4 TAIL update", track.landed, track.visible);
-  add("5 host notices", track.visible, track.start);
-  add("6 host stack and recv", track.start, at);
+  StageSums &s = stageSums;
+  s.add("1 ME receive and protocol", track.rx, track.done);
+  s.add("2 ring to the NP side", track.done, track.got);
+  s.add("3 DMA (queue, descriptor, transfer)", track.got, track.landed);
+  s.add("4 TAIL update", track.landed, track.visible);
+  s.add("5 host notices (interrupt or poll, wakeup)", track.visible,
+        track.start);
+  s.add("6 host stack and recv", track.start, at);
 }
 
 void Receiver::land(netvm_emu_host *host, uint64_t now) {
@@ -465,11 +459,12 @@ void Receiver::hostWork(netvm_emu_host *host, uint64_t now) {
     Entry e = std::move(device.front());
     device.pop_front();
     e.track.landed = e.track.visible = e.track.got;
-    e.track.start = at;
     ++result.host.interrupts;
+    at += charge(c.interrupt);
+    e.track.start = at;
     uint32_t bursts = 1 + (e.length + 63) / 64;
     result.host.pioReadBytes += e.length;
-    at += charge(c.interrupt + bursts * config.dma.pioReadBurstCycles +
+    at += charge(bursts * config.dma.pioReadBurstCycles +
                  c.copyPerByte * e.length);
     result.host.copiedBytes += e.length;
     ParsedDatagram p;
@@ -578,17 +573,18 @@ uint64_t Receiver::call(netvm_emu_host *host) {
   if (config.design != Design::EmuNic)
     schedule(now);
   hostWork(host, now);
-  if (idle() && hostFree <= now)
+  if (idle() && hostFree <= now) {
+    // Stop the transmitting contexts too.
+    stopTransmitters(host, config);
     return 0;
+  }
   return config.tick;
 }
 
-void Receiver::finish() {
+void Receiver::finish(const me::Stats &stats) {
+  stageSums.finish(result, stats);
   result.dmaTransfers = dma.transfers;
   result.dmaBytes = dma.bytesMoved;
-  for (auto &[name, sum] : stageSums)
-    result.stages.push_back(
-        {name.substr(2), result.delivered ? sum / result.delivered : 0});
   uint64_t expected = 0;
   for (size_t i = 0; i < traffic.datagrams.size(); ++i) {
     const Datagram &d = traffic.datagrams[i];
@@ -602,32 +598,87 @@ void Receiver::finish() {
   (void)expected;
 }
 
-namespace {
-class TrafficInput : public me::PacketInput {
-public:
-  explicit TrafficInput(const Traffic &t) : traffic(t) {}
-  bool next(me::InputPacket &packet) override {
-    if (index == traffic.frames.size())
-      return false;
-    packet.bytes = traffic.frames[index++];
-    packet.wireLength = 0;
-    return true;
-  }
+TrafficInput::~TrafficInput() = default;
 
-private:
-  const Traffic &traffic;
-  size_t index = 0;
-};
-} // namespace
+bool TrafficInput::next(me::InputPacket &packet) {
+  if (index == traffic.frames.size())
+    return false;
+  packet.bytes = traffic.frames[index++];
+  packet.wireLength = 0;
+  return true;
+}
+
+bool countDelivery(OnloadResult &result, std::vector<bool> &seen, uint32_t seq,
+                   uint64_t bytes) {
+  if (seen[seq]) {
+    ++result.duplicates;
+    return false;
+  }
+  seen[seq] = true;
+  ++result.delivered;
+  result.deliveredBytes += bytes;
+  return true;
+}
+
+void StageSums::finish(OnloadResult &result, const me::Stats &stats) const {
+  for (auto &[name, sum] : sums)
+    result.stages.push_back(
+        {name.substr(2), result.delivered ? sum / result.delivered : 0});
+  result.cycles = stats.cycles;
+  result.clockMHz = stats.clockMHz;
+  for (const me::Fault &f : stats.faults)
+    result.faults.push_back("ME " + std::to_string(f.me) + " context " +
+                            std::to_string(f.ctx) + " pc " +
+                            std::to_string(f.pc) + ": " + f.reason);
+}
+
+me::MachineConfig onloadMachine(const OnloadConfig &config) {
+  me::MachineConfig machine = config.machine;
+  machine.hostCrossingCycles = 0;
+  machine.hostWordCycles = 0;
+  return machine;
+}
+
+void stopTransmitters(netvm_emu_host *host, const OnloadConfig &config) {
+  uint32_t marker[txEntryWords] = {markerBuffer, 0, 0, 0};
+  for (unsigned i = 0; i < config.txMEs * 8; ++i)
+    netvm_emu_host_ring_put(host, fromHostRing, marker, txEntryWords);
+}
+
+std::vector<uint32_t> takeDone(netvm_emu_host *host) {
+  std::vector<uint32_t> buffers;
+  for (int n = netvm_emu_host_ring_count(host, txDoneRing); n > 0; --n) {
+    uint32_t buffer;
+    if (netvm_emu_host_ring_get(host, txDoneRing, &buffer, 1) != 0)
+      break;
+    buffers.push_back(buffer);
+  }
+  return buffers;
+}
+
+bool setUpSockets(me::Emulator &emulator, const std::vector<uint16_t> &ports,
+                  std::string &error) {
+  for (size_t i = 0; i < ports.size(); ++i) {
+    uint32_t block = controlBlocks + uint32_t(i) * controlBlockBytes;
+    uint8_t entry[4] = {uint8_t(block >> 24), uint8_t(block >> 16),
+                        uint8_t(block >> 8), uint8_t(block)};
+    uint8_t cb[controlBlockBytes] = {0, 0, 0, uint8_t(i)};
+    std::vector<uint8_t> header = headerTemplate(ports[i]);
+    std::copy(header.begin(), header.end(), cb + templateOffset);
+    if (!emulator.writeMemory(me::Memory::Sram, portTable + 4 * ports[i], entry,
+                              4, error) ||
+        !emulator.writeMemory(me::Memory::Sram, block, cb, sizeof(cb), error))
+      return false;
+  }
+  return true;
+}
 
 bool runReceive(const OnloadConfig &config, const me::Image &image,
                 const Traffic &traffic, OnloadResult &result,
                 std::string &error) {
   result = OnloadResult();
   result.offered = traffic.frames.size();
-  me::MachineConfig machine = config.machine;
-  machine.hostCrossingCycles = 0; // the interface model charges instead
-  machine.hostWordCycles = 0;
+  me::MachineConfig machine = onloadMachine(config);
   machine.lineRateGbps = config.lineRateGbps;
   if (config.buffers == 0 || config.buffers > freeRingWords ||
       bufferBase + uint64_t(config.buffers) * bufferBytes > machine.dramBytes) {
@@ -642,33 +693,16 @@ bool runReceive(const OnloadConfig &config, const me::Image &image,
   me::Emulator emulator(machine);
   if (!emulator.load(image, error))
     return false;
-  // The onloader's control blocks: a port table entry and a block per
-  // bound socket, in SRAM.
-  for (size_t i = 0; i < traffic.boundPorts.size(); ++i) {
-    uint32_t block = controlBlocks + uint32_t(i) * controlBlockBytes;
-    uint8_t entry[4] = {uint8_t(block >> 24), uint8_t(block >> 16),
-                        uint8_t(block >> 8), uint8_t(block)};
-    uint8_t cb[16] = {0, 0, 0, uint8_t(i)};
-    if (!emulator.writeMemory(me::Memory::Sram,
-                              portTable + 4 * traffic.boundPorts[i], entry, 4,
-                              error) ||
-        !emulator.writeMemory(me::Memory::Sram, block, cb, 16, error))
-      return false;
-  }
+  if (!setUpSockets(emulator, traffic.boundPorts, error))
+    return false;
   TrafficInput input(traffic);
   emulator.setInput(&input);
   Receiver receiver(config, traffic, result);
   emulator.attachHost(&Receiver::step, &receiver, 0);
   emulator.run();
-  receiver.finish();
   const me::Stats &stats = emulator.stats();
-  result.cycles = stats.cycles;
-  result.clockMHz = stats.clockMHz;
+  receiver.finish(stats);
   result.drops.fabric = stats.packetsDropped;
-  for (const me::Fault &f : stats.faults)
-    result.faults.push_back("ME " + std::to_string(f.me) + " context " +
-                            std::to_string(f.ctx) + " pc " +
-                            std::to_string(f.pc) + ": " + f.reason);
   std::vector<uint8_t> counters;
   if (emulator.readMemory(me::Memory::Scratch, statsAddress, 20, counters)) {
     auto word = [&](uint32_t at) {

@@ -122,4 +122,32 @@ Traffic makeTraffic(unsigned count, unsigned payloadBytes, unsigned ports,
   return t;
 }
 
+Traffic makeSendTraffic(unsigned count, unsigned payloadBytes, unsigned ports) {
+  Traffic t = makeTraffic(count, payloadBytes, ports);
+  for (size_t i = 0; i < t.datagrams.size(); ++i) {
+    Datagram &d = t.datagrams[i];
+    d.srcIp = 0x0a000002;
+    d.dstIp = 0x0a000001;
+    d.srcPort = t.boundPorts[i % t.boundPorts.size()];
+    d.dstPort = 5000;
+    t.frames[i] = buildFrame(d);
+  }
+  return t;
+}
+
+std::vector<uint8_t> headerTemplate(uint16_t port) {
+  Datagram d;
+  d.srcIp = 0x0a000002;
+  d.dstIp = 0x0a000001;
+  d.srcPort = port;
+  d.dstPort = 5000;
+  std::vector<uint8_t> f = buildFrame(d);
+  put16(f, 16, 0); // total length
+  put16(f, 24, 0);
+  put16(f, 24, ~netvm_checksum(&f[14], 20) & 0xffff);
+  put16(f, 38, 0); // UDP length
+  put16(f, 40, 0); // checksum
+  return f;
+}
+
 } // namespace netvm::onload

@@ -24,6 +24,9 @@ static cl::opt<std::string>
                cl::desc("emu-nic, softnic, onloader or raw (default "
                         "onloader)"),
                cl::init("onloader"), cl::cat(category));
+static cl::opt<std::string>
+    direction("direction", cl::desc("rx (receive, the default) or tx (send)"),
+              cl::init("rx"), cl::cat(category));
 static cl::opt<unsigned> payload("payload",
                                  cl::desc("UDP payload bytes (4-1472)"),
                                  cl::init(64), cl::cat(category));
@@ -67,10 +70,18 @@ static cl::opt<bool> noMappingCache("no-mapping-cache",
                                     cl::cat(category));
 static cl::opt<unsigned> rxMEs("rx-mes", cl::desc("Receiving MEs (default 2)"),
                                cl::init(2), cl::cat(category));
+static cl::opt<unsigned> txMEs("tx-mes",
+                               cl::desc("Transmitting MEs (default 2)"),
+                               cl::init(2), cl::cat(category));
 static cl::opt<unsigned> buffers("buffers",
-                                 cl::desc("DRAM receive buffers (default "
-                                          "128)"),
+                                 cl::desc("DRAM receive buffers (default 128) "
+                                          "or transmit buffers (48)"),
                                  cl::init(128), cl::cat(category));
+static cl::opt<double> dmaReadMBps(
+    "dma-read-mbps",
+    cl::desc("DMA read bandwidth from host memory in MB/s (default 85, "
+             "seed 002's chipset)"),
+    cl::init(85), cl::cat(category));
 static cl::opt<bool> printProgram("print-program",
                                   cl::desc("Print the design's ME assembly "
                                            "and exit"),
@@ -82,7 +93,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "netvm-onload - UDP receive over the host/NP interface, three ways\n\n"
-      "  netvm-onload --design=softnic --payload=1472 --count=5000\n\n"
+      "  netvm-onload --design=softnic --payload=1472 --count=5000\n"
+      "  netvm-onload --direction=tx --design=onloader --payload=64\n\n"
       "Prints one JSON object: delivered datagrams and bytes, drops by "
       "place,\nhost cycles by kind, DMA and ring figures, per-stage "
       "latency.\n");
@@ -101,20 +113,39 @@ int main(int argc, char **argv) {
                  << "' (polling, interrupts or adaptive)\n";
     return 1;
   }
+  if (direction != "rx" && direction != "tx") {
+    llvm::errs() << "netvm-onload: unknown --direction '" << direction
+                 << "' (rx or tx)\n";
+    return 1;
+  }
+  if (direction == "tx" && config.design == onload::Design::Raw) {
+    llvm::errs() << "netvm-onload: the raw design only receives\n";
+    return 1;
+  }
   if (payload < 4 || payload > 1472) {
     llvm::errs() << "netvm-onload: --payload must be 4 to 1472 bytes\n";
     return 1;
   }
-  if (rxMEs < 1 || rxMEs > 8 || ports < 1 || ports > 64) {
-    llvm::errs() << "netvm-onload: --rx-mes must be 1-8 and --ports 1-64\n";
+  if (rxMEs < 1 || txMEs < 1 || rxMEs + txMEs > 8 || ports < 1 || ports > 64) {
+    llvm::errs() << "netvm-onload: --rx-mes and --tx-mes must be at least 1 "
+                    "and 8 together, --ports 1-64\n";
     return 1;
   }
+  if (dmaReadMBps < 1 || dmaReadMBps > 10000) {
+    llvm::errs() << "netvm-onload: --dma-read-mbps must be 1 to 10000\n";
+    return 1;
+  }
+  config.dma.readCyclesPerByte = config.machine.clockMHz / dmaReadMBps;
   config.features.pipelinedDma = !noPipelined;
   config.features.adaptiveUpdates = !noAdaptive;
   config.features.combining = !noCombining;
   config.cacheMappings = !noMappingCache;
   config.rxMEs = rxMEs;
-  config.buffers = buffers;
+  config.txMEs = txMEs;
+  if (direction == "tx")
+    config.txBuffers = buffers.getNumOccurrences() ? buffers : 48;
+  else
+    config.buffers = buffers;
   config.lineRateGbps = lineRate;
 
   std::string source = onload::meProgram(config);
@@ -131,11 +162,15 @@ int main(int argc, char **argv) {
       llvm::errs() << e << "\n";
     return 1;
   }
-  onload::Traffic traffic = onload::makeTraffic(count, payload, ports, badEvery,
-                                                fragmentEvery, unboundEvery);
+  bool send = direction == "tx";
+  onload::Traffic traffic =
+      send ? onload::makeSendTraffic(count, payload, ports)
+           : onload::makeTraffic(count, payload, ports, badEvery, fragmentEvery,
+                                 unboundEvery);
   onload::OnloadResult r;
   std::string error;
-  if (!onload::runReceive(config, image, traffic, r, error)) {
+  if (!(send ? onload::runTransmit(config, image, traffic, r, error)
+             : onload::runReceive(config, image, traffic, r, error))) {
     llvm::errs() << "netvm-onload: " << error << "\n";
     return 1;
   }
@@ -173,6 +208,7 @@ int main(int argc, char **argv) {
     faults.push_back(f);
   llvm::json::Object out{
       {"design", onload::designName(config.design)},
+      {"direction", direction.getValue()},
       {"payload", payload.getValue()},
       {"offered", r.offered},
       {"delivered", r.delivered},

@@ -25,6 +25,8 @@ struct DmaParams {
   unsigned descriptorFetch = 260; // (b)
   unsigned transferStart = 70;    // fixed part of (c)
   double cyclesPerByte = 2.94;    // (c): 204 MB/s at 600 MHz
+  /// (c) for DMA reads from host memory: 85 MB/s (seed 002's chipset).
+  double readCyclesPerByte = 7.06;
   /// Host programmed I/O: write-combined writes into NP memory (198 MB/s),
   /// and uncached reads of NP memory, a bus round trip per 64-byte burst.
   unsigned pioWriteStart = 60;
@@ -41,11 +43,13 @@ public:
   /// `ready`: the cycle its data has arrived. `readAt`, if given, gets the
   /// cycle the engine starts reading the source (the source must hold the
   /// bytes until then).
-  uint64_t submit(uint64_t ready, uint32_t bytes, uint64_t *readAt = nullptr);
+  /// `fromHost`: a read of host memory (its slower rate).
+  uint64_t submit(uint64_t ready, uint32_t bytes, uint64_t *readAt = nullptr,
+                  bool fromHost = false);
   /// The cycle the engine could take the next descriptor.
   uint64_t idleAt() const { return engineFree; }
   /// The cycles (c) alone would take for `bytes`.
-  uint64_t transferCycles(uint32_t bytes) const;
+  uint64_t transferCycles(uint32_t bytes, bool fromHost = false) const;
 
   uint64_t transfers = 0, bytesMoved = 0, busyCycles = 0;
 

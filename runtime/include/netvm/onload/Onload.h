@@ -36,14 +36,15 @@ bool parseDesign(const std::string &name, Design &design);
 /// The host's costs, in host cycles (the host runs at the MEs' clock, as
 /// the IXP2350's XScale does). docs/onload.md gives each one's source.
 struct HostCosts {
-  unsigned interrupt = 2000; // entry, handler, exit
-  unsigned syscall = 1000;   // a system call's crossing
-  unsigned wakeup = 800;     // waking a sleeping process
-  unsigned protocol = 1500;  // IP and UDP input, socket lookup, queueing
-  unsigned poll = 60;        // one look at a ring
-  unsigned mapBuffer = 3000; // pin and map a user buffer for the MEs
-  unsigned mapCached = 100;  // ... found in the mapping cache
-  double copyPerByte = 2.0;  // memcpy between host buffers
+  unsigned interrupt = 2000;  // entry, handler, exit
+  unsigned syscall = 1000;    // a system call's crossing
+  unsigned wakeup = 800;      // waking a sleeping process
+  unsigned protocol = 1500;   // IP and UDP input, socket lookup, queueing
+  unsigned poll = 60;         // one look at a ring
+  unsigned mapBuffer = 3000;  // pin and map a user buffer for the MEs
+  unsigned mapCached = 100;   // ... found in the mapping cache
+  unsigned protocolTx = 1200; // UDP and IP output: route, headers
+  double copyPerByte = 2.0;   // memcpy between host buffers
   double checksumPerByte = 1.5;
 };
 
@@ -54,12 +55,14 @@ struct OnloadConfig {
   HostCosts host;
   /// Onloader: keep the mappings of user buffers between calls.
   bool cacheMappings = true;
-  /// DRAM packet buffers the MEs receive into.
-  unsigned buffers = 128;
+  /// DRAM packet buffers the MEs receive into, and transmit from.
+  unsigned buffers = 128, txBuffers = 48;
   /// The UP ring (emu-nic has none; onloader: one per socket).
   uint32_t upRingBytes = 256 * 1024;
-  /// Receiving microengines (8 contexts each).
-  unsigned rxMEs = 2;
+  /// The DOWN ring of send descriptors (64 bytes each, one kept free).
+  uint32_t downRingBytes = 64 * 64;
+  /// Receiving and transmitting microengines (8 contexts each).
+  unsigned rxMEs = 2, txMEs = 2;
   /// Offered load: the line rate in Gbit/s, 0 for lossless input.
   double lineRateGbps = 0;
   /// How often the host side is looked at (ME cycles).
@@ -140,6 +143,23 @@ struct Traffic {
 Traffic makeTraffic(unsigned count, unsigned payloadBytes, unsigned ports,
                     unsigned badEvery = 0, unsigned fragmentEvery = 0,
                     unsigned unboundEvery = 0);
+
+/// Traffic for the transmit path: `count` datagrams of `payloadBytes` sent
+/// from the bound ports 9000.. (round robin) to 10.0.0.1:5000; `frames` are
+/// the frames that must leave, byte for byte.
+Traffic makeSendTraffic(unsigned count, unsigned payloadBytes, unsigned ports);
+
+/// The header a socket bound to `port` and connected to 10.0.0.1:5000 puts
+/// in front of its datagrams, as the onloader's MEs complete it: 42 bytes
+/// with zero lengths and the IP checksum of a zero total length.
+std::vector<uint8_t> headerTemplate(uint16_t port);
+
+/// Runs the transmit path: the application sends every datagram of
+/// `traffic` (makeSendTraffic); every frame that leaves the fabric is
+/// checked byte for byte against `traffic.frames`.
+bool runTransmit(const OnloadConfig &config, const me::Image &image,
+                 const Traffic &traffic, OnloadResult &result,
+                 std::string &error);
 
 /// Runs the receive path: the assembled `image` of meProgram(config) on the
 /// emulator, the interface and the host. Checks every delivered datagram
