@@ -37,36 +37,41 @@ static cl::opt<unsigned> ports("ports",
                                         "(default 1)"),
                                cl::init(1), cl::cat(category));
 static cl::opt<unsigned> badEvery("bad-every",
-                                  cl::desc("Every Nth datagram has a bad "
-                                           "UDP checksum"),
+                                  cl::desc("Receive: every Nth datagram has a "
+                                           "bad UDP checksum"),
                                   cl::init(0), cl::cat(category));
-static cl::opt<unsigned> fragmentEvery("fragment-every",
-                                       cl::desc("Every Nth datagram is an "
-                                                "IP fragment"),
-                                       cl::init(0), cl::cat(category));
-static cl::opt<unsigned> unboundEvery("unbound-every",
-                                      cl::desc("Every Nth datagram goes to "
-                                               "a port nobody bound"),
-                                      cl::init(0), cl::cat(category));
-static cl::opt<double> lineRate("line-rate",
-                                cl::desc("Offered load in Gbit/s (default "
-                                         "0: lossless, as fast as taken)"),
-                                cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    fragmentEvery("fragment-every",
+                  cl::desc("Receive: every Nth datagram is an "
+                           "IP fragment"),
+                  cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    unboundEvery("unbound-every",
+                 cl::desc("Receive: every Nth datagram goes to "
+                          "a port nobody bound"),
+                 cl::init(0), cl::cat(category));
+static cl::opt<double>
+    lineRate("line-rate",
+             cl::desc("Receive: offered load in Gbit/s (default "
+                      "0: lossless, as fast as taken)"),
+             cl::init(0), cl::cat(category));
 static cl::opt<bool> noPipelined("no-pipelined-dma",
                                  cl::desc("One DMA descriptor at a time"),
                                  cl::cat(category));
-static cl::opt<bool> noAdaptive("no-adaptive-updates",
-                                cl::desc("A TAIL update after every DMA"),
-                                cl::cat(category));
+static cl::opt<bool>
+    noAdaptive("no-adaptive-updates",
+               cl::desc("A TAIL (receive) or HEAD (send) update "
+                        "after every change"),
+               cl::cat(category));
 static cl::opt<bool> noCombining("no-combining", cl::desc("A DMA per message"),
                                  cl::cat(category));
-static cl::opt<std::string>
-    notify("notify",
-           cl::desc("polling, interrupts or adaptive (default adaptive)"),
-           cl::init("adaptive"), cl::cat(category));
+static cl::opt<std::string> notify(
+    "notify",
+    cl::desc("Receive: polling, interrupts or adaptive (default adaptive)"),
+    cl::init("adaptive"), cl::cat(category));
 static cl::opt<bool> noMappingCache("no-mapping-cache",
                                     cl::desc("Onloader: map the user buffer "
-                                             "on every recv"),
+                                             "on every recv or send"),
                                     cl::cat(category));
 static cl::opt<unsigned> rxMEs("rx-mes", cl::desc("Receiving MEs (default 2)"),
                                cl::init(2), cl::cat(category));
@@ -92,7 +97,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "netvm-onload - UDP receive over the host/NP interface, three ways\n\n"
+      "netvm-onload - UDP receive or send over the host/NP interface, three "
+      "ways\n\n"
       "  netvm-onload --design=softnic --payload=1472 --count=5000\n"
       "  netvm-onload --direction=tx --design=onloader --payload=64\n\n"
       "Prints one JSON object: delivered datagrams and bytes, drops by "
