@@ -45,9 +45,9 @@ TEST(Onload, FramesCarryCorrectChecksums) {
 }
 
 TEST(Onload, EveryDesignDeliversEveryGoodDatagramAndCountsTheRest) {
-  // 7 of 120 bad checksums, 5 fragments (one of them also bad), 4 to a
-  // port nobody bound (some overlapping): odd sizes exercise the ME's last
-  // partial word.
+  // Of 120 datagrams to three ports, every 17th has a bad checksum (7),
+  // every 23rd is a fragment (5) and every 29th goes to a port nobody
+  // bound (4); odd sizes exercise the ME's last partial word.
   Traffic t = makeTraffic(120, 333, 3, 17, 23, 29);
   uint64_t good = 0;
   for (const Datagram &d : t.datagrams)
