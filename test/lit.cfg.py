@@ -25,7 +25,7 @@ tool_dirs = [config.netvm_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["netc", "netvm-opt", "netvm-run", "netvm-pcapgen", "netvm-bench",
      "netvm-pcap-diff", "netvm-emu", "netvm-me-as", "netvm-me-objdump",
-     "netvm-ids", "netvm-ids-bench", "netvm-ccore"],
+     "netvm-ids", "netvm-ids-bench", "netvm-ccore", "netvm-onload"],
     tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.netvm_tools_dir, append_path=True)

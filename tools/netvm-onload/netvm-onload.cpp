@@ -1,0 +1,241 @@
+//===- netvm-onload.cpp - Run the onload layer's receive path ------------===//
+//
+// Generates UDP traffic, assembles the ME program of a design
+// (runtime/onload), runs it on the emulator with the host/NP interface and
+// the host stack, and prints what was delivered, dropped and what it cost
+// (docs/onload.md). bench/onload.py drives it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/Target/ME/Assembler.h"
+#include "netvm/onload/Onload.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+using namespace netvm;
+
+static cl::OptionCategory category("netvm-onload options");
+static cl::opt<std::string>
+    designName("design",
+               cl::desc("emu-nic, softnic, onloader or raw (default "
+                        "onloader)"),
+               cl::init("onloader"), cl::cat(category));
+static cl::opt<std::string>
+    direction("direction", cl::desc("rx (receive, the default) or tx (send)"),
+              cl::init("rx"), cl::cat(category));
+static cl::opt<unsigned> payload("payload",
+                                 cl::desc("UDP payload bytes (4-1472)"),
+                                 cl::init(64), cl::cat(category));
+static cl::opt<unsigned> count("count", cl::desc("Datagrams (default 2000)"),
+                               cl::init(2000), cl::cat(category));
+static cl::opt<unsigned> ports("ports",
+                               cl::desc("Bound sockets, ports 9000.. "
+                                        "(default 1)"),
+                               cl::init(1), cl::cat(category));
+static cl::opt<unsigned> badEvery("bad-every",
+                                  cl::desc("Receive: every Nth datagram has a "
+                                           "bad UDP checksum"),
+                                  cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    fragmentEvery("fragment-every",
+                  cl::desc("Receive: every Nth datagram is an "
+                           "IP fragment"),
+                  cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    unboundEvery("unbound-every",
+                 cl::desc("Receive: every Nth datagram goes to "
+                          "a port nobody bound"),
+                 cl::init(0), cl::cat(category));
+static cl::opt<double>
+    lineRate("line-rate",
+             cl::desc("Receive: offered load in Gbit/s (default "
+                      "0: lossless, as fast as taken)"),
+             cl::init(0), cl::cat(category));
+static cl::opt<bool> noPipelined("no-pipelined-dma",
+                                 cl::desc("One DMA descriptor at a time"),
+                                 cl::cat(category));
+static cl::opt<bool>
+    noAdaptive("no-adaptive-updates",
+               cl::desc("A TAIL (receive) or HEAD (send) update "
+                        "after every change"),
+               cl::cat(category));
+static cl::opt<bool> noCombining("no-combining", cl::desc("A DMA per message"),
+                                 cl::cat(category));
+static cl::opt<std::string> notify(
+    "notify",
+    cl::desc("Receive: polling, interrupts or adaptive (default adaptive)"),
+    cl::init("adaptive"), cl::cat(category));
+static cl::opt<bool> noMappingCache("no-mapping-cache",
+                                    cl::desc("Onloader: map the user buffer "
+                                             "on every recv or send"),
+                                    cl::cat(category));
+static cl::opt<unsigned> rxMEs("rx-mes", cl::desc("Receiving MEs (default 2)"),
+                               cl::init(2), cl::cat(category));
+static cl::opt<unsigned> txMEs("tx-mes",
+                               cl::desc("Transmitting MEs (default 2)"),
+                               cl::init(2), cl::cat(category));
+static cl::opt<unsigned> buffers("buffers",
+                                 cl::desc("DRAM receive buffers (default 128) "
+                                          "or transmit buffers (48)"),
+                                 cl::init(128), cl::cat(category));
+static cl::opt<double> dmaReadMBps(
+    "dma-read-mbps",
+    cl::desc("DMA read bandwidth from host memory in MB/s (default 85, "
+             "seed 002's chipset)"),
+    cl::init(85), cl::cat(category));
+static cl::opt<bool> printProgram("print-program",
+                                  cl::desc("Print the design's ME assembly "
+                                           "and exit"),
+                                  cl::cat(category));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "netvm-onload - UDP receive or send over the host/NP interface, three "
+      "ways\n\n"
+      "  netvm-onload --design=softnic --payload=1472 --count=5000\n"
+      "  netvm-onload --direction=tx --design=onloader --payload=64\n\n"
+      "Prints one JSON object: delivered datagrams and bytes, drops by "
+      "place,\nhost cycles by kind, DMA and ring figures, per-stage "
+      "latency.\n");
+  onload::OnloadConfig config;
+  if (!onload::parseDesign(designName, config.design)) {
+    llvm::errs() << "netvm-onload: unknown design '" << designName
+                 << "' (emu-nic, softnic, onloader or raw)\n";
+    return 1;
+  }
+  if (notify == "polling")
+    config.features.notify = hostif::Notify::Polling;
+  else if (notify == "interrupts")
+    config.features.notify = hostif::Notify::Interrupts;
+  else if (notify != "adaptive") {
+    llvm::errs() << "netvm-onload: unknown --notify '" << notify
+                 << "' (polling, interrupts or adaptive)\n";
+    return 1;
+  }
+  if (direction != "rx" && direction != "tx") {
+    llvm::errs() << "netvm-onload: unknown --direction '" << direction
+                 << "' (rx or tx)\n";
+    return 1;
+  }
+  if (direction == "tx" && config.design == onload::Design::Raw) {
+    llvm::errs() << "netvm-onload: the raw design only receives\n";
+    return 1;
+  }
+  if (payload < 4 || payload > 1472) {
+    llvm::errs() << "netvm-onload: --payload must be 4 to 1472 bytes\n";
+    return 1;
+  }
+  if (rxMEs < 1 || txMEs < 1 || rxMEs + txMEs > 8 || ports < 1 || ports > 64) {
+    llvm::errs() << "netvm-onload: --rx-mes and --tx-mes must be at least 1 "
+                    "and 8 together, --ports 1-64\n";
+    return 1;
+  }
+  if (dmaReadMBps < 1 || dmaReadMBps > 10000) {
+    llvm::errs() << "netvm-onload: --dma-read-mbps must be 1 to 10000\n";
+    return 1;
+  }
+  config.dma.readCyclesPerByte = config.machine.clockMHz / dmaReadMBps;
+  config.features.pipelinedDma = !noPipelined;
+  config.features.adaptiveUpdates = !noAdaptive;
+  config.features.combining = !noCombining;
+  config.cacheMappings = !noMappingCache;
+  config.rxMEs = rxMEs;
+  config.txMEs = txMEs;
+  if (direction == "tx")
+    config.txBuffers = buffers.getNumOccurrences() ? buffers : 48;
+  else
+    config.buffers = buffers;
+  config.lineRateGbps = lineRate;
+
+  std::string source = onload::meProgram(config);
+  if (printProgram) {
+    llvm::outs() << source;
+    return 0;
+  }
+  me::AssemblerOptions options;
+  options.machine = config.machine;
+  me::Image image;
+  std::vector<std::string> errors;
+  if (!me::assemble(source, "<onload>", options, image, errors)) {
+    for (const std::string &e : errors)
+      llvm::errs() << e << "\n";
+    return 1;
+  }
+  bool send = direction == "tx";
+  onload::Traffic traffic =
+      send ? onload::makeSendTraffic(count, payload, ports)
+           : onload::makeTraffic(count, payload, ports, badEvery, fragmentEvery,
+                                 unboundEvery);
+  onload::OnloadResult r;
+  std::string error;
+  if (!(send ? onload::runTransmit(config, image, traffic, r, error)
+             : onload::runReceive(config, image, traffic, r, error))) {
+    llvm::errs() << "netvm-onload: " << error << "\n";
+    return 1;
+  }
+  llvm::json::Object drops{{"fabric", r.drops.fabric},
+                           {"me_not_udp", r.drops.meNotUdp},
+                           {"me_fragment", r.drops.meFragment},
+                           {"me_checksum", r.drops.meChecksum},
+                           {"me_no_socket", r.drops.meNoSocket},
+                           {"me_malformed", r.drops.meMalformed},
+                           {"host_not_udp", r.drops.hostNotUdp},
+                           {"host_fragment", r.drops.hostFragment},
+                           {"host_checksum", r.drops.hostChecksum},
+                           {"host_no_socket", r.drops.hostNoSocket},
+                           {"host_malformed", r.drops.hostMalformed},
+                           {"total", r.drops.total()}};
+  llvm::json::Object host{{"busy_cycles", r.host.busyCycles},
+                          {"cycles_per_datagram", r.hostCyclesPerDatagram()},
+                          {"interrupts", r.host.interrupts},
+                          {"syscalls", r.host.syscalls},
+                          {"wakeups", r.host.wakeups},
+                          {"polls", r.host.polls},
+                          {"copied_bytes", r.host.copiedBytes},
+                          {"checksummed_bytes", r.host.checksummedBytes},
+                          {"pio_read_bytes", r.host.pioReadBytes},
+                          {"protocol_runs", r.host.protocolRuns},
+                          {"mappings", r.host.mappings},
+                          {"mapping_hits", r.host.mappingHits}};
+  llvm::json::Array stages;
+  for (const onload::Stage &s : r.stages)
+    stages.push_back(llvm::json::Object{{"stage", s.name},
+                                        {"cycles", s.cycles},
+                                        {"us", s.cycles / r.clockMHz}});
+  llvm::json::Array faults;
+  for (const std::string &f : r.faults)
+    faults.push_back(f);
+  llvm::json::Object out{
+      {"design", onload::designName(config.design)},
+      {"direction", direction.getValue()},
+      {"payload", payload.getValue()},
+      {"offered", r.offered},
+      {"delivered", r.delivered},
+      {"delivered_bytes", r.deliveredBytes},
+      {"corrupted", r.corrupted},
+      {"duplicates", r.duplicates},
+      {"missing", r.missing},
+      {"drops", std::move(drops)},
+      {"host", std::move(host)},
+      {"dma_transfers", r.dmaTransfers},
+      {"dma_bytes", r.dmaBytes},
+      {"tail_updates", r.tailUpdates},
+      {"head_updates", r.headUpdates},
+      {"combined_messages", r.combinedMessages},
+      {"cycles", r.cycles},
+      {"clock_mhz", r.clockMHz},
+      {"datagrams_per_second", r.datagramsPerSecond()},
+      {"mbit_per_second", r.datagramsPerSecond() * payload * 8 / 1e6},
+      {"stages", std::move(stages)},
+      {"faults", std::move(faults)}};
+  llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out)))
+               << "\n";
+  return r.faults.empty() ? 0 : 1;
+}
