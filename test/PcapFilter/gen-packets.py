@@ -14,14 +14,22 @@ netvm-vs-libpcap differential test of tcpdump expressions.
 - some of them behind a VLAN tag or an MPLS label;
 - with --pppoe, PPPoE session frames instead (IPv4, IPv6, MPLS or LCP
   inside PPP, sessions 1, 7, 0x1234 and 0xffff), for `pppoes`;
+- with --geneve, UDP over IPv4 or IPv6 to port 6081 and a few others with
+  a Geneve header (versions 0 and 1, 0 to 3 words of options, VNIs 0, 7,
+  0x1234 and 0xffffff) carrying an Ethernet frame (protocol type 0x6558),
+  an IPv4 or IPv6 packet, another Geneve packet or something else, for
+  `geneve`;
 
-each whole and truncated at random lengths. Frames on which libpcap's
+each whole and truncated at random lengths. --link-type LINUX_SLL or RAW
+writes the frames' Ethernet headers as Linux cooked headers or leaves them
+out (frames that are not IPv4 or IPv6 then go). Frames on which libpcap's
 protochain loop would never end (an AH header pointing back at itself) are
 left out: bpf_filter would loop forever on them.
 
 The same seed gives the same file.
 
-Usage: gen-packets.py [--seed N] [--count N] [--pppoe] -o trace.pcap
+Usage: gen-packets.py [--seed N] [--count N] [--pppoe | --geneve]
+                      [--link-type EN10MB|LINUX_SLL|RAW] -o trace.pcap
 """
 import argparse
 import random
@@ -222,6 +230,61 @@ def pppoe_packet(r):
                                              len(ppp)) + ppp
 
 
+def geneve_payload(r, depth=0):
+    """A Geneve header and what it carries: (protocol type, bytes)."""
+    kind = r.choice(["ether", "ether", "ip", "ip6", "other"] +
+                    (["geneve"] if depth == 0 else []))
+    if kind in ("ether", "geneve"):
+        protocol = 0x6558
+        if kind == "geneve":
+            inner = ethernet(r, 0x0800) + ipv4(r, 17, geneve_udp(r, depth + 1))
+        else:
+            ethertype = r.choice([0x0800, 0x86DD, 0x0806])
+            if ethertype == 0x0800:
+                proto = r.choice([6, 17, 1])
+                inner = ethernet(r, ethertype) + ipv4(r, proto,
+                                                      transport(r, proto))
+            elif ethertype == 0x86DD:
+                proto = r.choice([6, 17, 58])
+                inner = ethernet(r, ethertype) + ipv6(r, proto,
+                                                      transport(r, proto))
+            else:
+                inner = ethernet(r, ethertype) + bytes(28)
+    elif kind == "ip":
+        protocol = 0x0800
+        proto = r.choice([6, 17, 1])
+        inner = ipv4(r, proto, transport(r, proto))
+    elif kind == "ip6":
+        protocol = 0x86DD
+        proto = r.choice([6, 17])
+        inner = ipv6(r, proto, transport(r, proto))
+    else:
+        protocol = r.choice([0x8847, 0x0806, 0x1234])
+        inner = bytes(r.getrandbits(8) for _ in range(24))
+    options = r.choice([0, 0, 1, 3])
+    version = 0 if r.random() < 0.9 else 1
+    vni = r.choice([0, 7, 0x1234, 0xFFFFFF])
+    header = struct.pack(">BBHI", version << 6 | options, 0, protocol,
+                         vni << 8) + bytes(r.getrandbits(8)
+                                           for _ in range(4 * options))
+    return header + inner
+
+
+def geneve_udp(r, depth=0):
+    """A UDP header, mostly to the Geneve port, and a Geneve packet."""
+    payload = geneve_payload(r, depth)
+    port = 6081 if r.random() < 0.85 else r.choice([6082, 4789, 53])
+    return struct.pack(">HHHH", r.choice(PORTS), port, 8 + len(payload),
+                       0) + payload
+
+
+def geneve_packet(r):
+    """Geneve over UDP over IPv4 or IPv6 on Ethernet."""
+    if r.random() < 0.6:
+        return ethernet(r, 0x0800) + ipv4(r, 17, geneve_udp(r))
+    return ethernet(r, 0x86DD) + ipv6(r, 17, geneve_udp(r))
+
+
 def encapsulate(r, frame):
     """Put a VLAN tag or an MPLS label between the Ethernet header and the
     rest (for IP frames only in the MPLS case)."""
@@ -262,11 +325,30 @@ def chain_loops(frame):
     return False
 
 
+LINK_TYPES = {"EN10MB": 1, "LINUX_SLL": 113, "RAW": 101}
+
+
+def relink(r, frame, link):
+    """`frame` (Ethernet) with the link-layer header of `link`, or None."""
+    if link == "EN10MB":
+        return frame
+    ethertype = struct.unpack(">H", frame[12:14])[0]
+    if link == "RAW":
+        return frame[14:] if ethertype in (0x0800, 0x86DD) else None
+    # Linux cooked v1: packet type, ARPHRD_ETHER, the source address.
+    return struct.pack(">HHH", r.choice([0, 4]), 1, 6) + frame[6:12] + \
+        b"\0\0" + frame[12:]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=3000)
-    ap.add_argument("--pppoe", action="store_true")
+    kind = ap.add_mutually_exclusive_group()
+    kind.add_argument("--pppoe", action="store_true")
+    kind.add_argument("--geneve", action="store_true")
+    ap.add_argument("--link-type", choices=sorted(LINK_TYPES),
+                    default="EN10MB")
     ap.add_argument("-o", required=True)
     args = ap.parse_args()
     r = random.Random(args.seed)
@@ -274,12 +356,16 @@ def main():
               llc_packet, ethertype_packet]
     if args.pppoe:
         makers = [pppoe_packet]
+    if args.geneve:
+        makers = [geneve_packet]
     frames = []
     while len(frames) < args.count:
         frame = r.choice(makers)(r)
         if r.random() < 0.15:
             frame = encapsulate(r, frame)
-        frame = frame.ljust(60, b"\0")
+        frame = relink(r, frame.ljust(60, b"\0"), args.link_type)
+        if frame is None:
+            continue
         wire = len(frame)
         if r.random() < 0.3:  # a truncated capture
             frame = frame[:r.randrange(len(frame))]
@@ -287,7 +373,8 @@ def main():
             continue
         frames.append((frame, wire))
     with open(args.o, "wb") as out:
-        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144,
+                              LINK_TYPES[args.link_type]))
         for i, (frame, wire) in enumerate(frames):
             out.write(struct.pack("<IIII", 1700000000 + i // 1000,
                                   (i % 1000) * 1000, len(frame), wire))

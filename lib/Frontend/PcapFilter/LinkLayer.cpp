@@ -267,12 +267,24 @@ PredP Generator::ehost(const uint8_t mac[6], Dir dir,
                        antlr4::ParserRuleContext *at) {
   if (isWlanDir(dir))
     fail(at, wlanDirError(dir, true));
-  if (dir == Dir::And)
-    return conj(ehost(mac, Dir::Src, at), ehost(mac, Dir::Dst, at));
-  if (dir == Dir::Default || dir == Dir::Or)
-    return disj(ehost(mac, Dir::Src, at), ehost(mac, Dir::Dst, at));
-  return bytesEqual(offLinkHeader + (dir == Dir::Src ? 6 : 0),
-                    std::vector<uint8_t>(mac, mac + 6));
+  std::function<PredP(Dir)> op = [&](Dir d) -> PredP {
+    if (d == Dir::And)
+      return conj(op(Dir::Src), op(Dir::Dst));
+    if (d == Dir::Default || d == Dir::Or)
+      return disj(op(Dir::Src), op(Dir::Dst));
+    return bytesEqual(offLinkHeader + (d == Dir::Src ? 6 : 0),
+                      std::vector<uint8_t>(mac, mac + 6));
+  };
+  return conj(linkHeaderCheck(), op(dir));
+}
+
+PredP Generator::linkHeaderCheck() {
+  // gen_geneve_ll_check: what Geneve carries has an Ethernet header when
+  // the link-layer header and its payload start at different offsets.
+  if (!geneveLink)
+    return nullptr;
+  return negate(makeRelation(arith::CmpIPredicate::eq, offLinkHeader.var,
+                             offLinkPayload.var));
 }
 
 PredP Generator::pppoes(std::optional<uint32_t> id,
@@ -287,11 +299,75 @@ PredP Generator::pppoes(std::optional<uint32_t> id,
   // The PPP packet after the 6-byte PPPoE header is the link layer now:
   // its protocol field, then the network layer.
   link = LINK_PPP;
+  geneveLink = false;
   offLinkHeader = offLinkPayload + offNetwork + 6;
   offLinkType = offLinkHeader;
   offLinkPayload = offLinkHeader + 2;
   offNetwork = 0;
   offNetworkNoSnap = 0;
+  return b;
+}
+
+PredP Generator::geneve(std::optional<uint32_t> vni,
+                        antlr4::ParserRuleContext *at) {
+  constexpr uint32_t kGenevePort = 6081, kTransparentEthernet = 0x6558;
+  if (vni && *vni > 0xFFFFFF)
+    fail(at, "Geneve VNI " + std::to_string(*vni) +
+                 " greater than maximum 16777215");
+  // gen_geneve_check: UDP to port 6081, version 0 (the top two bits of
+  // the Geneve header), and the VNI in the top three bytes of its second
+  // word; over IPv4, then over IPv6.
+  auto check = [&](bool ipv6) {
+    auto field = [&](uint32_t off, unsigned size, uint32_t v, uint32_t mask) {
+      return ipv6 ? cmp(net() + 40 + off, size, v, mask)
+                  : cmpTransport(off, size, v, arith::CmpIPredicate::eq, mask);
+    };
+    PredP b =
+        portFamily(kGenevePort, kGenevePort, Proto::UDP, Dir::Dst, ipv6, at);
+    b = conj(b, field(8, 1, 0, 0xC0));
+    if (vni)
+      b = conj(b, field(12, 4, *vni << 8, 0xFFFFFF00u));
+    return b;
+  };
+  PredP b = disj(check(false), check(true));
+
+  // gen_geneve_offsets, as values: where the Geneve header starts (past
+  // the IPv4 header, or the 40 bytes of IPv6, and the UDP header), where
+  // it ends (8 bytes and its options, counted in words in its first
+  // byte), and its protocol type; libpcap keeps them in scratch registers
+  // on the path where the check matched, netvm computes them from the
+  // packet where they are used.
+  Off n = net();
+  auto plus = [](const ValP &var, uint32_t k) {
+    return var ? binary('+', var, constant(k)) : constant(k);
+  };
+  ValP ipLength =
+      binary('<', binary('&', load(n, 1), constant(0x0F)), constant(2));
+  ValP start = select(linktype(ETHERTYPE_IP, at),
+                      binary('+', ipLength, plus(n.var, n.k + 8)),
+                      plus(n.var, n.k + 48));
+  ValP options = binary(
+      '*', binary('&', load(Off(start, 0), 1), constant(0x3F)), constant(4));
+  ValP end = binary('+', binary('+', options, constant(8)), start);
+  ValP type = load(Off(start, 2), 2);
+  // The offsets' code loads the protocol type on the matching path, so a
+  // packet too short for it is rejected there.
+  b = conj(b, makeRelation(arith::CmpIPredicate::uge, type, constant(0)));
+
+  // What follows is Ethernet (PUSH_LINKHDR): an Ethernet frame if the
+  // protocol type says so, else a network-layer packet whose type is the
+  // Geneve protocol type.
+  PredP bridged = makeRelation(arith::CmpIPredicate::eq, type,
+                               constant(kTransparentEthernet));
+  link = LINK_EN10MB;
+  offLinkHeader = Off(end, 0);
+  offLinkType = Off(select(bridged, binary('+', end, constant(12)),
+                           binary('+', start, constant(2))),
+                    0);
+  offLinkPayload = Off(select(bridged, binary('+', end, constant(14)), end), 0);
+  offNetwork = 0;
+  geneveLink = true;
+  noOptimize = true;
   return b;
 }
 
@@ -337,9 +413,10 @@ PredP Generator::multicast(Proto p, antlr4::ParserRuleContext *at) {
                "ethernet/FDDI/token ring/ARCNET/802.11/ATM LANE/Fibre "
                "Channel");
     // ether[0] & 1 != 0
-    return makeRelation(arith::CmpIPredicate::ne,
-                        binary('&', load(offLinkHeader, 1), constant(1)),
-                        constant(0));
+    return conj(linkHeaderCheck(),
+                makeRelation(arith::CmpIPredicate::ne,
+                             binary('&', load(offLinkHeader, 1), constant(1)),
+                             constant(0)));
   case Proto::IP:
     return conj(linktype(ETHERTYPE_IP, at), cmp(net() + 16, 1, 224, 0xFFFFFFFFu,
                                                 arith::CmpIPredicate::uge));

@@ -188,7 +188,7 @@ PredP Generator::dnhost(uint32_t addr, Dir dir, antlr4::ParserRuleContext *at) {
   // libpcap compares the address and the flag masks byte-swapped
   // (ntohs), as it does on the machine it runs on.
   uint32_t a = ntohs(static_cast<uint16_t>(addr));
-  uint32_t base = net() + 2;
+  Off base = net() + 2;
   PredP b = conj(cmp(base, 2, ntohs(0x0681), ntohs(0x07FF)),
                  cmp(base + 1 + longOff, 2, a));
   b = disj(conj(cmp(base, 1, 0x06, 0x07), cmp(base + longOff, 2, a)), b);
@@ -255,7 +255,7 @@ PredP Generator::host6(const uint8_t addr[16], const uint8_t mask[16], Proto p,
       return disj(op(Dir::Src), op(Dir::Dst));
     if (isWlanDir(d))
       fail(at, wlanDirError(d, false));
-    uint32_t base = net() + (d == Dir::Src ? 8 : 24);
+    Off base = net() + (d == Dir::Src ? 8 : 24);
     PredP all;
     for (unsigned w = 0; w < 4; ++w) {
       uint32_t a = 0, m = 0;
@@ -276,12 +276,15 @@ PredP Generator::protochain(uint32_t v, Proto p,
     return disj(protochain(v, Proto::IP, at), protochain(v, Proto::IP6, at));
   if (p != Proto::IP && p != Proto::IP6)
     fail(at, "bad protocol applied for 'protochain'");
+  // libpcap's loop starts at a constant offset.
+  if (net().isVariable())
+    fail(at, "'protochain' not supported with variable length headers");
   noOptimize = true;
   bool ipv6 = p == Proto::IP6;
   PredP type = linktype(ipv6 ? ETHERTYPE_IPV6 : ETHERTYPE_IP, at);
   auto chain = std::make_shared<Val>();
   chain->kind = Val::Chain;
-  chain->k = net();
+  chain->k = net().k;
   chain->ipv6 = ipv6;
   return conj(type, makeRelation(arith::CmpIPredicate::eq, chain, constant(v)));
 }

@@ -34,6 +34,27 @@ namespace netvm::pcapfilter::detail {
 // same value with another constant), the edge jumps past the test.
 //===----------------------------------------------------------------------===//
 
+std::string keyOf(const ValP &v);
+/// The key of a predicate (a Select's condition).
+static std::string keyOf(const PredP &p) {
+  switch (p->kind) {
+  case Pred::True:
+    return "T";
+  case Pred::False:
+    return "F";
+  case Pred::Not:
+    return "!(" + keyOf(p->a) + ")";
+  case Pred::And:
+  case Pred::Or:
+    return "(" + keyOf(p->a) + (p->kind == Pred::And ? "&&" : "||") +
+           keyOf(p->b) + ")";
+  case Pred::Rel:
+    return "(" + keyOf(p->lhs) + " r" + std::to_string(int(p->rel)) + " " +
+           keyOf(p->rhs) + ")";
+  }
+  return "?";
+}
+
 /// A structural key: equal keys, equal values (libpcap's value numbers).
 std::string keyOf(const ValP &v) {
   switch (v->kind) {
@@ -48,12 +69,17 @@ std::string keyOf(const ValP &v) {
            std::to_string(v->k);
   case Val::Load:
     return "[" +
-           (v->ipHeader ? "x" + std::to_string(v->ipHeaderAt) + "+"
+           (v->ipHeader ? "x" +
+                              (v->ipHeaderIndex ? keyOf(v->ipHeaderIndex) + "+"
+                                                : std::string()) +
+                              std::to_string(v->ipHeaderAt) + "+"
                         : std::string()) +
            (v->index ? keyOf(v->index) + "+" : "") + std::to_string(v->k) +
            ":" + std::to_string(v->size) + "]";
   case Val::Binary:
     return "(" + keyOf(v->a) + v->op + keyOf(v->b) + ")";
+  case Val::Select:
+    return "(" + keyOf(v->cond) + "?" + keyOf(v->a) + ":" + keyOf(v->b) + ")";
   }
   return "?";
 }

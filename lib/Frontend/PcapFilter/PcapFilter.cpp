@@ -259,8 +259,12 @@ private:
       if (v->index)
         variable = val(v->index);
       if (v->ipHeader) {
-        Value first = arith::ExtUIOp::create(
-            b, loc, i32, loadByte(v->ipHeaderAt, b.getI8Type()));
+        Value first =
+            v->ipHeaderIndex
+                ? loadIndexed(val(v->ipHeaderIndex), v->ipHeaderAt, 1)
+                : arith::ExtUIOp::create(b, loc, i32,
+                                         loadByte(v->ipHeaderAt, b.getI8Type()))
+                      .getResult();
         Value x = arith::ShLIOp::create(
             b, loc, arith::AndIOp::create(b, loc, first, c32(0x0F)), c32(2));
         variable = variable
@@ -281,6 +285,11 @@ private:
                  ? loaded
                  : arith::ExtUIOp::create(b, loc, i32, loaded).getResult();
     }
+    case Val::Select: {
+      Value c = condition(v->cond);
+      Value l = val(v->a), r = val(v->b);
+      return arith::SelectOp::create(b, loc, c, l, r);
+    }
     case Val::Binary: {
       Value l = val(v->a), r = val(v->b);
       if (v->op == '/' || v->op == '%') {
@@ -297,6 +306,29 @@ private:
     }
     }
     llvm_unreachable("unknown value");
+  }
+
+  /// A Select's condition as an i1, every comparison evaluated (its
+  /// loads are the ones the test it repeats made on the path that sets
+  /// the register).
+  Value condition(const PredP &p) {
+    switch (p->kind) {
+    case Pred::True:
+    case Pred::False:
+      return arith::ConstantOp::create(b, loc,
+                                       b.getBoolAttr(p->kind == Pred::True));
+    case Pred::Not:
+      return arith::XOrIOp::create(
+          b, loc, condition(p->a),
+          arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    case Pred::And:
+      return arith::AndIOp::create(b, loc, condition(p->a), condition(p->b));
+    case Pred::Or:
+      return arith::OrIOp::create(b, loc, condition(p->a), condition(p->b));
+    case Pred::Rel:
+      return arith::CmpIOp::create(b, loc, p->rel, val(p->lhs), val(p->rhs));
+    }
+    llvm_unreachable("unknown predicate");
   }
 
   OpBuilder &b;

@@ -66,23 +66,47 @@ using filter::FilterError;
 
 struct Val;
 using ValP = std::shared_ptr<Val>;
+struct Pred;
+using PredP = std::shared_ptr<Pred>;
 /// A 32-bit value.
 struct Val {
   /// Chain: the header type libpcap's protochain loop ends at, from the
-  /// network header at offset k (IPv6 if `ipv6`, else IPv4).
-  enum Kind { Const, Load, WireLen, Binary, Neg, Chain } kind = Const;
+  /// network header at offset k (IPv6 if `ipv6`, else IPv4). Select: `a`
+  /// if `cond` holds, else `b` (the offsets `geneve` leaves in libpcap's
+  /// scratch registers, which depend on the branch that matched).
+  enum Kind { Const, Load, WireLen, Binary, Neg, Chain, Select } kind = Const;
   uint32_t k = 0;        // Const: the value; Load: constant part of the offset
   bool ipv6 = false;     // Chain
   unsigned size = 0;     // Load: 1, 2 or 4 bytes
   bool ipHeader = false; // Load: add the IPv4 header length,
-  uint32_t ipHeaderAt = 0; //   4*(p[ipHeaderAt] & 15)
+  uint32_t ipHeaderAt = 0; //   4*(p[ipHeaderIndex + ipHeaderAt] & 15)
+  ValP ipHeaderIndex;      //   (the index may be null)
   ValP index;              // Load: variable part of the offset (may be null)
   char op = 0;             // Binary: + - * / % & | ^ < (shl) > (shr)
   ValP a, b;
+  PredP cond; // Select
 };
 
-struct Pred;
-using PredP = std::shared_ptr<Pred>;
+/// An offset into the packet: a constant part, and a variable part
+/// computed from the packet (null when the offset is a constant). libpcap's
+/// bpf_abs_offset: after `geneve` the headers that follow start at offsets
+/// its code keeps in scratch registers.
+struct Off {
+  ValP var;
+  uint32_t k = 0;
+  Off(uint32_t k = 0) : k(k) {}
+  Off(ValP var, uint32_t k) : var(std::move(var)), k(k) {}
+  bool isVariable() const { return var != nullptr; }
+  Off operator+(uint32_t d) const { return Off(var, k + d); }
+  Off operator-(uint32_t d) const { return Off(var, k - d); }
+  Off &operator+=(uint32_t d) {
+    k += d;
+    return *this;
+  }
+  /// The sum of two offsets (at most one of them variable).
+  Off operator+(const Off &o) const;
+};
+
 /// A test: true/false, and/or/not with left-to-right short circuits, or a
 /// comparison.
 struct Pred {
@@ -93,9 +117,13 @@ struct Pred {
 };
 
 ValP constant(uint32_t k);
-ValP load(uint32_t offset, unsigned size, ValP index = nullptr,
-          bool ipHeader = false, uint32_t ipHeaderAt = 0);
+/// `size` bytes at `offset`, plus `index`, plus the IPv4 header length at
+/// `ipHeaderAt` if `ipHeader`.
+ValP load(Off offset, unsigned size, ValP index = nullptr,
+          bool ipHeader = false, Off ipHeaderAt = 0);
 ValP binary(char op, ValP a, ValP b);
+/// `a` if `cond` holds, else `b`.
+ValP select(PredP cond, ValP a, ValP b);
 
 /// A predicate node of `kind` over `a` and `b`.
 PredP predicate(Pred::Kind kind, PredP a = nullptr, PredP b = nullptr);
@@ -263,12 +291,12 @@ bool isWlanDir(Dir d);
 std::optional<uint32_t> ipProtocolOf(Proto p);
 
 /// Compare `size` bytes at `offset` (masked) with `value`.
-PredP cmp(uint32_t offset, unsigned size, uint32_t value,
+PredP cmp(Off offset, unsigned size, uint32_t value,
           uint32_t mask = 0xFFFFFFFFu,
           arith::CmpIPredicate rel = arith::CmpIPredicate::eq);
 /// libpcap's gen_bcmp: `bytes` at `offset`, compared a word at a time
 /// from the end (then a half word, then a byte).
-PredP bytesEqual(uint32_t offset, const std::vector<uint8_t> &bytes);
+PredP bytesEqual(Off offset, const std::vector<uint8_t> &bytes);
 
 //===----------------------------------------------------------------------===//
 // libpcap's code generation for Ethernet (gencode.c), as predicates: the
@@ -293,9 +321,9 @@ public:
   /// relative to it. offLinkType is kNoLinkType where the link layer has
   /// no type field (raw IP).
   static constexpr uint32_t kNoLinkType = ~0u;
-  uint32_t offLinkHeader = 0;
-  uint32_t offLinkType = 12, offLinkPayload = 14, offNetwork = 0,
-           offNetworkNoSnap = 3;
+  Off offLinkHeader = 0;
+  Off offLinkType = 12, offLinkPayload = 14;
+  uint32_t offNetwork = 0, offNetworkNoSnap = 3;
   /// Set `link` and the offsets of its header (libpcap's init_linktype);
   /// false for a link type netvm does not compile expressions for.
   bool setLinkType(int dlt);
@@ -304,14 +332,22 @@ public:
   /// The netmask `ip broadcast` needs (pcap_compile's netmask argument).
   std::optional<uint32_t> netmask;
   /// libpcap turns its optimizer off for expressions with `protochain`
-  /// (whose loop it cannot analyze); set when one is generated.
+  /// (whose loop it cannot analyze) or `geneve` (whose offsets it computes
+  /// with a bare jump); set when one is generated.
   bool noOptimize = false;
-  uint32_t net() const { return offLinkPayload + offNetwork; }
+  /// Whether the link layer is what `geneve` carries (libpcap's
+  /// is_geneve), whose Ethernet header may be missing.
+  bool geneveLink = false;
+  /// gen_prevlinkhdr_check: the test Ethernet-address primitives start
+  /// with (after `geneve`: that there is an Ethernet header), or null.
+  PredP linkHeaderCheck();
+  Off net() const { return offLinkPayload + offNetwork; }
 
   /// The same as cmp, at `offset` from the IPv4 payload (the transport
   /// header).
   PredP cmpTransport(uint32_t offset, unsigned size, uint32_t value,
-                     arith::CmpIPredicate rel = arith::CmpIPredicate::eq);
+                     arith::CmpIPredicate rel = arith::CmpIPredicate::eq,
+                     uint32_t mask = 0xFFFFFFFFu);
 
   /// An 802.3 frame: the type/length field is a length (<= 1500).
   PredP ieee8023();
@@ -330,6 +366,10 @@ public:
   /// `pppoes [id]` (gen_pppoes): a PPPoE session frame; later primitives
   /// look at the PPP packet inside it.
   PredP pppoes(std::optional<uint32_t> id, antlr4::ParserRuleContext *at);
+  /// `geneve [vni]` (gen_geneve): a Geneve header on UDP port 6081 over
+  /// IPv4 or IPv6; later primitives look at what it carries, an Ethernet
+  /// frame or a network-layer packet, at offsets computed from the packet.
+  PredP geneve(std::optional<uint32_t> vni, antlr4::ParserRuleContext *at);
   /// `inbound`/`outbound` (gen_inbound): the packet type of a Linux cooked
   /// capture; refused elsewhere, as libpcap does when reading savefiles.
   PredP direction(bool outbound, antlr4::ParserRuleContext *at);

@@ -20,16 +20,35 @@ ValP constant(uint32_t k) {
   v->k = k;
   return v;
 }
-ValP load(uint32_t offset, unsigned size, ValP index, bool ipHeader,
-          uint32_t ipHeaderAt) {
+ValP load(Off offset, unsigned size, ValP index, bool ipHeader,
+          Off ipHeaderAt) {
   auto v = std::make_shared<Val>();
   v->kind = Val::Load;
-  v->k = offset;
+  v->k = offset.k;
   v->size = size;
-  v->index = std::move(index);
+  // libpcap loads from a variable offset with X = the register, plus the
+  // index of `proto[x]`.
+  if (offset.var && index)
+    v->index = binary('+', offset.var, std::move(index));
+  else
+    v->index = offset.var ? offset.var : std::move(index);
   v->ipHeader = ipHeader;
-  v->ipHeaderAt = ipHeaderAt;
+  v->ipHeaderAt = ipHeaderAt.k;
+  v->ipHeaderIndex = ipHeaderAt.var;
   return v;
+}
+ValP select(PredP cond, ValP a, ValP b) {
+  auto v = std::make_shared<Val>();
+  v->kind = Val::Select;
+  v->cond = std::move(cond);
+  v->a = std::move(a);
+  v->b = std::move(b);
+  return v;
+}
+Off Off::operator+(const Off &o) const {
+  if (var && o.var)
+    return Off(binary('+', var, o.var), k + o.k);
+  return Off(var ? var : o.var, k + o.k);
 }
 ValP binary(char op, ValP a, ValP b) {
   auto v = std::make_shared<Val>();
@@ -131,7 +150,7 @@ std::optional<uint32_t> ipProtocolOf(Proto p) {
 }
 
 /// Compare `size` bytes at `offset` (masked) with `value`.
-PredP cmp(uint32_t offset, unsigned size, uint32_t value, uint32_t mask,
+PredP cmp(Off offset, unsigned size, uint32_t value, uint32_t mask,
           arith::CmpIPredicate rel) {
   ValP v = load(offset, size);
   if (mask != 0xFFFFFFFFu)
@@ -140,7 +159,7 @@ PredP cmp(uint32_t offset, unsigned size, uint32_t value, uint32_t mask,
 }
 /// libpcap's gen_bcmp: `bytes` at `offset`, compared a word at a time
 /// from the end (then a half word, then a byte).
-PredP bytesEqual(uint32_t offset, const std::vector<uint8_t> &bytes) {
+PredP bytesEqual(Off offset, const std::vector<uint8_t> &bytes) {
   PredP all;
   size_t size = bytes.size();
   auto word = [&](size_t at, unsigned n) {

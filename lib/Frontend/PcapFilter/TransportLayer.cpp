@@ -14,10 +14,11 @@ using namespace netvm;
 namespace netvm::pcapfilter::detail {
 
 PredP Generator::cmpTransport(uint32_t offset, unsigned size, uint32_t value,
-                              arith::CmpIPredicate rel) {
-  return makeRelation(
-      rel, load(net() + offset, size, nullptr, /*ipHeader=*/true, net()),
-      constant(value));
+                              arith::CmpIPredicate rel, uint32_t mask) {
+  ValP v = load(net() + offset, size, nullptr, /*ipHeader=*/true, net());
+  if (mask != 0xFFFFFFFFu)
+    v = binary('&', v, constant(mask));
+  return makeRelation(rel, v, constant(value));
 }
 
 PredP Generator::portAtom(uint32_t off, uint32_t lo, uint32_t hi, bool ipv6) {

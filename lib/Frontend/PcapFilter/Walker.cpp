@@ -641,13 +641,8 @@ PredP Walker::other(P::OtherContext *ctx) {
     return gen.linktype(ETHERTYPE_PPPOED, ctx);
   if (auto *s = dynamic_cast<P::PppoesContext *>(ctx))
     return gen.pppoes(optNum(s->NUM()), ctx);
-  if (auto *g = dynamic_cast<P::GeneveContext *>(ctx)) {
-    if (std::optional<uint32_t> n = optNum(g->NUM()); n && *n > 0xFFFFFF)
-      fail(ctx, "Geneve VNI " + std::to_string(*n) +
-                    " greater than maximum 16777215");
-    fail(ctx, "'geneve' is not supported by netvm yet (it makes the "
-              "offsets of later primitives variable)");
-  }
+  if (auto *g = dynamic_cast<P::GeneveContext *>(ctx))
+    return gen.geneve(optNum(g->NUM()), ctx);
   if (dynamic_cast<P::InboundContext *>(ctx))
     return gen.direction(/*outbound=*/false, ctx);
   if (dynamic_cast<P::OutboundContext *>(ctx))
