@@ -338,6 +338,42 @@ def NetVMMergeTests : Pass<"netvm-merge-tests", "netvm::HandlerOp"> {
   ];
 }
 
+def NetVMFormSwitches : Pass<"netvm-form-switches", "netvm::HandlerOp"> {
+  let summary = "a switch for a branch on a disjunction of equality tests";
+  let description = [{
+    `host a or host b or ...` ends, after `netvm-merge-tests`, as one
+    branch on an `or` of many tests of one loaded field against constants,
+    which LLVM optimizes and selects in time that grows fast with their
+    number and then tests one by one. A conditional branch whose condition
+    is a disjunction of `x == c` tests (through `arith.ori`, and negations
+    of `arith.andi` of `x != c`) of at least `min-cases` tests becomes a
+    `cf.switch` per tested value, each falling through to the next, which
+    LLVM lowers to a binary search or a jump table. Part of the -O2 and -O3
+    pipelines, after `netvm-merge-tests`.
+
+    ```mlir
+      %a = arith.cmpi eq, %x, %c1 : i32
+      %b = arith.cmpi eq, %x, %c2 : i32
+      %ab = arith.ori %a, %b : i1
+      ...
+      cf.cond_br %abcd, ^match, ^other
+    // becomes
+      cf.switch %x : i32, [default: ^other, 1: ^match, 2: ^match, ...]
+    ```
+  }];
+  let options = [
+    Option<"minCases", "min-cases", "unsigned", /*default=*/"32",
+           "Form switches for conditions of at least this many tests (a "
+           "shorter `or` of comparisons is one predictable branch)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::cf::ControlFlowDialect"];
+  let statistics = [
+    Statistic<"numSwitches", "switches", "Branches made switches">,
+    Statistic<"numCases", "cases", "Cases of the switches formed">
+  ];
+}
+
 #endif // NETVM_PASSES_TD
 
 def NetVMInlinePEs : Pass<"netvm-inline-pes", "netvm::ApplicationOp"> {

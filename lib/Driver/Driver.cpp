@@ -432,6 +432,7 @@ LogicalResult netvm::driver::optimize(
       handlers.addPass(createNetVMVersionPacketChecks(versioning));
     }
     handlers.addPass(createNetVMMergeTests());
+    handlers.addPass(createNetVMFormSwitches());
     handlers.addPass(createCanonicalizerPass());
   }
   // On the MEs, counters need no packet order (and no state token).
