@@ -1027,8 +1027,9 @@ createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
       native::CompileTimes t = native::lastCompileTimes();
       llvm::errs() << llvm::formatv(
           "compile time: {0:f2} ms (lowering {1:f2}, translation {2:f2}, "
-          "LLVM optimization {3:f2}, code generation {4:f2})\n",
-          t.total(), t.lowering, t.translation, t.optimization, t.codegen);
+          "LLVM optimization {3:f2}, code generation {4:f2}{5})\n",
+          t.total(), t.lowering, t.translation, t.optimization, t.codegen,
+          t.largeModule ? "; a large module: the short LLVM pipeline" : "");
     }
     engine = rt::Engine::native(*compiled, options, error);
   }

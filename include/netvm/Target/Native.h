@@ -68,9 +68,23 @@ generateLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
 
 enum class FileKind { Object, Assembly };
 
-/// Write `llvmModule` as an object or assembly file for `tm`.
+/// Write `llvmModule` as an object or assembly file for `tm`. A large
+/// module (isLargeModule) is generated at CodeGenOptLevel::None whatever
+/// `tm`'s level.
 llvm::Error emitFile(llvm::Module &llvmModule, llvm::TargetMachine &tm,
                      FileKind kind, llvm::raw_pwrite_stream &os);
+
+/// Whether `llvmModule` has more than kLargeModuleWeight instructions (a
+/// switch counting one per case). LLVM's optimizer and code generator take
+/// time that grows faster than linearly on a handler of thousands of
+/// blocks (a 1,000-term NetPFL `or` took 52 s in SLP vectorization, jump
+/// threading and InstCombine; a 1,000-term `host` list 5 s in instruction
+/// selection), and such a handler's speed comes from the netvm optimizer
+/// that ran before: a large module gets a short LLVM pipeline (inlining,
+/// SROA, early CSE, CFG simplification, instruction simplification) and
+/// -O0 code generation (docs/native.md, "Compile time").
+bool isLargeModule(const llvm::Module &llvmModule);
+constexpr unsigned kLargeModuleWeight = 8000;
 
 /// The object jitCompile linked, and its descriptor's symbol.
 struct JitObject {
@@ -103,6 +117,9 @@ struct CompileTimes {
   /// optimization and code generation did not run; codegen is the
   /// linking).
   bool cached = false;
+  /// The module was large (isLargeModule): the short LLVM pipeline and
+  /// -O0 code generation.
+  bool largeModule = false;
   double total() const {
     return lowering + translation + optimization + codegen + cache;
   }

@@ -41,6 +41,11 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/IPO/AlwaysInliner.h"
+#include "llvm/Transforms/Scalar/EarlyCSE.h"
+#include "llvm/Transforms/Scalar/InstSimplifyPass.h"
+#include "llvm/Transforms/Scalar/SROA.h"
+#include "llvm/Transforms/Scalar/SimplifyCFG.h"
 
 #include <array>
 #include <chrono>
@@ -241,6 +246,20 @@ void boundInlineChains(llvm::Module &module) {
             call->addFnAttr(llvm::Attribute::NoInline);
 }
 
+/// The short pipeline for a large module (isLargeModule): what the
+/// lowering leaves for LLVM to clean up, in time linear in the code.
+llvm::ModulePassManager largeModulePipeline() {
+  llvm::ModulePassManager mpm;
+  mpm.addPass(llvm::AlwaysInlinerPass());
+  llvm::FunctionPassManager fpm;
+  fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
+  fpm.addPass(llvm::EarlyCSEPass());
+  fpm.addPass(llvm::SimplifyCFGPass());
+  fpm.addPass(llvm::InstSimplifyPass());
+  mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+  return mpm;
+}
+
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
                     unsigned level) {
   if (level > 0)
@@ -256,7 +275,11 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm;
-  switch (level) {
+  lastTimes.largeModule = level > 0 && isLargeModule(module);
+  switch (lastTimes.largeModule ? ~0u : level) {
+  case ~0u:
+    mpm = largeModulePipeline();
+    break;
   case 0:
     mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
     break;
@@ -304,14 +327,35 @@ llvm::Expected<std::unique_ptr<llvm::Module>> netvm::native::generateLLVMIR(
 llvm::Error netvm::native::emitFile(llvm::Module &llvmModule,
                                     llvm::TargetMachine &tm, FileKind kind,
                                     llvm::raw_pwrite_stream &os) {
+  llvm::CodeGenOptLevel level = tm.getOptLevel();
+  bool quick =
+      level != llvm::CodeGenOptLevel::None && isLargeModule(llvmModule);
+  if (quick)
+    tm.setOptLevel(llvm::CodeGenOptLevel::None);
   llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr,
-                             kind == FileKind::Object
-                                 ? llvm::CodeGenFileType::ObjectFile
-                                 : llvm::CodeGenFileType::AssemblyFile))
+  bool failed = tm.addPassesToEmitFile(
+      pm, os, nullptr,
+      kind == FileKind::Object ? llvm::CodeGenFileType::ObjectFile
+                               : llvm::CodeGenFileType::AssemblyFile);
+  if (!failed)
+    pm.run(llvmModule);
+  tm.setOptLevel(level);
+  if (failed)
     return llvm::createStringError("the target cannot emit this file type");
-  pm.run(llvmModule);
   return llvm::Error::success();
+}
+
+bool netvm::native::isLargeModule(const llvm::Module &llvmModule) {
+  unsigned weight = 0;
+  for (const llvm::Function &f : llvmModule)
+    for (const llvm::Instruction &i : llvm::instructions(f)) {
+      weight += 1;
+      if (auto *sw = llvm::dyn_cast<llvm::SwitchInst>(&i))
+        weight += sw->getNumCases();
+      if (weight > kLargeModuleWeight)
+        return true;
+    }
+  return false;
 }
 
 //===----------------------------------------------------------------------===//
