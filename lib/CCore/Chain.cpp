@@ -124,16 +124,30 @@ private:
   std::vector<std::vector<uint8_t>> &out;
 };
 
-/// The host control loop of a swap: a state machine run by the emulator's
-/// host interface.
-class Swapper {
+/// The host control loop: a state machine run by the emulator's host
+/// interface. It preloads a spare ME, then takes the swap and the
+/// reconfigurations in the order of their cycles; each fences the handler
+/// ME off the work ring, waits for it to drain, acts, lifts the fence and
+/// watches for the first message taken after it.
+class Controller {
 public:
-  Swapper(const SwapRequest &request, SwapReport &report)
-      : request(request), report(report),
-        code(codeOf(*request.next, handlerME)) {
-    report.oldME = handlerME;
-    report.newME =
-        request.mode == SwapRequest::Mode::Spare ? request.spareME : handlerME;
+  Controller(const ChainControl &control, const me::CompiledApp &app,
+             ChainRun &run)
+      : control(control), app(app), run(run) {
+    if (control.swap.mode != SwapRequest::Mode::None) {
+      code = codeOf(*control.swap.next, handlerME);
+      run.swap.oldME = handlerME;
+      run.swap.newME = control.swap.mode == SwapRequest::Mode::Spare
+                           ? control.swap.spareME
+                           : handlerME;
+      events.push_back({control.swap.atCycle, -1});
+    }
+    for (size_t i = 0; i < control.params.size(); ++i)
+      events.push_back({control.params[i].atCycle, int(i)});
+    std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
+      return a.atCycle != b.atCycle ? a.atCycle < b.atCycle : a.param < b.param;
+    });
+    run.params.assign(control.params.size(), ParamReport());
   }
 
   static const me::CodeBlock *codeOf(const me::CompiledApp &app, unsigned me) {
@@ -144,17 +158,29 @@ public:
   }
 
   static uint64_t step(netvm_emu_host *host, void *self) {
-    return static_cast<Swapper *>(self)->look(host);
+    return static_cast<Controller *>(self)->look(host);
   }
 
   std::string failure;
 
 private:
-  enum class Phase { Preload, Wait, Drain, Started, Done };
-  const SwapRequest &request;
-  SwapReport &report;
-  const me::CodeBlock *code;
+  enum class Phase { Preload, Wait, Drain, Watch, Done };
+  struct Event {
+    uint64_t atCycle;
+    int param; // -1: the swap
+  };
+  const ChainControl &control;
+  const me::CompiledApp &app;
+  ChainRun &run;
+  const me::CodeBlock *code = nullptr;
+  std::vector<Event> events;
+  size_t next = 0;
   Phase phase = Phase::Preload;
+  /// The ME serving the work ring, and the messages earlier MEs took.
+  unsigned current = handlerME;
+  uint64_t takenBefore = 0, takenAtChange = 0;
+
+  uint64_t poll() const { return control.swap.pollCycles; }
 
   bool load(netvm_emu_host *host, unsigned me) {
     if (netvm_emu_host_me_load(host, me, code->words.data(),
@@ -163,7 +189,7 @@ private:
       failure = "the new code does not load on ME " + std::to_string(me);
       return false;
     }
-    report.loadedCycle = netvm_emu_host_now(host);
+    run.swap.loadedCycle = netvm_emu_host_now(host);
     return true;
   }
 
@@ -173,56 +199,113 @@ private:
     return o;
   }
 
+  uint64_t waitFor(netvm_emu_host *host) {
+    if (next == events.size()) {
+      phase = Phase::Done;
+      return 0;
+    }
+    phase = Phase::Wait;
+    uint64_t now = netvm_emu_host_now(host);
+    return events[next].atCycle > now ? events[next].atCycle - now : 1;
+  }
+
+  /// The event's action once the handler ME is drained; false on failure.
+  bool act(netvm_emu_host *host, const Event &event,
+           const netvm_emu_ring_ops &taken) {
+    if (event.param >= 0) {
+      const ParamChange &change = control.params[size_t(event.param)];
+      ParamReport &report = run.params[size_t(event.param)];
+      const me::AppLayout::Region &region = app.layout.dataMemory[change.pe];
+      uint8_t bytes[4] = {uint8_t(change.value >> 24),
+                          uint8_t(change.value >> 16),
+                          uint8_t(change.value >> 8), uint8_t(change.value)};
+      if (netvm_emu_host_write(host, unsigned(region.memory),
+                               region.address + change.offset, bytes, 4) != 0) {
+        failure = "the write of " + change.name + " did not land";
+        return false;
+      }
+      report.writtenCycle = netvm_emu_host_now(host);
+      report.lastGetBefore = taken.lastGet;
+      report.messagesBefore = takenBefore + taken.gets;
+      netvm_emu_host_ring_fence(host, current, workRing, 0);
+      takenAtChange = taken.gets;
+      return true;
+    }
+    SwapReport &report = run.swap;
+    report.drainedCycle = netvm_emu_host_now(host);
+    report.oldLastGet = taken.lastGet;
+    report.oldMessages = taken.gets;
+    netvm_emu_host_me_stop(host, current);
+    netvm_emu_host_ring_fence(host, current, workRing, 0);
+    if (control.swap.mode == SwapRequest::Mode::InPlace && !load(host, current))
+      return false;
+    if (netvm_emu_host_me_start(host, report.newME) != 0) {
+      failure = "ME " + std::to_string(report.newME) + " does not start";
+      return false;
+    }
+    report.startCycle = netvm_emu_host_now(host);
+    takenBefore += taken.gets;
+    current = report.newME;
+    takenAtChange = 0;
+    return true;
+  }
+
   uint64_t look(netvm_emu_host *host) {
     switch (phase) {
     case Phase::Preload:
       // The spare gets its code while the old ME still serves: loading
       // costs no downtime.
-      if (request.mode == SwapRequest::Mode::Spare &&
-          !load(host, request.spareME))
+      if (control.swap.mode == SwapRequest::Mode::Spare &&
+          !load(host, control.swap.spareME))
         return 0;
-      phase = Phase::Wait;
-      return request.atCycle > netvm_emu_host_now(host)
-                 ? request.atCycle - netvm_emu_host_now(host)
-                 : 1;
-    case Phase::Wait:
-      netvm_emu_host_ring_fence(host, handlerME, workRing, 1);
-      report.fenceCycle = netvm_emu_host_now(host);
+      return waitFor(host);
+    case Phase::Wait: {
+      netvm_emu_host_ring_fence(host, current, workRing, 1);
+      uint64_t now = netvm_emu_host_now(host);
+      const Event &event = events[next];
+      (event.param < 0 ? run.swap.fenceCycle
+                       : run.params[size_t(event.param)].fenceCycle) = now;
       phase = Phase::Drain;
-      return request.pollCycles;
-    case Phase::Drain: {
-      // Drained: every message the old ME took has left it, sent (the
-      // transmit ring) or dropped (its buffer back on the free ring).
-      netvm_emu_ring_ops taken = ops(host, handlerME, workRing);
-      netvm_emu_ring_ops sent = ops(host, handlerME, transmitRing);
-      netvm_emu_ring_ops freed = ops(host, handlerME, freeRing);
-      if (taken.gets != sent.puts + freed.puts)
-        return request.pollCycles;
-      report.drainedCycle = netvm_emu_host_now(host);
-      report.oldLastGet = taken.lastGet;
-      report.oldMessages = taken.gets;
-      netvm_emu_host_me_stop(host, handlerME);
-      netvm_emu_host_ring_fence(host, handlerME, workRing, 0);
-      if (request.mode == SwapRequest::Mode::InPlace && !load(host, handlerME))
-        return 0;
-      if (netvm_emu_host_me_start(host, report.newME) != 0) {
-        failure = "ME " + std::to_string(report.newME) + " does not start";
-        return 0;
-      }
-      report.startCycle = netvm_emu_host_now(host);
-      phase = Phase::Started;
-      return request.pollCycles;
+      return poll();
     }
-    case Phase::Started: {
-      // Stay until the new code takes its first message, or the input
-      // is over.
-      netvm_emu_ring_ops taken = ops(host, report.newME, workRing);
-      if (!taken.gets)
-        return request.pollCycles;
-      report.newFirstGet = taken.firstGet;
-      report.done = true;
-      phase = Phase::Done;
-      return 0;
+    case Phase::Drain: {
+      // Drained: every message the handler ME took has left it, sent (the
+      // transmit ring) or dropped (its buffer back on the free ring).
+      netvm_emu_ring_ops taken = ops(host, current, workRing);
+      netvm_emu_ring_ops sent = ops(host, current, transmitRing);
+      netvm_emu_ring_ops freed = ops(host, current, freeRing);
+      if (taken.gets != sent.puts + freed.puts)
+        return poll();
+      if (!act(host, events[next], taken))
+        return 0;
+      phase = Phase::Watch;
+      return poll();
+    }
+    case Phase::Watch: {
+      // Stay until the handler takes its first message after the change,
+      // or the input is over.
+      netvm_emu_ring_ops taken = ops(host, current, workRing);
+      if (taken.gets == takenAtChange)
+        return poll();
+      uint64_t first = 0;
+      if (takenAtChange == 0) {
+        first = taken.firstGet;
+      } else {
+        // Not since a start: the get that followed the change completed
+        // after the fence was lifted; the ring ops keep the last one only.
+        first = taken.lastGet;
+      }
+      const Event &event = events[next];
+      if (event.param < 0) {
+        run.swap.newFirstGet = first;
+        run.swap.done = true;
+      } else {
+        ParamReport &report = run.params[size_t(event.param)];
+        report.firstGetAfter = first;
+        report.done = true;
+      }
+      ++next;
+      return waitFor(host);
     }
     case Phase::Done:
       return 0;
@@ -285,12 +368,13 @@ static bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
 
 bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
               const std::vector<std::vector<uint8_t>> &messages,
-              const me::MachineConfig &machine, const SwapRequest &swap,
+              const me::MachineConfig &machine, const ChainControl &control,
               ChainRun &run, std::string &error) {
   run = ChainRun();
+  const SwapRequest &swap = control.swap;
   bool swapping = swap.mode != SwapRequest::Mode::None;
   if (swapping) {
-    if (!swap.next || !Swapper::codeOf(*swap.next, handlerME)) {
+    if (!swap.next || !Controller::codeOf(*swap.next, handlerME)) {
       error = "hot-swap: no new code for ME " + std::to_string(handlerME);
       return false;
     }
@@ -301,9 +385,21 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
     }
     if (swap.mode == SwapRequest::Mode::Spare &&
         (swap.spareME >= machine.numMEs ||
-         Swapper::codeOf(meStage, swap.spareME))) {
+         Controller::codeOf(meStage, swap.spareME))) {
       error = "hot-swap: ME " + std::to_string(swap.spareME) +
               " is not an idle ME of the machine";
+      return false;
+    }
+  }
+  for (const ParamChange &change : control.params) {
+    if (!meStage.layout.stages.empty()) {
+      error = "reconfigure: needs the default layout (one handler ME)";
+      return false;
+    }
+    if (change.pe >= meStage.layout.dataMemory.size() ||
+        change.offset + 4 > meStage.layout.dataMemory[change.pe].size) {
+      error = "reconfigure " + change.name +
+              ": not a word of the handler's data memory";
       return false;
     }
   }
@@ -314,10 +410,10 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   VectorOutput output(run.fromMEs);
   emulator.setInput(&input);
   emulator.setOutput(&output);
-  std::unique_ptr<Swapper> swapper;
-  if (swapping) {
-    swapper = std::make_unique<Swapper>(swap, run.swap);
-    emulator.attachHost(&Swapper::step, swapper.get(), 0);
+  std::unique_ptr<Controller> controller;
+  if (swapping || !control.params.empty()) {
+    controller = std::make_unique<Controller>(control, meStage, run);
+    emulator.attachHost(&Controller::step, controller.get(), 0);
   }
   emulator.run();
   run.stats = emulator.stats();
@@ -329,8 +425,8 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
             std::to_string(f.pc) + ": " + f.reason;
     return false;
   }
-  if (swapper && !swapper->failure.empty()) {
-    error = "hot-swap: " + swapper->failure;
+  if (controller && !controller->failure.empty()) {
+    error = "host control: " + controller->failure;
     return false;
   }
   if (meStage.layout.peCounters) {

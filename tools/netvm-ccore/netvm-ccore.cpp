@@ -19,6 +19,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -102,6 +103,11 @@ static cl::opt<double> rateGbps(
              "side drops what its buffers cannot hold (default 0: "
              "lossless, as fast as the chain takes them)"),
     cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::list<std::string> reconfigure(
+    "reconfigure",
+    cl::desc("Change a parameter of the running generic ME stage in place "
+             "at an ME cycle, without a code change (repeatable)"),
+    cl::value_desc("name=value@cycle"), cl::sub(chainCmd), cl::cat(category));
 static cl::opt<bool> swapSame(
     "swap-same",
     cl::desc("Swap to the same form of the handler (default: generic to "
@@ -280,7 +286,8 @@ static int genMain(const Schema &schema) {
 static int chainMain(const Schema &schema) {
   if (meQuery.empty())
     return fail("chain needs --me-query");
-  SwapRequest swap;
+  ChainControl control;
+  SwapRequest &swap = control.swap;
   if (swapMode == "spare")
     swap.mode = SwapRequest::Mode::Spare;
   else if (swapMode == "in-place")
@@ -309,6 +316,27 @@ static int chainMain(const Schema &schema) {
       !compileForME(nextNetil, "me_stage", machine, next, error))
     return fail(error);
   swap.next = &next;
+  for (const std::string &r : reconfigure) {
+    auto [assignment, at] = llvm::StringRef(r).split('@');
+    auto [name, value] = assignment.split('=');
+    ParamChange change;
+    uint32_t cycle;
+    if (name.empty() || !parseNumber(value, change.value) ||
+        !parseNumber(at, cycle))
+      return fail("--reconfigure=" + r +
+                  ": expected name=value@cycle (32-bit numbers)");
+    if (std::find(query->parameters.begin(), query->parameters.end(),
+                  name.str()) == query->parameters.end())
+      return fail("--reconfigure=" + r + ": the ME stage's query has no $" +
+                  name.str());
+    if (specialize)
+      return fail("--reconfigure needs the generic form of the ME stage (a "
+                  "specialized handler has its parameters in its code)");
+    change.atCycle = cycle;
+    change.offset = parameterAddress(*query, name.str());
+    change.name = "$" + name.str();
+    control.params.push_back(change);
+  }
   std::unique_ptr<netvm::rt::Engine> host;
   if (!hostQuery.empty()) {
     HandlerOptions h;
@@ -328,7 +356,7 @@ static int chainMain(const Schema &schema) {
   std::vector<std::vector<uint8_t>> messages =
       generateMessages(*query->format, options);
   ChainRun run;
-  if (!runChain(meStage, host.get(), messages, machine, swap, run, error))
+  if (!runChain(meStage, host.get(), messages, machine, control, run, error))
     return fail(error);
   llvm::outs() << "messages in         " << messages.size() << "\n"
                << "ME stage            " << run.meRuns << " runs, "
@@ -374,6 +402,20 @@ static int chainMain(const Schema &schema) {
                    << llvm::format("%.2f", r.downtimeCycles() / mhz)
                    << " us (last message taken by the old code to the "
                       "first by the new)\n";
+  }
+  for (size_t i = 0; i < control.params.size(); ++i) {
+    const ParamChange &c = control.params[i];
+    const ParamReport &r = run.params[i];
+    llvm::outs() << "reconfigure         " << c.name << " = " << c.value;
+    if (!r.done) {
+      llvm::outs() << " not done (the input ended first)\n";
+      continue;
+    }
+    llvm::outs() << " at cycle " << r.writtenCycle << ", after "
+                 << r.messagesBefore << " messages, downtime "
+                 << r.downtimeCycles() << " cycles, "
+                 << llvm::format("%.2f", r.downtimeCycles() / st.clockMHz)
+                 << " us\n";
   }
   if (!output.empty() && !writePcap(output, run.outputs, error))
     return fail(error);

@@ -75,6 +75,44 @@ struct SwapReport {
   }
 };
 
+/// A reconfiguration in place: a new value for one word of a running
+/// handler's data memory (a generic handler's `$` parameter,
+/// parameterAddress), without a code change. The control loop fences the
+/// handler ME off its work ring, waits until every message it took has
+/// left it, writes the word across the host interface and lifts the
+/// fence: the messages taken before see the old value, the others the new
+/// one, and none is lost or reordered.
+struct ParamChange {
+  /// When the change starts (the fence), in ME cycles.
+  uint64_t atCycle = 0;
+  /// The NetPE (declaration order) and the byte offset in its data memory.
+  unsigned pe = 0;
+  uint32_t offset = 0;
+  uint32_t value = 0;
+  /// For reports.
+  std::string name;
+};
+
+struct ParamReport {
+  bool done = false;
+  /// The fence, the drain and the write's landing (host clock).
+  uint64_t fenceCycle = 0, writtenCycle = 0;
+  /// Messages the handler took before the change: they saw the old value.
+  uint64_t messagesBefore = 0;
+  /// The handler's last message before and first after the change.
+  uint64_t lastGetBefore = 0, firstGetAfter = 0;
+  uint64_t downtimeCycles() const {
+    return firstGetAfter > lastGetBefore ? firstGetAfter - lastGetBefore : 0;
+  }
+};
+
+/// What the host control loop does during a run: at most one hot-swap and
+/// any number of reconfigurations, in the order of their cycles.
+struct ChainControl {
+  SwapRequest swap;
+  std::vector<ParamChange> params;
+};
+
 struct ChainRun {
   /// What left the chain, in order (after the host stage, if any).
   std::vector<std::vector<uint8_t>> outputs;
@@ -88,17 +126,19 @@ struct ChainRun {
   uint64_t cycles = 0;
   double micros = 0;
   SwapReport swap;
+  /// Indexed like ChainControl::params.
+  std::vector<ParamReport> params;
   me::Stats stats;
 };
 
-/// Runs `messages` (at the wire's pace: lossless input) through the ME
-/// stage on a fresh emulator configured as `machine`, with `swap` during
-/// the run, and every message the MEs transmit through `hostStage` (if not
-/// null) in order. False with `error` if the images do not fit the machine
-/// or each other, or the machine faulted.
+/// Runs `messages` (at the machine's line rate, or lossless) through the
+/// ME stage on a fresh emulator configured as `machine`, with the swap and
+/// reconfigurations of `control` during the run, and every message the MEs
+/// transmit through `hostStage` (if not null) in order. False with `error` if
+/// the images do not fit the machine or each other, or the machine faulted.
 bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
               const std::vector<std::vector<uint8_t>> &messages,
-              const me::MachineConfig &machine, const SwapRequest &swap,
+              const me::MachineConfig &machine, const ChainControl &control,
               ChainRun &run, std::string &error);
 
 } // namespace netvm::ccore
