@@ -43,23 +43,45 @@ struct Compilation {
     return r;
   }
 
-  mlir::OwningOpRef<mlir::ModuleOp> load(const std::string &netil,
-                                         const std::string &name) {
+  mlir::OwningOpRef<mlir::ModuleOp> load(const HandlerApp &app) {
     driver::Input input;
-    std::string file = name + ".netil";
-    input.files = {file};
-    input.buffers = {{file, netil}};
-    input.appName = name;
+    input.buffers = app.files;
+    if (app.nvapp.empty()) {
+      for (const auto &file : app.files)
+        input.files.push_back(file.first);
+    } else {
+      input.files = {app.name + ".nvapp"};
+      input.buffers.emplace_back(input.files.front(), app.nvapp);
+    }
+    input.appName = app.name;
     return driver::load(context, sourceMgr, input);
   }
 };
+
+HandlerApp single(const std::string &netil, const std::string &name) {
+  HandlerApp app;
+  app.name = name;
+  app.files = {{name + ".netil", netil}};
+  return app;
+}
 } // namespace
 
 bool compileForME(const std::string &netil, const std::string &name,
                   const me::MachineConfig &machine, me::CompiledApp &out,
                   std::string &error) {
+  return compileForME(single(netil, name), machine, out, error);
+}
+
+std::unique_ptr<rt::Engine> compileForHost(const std::string &netil,
+                                           const std::string &name,
+                                           std::string &error) {
+  return compileForHost(single(netil, name), error);
+}
+
+bool compileForME(const HandlerApp &app, const me::MachineConfig &machine,
+                  me::CompiledApp &out, std::string &error) {
   Compilation c;
-  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(netil, name);
+  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(app);
   if (!module ||
       failed(driver::optimize(*module, 2, nullptr, driver::OptimizeFor::ME))) {
     error = c.diagnostics;
@@ -74,11 +96,10 @@ bool compileForME(const std::string &netil, const std::string &name,
   return true;
 }
 
-std::unique_ptr<rt::Engine> compileForHost(const std::string &netil,
-                                           const std::string &name,
+std::unique_ptr<rt::Engine> compileForHost(const HandlerApp &app,
                                            std::string &error) {
   Compilation c;
-  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(netil, name);
+  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(app);
   if (!module || failed(driver::optimize(*module, 2))) {
     error = c.diagnostics;
     return nullptr;
@@ -431,15 +452,20 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   }
   if (meStage.layout.peCounters) {
     std::vector<uint8_t> words;
-    if (emulator.readMemory(me::Memory::Sram, meStage.layout.peCounters, 12,
-                            words)) {
+    unsigned pes = unsigned(meStage.layout.pes.size());
+    if (emulator.readMemory(me::Memory::Sram, meStage.layout.peCounters,
+                            12 * pes, words)) {
       auto word = [&](unsigned i) {
         return uint64_t(words[4 * i]) << 24 | uint64_t(words[4 * i + 1]) << 16 |
                uint64_t(words[4 * i + 2]) << 8 | words[4 * i + 3];
       };
+      // Every handler of a multicast runs for every message: the first
+      // one's runs are the messages; sends and drops are summed.
       run.meRuns = word(0);
-      run.meSent = word(1);
-      run.meDropped = word(2);
+      for (unsigned pe = 0; pe < pes; ++pe) {
+        run.meSent += word(3 * pe + 1);
+        run.meDropped += word(3 * pe + 2);
+      }
     }
   }
   if (!hostStage) {

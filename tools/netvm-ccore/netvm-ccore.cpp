@@ -82,6 +82,14 @@ static cl::opt<std::string> formatName("format", cl::desc("The format"),
 static cl::opt<std::string> meQuery("me-query",
                                     cl::desc("The ME stage's query"),
                                     cl::sub(chainCmd), cl::cat(category));
+static cl::list<std::string> subscribers(
+    "subscriber",
+    cl::desc("Multicast: a subscriber's channel (stream id) and its own "
+             "query; every message goes to every subscriber's handler "
+             "(repeatable; instead of --me-query for chain, of --query for "
+             "compile)"),
+    cl::value_desc("stream:query"), cl::sub(compileCmd), cl::sub(chainCmd),
+    cl::cat(category));
 static cl::opt<std::string>
     hostQuery("host-query",
               cl::desc("The host stage's query (JIT; default: none)"),
@@ -178,24 +186,76 @@ static bool parseParams(HandlerOptions &options, std::string &error) {
   return true;
 }
 
-/// The NetIL of a query text (named `name` in errors).
+/// The NetIL of a query text (named `name` in errors); the parsed query is
+/// appended to `parsed` if given.
 static bool queryToNetIL(const Schema &schema, const std::string &text,
                          const std::string &name, HandlerOptions options,
                          std::string &netil, std::string &error,
-                         const Query **parsed = nullptr) {
-  static std::vector<std::unique_ptr<Query>> keep;
+                         std::vector<Query> *parsed = nullptr) {
   std::optional<Query> query = parseQuery(text, name, schema, error);
   if (!query)
     return false;
   if (!parseParams(options, error) || !emitNetIL(*query, options, netil, error))
     return false;
-  keep.push_back(std::make_unique<Query>(std::move(*query)));
   if (parsed)
-    *parsed = keep.back().get();
+    parsed->push_back(std::move(*query));
   return true;
 }
 
+/// The multicast of --subscriber options, as an application.
+static bool multicastApp(const Schema &schema, const HandlerOptions &options,
+                         HandlerApp &app, std::vector<Query> &queries,
+                         std::string &error) {
+  std::vector<Subscriber> list;
+  for (const std::string &s : subscribers) {
+    auto [stream, query] = llvm::StringRef(s).split(':');
+    Subscriber sub;
+    if (!parseNumber(stream, sub.stream) || sub.stream == 0 ||
+        query.empty()) {
+      error = "--subscriber=" + s +
+              ": expected stream:query with a nonzero 32-bit stream id";
+      return false;
+    }
+    sub.query = query.str();
+    list.push_back(sub);
+  }
+  HandlerOptions o = options;
+  if (!parseParams(o, error))
+    return false;
+  return emitMulticast(schema, list, o, app, queries, error);
+}
+
+static int writeText(const std::string &path, const std::string &text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  if (ec)
+    return fail("cannot write " + path + ": " + ec.message());
+  out << text;
+  return 0;
+}
+
 static int compileMain(const Schema &schema) {
+  if (!subscribers.empty()) {
+    // A multicast: the .nvapp at -o, its NetIL files beside it.
+    if (!queryText.empty() || !queryFile.empty())
+      return fail("give either --subscriber or --query/--query-file");
+    if (!llvm::StringRef(output).ends_with(".nvapp"))
+      return fail("a multicast compiles to an application: -o DIR/NAME.nvapp");
+    HandlerOptions options;
+    options.specialize = specialize;
+    options.name = peName;
+    HandlerApp app;
+    std::vector<Query> queries;
+    std::string error;
+    if (!multicastApp(schema, options, app, queries, error))
+      return fail(error);
+    llvm::StringRef dir = llvm::StringRef(output).rsplit('/').first;
+    std::string prefix = dir == output ? "" : dir.str() + "/";
+    for (const auto &[file, text] : app.files)
+      if (int rc = writeText(prefix + file, text))
+        return rc;
+    return writeText(output, app.nvapp);
+  }
   if (queryText.empty() == queryFile.empty())
     return fail("give the query with --query or --query-file (one of them)");
   std::string text = queryText, name = "<query>";
@@ -217,12 +277,7 @@ static int compileMain(const Schema &schema) {
     llvm::outs() << netil;
     return 0;
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream out(output, ec);
-  if (ec)
-    return fail("cannot write " + output + ": " + ec.message());
-  out << netil;
-  return 0;
+  return writeText(output, netil);
 }
 
 static bool generateOptions(const Format &format, GenerateOptions &options,
@@ -284,8 +339,8 @@ static int genMain(const Schema &schema) {
 }
 
 static int chainMain(const Schema &schema) {
-  if (meQuery.empty())
-    return fail("chain needs --me-query");
+  if (meQuery.empty() == subscribers.empty())
+    return fail("chain needs --me-query or --subscriber (one of them)");
   ChainControl control;
   SwapRequest &swap = control.swap;
   if (swapMode == "spare")
@@ -301,19 +356,32 @@ static int chainMain(const Schema &schema) {
   HandlerOptions second = first;
   if (!swapSame)
     second.specialize = !first.specialize;
-  std::string netil, nextNetil, error;
-  const Query *query = nullptr;
-  if (!queryToNetIL(schema, meQuery, "<me-query>", first, netil, error,
-                    &query) ||
-      !queryToNetIL(schema, meQuery, "<me-query>", second, nextNetil, error))
-    return fail(error);
+  std::string error;
+  HandlerApp firstApp, secondApp;
+  std::vector<Query> queries;
+  if (!subscribers.empty()) {
+    std::vector<Query> again;
+    if (!multicastApp(schema, first, firstApp, queries, error) ||
+        !multicastApp(schema, second, secondApp, again, error))
+      return fail(error);
+  } else {
+    std::string netil, nextNetil;
+    if (!queryToNetIL(schema, meQuery, "<me-query>", first, netil, error,
+                      &queries) ||
+        !queryToNetIL(schema, meQuery, "<me-query>", second, nextNetil, error))
+      return fail(error);
+    firstApp.name = secondApp.name = "me_stage";
+    firstApp.files = {{"me_stage.netil", netil}};
+    secondApp.files = {{"me_stage.netil", nextNetil}};
+  }
   netvm::me::MachineConfig machine;
   if (rateGbps < 0)
     return fail("--rate-gbps must not be negative");
   machine.lineRateGbps = rateGbps;
   netvm::me::CompiledApp meStage, next;
-  if (!compileForME(netil, "me_stage", machine, meStage, error) ||
-      !compileForME(nextNetil, "me_stage", machine, next, error))
+  if (!compileForME(firstApp, machine, meStage, error) ||
+      (swap.mode != SwapRequest::Mode::None &&
+       !compileForME(secondApp, machine, next, error)))
     return fail(error);
   swap.next = &next;
   for (const std::string &r : reconfigure) {
@@ -325,17 +393,24 @@ static int chainMain(const Schema &schema) {
         !parseNumber(at, cycle))
       return fail("--reconfigure=" + r +
                   ": expected name=value@cycle (32-bit numbers)");
-    if (std::find(query->parameters.begin(), query->parameters.end(),
-                  name.str()) == query->parameters.end())
-      return fail("--reconfigure=" + r + ": the ME stage's query has no $" +
-                  name.str());
     if (specialize)
       return fail("--reconfigure needs the generic form of the ME stage (a "
                   "specialized handler has its parameters in its code)");
     change.atCycle = cycle;
-    change.offset = parameterAddress(*query, name.str());
     change.name = "$" + name.str();
-    control.params.push_back(change);
+    // Every handler of the stage that has the parameter.
+    size_t before = control.params.size();
+    for (size_t pe = 0; pe < queries.size(); ++pe) {
+      const std::vector<std::string> &ps = queries[pe].parameters;
+      if (std::find(ps.begin(), ps.end(), name.str()) == ps.end())
+        continue;
+      change.pe = unsigned(pe);
+      change.offset = parameterAddress(queries[pe], name.str());
+      control.params.push_back(change);
+    }
+    if (control.params.size() == before)
+      return fail("--reconfigure=" + r + ": the ME stage's query has no $" +
+                  name.str());
   }
   std::unique_ptr<netvm::rt::Engine> host;
   if (!hostQuery.empty()) {
@@ -351,10 +426,11 @@ static int chainMain(const Schema &schema) {
     host->initialize();
   }
   GenerateOptions options;
-  if (!generateOptions(*query->format, options, error))
+  const Format &format = *queries.front().format;
+  if (!generateOptions(format, options, error))
     return fail(error);
   std::vector<std::vector<uint8_t>> messages =
-      generateMessages(*query->format, options);
+      generateMessages(format, options);
   ChainRun run;
   if (!runChain(meStage, host.get(), messages, machine, control, run, error))
     return fail(error);

@@ -16,6 +16,7 @@
 #ifndef NETVM_CCORE_CHAIN_H
 #define NETVM_CCORE_CHAIN_H
 
+#include "netvm/CCore/Query.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/emu/Emulator.h"
@@ -37,6 +38,12 @@ bool compileForME(const std::string &netil, const std::string &name,
 /// diagnostics in `error`.
 std::unique_ptr<rt::Engine> compileForHost(const std::string &netil,
                                            const std::string &name,
+                                           std::string &error);
+
+/// The same for an application of several handlers (a multicast).
+bool compileForME(const HandlerApp &app, const me::MachineConfig &machine,
+                  me::CompiledApp &out, std::string &error);
+std::unique_ptr<rt::Engine> compileForHost(const HandlerApp &app,
                                            std::string &error);
 
 /// The default layout's rings (docs/me-backend.md, "Placement").
@@ -118,7 +125,9 @@ struct ChainRun {
   std::vector<std::vector<uint8_t>> outputs;
   /// What the ME stage transmitted, in order.
   std::vector<std::vector<uint8_t>> fromMEs;
-  /// The ME stage's handler: runs, sends and drops (its NetPE counters).
+  /// The ME stage's handler: runs, sends and drops (its NetPE counters;
+  /// of a multicast: the first handler's runs, every handler's sends and
+  /// drops summed).
   uint64_t meRuns = 0, meSent = 0, meDropped = 0;
   /// The host stage's drops.
   uint64_t hostDropped = 0;
