@@ -72,8 +72,7 @@ public:
     // `from FORMAT` alone relays every message of the format.
     if (tok.kind != Token::End && errors.empty())
       fail(tok, any ? "unexpected " + describe(tok) + " after the query"
-                    : "expected 'select' or 'project', found " +
-                          describe(tok));
+                    : "expected 'select' or 'project', found " + describe(tok));
     return finish(error, std::move(q));
   }
 
@@ -111,8 +110,9 @@ private:
         fail(tok, "expected FORMAT.FIELD, found " + describe(tok));
         return nullptr;
       }
-      side = tok.text == sides[0]->name ? 0 : tok.text == sides[1]->name ? 1
-                                                                          : -1;
+      side = tok.text == sides[0]->name   ? 0
+             : tok.text == sides[1]->name ? 1
+                                          : -1;
       if (side < 0) {
         fail(tok, "'" + tok.text + "' is not a format of the join");
         return nullptr;
@@ -166,8 +166,7 @@ private:
     if (tok.kind != Token::Number || tok.bad || tok.number == 0 ||
         tok.number > maxJoinWindow || (tok.number & (tok.number - 1))) {
       fail(tok, "the window is a power of two from 1 to " +
-                    std::to_string(maxJoinWindow) + ", found " +
-                    describe(tok));
+                    std::to_string(maxJoinWindow) + ", found " + describe(tok));
       return;
     }
     j->window = tok.number;
@@ -532,8 +531,7 @@ public:
     uint16_t id = o.projectId ? o.projectId : uint16_t(q.format->id | 0x4000);
     Format out = projectedFormat(q, id);
     if (out.size - headerBytes > maxProjectBytes) {
-      error = "the join's output is " +
-              std::to_string(out.size - headerBytes) +
+      error = "the join's output is " + std::to_string(out.size - headerBytes) +
               " bytes of fields; a handler projects at most " +
               std::to_string(maxProjectBytes);
       return false;
@@ -563,14 +561,14 @@ public:
     std::string firstLine = q.text.substr(0, q.text.find('\n'));
     os << "; C-CORE join handler generated from: " << firstLine << "\n"
        << "segment .ports\n  push_input in\n  push_output out\nends\n\n"
-       << "segment .metadata\n  .netpe_name " << o.name
-       << "\n  .datamem_size " << dataSize << "\nends\n\n"
+       << "segment .metadata\n  .netpe_name " << o.name << "\n  .datamem_size "
+       << dataSize << "\nends\n\n"
        << "segment .push\n  pop\n  pbl\n  push " << headerBytes
        << "\n  jcmp.l done\n"
-       << "  push " << formatOffset << "\n  upload.16\n  push "
-       << q.format->id << "\n  jcmp.eq side0\n"
-       << "  push " << formatOffset << "\n  upload.16\n  push "
-       << j.right->id << "\n  jcmp.eq side1\n  ret\n";
+       << "  push " << formatOffset << "\n  upload.16\n  push " << q.format->id
+       << "\n  jcmp.eq side0\n"
+       << "  push " << formatOffset << "\n  upload.16\n  push " << j.right->id
+       << "\n  jcmp.eq side1\n  ret\n";
     for (int side = 0; side < 2; ++side)
       arrive(side, out);
     os << "done:\n  ret\nends\n";
@@ -699,9 +697,8 @@ Format projectedFormat(const Query &query, uint16_t id) {
     out.name = query.format->name + "_" + query.join->right->name;
     for (const Join::Item &item : query.join->fields) {
       Field f = *item.field;
-      f.name =
-          (item.fromRight ? query.join->right : query.format)->name + "." +
-          f.name;
+      f.name = (item.fromRight ? query.join->right : query.format)->name + "." +
+               f.name;
       f.offset = at;
       at += f.size;
       out.fields.push_back(f);

@@ -210,8 +210,7 @@ static bool multicastApp(const Schema &schema, const HandlerOptions &options,
   for (const std::string &s : subscribers) {
     auto [stream, query] = llvm::StringRef(s).split(':');
     Subscriber sub;
-    if (!parseNumber(stream, sub.stream) || sub.stream == 0 ||
-        query.empty()) {
+    if (!parseNumber(stream, sub.stream) || sub.stream == 0 || query.empty()) {
       error = "--subscriber=" + s +
               ": expected stream:query with a nonzero 32-bit stream id";
       return false;
@@ -281,9 +280,11 @@ static int compileMain(const Schema &schema) {
 }
 
 static bool generateOptions(const Format &format, GenerateOptions &options,
-                            std::string &error) {
+                            std::string &error, bool skipOthers = false) {
   for (const std::string &r : ranges) {
     auto [field, span] = llvm::StringRef(r).split('=');
+    if (skipOthers && !format.field(field.str()))
+      continue;
     auto [lo, hi] = span.split(':');
     std::pair<uint32_t, uint32_t> b;
     const Field *f = format.field(field.str());
@@ -427,10 +428,38 @@ static int chainMain(const Schema &schema) {
   }
   GenerateOptions options;
   const Format &format = *queries.front().format;
-  if (!generateOptions(format, options, error))
+  const Join *join = queries.front().join.get();
+  if (join)
+    for (const std::string &r : ranges) {
+      std::string field = llvm::StringRef(r).split('=').first.str();
+      if (!format.field(field) && !join->right->field(field))
+        return fail("--range " + r +
+                    ": neither format of the join has "
+                    "field '" +
+                    field + "'");
+    }
+  if (!generateOptions(format, options, error, /*skipOthers=*/join))
     return fail(error);
   std::vector<std::vector<uint8_t>> messages =
       generateMessages(format, options);
+  if (join) {
+    // A join's two streams, taken in turn: the right format's messages on
+    // the next stream id, from the next seed (ranges of its fields apply).
+    GenerateOptions right;
+    if (!generateOptions(*join->right, right, error, /*skipOthers=*/true))
+      return fail(error);
+    right.seed = options.seed + 1;
+    for (uint32_t &stream : right.streams)
+      ++stream;
+    std::vector<std::vector<uint8_t>> left = std::move(messages),
+                                      other =
+                                          generateMessages(*join->right, right);
+    messages.clear();
+    for (size_t i = 0; i < left.size(); ++i) {
+      messages.push_back(std::move(left[i]));
+      messages.push_back(std::move(other[i]));
+    }
+  }
   ChainRun run;
   if (!runChain(meStage, host.get(), messages, machine, control, run, error))
     return fail(error);
