@@ -7,6 +7,8 @@
 
 #include "netvm/CCore/Chain.h"
 
+#include "NetVM/NetVMOps.h"
+#include "netvm/Analysis/CostModel.h"
 #include "netvm/Driver/Driver.h"
 #include "netvm/Target/ME/CodeGen.h"
 #include "netvm/Target/Native.h"
@@ -18,6 +20,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
 
 namespace netvm::ccore {
 
@@ -139,11 +144,48 @@ public:
   explicit VectorOutput(std::vector<std::vector<uint8_t>> &out) : out(out) {}
   void transmit(const me::Transmission &t) override {
     out.emplace_back(t.bytes, t.bytes + t.length);
+    // The tag is the input packet's number: its last output's cycle.
+    if (t.hasTag) {
+      if (lastOutput.size() <= t.tag)
+        lastOutput.resize(size_t(t.tag) + 1, none);
+      if (lastOutput[t.tag] == none || lastOutput[t.tag] < t.cycle)
+        lastOutput[t.tag] = t.cycle;
+    }
   }
+  /// Per input message, its last output's cycle, or `none`.
+  static constexpr uint64_t none = ~uint64_t(0);
+  std::vector<uint64_t> lastOutput;
 
 private:
   std::vector<std::vector<uint8_t>> &out;
 };
+
+/// Per-message latency at a line rate: message k arrives when the wire
+/// has carried the ones before it (as the emulator's receive side times
+/// them: each with 20 bytes of preamble and gap).
+void measureLatency(const std::vector<std::vector<uint8_t>> &messages,
+                    const std::vector<uint64_t> &lastOutput,
+                    const me::MachineConfig &machine, ChainRun &run) {
+  if (machine.lineRateGbps <= 0)
+    return;
+  uint64_t arrival = 0;
+  double sum = 0;
+  for (size_t k = 0; k < messages.size(); ++k) {
+    if (k < lastOutput.size() && lastOutput[k] != VectorOutput::none &&
+        lastOutput[k] >= arrival) {
+      uint64_t latency = lastOutput[k] - arrival;
+      sum += double(latency);
+      run.maxLatencyCycles = std::max(run.maxLatencyCycles, latency);
+      ++run.latencyMessages;
+    }
+    double bits = (double(messages[k].size()) + 20) * 8;
+    arrival += std::max<uint64_t>(
+        1, uint64_t(std::ceil(bits * machine.clockMHz /
+                              (machine.lineRateGbps * 1000.0))));
+  }
+  if (run.latencyMessages)
+    run.meanLatencyCycles = sum / double(run.latencyMessages);
+}
 
 /// The host control loop: a state machine run by the emulator's host
 /// interface. It preloads a spare ME, then takes the swap and the
@@ -468,15 +510,28 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
       }
     }
   }
+  measureLatency(messages, output.lastOutput, machine, run);
   if (!hostStage) {
     run.outputs = run.fromMEs;
     return true;
   }
-  for (const std::vector<uint8_t> &m : run.fromMEs) {
-    rt::TracePacket packet;
-    packet.bytes = m;
-    packet.wireLength = uint32_t(m.size());
-    rt::PacketResult result = hostStage->push(0, packet);
+  std::vector<rt::TracePacket> packets(run.fromMEs.size());
+  for (size_t i = 0; i < packets.size(); ++i) {
+    packets[i].bytes = run.fromMEs[i];
+    packets[i].wireLength = uint32_t(run.fromMEs[i].size());
+  }
+  std::vector<rt::PacketResult> results(packets.size());
+  auto start = std::chrono::steady_clock::now();
+  uint64_t ticks = hostCycleCounter();
+  for (size_t i = 0; i < packets.size(); ++i)
+    results[i] = hostStage->push(0, packets[i]);
+  run.hostCycles = hostCycleCounter() - ticks;
+  run.hostNanoseconds =
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count());
+  run.hostMessages = packets.size();
+  for (rt::PacketResult &result : results) {
     for (rt::Output &out : result.outputs)
       run.outputs.push_back(std::move(out.bytes));
     run.hostDropped += result.drops;
@@ -487,6 +542,289 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
     return false;
   }
   return true;
+}
+
+bool runHostChain(const std::vector<rt::Engine *> &stages,
+                  const std::vector<std::vector<uint8_t>> &messages,
+                  ChainRun &run, std::string &error) {
+  run = ChainRun();
+  std::vector<rt::TracePacket> packets(messages.size());
+  for (size_t i = 0; i < packets.size(); ++i) {
+    packets[i].bytes = messages[i];
+    packets[i].wireLength = uint32_t(messages[i].size());
+  }
+  auto start = std::chrono::steady_clock::now();
+  uint64_t ticks = hostCycleCounter();
+  for (size_t s = 0; s < stages.size(); ++s) {
+    std::vector<rt::TracePacket> next;
+    for (const rt::TracePacket &packet : packets) {
+      rt::PacketResult result = stages[s]->push(0, packet);
+      for (rt::Output &out : result.outputs) {
+        rt::TracePacket p;
+        p.wireLength = uint32_t(out.bytes.size());
+        p.bytes = std::move(out.bytes);
+        next.push_back(std::move(p));
+      }
+      (s == 0 ? run.meDropped : run.hostDropped) += result.drops;
+    }
+    if (s == 0) {
+      run.meRuns = packets.size();
+      run.meSent = next.size();
+    }
+    packets = std::move(next);
+  }
+  run.hostCycles = hostCycleCounter() - ticks;
+  run.hostNanoseconds =
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count());
+  run.hostMessages = messages.size();
+  for (rt::TracePacket &packet : packets)
+    run.outputs.push_back(std::move(packet.bytes));
+  for (rt::Engine *stage : stages) {
+    std::string failure = stage->failure();
+    if (!failure.empty()) {
+      error = "host stage: " + failure;
+      return false;
+    }
+  }
+  return true;
+}
+
+uint64_t hostCycleCounter() {
+#if defined(__x86_64__)
+  return __builtin_readcyclecounter();
+#else
+  return 0;
+#endif
+}
+
+ResourceReport resourceReport(const ChainRun &run,
+                              const me::CompiledApp &meStage,
+                              const ChainControl &control,
+                              const me::MachineConfig &machine) {
+  ResourceReport r;
+  r.cycles = run.cycles;
+  r.clockMHz = run.stats.clockMHz;
+  r.messagesIn = run.stats.packetsOffered;
+  r.messagesOut = run.outputs.size();
+  r.receiveDrops = run.stats.packetsDropped;
+  r.dramUtilization =
+      run.cycles ? double(run.stats.dram.busyCycles) / double(run.cycles) : 0;
+  bool swapped = run.swap.done;
+  for (unsigned me = 0; me < machine.numMEs; ++me) {
+    MELoad load;
+    load.me = me;
+    load.controlStore = machine.controlStore;
+    const me::CodeBlock *code = Controller::codeOf(meStage, me);
+    bool spare = control.swap.mode == SwapRequest::Mode::Spare &&
+                 me == control.swap.spareME;
+    if (code)
+      load.codeWords = uint32_t(code->words.size());
+    if (spare || (swapped && me == run.swap.newME)) {
+      const me::CodeBlock *next =
+          Controller::codeOf(*control.swap.next, handlerME);
+      load.codeWords = next ? uint32_t(next->words.size()) : 0;
+    }
+    if (me == 0)
+      load.role = "receive";
+    else if (me == 2)
+      load.role = "transmit";
+    else if (me == (swapped ? run.swap.newME : handlerME))
+      load.role = "handler";
+    else if (code || spare)
+      load.role = "spare";
+    else
+      load.role = "idle";
+    if (me < run.stats.mes.size()) {
+      const me::MEStats &st = run.stats.mes[me];
+      load.busyCycles = st.busyCycles;
+      load.instructions = st.instructions;
+      for (uint64_t c : st.idleCycles)
+        load.idleCycles += c;
+    }
+    load.utilization =
+        run.cycles ? double(load.busyCycles) / double(run.cycles) : 0;
+    r.mes.push_back(load);
+  }
+  static const char *names[] = {"free buffers", "transmit", "work",
+                                "copy buffers"};
+  for (unsigned ring = 0; ring < 16; ++ring) {
+    const me::RingStats &st = run.stats.rings[ring];
+    if (!st.configured)
+      continue;
+    QueueLoad q;
+    q.ring = ring;
+    q.name = ring < 4 ? names[ring] : "ring " + std::to_string(ring);
+    q.sizeWords = st.sizeWords;
+    q.maxOccupancy = st.maxOccupancy;
+    q.finalOccupancy = st.finalOccupancy;
+    q.puts = st.puts;
+    q.gets = st.gets;
+    q.overflows = st.overflows;
+    r.queues.push_back(q);
+  }
+  if (run.hostMessages)
+    r.hostThreads.push_back(
+        {"host stage", run.hostMessages, run.hostNanoseconds, run.hostCycles});
+  return r;
+}
+
+std::string toJSON(const ResourceReport &r) {
+  std::ostringstream os;
+  os.precision(6);
+  os << "{\n  \"cycles\": " << r.cycles << ",\n  \"clock_mhz\": " << r.clockMHz
+     << ",\n  \"messages_in\": " << r.messagesIn
+     << ",\n  \"messages_out\": " << r.messagesOut
+     << ",\n  \"receive_drops\": " << r.receiveDrops
+     << ",\n  \"dram_utilization\": " << r.dramUtilization << ",\n  \"mes\": [";
+  for (size_t i = 0; i < r.mes.size(); ++i) {
+    const MELoad &m = r.mes[i];
+    os << (i ? "," : "") << "\n    {\"me\": " << m.me << ", \"role\": \""
+       << m.role << "\", \"code_words\": " << m.codeWords
+       << ", \"control_store\": " << m.controlStore
+       << ", \"busy_cycles\": " << m.busyCycles
+       << ", \"idle_cycles\": " << m.idleCycles
+       << ", \"instructions\": " << m.instructions
+       << ", \"utilization\": " << m.utilization << "}";
+  }
+  os << "\n  ],\n  \"queues\": [";
+  for (size_t i = 0; i < r.queues.size(); ++i) {
+    const QueueLoad &q = r.queues[i];
+    os << (i ? "," : "") << "\n    {\"name\": \"" << q.name
+       << "\", \"ring\": " << q.ring << ", \"size_words\": " << q.sizeWords
+       << ", \"max_occupancy\": " << q.maxOccupancy
+       << ", \"final_occupancy\": " << q.finalOccupancy
+       << ", \"puts\": " << q.puts << ", \"gets\": " << q.gets
+       << ", \"overflows\": " << q.overflows << "}";
+  }
+  os << "\n  ],\n  \"host_threads\": [";
+  for (size_t i = 0; i < r.hostThreads.size(); ++i) {
+    const HostThreadLoad &h = r.hostThreads[i];
+    os << (i ? "," : "") << "\n    {\"name\": \"" << h.name
+       << "\", \"messages\": " << h.messages
+       << ", \"nanoseconds\": " << h.nanoseconds << ", \"cycles\": " << h.cycles
+       << "}";
+  }
+  os << "\n  ]\n}\n";
+  return os.str();
+}
+
+const char *whereName(Placement::Where where) {
+  switch (where) {
+  case Placement::Where::ME:
+    return "me";
+  case Placement::Where::Host:
+    return "host";
+  case Placement::Where::Refused:
+    return "refused";
+  }
+  return "refused";
+}
+
+/// The cost model's estimate of one message on `target`: ME cycles (the
+/// handlers' issue cycles plus their memory latency shared by the ME's
+/// contexts, or the DRAM controller's busy cycles if more) or host ns
+/// (the handlers plus the runner's cost per packet).
+static bool estimate(const HandlerApp &handler, analysis::CostTarget target,
+                     double &cost, std::string &error) {
+  Compilation c;
+  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(handler);
+  bool me = target == analysis::CostTarget::ME;
+  if (!module || failed(driver::optimize(*module, 2, nullptr,
+                                         me ? driver::OptimizeFor::ME
+                                            : driver::OptimizeFor::Native))) {
+    error = c.diagnostics;
+    return false;
+  }
+  analysis::CostModel model = analysis::buildCostModel(
+      driver::getApplication(*module), target, nullptr);
+  double issue = 0, latency = 0;
+  for (const analysis::PECost &pe : model.pes) {
+    issue += pe.cost;
+    latency += pe.latency;
+  }
+  if (me)
+    cost = std::max(issue + latency / std::max(1u, model.contexts),
+                    model.dramBusy);
+  else
+    cost = issue + model.packetOverhead;
+  return true;
+}
+
+/// "N unit a message[ of the B the rate leaves]".
+static std::string perMessage(double need, const char *unit, double budget) {
+  std::ostringstream os;
+  os.precision(4);
+  os << need << " " << unit << " a message";
+  if (budget > 0)
+    os << " of the " << budget << " the rate leaves";
+  return os.str();
+}
+
+Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
+                     const me::MachineConfig &machine) {
+  Placement p;
+  std::ostringstream why;
+  if (request.rateGbps > 0) {
+    double perSecond =
+        request.rateGbps * 1e9 / ((double(request.messageBytes) + 20) * 8);
+    p.budgetCycles = machine.clockMHz * 1e6 / perSecond;
+    p.budgetNanoseconds = 1e9 / perSecond;
+  }
+  auto fits = [](double need, double budget) {
+    return budget <= 0 || need <= budget;
+  };
+  // The MEs first (the paper's rule: the c-cores take what they can).
+  std::string meError;
+  me::CompiledApp app;
+  unsigned needed =
+      request.busyMEs + request.stageMEs + (request.keepSpare ? 1 : 0);
+  if (needed > machine.numMEs) {
+    why << "MEs: the chain needs " << request.stageMEs
+        << (request.keepSpare ? " and a spare" : "") << " beside the "
+        << request.busyMEs << " in use, the machine has " << machine.numMEs;
+  } else if (!compileForME(handler, machine, app, meError)) {
+    std::string first = meError.substr(0, meError.find('\n'));
+    why << "MEs: it does not compile for them (" << first << ")";
+  } else {
+    if (const me::CodeBlock *code = Controller::codeOf(app, handlerME))
+      p.codeWords = uint32_t(code->words.size());
+    if (!estimate(handler, analysis::CostTarget::ME, p.meCycles, meError)) {
+      why << "MEs: no estimate (" << meError << ")";
+    } else if (fits(p.meCycles, p.budgetCycles)) {
+      p.where = Placement::Where::ME;
+      p.reason =
+          "fits the MEs: " + perMessage(p.meCycles, "cycles", p.budgetCycles) +
+          "; " + std::to_string(p.codeWords) + " of " +
+          std::to_string(machine.controlStore) +
+          " instructions of control store";
+      return p;
+    } else {
+      why.precision(4);
+      why << "MEs: " << p.meCycles << " cycles a message, the rate leaves "
+          << p.budgetCycles;
+    }
+  }
+  std::string hostError;
+  if (request.freeHostThreads == 0) {
+    why << "; host: no free thread";
+  } else if (!estimate(handler, analysis::CostTarget::Native, p.hostNanoseconds,
+                       hostError)) {
+    why << "; host: " << hostError.substr(0, hostError.find('\n'));
+  } else if (fits(p.hostNanoseconds, p.budgetNanoseconds)) {
+    p.where = Placement::Where::Host;
+    p.reason = "on the host: " +
+               perMessage(p.hostNanoseconds, "ns", p.budgetNanoseconds) + " (" +
+               why.str() + ")";
+    return p;
+  } else {
+    why.precision(4);
+    why << "; host: " << p.hostNanoseconds << " ns a message, the rate leaves "
+        << p.budgetNanoseconds;
+  }
+  p.reason = "does not fit: " + why.str();
+  return p;
 }
 
 } // namespace netvm::ccore

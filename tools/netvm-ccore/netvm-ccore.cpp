@@ -111,6 +111,27 @@ static cl::opt<double> rateGbps(
              "side drops what its buffers cannot hold (default 0: "
              "lossless, as fast as the chain takes them)"),
     cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<std::string> placementMode(
+    "placement",
+    cl::desc("Where the first stage (--me-query or the subscribers) runs: me "
+             "(the emulator), host (JIT, the whole chain on a host thread) or "
+             "auto (the resource manager's rule, docs/ccore.md; a chain that "
+             "fits nowhere is refused with the reason); default me"),
+    cl::init("me"), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<unsigned>
+    busyMEs("busy-mes",
+            cl::desc("With --placement=auto: MEs other chains already use "
+                     "(default 0)"),
+            cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<bool>
+    noSpare("no-spare",
+            cl::desc("With --placement=auto: keep no ME idle for hot-swaps"),
+            cl::sub(chainCmd), cl::cat(category));
+static cl::opt<std::string> reportPath(
+    "report",
+    cl::desc("Write the resource report (per-ME and per-host-thread load, "
+             "queues) as JSON to this file"),
+    cl::value_desc("file.json"), cl::sub(chainCmd), cl::cat(category));
 static cl::list<std::string> reconfigure(
     "reconfigure",
     cl::desc("Change a parameter of the running generic ME stage in place "
@@ -339,6 +360,15 @@ static int genMain(const Schema &schema) {
   return 0;
 }
 
+/// The host thread's time and cycles per input message.
+static void printHostThread(const ChainRun &run, size_t messages) {
+  double n = messages ? double(messages) : 1;
+  llvm::outs() << "host thread         "
+               << llvm::format("%.1f", double(run.hostNanoseconds) / n)
+               << " ns, " << llvm::format("%.1f", double(run.hostCycles) / n)
+               << " cycles per message in\n";
+}
+
 static int chainMain(const Schema &schema) {
   if (meQuery.empty() == subscribers.empty())
     return fail("chain needs --me-query or --subscriber (one of them)");
@@ -379,10 +409,30 @@ static int chainMain(const Schema &schema) {
   if (rateGbps < 0)
     return fail("--rate-gbps must not be negative");
   machine.lineRateGbps = rateGbps;
+  if (placementMode != "me" && placementMode != "host" &&
+      placementMode != "auto")
+    return fail("--placement=" + placementMode + ": expected me, host or auto");
+  bool onHost = placementMode == "host";
+  if (placementMode == "auto") {
+    PlacementRequest request;
+    request.rateGbps = rateGbps;
+    request.messageBytes = queries.front().format->size;
+    request.busyMEs = busyMEs;
+    request.keepSpare = !noSpare;
+    Placement placed = placeChain(firstApp, request, machine);
+    if (placed.where == Placement::Where::Refused)
+      return fail("the chain is refused: " + placed.reason);
+    llvm::outs() << "placement           " << whereName(placed.where) << ": "
+                 << placed.reason << "\n";
+    onHost = placed.where == Placement::Where::Host;
+  }
+  if (onHost && (swap.mode != SwapRequest::Mode::None || !reconfigure.empty()))
+    return fail("--swap and --reconfigure act on the MEs; the first stage "
+                "runs on the host");
   netvm::me::CompiledApp meStage, next;
-  if (!compileForME(firstApp, machine, meStage, error) ||
-      (swap.mode != SwapRequest::Mode::None &&
-       !compileForME(secondApp, machine, next, error)))
+  if (!onHost && (!compileForME(firstApp, machine, meStage, error) ||
+                  (swap.mode != SwapRequest::Mode::None &&
+                   !compileForME(secondApp, machine, next, error))))
     return fail(error);
   swap.next = &next;
   for (const std::string &r : reconfigure) {
@@ -461,6 +511,34 @@ static int chainMain(const Schema &schema) {
     }
   }
   ChainRun run;
+  if (onHost) {
+    std::unique_ptr<netvm::rt::Engine> first = compileForHost(firstApp, error);
+    if (!first)
+      return fail(error);
+    first->initialize();
+    std::vector<netvm::rt::Engine *> stages = {first.get()};
+    if (host)
+      stages.push_back(host.get());
+    if (!runHostChain(stages, messages, run, error))
+      return fail(error);
+    llvm::outs() << "messages in         " << messages.size() << "\n"
+                 << "first stage (host)  " << run.meRuns << " in, "
+                 << run.meSent << " sent, " << run.meDropped << " dropped\n"
+                 << "messages out        " << run.outputs.size() << "\n";
+    printHostThread(run, messages.size());
+    if (!reportPath.empty()) {
+      ResourceReport report;
+      report.messagesIn = messages.size();
+      report.messagesOut = run.outputs.size();
+      report.hostThreads.push_back(
+          {"chain", run.hostMessages, run.hostNanoseconds, run.hostCycles});
+      if (int rc = writeText(reportPath, toJSON(report)))
+        return rc;
+    }
+    if (!output.empty() && !writePcap(output, run.outputs, error))
+      return fail(error);
+    return 0;
+  }
   if (!runChain(meStage, host.get(), messages, machine, control, run, error))
     return fail(error);
   llvm::outs() << "messages in         " << messages.size() << "\n"
@@ -490,6 +568,19 @@ static int chainMain(const Schema &schema) {
                << " busy cycles, "
                << llvm::format("%.1f", double(handler.instructions) / handled)
                << " instructions per message\n";
+  if (run.latencyMessages)
+    llvm::outs() << "latency             "
+                 << llvm::format("%.2f", run.meanLatencyCycles / st.clockMHz)
+                 << " us mean, "
+                 << llvm::format("%.2f", run.maxLatencyCycles / st.clockMHz)
+                 << " us most (arrival to last output, " << run.latencyMessages
+                 << " messages)\n";
+  if (host)
+    printHostThread(run, messages.size());
+  if (!reportPath.empty())
+    if (int rc = writeText(
+            reportPath, toJSON(resourceReport(run, meStage, control, machine))))
+      return rc;
   if (swap.mode != SwapRequest::Mode::None) {
     const SwapReport &r = run.swap;
     double mhz = run.stats.clockMHz;

@@ -134,6 +134,15 @@ struct ChainRun {
   /// The emulated run: cycles and microseconds at the machine's clock.
   uint64_t cycles = 0;
   double micros = 0;
+  /// With a line rate (MachineConfig::lineRateGbps): per message with an
+  /// output, the cycles from its arrival on the wire to its last output
+  /// leaving the MEs (the paper's per-message overhead): mean and most.
+  double meanLatencyCycles = 0;
+  uint64_t maxLatencyCycles = 0, latencyMessages = 0;
+  /// The host stage's thread: messages pushed, the time spent in the
+  /// pushes (steady clock) and the host's cycle counter over them (the
+  /// TSC on x86-64; 0 where no counter is read).
+  uint64_t hostMessages = 0, hostNanoseconds = 0, hostCycles = 0;
   SwapReport swap;
   /// Indexed like ChainControl::params.
   std::vector<ParamReport> params;
@@ -149,6 +158,89 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
               const std::vector<std::vector<uint8_t>> &messages,
               const me::MachineConfig &machine, const ChainControl &control,
               ChainRun &run, std::string &error);
+
+/// Runs `messages` through host stages only (the whole chain on a host
+/// thread, JIT code): each message through the first stage, what it sends
+/// through the next, and so on; the time and cycles go to the run's host
+/// figures. False with `error` if a stage failed.
+bool runHostChain(const std::vector<rt::Engine *> &stages,
+                  const std::vector<std::vector<uint8_t>> &messages,
+                  ChainRun &run, std::string &error);
+
+/// The host's cycle counter (the TSC on x86-64; 0 elsewhere).
+uint64_t hostCycleCounter();
+
+/// The resource manager's view of a run (docs/ccore.md, "Resource
+/// manager"): per ME its role, control-store use and load; per queue (the
+/// scratch rings between the stages, the free-buffer rings) its size and
+/// occupancy; per host thread its messages and time.
+struct MELoad {
+  unsigned me = 0;
+  /// receive, handler, transmit, spare (loaded, idle) or idle.
+  std::string role;
+  uint32_t codeWords = 0, controlStore = 0;
+  uint64_t busyCycles = 0, idleCycles = 0, instructions = 0;
+  /// Busy cycles over the run's cycles.
+  double utilization = 0;
+};
+struct QueueLoad {
+  std::string name;
+  unsigned ring = 0;
+  uint32_t sizeWords = 0, maxOccupancy = 0, finalOccupancy = 0;
+  uint64_t puts = 0, gets = 0, overflows = 0;
+};
+struct HostThreadLoad {
+  std::string name;
+  uint64_t messages = 0, nanoseconds = 0, cycles = 0;
+};
+struct ResourceReport {
+  uint64_t cycles = 0;
+  double clockMHz = 0;
+  uint64_t messagesIn = 0, messagesOut = 0, receiveDrops = 0;
+  /// The DRAM controller's busy cycles over the run's (packet transfers).
+  double dramUtilization = 0;
+  std::vector<MELoad> mes;
+  std::vector<QueueLoad> queues;
+  std::vector<HostThreadLoad> hostThreads;
+};
+
+/// The report of a run of `meStage` (and `control`'s swap) on `machine`.
+ResourceReport resourceReport(const ChainRun &run,
+                              const me::CompiledApp &meStage,
+                              const ChainControl &control,
+                              const me::MachineConfig &machine);
+/// The report as one JSON object.
+std::string toJSON(const ResourceReport &report);
+
+/// Placement of a new chain's handler (docs/ccore.md, "Placement"): on the
+/// MEs if it compiles for them, an idle ME (besides the spare) takes it and
+/// the cost model's estimate of its cycles per message fits the budget the
+/// rate leaves; else on the host if the host's estimate fits its budget;
+/// else refused, with the reason.
+struct PlacementRequest {
+  /// Offered rate (Gbit/s; 0: no rate to meet) and message size.
+  double rateGbps = 0;
+  uint32_t messageBytes = 600;
+  /// MEs a chain's ME stage needs (receive, handler, transmit) and whether
+  /// one more is kept idle for hot-swaps.
+  unsigned stageMEs = 3;
+  bool keepSpare = true;
+  /// MEs other chains already use.
+  unsigned busyMEs = 0;
+  /// Host threads free for a host stage.
+  unsigned freeHostThreads = 1;
+};
+struct Placement {
+  enum class Where { ME, Host, Refused } where = Where::Refused;
+  std::string reason;
+  /// Budgets per message at the rate (0: no rate), and the estimates.
+  double budgetCycles = 0, budgetNanoseconds = 0;
+  double meCycles = 0, hostNanoseconds = 0;
+  uint32_t codeWords = 0;
+};
+Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
+                     const me::MachineConfig &machine);
+const char *whereName(Placement::Where where);
 
 } // namespace netvm::ccore
 
