@@ -133,6 +133,8 @@ public:
     ++index;
     return true;
   }
+  /// Every message has been handed to the machine.
+  bool over() const { return index == messages.size(); }
 
 private:
   const std::vector<std::vector<uint8_t>> &messages;
@@ -195,8 +197,8 @@ void measureLatency(const std::vector<std::vector<uint8_t>> &messages,
 class Controller {
 public:
   Controller(const ChainControl &control, const me::CompiledApp &app,
-             ChainRun &run)
-      : control(control), app(app), run(run) {
+             const VectorInput &input, ChainRun &run)
+      : control(control), app(app), input(input), run(run) {
     if (control.swap.mode != SwapRequest::Mode::None) {
       code = codeOf(*control.swap.next, handlerME);
       run.swap.oldME = handlerME;
@@ -234,6 +236,7 @@ private:
   };
   const ChainControl &control;
   const me::CompiledApp &app;
+  const VectorInput &input;
   ChainRun &run;
   const me::CodeBlock *code = nullptr;
   std::vector<Event> events;
@@ -288,6 +291,7 @@ private:
         return false;
       }
       report.writtenCycle = netvm_emu_host_now(host);
+      report.done = true;
       report.lastGetBefore = taken.lastGet;
       report.messagesBefore = takenBefore + taken.gets;
       netvm_emu_host_ring_fence(host, current, workRing, 0);
@@ -348,8 +352,15 @@ private:
       // Stay until the handler takes its first message after the change,
       // or the input is over.
       netvm_emu_ring_ops taken = ops(host, current, workRing);
-      if (taken.gets == takenAtChange)
+      if (taken.gets == takenAtChange) {
+        // No message comes after the change: the next event, if any.
+        if (input.over() && netvm_emu_host_ring_count(host, workRing) == 0 &&
+            netvm_emu_host_rx_backlog(host) == 0) {
+          ++next;
+          return waitFor(host);
+        }
         return poll();
+      }
       uint64_t first = 0;
       if (takenAtChange == 0) {
         first = taken.firstGet;
@@ -363,9 +374,7 @@ private:
         run.swap.newFirstGet = first;
         run.swap.done = true;
       } else {
-        ParamReport &report = run.params[size_t(event.param)];
-        report.firstGetAfter = first;
-        report.done = true;
+        run.params[size_t(event.param)].firstGetAfter = first;
       }
       ++next;
       return waitFor(host);
@@ -475,7 +484,7 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   emulator.setOutput(&output);
   std::unique_ptr<Controller> controller;
   if (swapping || !control.params.empty()) {
-    controller = std::make_unique<Controller>(control, meStage, run);
+    controller = std::make_unique<Controller>(control, meStage, input, run);
     emulator.attachHost(&Controller::step, controller.get(), 0);
   }
   emulator.run();

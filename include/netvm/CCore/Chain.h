@@ -106,7 +106,8 @@ struct ParamReport {
   uint64_t fenceCycle = 0, writtenCycle = 0;
   /// Messages the handler took before the change: they saw the old value.
   uint64_t messagesBefore = 0;
-  /// The handler's last message before and first after the change.
+  /// The handler's last message before and first after the change (0:
+  /// none came after it).
   uint64_t lastGetBefore = 0, firstGetAfter = 0;
   uint64_t downtimeCycles() const {
     return firstGetAfter > lastGetBefore ? firstGetAfter - lastGetBefore : 0;
