@@ -10,11 +10,23 @@ emulated one (exact, no repeats needed) from `netvm-ccore chain`:
   Table 3  the same select handler generic (format and parameters read
            from data memory) and specialized (recompiled with them as
            constants), lossless input: messages/s and the ratio
+  Table 2  5-way multicast (five subscribers, each a relay on its own
+           channel) offered at rising line rates: rate in, rate out,
+           messages out, drops, per-message overhead
+  Host     host cycles saved per message: the Table 1 chain with its
+           select on the MEs against the whole chain on one host thread
+           (JIT), the fastest of 5 runs each (host time: measured,
+           not emulated, on a shared machine: the fastest run is the one
+           least disturbed)
+  Figure 3 query throughput on the host (JIT, measured) and on the MEs
+           (emulated, lossless) as the message size grows
   Swap     hot-swap downtime of the ME stage (generic to specialized)
            through a spare ME and in place, at several points of a run
 
-Usage: bench/ccore.py [--build build] [-n MESSAGES]
-Prints markdown tables; results in bench/README.md ("C-CORE").
+Usage: bench/ccore.py [--build build] [-n MESSAGES] [--plot DIR]
+Prints markdown tables; results in bench/README.md ("C-CORE"). With
+--plot DIR (needs matplotlib) it draws DIR/ccore-tables.png (Tables 1
+and 2: rate out and drops against rate in) and DIR/ccore-figure3.png.
 """
 
 import argparse
@@ -23,6 +35,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(ROOT, "examples", "ccore", "flights.ccs")
@@ -34,11 +47,16 @@ PARAMS5 = ["p=100", "b=900", "s=200", "n=10", "g=12"]
 RANGES = ["price=0:1000", "gate=10:14", "bags=0:1000", "passengers=0:400"]
 
 
-def chain(tool, query, params, n, extra=()):
-    cmd = [tool, "chain", "--schema", SCHEMA, "--me-query", query, "-n", str(n)]
+MULTICAST = [f"--subscriber={100 + i}:from flight" for i in range(1, 6)]
+
+
+def chain(tool, query, params, n, extra=(), schema=SCHEMA, ranges=RANGES):
+    cmd = [tool, "chain", "--schema", schema, "-n", str(n)]
+    if query:
+        cmd += ["--me-query", query]
     for p in params:
         cmd += ["--param", p]
-    for r in RANGES:
+    for r in ranges:
         cmd += ["--range", r]
     cmd += list(extra)
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -59,6 +77,10 @@ def chain(tool, query, params, n, extra=()):
         "busy": grab(r"([\d.]+) busy cycles"),
         "instr": grab(r"([\d.]+) instructions per message"),
         "downtime": grab(r"downtime\s+(\d+) cycles", int),
+        "latency": grab(r"latency\s+([\d.]+) us mean"),
+        "host_ns": grab(r"host thread\s+([\d.]+) ns"),
+        "host_cycles": grab(r"host thread\s+[\d.]+ ns, ([\d.]+) cycles"),
+        "in_count": grab(r"messages in\s+(\d+)", int),
         "micros": grab(r"downtime\s+\d+ cycles, ([\d.]+) us"),
     }
 
@@ -67,21 +89,88 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("-n", type=int, default=2000, help="messages per run")
+    ap.add_argument("--plot", metavar="DIR",
+                    help="draw ccore-tables.png and ccore-figure3.png here")
     args = ap.parse_args()
     tool = os.path.join(args.build, "bin", "netvm-ccore")
 
     print("### Table 1: select on the MEs, project on the host "
           f"({args.n} messages of 600 bytes, specialized select)\n")
     print("| offered (Gbit/s) | received (Mbit/s) | out of the MEs (Mbit/s) "
-          "| receive drops | messages out | handler busy cycles/msg |")
-    print("|---:|---:|---:|---:|---:|---:|")
+          "| receive drops | messages out | handler busy cycles/msg "
+          "| overhead (us/msg) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    table1 = []
     for rate in (0.1, 0.35, 1, 2, 5, 10, 15, 20, 40):
         r = chain(tool, SELECT1, ["limit=500"], args.n,
                   ["--specialize", "--host-query",
                    "from flight project flightno, price",
                    f"--rate-gbps={rate}"])
+        table1.append((rate, r))
         print(f"| {rate} | {r['in_mbps']:.1f} | {r['out_mbps']:.1f} | "
-              f"{r['drops']} | {r['out']} | {r['busy']:.1f} |")
+              f"{r['drops']} | {r['out']} | {r['busy']:.1f} | "
+              f"{r['latency']:.2f} |")
+
+    print("\n### Table 2: 5-way multicast (five relay subscribers, "
+          f"{args.n} messages of 600 bytes)\n")
+    print("| offered (Gbit/s) | received (Mbit/s) | out (Mbit/s) "
+          "| messages in | messages out | receive drops "
+          "| handler busy cycles/msg | overhead (us/msg) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    table2 = []
+    for rate in (0.05, 0.1, 0.15, 0.2, 0.35, 0.5, 0.6, 0.7, 1, 2):
+        r = chain(tool, None, [], args.n,
+                  MULTICAST + [f"--rate-gbps={rate}"])
+        table2.append((rate, r))
+        print(f"| {rate} | {r['in_mbps']:.1f} | {r['out_mbps']:.1f} | "
+              f"{r['in_count']} | {r['out']} | {r['drops']} | "
+              f"{r['busy']:.1f} | {r['latency']:.2f} |")
+
+    print("\n### Host cycles saved per message (the Table 1 chain, "
+          f"{args.n * 5} messages, fastest of 5 runs)\n")
+    print("| placement | host ns/msg | host cycles/msg |")
+    print("|---|---:|---:|")
+    hosted = {}
+    for where in ("me", "host"):
+        runs = [chain(tool, SELECT1, ["limit=500"], args.n * 5,
+                      ["--specialize", "--host-query",
+                       "from flight project flightno, price",
+                       f"--placement={where}"]) for _ in range(5)]
+        ns = min(r["host_ns"] for r in runs)
+        cycles = min(r["host_cycles"] for r in runs)
+        hosted[where] = (ns, cycles)
+        label = ("select on the MEs, project on the host" if where == "me"
+                 else "both on the host")
+        print(f"| {label} | {ns:.1f} | {cycles:.0f} |")
+    print(f"| saved by the MEs | {hosted['host'][0] - hosted['me'][0]:.1f} "
+          f"| {hosted['host'][1] - hosted['me'][1]:.0f} |")
+
+    print("\n### Figure 3: query throughput against message size "
+          "(select and project, lossless on the MEs; the host the fastest "
+          "of 5)\n")
+    print("| message bytes | MEs (Mbit/s) | host (Mbit/s) | MEs / host |")
+    print("|---:|---:|---:|---:|")
+    figure3 = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (64, 128, 256, 512, 1024, 1500):
+            schema = os.path.join(tmp, f"s{size}.ccs")
+            with open(schema, "w") as f:
+                f.write(f"format m id 1 size {size} {{\n  u32 key;\n"
+                        "  u32 price @ 40;\n}\n")
+            query = "from m select price > 500 project key, price"
+            me = chain(tool, query, [], args.n, ["--specialize"], schema,
+                       ["price=0:1000"])
+            host = [chain(tool, query, [], args.n * 5,
+                          ["--specialize", "--placement=host"], schema,
+                          ["price=0:1000"])
+                    for _ in range(5)]
+            ns = min(r["host_ns"] for r in host)
+            host_mbps = size * 8 / ns * 1e3
+            figure3.append((size, me["in_mbps"], host_mbps))
+            print(f"| {size} | {me['in_mbps']:.0f} | {host_mbps:.0f} | "
+                  f"{me['in_mbps'] / host_mbps:.2f} |")
+    if args.plot:
+        plot(args.plot, table1, table2, figure3)
 
     print("\n### Table 3: generic against specialized "
           f"(lossless input, {args.n} messages)\n")
@@ -114,6 +203,47 @@ def main():
               f"({min(cycles)}-{max(cycles)}) | "
               f"{statistics.median(micros):.2f} | "
               f"{', '.join(str(r['out']) for r in runs)} |")
+
+
+def plot(directory, table1, table2, figure3):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(directory, exist_ok=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, rows, title, out in (
+            (axes[0], table1, "Table 1: select (MEs) + project (host)",
+             "out of the MEs"),
+            (axes[1], table2, "Table 2: 5-way multicast", "out (5 copies)")):
+        offered = [rate * 1000 for rate, _ in rows]
+        ax.plot(offered, [r["in_mbps"] for _, r in rows], "o-",
+                label="received")
+        ax.plot(offered, [r["out_mbps"] for _, r in rows], "s-", label=out)
+        ax.set_xscale("log")
+        ax.set_xlabel("offered (Mbit/s)")
+        ax.set_ylabel("Mbit/s")
+        ax.set_title(title, fontsize=9)
+        drops = ax.twinx()
+        drops.bar(offered, [r["drops"] for _, r in rows],
+                  width=[o * 0.15 for o in offered], alpha=0.3, color="red",
+                  label="receive drops")
+        drops.set_ylabel("receive drops")
+        lines = ax.get_legend_handles_labels()
+        bars = drops.get_legend_handles_labels()
+        ax.legend(lines[0] + bars[0], lines[1] + bars[1], fontsize=7,
+                  loc="upper left")
+    fig.tight_layout()
+    fig.savefig(os.path.join(directory, "ccore-tables.png"), dpi=110)
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    sizes = [s for s, _, _ in figure3]
+    ax.plot(sizes, [m for _, m, _ in figure3], "o-", label="c-core (MEs)")
+    ax.plot(sizes, [h for _, _, h in figure3], "s-", label="g-core (host)")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("query throughput (Mbit/s in)")
+    ax.set_title("Figure 3: select + project, host vs c-core", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(directory, "ccore-figure3.png"), dpi=110)
 
 
 if __name__ == "__main__":

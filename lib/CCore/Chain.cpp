@@ -7,6 +7,8 @@
 
 #include "netvm/CCore/Chain.h"
 
+#include "NetVM/NetVMOps.h"
+#include "netvm/Analysis/CostModel.h"
 #include "netvm/Driver/Driver.h"
 #include "netvm/Target/ME/CodeGen.h"
 #include "netvm/Target/Native.h"
@@ -18,6 +20,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
 
 namespace netvm::ccore {
 
@@ -43,23 +48,45 @@ struct Compilation {
     return r;
   }
 
-  mlir::OwningOpRef<mlir::ModuleOp> load(const std::string &netil,
-                                         const std::string &name) {
+  mlir::OwningOpRef<mlir::ModuleOp> load(const HandlerApp &app) {
     driver::Input input;
-    std::string file = name + ".netil";
-    input.files = {file};
-    input.buffers = {{file, netil}};
-    input.appName = name;
+    input.buffers = app.files;
+    if (app.nvapp.empty()) {
+      for (const auto &file : app.files)
+        input.files.push_back(file.first);
+    } else {
+      input.files = {app.name + ".nvapp"};
+      input.buffers.emplace_back(input.files.front(), app.nvapp);
+    }
+    input.appName = app.name;
     return driver::load(context, sourceMgr, input);
   }
 };
+
+HandlerApp single(const std::string &netil, const std::string &name) {
+  HandlerApp app;
+  app.name = name;
+  app.files = {{name + ".netil", netil}};
+  return app;
+}
 } // namespace
 
 bool compileForME(const std::string &netil, const std::string &name,
                   const me::MachineConfig &machine, me::CompiledApp &out,
                   std::string &error) {
+  return compileForME(single(netil, name), machine, out, error);
+}
+
+std::unique_ptr<rt::Engine> compileForHost(const std::string &netil,
+                                           const std::string &name,
+                                           std::string &error) {
+  return compileForHost(single(netil, name), error);
+}
+
+bool compileForME(const HandlerApp &app, const me::MachineConfig &machine,
+                  me::CompiledApp &out, std::string &error) {
   Compilation c;
-  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(netil, name);
+  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(app);
   if (!module ||
       failed(driver::optimize(*module, 2, nullptr, driver::OptimizeFor::ME))) {
     error = c.diagnostics;
@@ -74,11 +101,10 @@ bool compileForME(const std::string &netil, const std::string &name,
   return true;
 }
 
-std::unique_ptr<rt::Engine> compileForHost(const std::string &netil,
-                                           const std::string &name,
+std::unique_ptr<rt::Engine> compileForHost(const HandlerApp &app,
                                            std::string &error) {
   Compilation c;
-  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(netil, name);
+  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(app);
   if (!module || failed(driver::optimize(*module, 2))) {
     error = c.diagnostics;
     return nullptr;
@@ -107,6 +133,8 @@ public:
     ++index;
     return true;
   }
+  /// Every message has been handed to the machine.
+  bool over() const { return index == messages.size(); }
 
 private:
   const std::vector<std::vector<uint8_t>> &messages;
@@ -118,22 +146,73 @@ public:
   explicit VectorOutput(std::vector<std::vector<uint8_t>> &out) : out(out) {}
   void transmit(const me::Transmission &t) override {
     out.emplace_back(t.bytes, t.bytes + t.length);
+    // The tag is the input packet's number: its last output's cycle.
+    if (t.hasTag) {
+      if (lastOutput.size() <= t.tag)
+        lastOutput.resize(size_t(t.tag) + 1, none);
+      if (lastOutput[t.tag] == none || lastOutput[t.tag] < t.cycle)
+        lastOutput[t.tag] = t.cycle;
+    }
   }
+  /// Per input message, its last output's cycle, or `none`.
+  static constexpr uint64_t none = ~uint64_t(0);
+  std::vector<uint64_t> lastOutput;
 
 private:
   std::vector<std::vector<uint8_t>> &out;
 };
 
-/// The host control loop of a swap: a state machine run by the emulator's
-/// host interface.
-class Swapper {
+/// Per-message latency at a line rate: message k arrives when the wire
+/// has carried the ones before it (as the emulator's receive side times
+/// them: each with 20 bytes of preamble and gap).
+void measureLatency(const std::vector<std::vector<uint8_t>> &messages,
+                    const std::vector<uint64_t> &lastOutput,
+                    const me::MachineConfig &machine, ChainRun &run) {
+  if (machine.lineRateGbps <= 0)
+    return;
+  uint64_t arrival = 0;
+  double sum = 0;
+  for (size_t k = 0; k < messages.size(); ++k) {
+    if (k < lastOutput.size() && lastOutput[k] != VectorOutput::none &&
+        lastOutput[k] >= arrival) {
+      uint64_t latency = lastOutput[k] - arrival;
+      sum += double(latency);
+      run.maxLatencyCycles = std::max(run.maxLatencyCycles, latency);
+      ++run.latencyMessages;
+    }
+    double bits = (double(messages[k].size()) + 20) * 8;
+    arrival += std::max<uint64_t>(
+        1, uint64_t(std::ceil(bits * machine.clockMHz /
+                              (machine.lineRateGbps * 1000.0))));
+  }
+  if (run.latencyMessages)
+    run.meanLatencyCycles = sum / double(run.latencyMessages);
+}
+
+/// The host control loop: a state machine run by the emulator's host
+/// interface. It preloads a spare ME, then takes the swap and the
+/// reconfigurations in the order of their cycles; each fences the handler
+/// ME off the work ring, waits for it to drain, acts, lifts the fence and
+/// watches for the first message taken after it.
+class Controller {
 public:
-  Swapper(const SwapRequest &request, SwapReport &report)
-      : request(request), report(report),
-        code(codeOf(*request.next, handlerME)) {
-    report.oldME = handlerME;
-    report.newME =
-        request.mode == SwapRequest::Mode::Spare ? request.spareME : handlerME;
+  Controller(const ChainControl &control, const me::CompiledApp &app,
+             const VectorInput &input, ChainRun &run)
+      : control(control), app(app), input(input), run(run) {
+    if (control.swap.mode != SwapRequest::Mode::None) {
+      code = codeOf(*control.swap.next, handlerME);
+      run.swap.oldME = handlerME;
+      run.swap.newME = control.swap.mode == SwapRequest::Mode::Spare
+                           ? control.swap.spareME
+                           : handlerME;
+      events.push_back({control.swap.atCycle, -1});
+    }
+    for (size_t i = 0; i < control.params.size(); ++i)
+      events.push_back({control.params[i].atCycle, int(i)});
+    std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
+      return a.atCycle != b.atCycle ? a.atCycle < b.atCycle : a.param < b.param;
+    });
+    run.params.assign(control.params.size(), ParamReport());
   }
 
   static const me::CodeBlock *codeOf(const me::CompiledApp &app, unsigned me) {
@@ -144,17 +223,30 @@ public:
   }
 
   static uint64_t step(netvm_emu_host *host, void *self) {
-    return static_cast<Swapper *>(self)->look(host);
+    return static_cast<Controller *>(self)->look(host);
   }
 
   std::string failure;
 
 private:
-  enum class Phase { Preload, Wait, Drain, Started, Done };
-  const SwapRequest &request;
-  SwapReport &report;
-  const me::CodeBlock *code;
+  enum class Phase { Preload, Wait, Drain, Watch, Done };
+  struct Event {
+    uint64_t atCycle;
+    int param; // -1: the swap
+  };
+  const ChainControl &control;
+  const me::CompiledApp &app;
+  const VectorInput &input;
+  ChainRun &run;
+  const me::CodeBlock *code = nullptr;
+  std::vector<Event> events;
+  size_t next = 0;
   Phase phase = Phase::Preload;
+  /// The ME serving the work ring, and the messages earlier MEs took.
+  unsigned current = handlerME;
+  uint64_t takenBefore = 0, takenAtChange = 0;
+
+  uint64_t poll() const { return control.swap.pollCycles; }
 
   bool load(netvm_emu_host *host, unsigned me) {
     if (netvm_emu_host_me_load(host, me, code->words.data(),
@@ -163,7 +255,7 @@ private:
       failure = "the new code does not load on ME " + std::to_string(me);
       return false;
     }
-    report.loadedCycle = netvm_emu_host_now(host);
+    run.swap.loadedCycle = netvm_emu_host_now(host);
     return true;
   }
 
@@ -173,56 +265,119 @@ private:
     return o;
   }
 
+  uint64_t waitFor(netvm_emu_host *host) {
+    if (next == events.size()) {
+      phase = Phase::Done;
+      return 0;
+    }
+    phase = Phase::Wait;
+    uint64_t now = netvm_emu_host_now(host);
+    return events[next].atCycle > now ? events[next].atCycle - now : 1;
+  }
+
+  /// The event's action once the handler ME is drained; false on failure.
+  bool act(netvm_emu_host *host, const Event &event,
+           const netvm_emu_ring_ops &taken) {
+    if (event.param >= 0) {
+      const ParamChange &change = control.params[size_t(event.param)];
+      ParamReport &report = run.params[size_t(event.param)];
+      const me::AppLayout::Region &region = app.layout.dataMemory[change.pe];
+      uint8_t bytes[4] = {uint8_t(change.value >> 24),
+                          uint8_t(change.value >> 16),
+                          uint8_t(change.value >> 8), uint8_t(change.value)};
+      if (netvm_emu_host_write(host, unsigned(region.memory),
+                               region.address + change.offset, bytes, 4) != 0) {
+        failure = "the write of " + change.name + " did not land";
+        return false;
+      }
+      report.writtenCycle = netvm_emu_host_now(host);
+      report.done = true;
+      report.lastGetBefore = taken.lastGet;
+      report.messagesBefore = takenBefore + taken.gets;
+      netvm_emu_host_ring_fence(host, current, workRing, 0);
+      takenAtChange = taken.gets;
+      return true;
+    }
+    SwapReport &report = run.swap;
+    report.drainedCycle = netvm_emu_host_now(host);
+    report.oldLastGet = taken.lastGet;
+    report.oldMessages = taken.gets;
+    netvm_emu_host_me_stop(host, current);
+    netvm_emu_host_ring_fence(host, current, workRing, 0);
+    if (control.swap.mode == SwapRequest::Mode::InPlace && !load(host, current))
+      return false;
+    if (netvm_emu_host_me_start(host, report.newME) != 0) {
+      failure = "ME " + std::to_string(report.newME) + " does not start";
+      return false;
+    }
+    report.startCycle = netvm_emu_host_now(host);
+    takenBefore += taken.gets;
+    current = report.newME;
+    takenAtChange = 0;
+    return true;
+  }
+
   uint64_t look(netvm_emu_host *host) {
     switch (phase) {
     case Phase::Preload:
       // The spare gets its code while the old ME still serves: loading
       // costs no downtime.
-      if (request.mode == SwapRequest::Mode::Spare &&
-          !load(host, request.spareME))
+      if (control.swap.mode == SwapRequest::Mode::Spare &&
+          !load(host, control.swap.spareME))
         return 0;
-      phase = Phase::Wait;
-      return request.atCycle > netvm_emu_host_now(host)
-                 ? request.atCycle - netvm_emu_host_now(host)
-                 : 1;
-    case Phase::Wait:
-      netvm_emu_host_ring_fence(host, handlerME, workRing, 1);
-      report.fenceCycle = netvm_emu_host_now(host);
+      return waitFor(host);
+    case Phase::Wait: {
+      netvm_emu_host_ring_fence(host, current, workRing, 1);
+      uint64_t now = netvm_emu_host_now(host);
+      const Event &event = events[next];
+      (event.param < 0 ? run.swap.fenceCycle
+                       : run.params[size_t(event.param)].fenceCycle) = now;
       phase = Phase::Drain;
-      return request.pollCycles;
-    case Phase::Drain: {
-      // Drained: every message the old ME took has left it, sent (the
-      // transmit ring) or dropped (its buffer back on the free ring).
-      netvm_emu_ring_ops taken = ops(host, handlerME, workRing);
-      netvm_emu_ring_ops sent = ops(host, handlerME, transmitRing);
-      netvm_emu_ring_ops freed = ops(host, handlerME, freeRing);
-      if (taken.gets != sent.puts + freed.puts)
-        return request.pollCycles;
-      report.drainedCycle = netvm_emu_host_now(host);
-      report.oldLastGet = taken.lastGet;
-      report.oldMessages = taken.gets;
-      netvm_emu_host_me_stop(host, handlerME);
-      netvm_emu_host_ring_fence(host, handlerME, workRing, 0);
-      if (request.mode == SwapRequest::Mode::InPlace && !load(host, handlerME))
-        return 0;
-      if (netvm_emu_host_me_start(host, report.newME) != 0) {
-        failure = "ME " + std::to_string(report.newME) + " does not start";
-        return 0;
-      }
-      report.startCycle = netvm_emu_host_now(host);
-      phase = Phase::Started;
-      return request.pollCycles;
+      return poll();
     }
-    case Phase::Started: {
-      // Stay until the new code takes its first message, or the input
-      // is over.
-      netvm_emu_ring_ops taken = ops(host, report.newME, workRing);
-      if (!taken.gets)
-        return request.pollCycles;
-      report.newFirstGet = taken.firstGet;
-      report.done = true;
-      phase = Phase::Done;
-      return 0;
+    case Phase::Drain: {
+      // Drained: every message the handler ME took has left it, sent (the
+      // transmit ring) or dropped (its buffer back on the free ring).
+      netvm_emu_ring_ops taken = ops(host, current, workRing);
+      netvm_emu_ring_ops sent = ops(host, current, transmitRing);
+      netvm_emu_ring_ops freed = ops(host, current, freeRing);
+      if (taken.gets != sent.puts + freed.puts)
+        return poll();
+      if (!act(host, events[next], taken))
+        return 0;
+      phase = Phase::Watch;
+      return poll();
+    }
+    case Phase::Watch: {
+      // Stay until the handler takes its first message after the change,
+      // or the input is over.
+      netvm_emu_ring_ops taken = ops(host, current, workRing);
+      if (taken.gets == takenAtChange) {
+        // No message comes after the change: the next event, if any.
+        if (input.over() && netvm_emu_host_ring_count(host, workRing) == 0 &&
+            netvm_emu_host_rx_backlog(host) == 0) {
+          ++next;
+          return waitFor(host);
+        }
+        return poll();
+      }
+      uint64_t first = 0;
+      if (takenAtChange == 0) {
+        first = taken.firstGet;
+      } else {
+        // Not since a start: the get that followed the change completed
+        // after the fence was lifted; the ring ops keep the last one only.
+        first = taken.lastGet;
+      }
+      const Event &event = events[next];
+      if (event.param < 0) {
+        run.swap.newFirstGet = first;
+        run.swap.done = true;
+      } else {
+        run.params[size_t(event.param)].firstGetAfter = first;
+      }
+      ++next;
+      return waitFor(host);
     }
     case Phase::Done:
       return 0;
@@ -285,12 +440,13 @@ static bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
 
 bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
               const std::vector<std::vector<uint8_t>> &messages,
-              const me::MachineConfig &machine, const SwapRequest &swap,
+              const me::MachineConfig &machine, const ChainControl &control,
               ChainRun &run, std::string &error) {
   run = ChainRun();
+  const SwapRequest &swap = control.swap;
   bool swapping = swap.mode != SwapRequest::Mode::None;
   if (swapping) {
-    if (!swap.next || !Swapper::codeOf(*swap.next, handlerME)) {
+    if (!swap.next || !Controller::codeOf(*swap.next, handlerME)) {
       error = "hot-swap: no new code for ME " + std::to_string(handlerME);
       return false;
     }
@@ -301,9 +457,21 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
     }
     if (swap.mode == SwapRequest::Mode::Spare &&
         (swap.spareME >= machine.numMEs ||
-         Swapper::codeOf(meStage, swap.spareME))) {
+         Controller::codeOf(meStage, swap.spareME))) {
       error = "hot-swap: ME " + std::to_string(swap.spareME) +
               " is not an idle ME of the machine";
+      return false;
+    }
+  }
+  for (const ParamChange &change : control.params) {
+    if (!meStage.layout.stages.empty()) {
+      error = "reconfigure: needs the default layout (one handler ME)";
+      return false;
+    }
+    if (change.pe >= meStage.layout.dataMemory.size() ||
+        change.offset + 4 > meStage.layout.dataMemory[change.pe].size) {
+      error = "reconfigure " + change.name +
+              ": not a word of the handler's data memory";
       return false;
     }
   }
@@ -314,10 +482,10 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   VectorOutput output(run.fromMEs);
   emulator.setInput(&input);
   emulator.setOutput(&output);
-  std::unique_ptr<Swapper> swapper;
-  if (swapping) {
-    swapper = std::make_unique<Swapper>(swap, run.swap);
-    emulator.attachHost(&Swapper::step, swapper.get(), 0);
+  std::unique_ptr<Controller> controller;
+  if (swapping || !control.params.empty()) {
+    controller = std::make_unique<Controller>(control, meStage, input, run);
+    emulator.attachHost(&Controller::step, controller.get(), 0);
   }
   emulator.run();
   run.stats = emulator.stats();
@@ -329,32 +497,50 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
             std::to_string(f.pc) + ": " + f.reason;
     return false;
   }
-  if (swapper && !swapper->failure.empty()) {
-    error = "hot-swap: " + swapper->failure;
+  if (controller && !controller->failure.empty()) {
+    error = "host control: " + controller->failure;
     return false;
   }
   if (meStage.layout.peCounters) {
     std::vector<uint8_t> words;
-    if (emulator.readMemory(me::Memory::Sram, meStage.layout.peCounters, 12,
-                            words)) {
+    unsigned pes = unsigned(meStage.layout.pes.size());
+    if (emulator.readMemory(me::Memory::Sram, meStage.layout.peCounters,
+                            12 * pes, words)) {
       auto word = [&](unsigned i) {
         return uint64_t(words[4 * i]) << 24 | uint64_t(words[4 * i + 1]) << 16 |
                uint64_t(words[4 * i + 2]) << 8 | words[4 * i + 3];
       };
+      // Every handler of a multicast runs for every message: the first
+      // one's runs are the messages; sends and drops are summed.
       run.meRuns = word(0);
-      run.meSent = word(1);
-      run.meDropped = word(2);
+      for (unsigned pe = 0; pe < pes; ++pe) {
+        run.meSent += word(3 * pe + 1);
+        run.meDropped += word(3 * pe + 2);
+      }
     }
   }
+  measureLatency(messages, output.lastOutput, machine, run);
   if (!hostStage) {
     run.outputs = run.fromMEs;
     return true;
   }
-  for (const std::vector<uint8_t> &m : run.fromMEs) {
-    rt::TracePacket packet;
-    packet.bytes = m;
-    packet.wireLength = uint32_t(m.size());
-    rt::PacketResult result = hostStage->push(0, packet);
+  std::vector<rt::TracePacket> packets(run.fromMEs.size());
+  for (size_t i = 0; i < packets.size(); ++i) {
+    packets[i].bytes = run.fromMEs[i];
+    packets[i].wireLength = uint32_t(run.fromMEs[i].size());
+  }
+  std::vector<rt::PacketResult> results(packets.size());
+  auto start = std::chrono::steady_clock::now();
+  uint64_t ticks = hostCycleCounter();
+  for (size_t i = 0; i < packets.size(); ++i)
+    results[i] = hostStage->push(0, packets[i]);
+  run.hostCycles = hostCycleCounter() - ticks;
+  run.hostNanoseconds =
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count());
+  run.hostMessages = packets.size();
+  for (rt::PacketResult &result : results) {
     for (rt::Output &out : result.outputs)
       run.outputs.push_back(std::move(out.bytes));
     run.hostDropped += result.drops;
@@ -365,6 +551,289 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
     return false;
   }
   return true;
+}
+
+bool runHostChain(const std::vector<rt::Engine *> &stages,
+                  const std::vector<std::vector<uint8_t>> &messages,
+                  ChainRun &run, std::string &error) {
+  run = ChainRun();
+  std::vector<rt::TracePacket> packets(messages.size());
+  for (size_t i = 0; i < packets.size(); ++i) {
+    packets[i].bytes = messages[i];
+    packets[i].wireLength = uint32_t(messages[i].size());
+  }
+  auto start = std::chrono::steady_clock::now();
+  uint64_t ticks = hostCycleCounter();
+  for (size_t s = 0; s < stages.size(); ++s) {
+    std::vector<rt::TracePacket> next;
+    for (const rt::TracePacket &packet : packets) {
+      rt::PacketResult result = stages[s]->push(0, packet);
+      for (rt::Output &out : result.outputs) {
+        rt::TracePacket p;
+        p.wireLength = uint32_t(out.bytes.size());
+        p.bytes = std::move(out.bytes);
+        next.push_back(std::move(p));
+      }
+      (s == 0 ? run.meDropped : run.hostDropped) += result.drops;
+    }
+    if (s == 0) {
+      run.meRuns = packets.size();
+      run.meSent = next.size();
+    }
+    packets = std::move(next);
+  }
+  run.hostCycles = hostCycleCounter() - ticks;
+  run.hostNanoseconds =
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count());
+  run.hostMessages = messages.size();
+  for (rt::TracePacket &packet : packets)
+    run.outputs.push_back(std::move(packet.bytes));
+  for (rt::Engine *stage : stages) {
+    std::string failure = stage->failure();
+    if (!failure.empty()) {
+      error = "host stage: " + failure;
+      return false;
+    }
+  }
+  return true;
+}
+
+uint64_t hostCycleCounter() {
+#if defined(__x86_64__)
+  return __builtin_readcyclecounter();
+#else
+  return 0;
+#endif
+}
+
+ResourceReport resourceReport(const ChainRun &run,
+                              const me::CompiledApp &meStage,
+                              const ChainControl &control,
+                              const me::MachineConfig &machine) {
+  ResourceReport r;
+  r.cycles = run.cycles;
+  r.clockMHz = run.stats.clockMHz;
+  r.messagesIn = run.stats.packetsOffered;
+  r.messagesOut = run.outputs.size();
+  r.receiveDrops = run.stats.packetsDropped;
+  r.dramUtilization =
+      run.cycles ? double(run.stats.dram.busyCycles) / double(run.cycles) : 0;
+  bool swapped = run.swap.done;
+  for (unsigned me = 0; me < machine.numMEs; ++me) {
+    MELoad load;
+    load.me = me;
+    load.controlStore = machine.controlStore;
+    const me::CodeBlock *code = Controller::codeOf(meStage, me);
+    bool spare = control.swap.mode == SwapRequest::Mode::Spare &&
+                 me == control.swap.spareME;
+    if (code)
+      load.codeWords = uint32_t(code->words.size());
+    if (spare || (swapped && me == run.swap.newME)) {
+      const me::CodeBlock *next =
+          Controller::codeOf(*control.swap.next, handlerME);
+      load.codeWords = next ? uint32_t(next->words.size()) : 0;
+    }
+    if (me == 0)
+      load.role = "receive";
+    else if (me == 2)
+      load.role = "transmit";
+    else if (me == (swapped ? run.swap.newME : handlerME))
+      load.role = "handler";
+    else if (code || spare)
+      load.role = "spare";
+    else
+      load.role = "idle";
+    if (me < run.stats.mes.size()) {
+      const me::MEStats &st = run.stats.mes[me];
+      load.busyCycles = st.busyCycles;
+      load.instructions = st.instructions;
+      for (uint64_t c : st.idleCycles)
+        load.idleCycles += c;
+    }
+    load.utilization =
+        run.cycles ? double(load.busyCycles) / double(run.cycles) : 0;
+    r.mes.push_back(load);
+  }
+  static const char *names[] = {"free buffers", "transmit", "work",
+                                "copy buffers"};
+  for (unsigned ring = 0; ring < 16; ++ring) {
+    const me::RingStats &st = run.stats.rings[ring];
+    if (!st.configured)
+      continue;
+    QueueLoad q;
+    q.ring = ring;
+    q.name = ring < 4 ? names[ring] : "ring " + std::to_string(ring);
+    q.sizeWords = st.sizeWords;
+    q.maxOccupancy = st.maxOccupancy;
+    q.finalOccupancy = st.finalOccupancy;
+    q.puts = st.puts;
+    q.gets = st.gets;
+    q.overflows = st.overflows;
+    r.queues.push_back(q);
+  }
+  if (run.hostMessages)
+    r.hostThreads.push_back(
+        {"host stage", run.hostMessages, run.hostNanoseconds, run.hostCycles});
+  return r;
+}
+
+std::string toJSON(const ResourceReport &r) {
+  std::ostringstream os;
+  os.precision(6);
+  os << "{\n  \"cycles\": " << r.cycles << ",\n  \"clock_mhz\": " << r.clockMHz
+     << ",\n  \"messages_in\": " << r.messagesIn
+     << ",\n  \"messages_out\": " << r.messagesOut
+     << ",\n  \"receive_drops\": " << r.receiveDrops
+     << ",\n  \"dram_utilization\": " << r.dramUtilization << ",\n  \"mes\": [";
+  for (size_t i = 0; i < r.mes.size(); ++i) {
+    const MELoad &m = r.mes[i];
+    os << (i ? "," : "") << "\n    {\"me\": " << m.me << ", \"role\": \""
+       << m.role << "\", \"code_words\": " << m.codeWords
+       << ", \"control_store\": " << m.controlStore
+       << ", \"busy_cycles\": " << m.busyCycles
+       << ", \"idle_cycles\": " << m.idleCycles
+       << ", \"instructions\": " << m.instructions
+       << ", \"utilization\": " << m.utilization << "}";
+  }
+  os << "\n  ],\n  \"queues\": [";
+  for (size_t i = 0; i < r.queues.size(); ++i) {
+    const QueueLoad &q = r.queues[i];
+    os << (i ? "," : "") << "\n    {\"name\": \"" << q.name
+       << "\", \"ring\": " << q.ring << ", \"size_words\": " << q.sizeWords
+       << ", \"max_occupancy\": " << q.maxOccupancy
+       << ", \"final_occupancy\": " << q.finalOccupancy
+       << ", \"puts\": " << q.puts << ", \"gets\": " << q.gets
+       << ", \"overflows\": " << q.overflows << "}";
+  }
+  os << "\n  ],\n  \"host_threads\": [";
+  for (size_t i = 0; i < r.hostThreads.size(); ++i) {
+    const HostThreadLoad &h = r.hostThreads[i];
+    os << (i ? "," : "") << "\n    {\"name\": \"" << h.name
+       << "\", \"messages\": " << h.messages
+       << ", \"nanoseconds\": " << h.nanoseconds << ", \"cycles\": " << h.cycles
+       << "}";
+  }
+  os << "\n  ]\n}\n";
+  return os.str();
+}
+
+const char *whereName(Placement::Where where) {
+  switch (where) {
+  case Placement::Where::ME:
+    return "me";
+  case Placement::Where::Host:
+    return "host";
+  case Placement::Where::Refused:
+    return "refused";
+  }
+  return "refused";
+}
+
+/// The cost model's estimate of one message on `target`: ME cycles (the
+/// handlers' issue cycles plus their memory latency shared by the ME's
+/// contexts, or the DRAM controller's busy cycles if more) or host ns
+/// (the handlers plus the runner's cost per packet).
+static bool estimate(const HandlerApp &handler, analysis::CostTarget target,
+                     double &cost, std::string &error) {
+  Compilation c;
+  mlir::OwningOpRef<mlir::ModuleOp> module = c.load(handler);
+  bool me = target == analysis::CostTarget::ME;
+  if (!module || failed(driver::optimize(*module, 2, nullptr,
+                                         me ? driver::OptimizeFor::ME
+                                            : driver::OptimizeFor::Native))) {
+    error = c.diagnostics;
+    return false;
+  }
+  analysis::CostModel model = analysis::buildCostModel(
+      driver::getApplication(*module), target, nullptr);
+  double issue = 0, latency = 0;
+  for (const analysis::PECost &pe : model.pes) {
+    issue += pe.cost;
+    latency += pe.latency;
+  }
+  if (me)
+    cost = std::max(issue + latency / std::max(1u, model.contexts),
+                    model.dramBusy);
+  else
+    cost = issue + model.packetOverhead;
+  return true;
+}
+
+/// "N unit a message[ of the B the rate leaves]".
+static std::string perMessage(double need, const char *unit, double budget) {
+  std::ostringstream os;
+  os.precision(4);
+  os << need << " " << unit << " a message";
+  if (budget > 0)
+    os << " of the " << budget << " the rate leaves";
+  return os.str();
+}
+
+Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
+                     const me::MachineConfig &machine) {
+  Placement p;
+  std::ostringstream why;
+  if (request.rateGbps > 0) {
+    double perSecond =
+        request.rateGbps * 1e9 / ((double(request.messageBytes) + 20) * 8);
+    p.budgetCycles = machine.clockMHz * 1e6 / perSecond;
+    p.budgetNanoseconds = 1e9 / perSecond;
+  }
+  auto fits = [](double need, double budget) {
+    return budget <= 0 || need <= budget;
+  };
+  // The MEs first (the paper's rule: the c-cores take what they can).
+  std::string meError;
+  me::CompiledApp app;
+  unsigned needed =
+      request.busyMEs + request.stageMEs + (request.keepSpare ? 1 : 0);
+  if (needed > machine.numMEs) {
+    why << "MEs: the chain needs " << request.stageMEs
+        << (request.keepSpare ? " and a spare" : "") << " beside the "
+        << request.busyMEs << " in use, the machine has " << machine.numMEs;
+  } else if (!compileForME(handler, machine, app, meError)) {
+    std::string first = meError.substr(0, meError.find('\n'));
+    why << "MEs: it does not compile for them (" << first << ")";
+  } else {
+    if (const me::CodeBlock *code = Controller::codeOf(app, handlerME))
+      p.codeWords = uint32_t(code->words.size());
+    if (!estimate(handler, analysis::CostTarget::ME, p.meCycles, meError)) {
+      why << "MEs: no estimate (" << meError << ")";
+    } else if (fits(p.meCycles, p.budgetCycles)) {
+      p.where = Placement::Where::ME;
+      p.reason =
+          "fits the MEs: " + perMessage(p.meCycles, "cycles", p.budgetCycles) +
+          "; " + std::to_string(p.codeWords) + " of " +
+          std::to_string(machine.controlStore) +
+          " instructions of control store";
+      return p;
+    } else {
+      why.precision(4);
+      why << "MEs: " << p.meCycles << " cycles a message, the rate leaves "
+          << p.budgetCycles;
+    }
+  }
+  std::string hostError;
+  if (request.freeHostThreads == 0) {
+    why << "; host: no free thread";
+  } else if (!estimate(handler, analysis::CostTarget::Native, p.hostNanoseconds,
+                       hostError)) {
+    why << "; host: " << hostError.substr(0, hostError.find('\n'));
+  } else if (fits(p.hostNanoseconds, p.budgetNanoseconds)) {
+    p.where = Placement::Where::Host;
+    p.reason = "on the host: " +
+               perMessage(p.hostNanoseconds, "ns", p.budgetNanoseconds) + " (" +
+               why.str() + ")";
+    return p;
+  } else {
+    why.precision(4);
+    why << "; host: " << p.hostNanoseconds << " ns a message, the rate leaves "
+        << p.budgetNanoseconds;
+  }
+  p.reason = "does not fit: " + why.str();
+  return p;
 }
 
 } // namespace netvm::ccore

@@ -31,8 +31,14 @@ public:
   std::optional<Query> parse(std::string &error) {
     Query q;
     q.text = text;
+    if (keyword("join")) {
+      query = &q;
+      parseJoin(q);
+      return finish(error, std::move(q));
+    }
     if (!keyword("from")) {
-      fail(tok, "a query starts with 'from FORMAT', found " + describe(tok));
+      fail(tok, "a query starts with 'from FORMAT' or 'join', found " +
+                    describe(tok));
       return finish(error, std::move(q));
     }
     if (tok.kind != Token::Word) {
@@ -63,14 +69,131 @@ public:
         q.project.push_back(f->name);
       } while (punct(","));
     }
-    if (!any)
-      fail(tok, "expected 'select' or 'project', found " + describe(tok));
-    else if (tok.kind != Token::End && errors.empty())
-      fail(tok, "unexpected " + describe(tok) + " after the query");
+    // `from FORMAT` alone relays every message of the format.
+    if (tok.kind != Token::End && errors.empty())
+      fail(tok, any ? "unexpected " + describe(tok) + " after the query"
+                    : "expected 'select' or 'project', found " + describe(tok));
     return finish(error, std::move(q));
   }
 
 private:
+  /// join LEFT, RIGHT on LEFT.f == RIGHT.g within N project X.f, ...
+  void parseJoin(Query &q) {
+    auto j = std::make_unique<Join>();
+    const Format *sides[2] = {nullptr, nullptr};
+    for (int side = 0; side < 2; ++side) {
+      if (side == 1 && !punct(",")) {
+        fail(tok, "expected ',' and the second format of the join, found " +
+                      describe(tok));
+        return;
+      }
+      if (tok.kind != Token::Word) {
+        fail(tok, "expected a format name, found " + describe(tok));
+        return;
+      }
+      sides[side] = schema.format(tok.text);
+      if (!sides[side]) {
+        fail(tok, "the schema has no format '" + tok.text + "'");
+        return;
+      }
+      if (side == 1 && sides[1] == sides[0]) {
+        fail(tok, "a join needs two different formats");
+        return;
+      }
+      advance();
+    }
+    q.format = sides[0];
+    j->right = sides[1];
+    // A qualified field of either side: its side (0, 1) and field.
+    auto qualified = [&](int &side) -> const Field * {
+      if (tok.kind != Token::Word) {
+        fail(tok, "expected FORMAT.FIELD, found " + describe(tok));
+        return nullptr;
+      }
+      side = tok.text == sides[0]->name   ? 0
+             : tok.text == sides[1]->name ? 1
+                                          : -1;
+      if (side < 0) {
+        fail(tok, "'" + tok.text + "' is not a format of the join");
+        return nullptr;
+      }
+      advance();
+      if (!punct(".") || tok.kind != Token::Word) {
+        fail(tok, "expected '.' and a field of '" + sides[side]->name +
+                      "', found " + describe(tok));
+        return nullptr;
+      }
+      const Field *f = sides[side]->field(tok.text);
+      if (!f) {
+        fail(tok, "format '" + sides[side]->name + "' has no field '" +
+                      tok.text + "'");
+        return nullptr;
+      }
+      advance();
+      return f;
+    };
+    if (!keyword("on")) {
+      fail(tok, "expected 'on' and the join's key, found " + describe(tok));
+      return;
+    }
+    int s1 = 0, s2 = 0;
+    Token keyTok = tok;
+    const Field *k1 = qualified(s1);
+    if (!k1)
+      return;
+    if (!punct("==")) {
+      fail(tok, "expected '==' between the keys, found " + describe(tok));
+      return;
+    }
+    const Field *k2 = qualified(s2);
+    if (!k2)
+      return;
+    if (s1 == s2) {
+      fail(keyTok, "the key compares a field of each format");
+      return;
+    }
+    if (!k1->isInteger() || !k2->isInteger()) {
+      fail(keyTok, "a join's keys are u8, u16 or u32 fields");
+      return;
+    }
+    j->leftKey = s1 == 0 ? k1 : k2;
+    j->rightKey = s1 == 0 ? k2 : k1;
+    if (!keyword("within")) {
+      fail(tok, "expected 'within N' (messages kept per side), found " +
+                    describe(tok));
+      return;
+    }
+    if (tok.kind != Token::Number || tok.bad || tok.number == 0 ||
+        tok.number > maxJoinWindow || (tok.number & (tok.number - 1))) {
+      fail(tok, "the window is a power of two from 1 to " +
+                    std::to_string(maxJoinWindow) + ", found " + describe(tok));
+      return;
+    }
+    j->window = tok.number;
+    advance();
+    if (!keyword("project")) {
+      fail(tok, "expected 'project' and the fields of the output, found " +
+                    describe(tok));
+      return;
+    }
+    do {
+      int side = 0;
+      const Field *f = qualified(side);
+      if (!f)
+        return;
+      for (const Join::Item &item : j->fields)
+        if (item.field == f) {
+          fail(last, "field '" + sides[side]->name + "." + f->name +
+                         "' is projected twice");
+          return;
+        }
+      j->fields.push_back({side == 1, f});
+    } while (punct(","));
+    if (tok.kind != Token::End)
+      fail(tok, "unexpected " + describe(tok) + " after the query");
+    q.join = std::move(j);
+  }
+
   const std::string &text, &file;
   const Schema &schema;
   Lexer lexer;
@@ -281,6 +404,9 @@ public:
     }
     if (!q.project.empty())
       project(out);
+    else if (o.outStream)
+      os << "  push " << o.outStream << "\n  push " << streamOffset
+         << "\n  pstore.32\n";
     os << "  pkt.send out\nreject:\n  ret\nends\n";
     netil = os.str();
     return true;
@@ -376,7 +502,10 @@ private:
         at += n;
       }
     }
-    os << "  push " << streamOffset << "\n  spload.32\n";
+    if (o.outStream)
+      os << "  push " << o.outStream << "\n";
+    else
+      os << "  push " << streamOffset << "\n  spload.32\n";
     for (const Chunk &c : chunks)
       load(*c.field, c.from, c.size);
     os << "  push " << out.size << "\n  exbuf.create\n";
@@ -385,6 +514,168 @@ private:
     os << "  push " << streamOffset << "\n  pstore.32\n"
        << "  push " << (uint32_t(out.id) << 16 | out.size) << "\n  push "
        << formatOffset << "\n  pstore.32\n";
+  }
+};
+
+/// Writes a join's NetIL (docs/ccore.md, "join"). Data memory: words 0
+/// and 1 count the messages of each side, 2 is the scan's index, 3 the
+/// address of the arriving message's slot, 4 its stream id, 5 where the
+/// scan starts; then each side's window of slots, [key, chunk values...]
+/// one word each.
+class JoinEmitter {
+public:
+  JoinEmitter(const Query &q, const HandlerOptions &o)
+      : q(q), j(*q.join), o(o) {}
+
+  bool emit(std::string &netil, std::string &error) {
+    uint16_t id = o.projectId ? o.projectId : uint16_t(q.format->id | 0x4000);
+    Format out = projectedFormat(q, id);
+    if (out.size - headerBytes > maxProjectBytes) {
+      error = "the join's output is " + std::to_string(out.size - headerBytes) +
+              " bytes of fields; a handler projects at most " +
+              std::to_string(maxProjectBytes);
+      return false;
+    }
+    for (int side = 0; side < 2; ++side)
+      for (const Join::Item &item : j.fields)
+        if (item.fromRight == bool(side))
+          for (uint32_t at = 0; at < item.field->size;) {
+            uint32_t n = item.field->size - at >= 4   ? 4
+                         : item.field->size - at >= 2 ? 2
+                                                      : 1;
+            chunks[side].push_back({item.field, at, n, 0});
+            at += n;
+          }
+    // Where each chunk goes in the output: in the projection's order.
+    for (int side = 0; side < 2; ++side)
+      for (Chunk &c : chunks[side]) {
+        std::string name =
+            (side ? j.right : q.format)->name + "." + c.field->name;
+        c.to = out.field(name)->offset + c.from;
+      }
+    for (int side = 0; side < 2; ++side) {
+      slotBytes[side] = 4 * uint32_t(1 + chunks[side].size());
+      base[side] = side ? base[0] + j.window * slotBytes[0] : 32;
+    }
+    uint32_t dataSize = base[1] + j.window * slotBytes[1];
+    std::string firstLine = q.text.substr(0, q.text.find('\n'));
+    os << "; C-CORE join handler generated from: " << firstLine << "\n"
+       << "segment .ports\n  push_input in\n  push_output out\nends\n\n"
+       << "segment .metadata\n  .netpe_name " << o.name << "\n  .datamem_size "
+       << dataSize << "\nends\n\n"
+       << "segment .push\n  pop\n  pbl\n  push " << headerBytes
+       << "\n  jcmp.l done\n"
+       << "  push " << formatOffset << "\n  upload.16\n  push " << q.format->id
+       << "\n  jcmp.eq side0\n"
+       << "  push " << formatOffset << "\n  upload.16\n  push " << j.right->id
+       << "\n  jcmp.eq side1\n  ret\n";
+    for (int side = 0; side < 2; ++side)
+      arrive(side, out);
+    os << "done:\n  ret\nends\n";
+    netil = os.str();
+    return true;
+  }
+
+private:
+  struct Chunk {
+    const Field *field;
+    uint32_t from, size, to;
+  };
+  const Query &q;
+  const Join &j;
+  const HandlerOptions &o;
+  std::ostringstream os;
+  std::vector<Chunk> chunks[2];
+  uint32_t slotBytes[2] = {0, 0}, base[2] = {0, 0};
+  static constexpr uint32_t countWord = 0, indexWord = 8, slotWord = 12,
+                            streamWord = 16, startWord = 20;
+
+  void loadWord(uint32_t address) {
+    os << "  push " << address << "\n  umload.32\n";
+  }
+  void storeWord(uint32_t address) {
+    os << "  push " << address << "\n  mstore.32\n";
+  }
+  static const char *loadFor(uint32_t size) {
+    return size == 4 ? "spload.32" : size == 2 ? "upload.16" : "upload.8";
+  }
+  /// Pushes the address of slot ((start + index) mod window) of `side`.
+  void scannedSlot(int side) {
+    loadWord(startWord);
+    loadWord(indexWord);
+    os << "  add\n  push " << j.window - 1 << "\n  and\n  push "
+       << slotBytes[side] << "\n  mul\n  push " << base[side] << "\n  add\n";
+  }
+
+  void arrive(int side, const Format &out) {
+    const Format &format = side ? *j.right : *q.format;
+    const Field &key = side ? *j.rightKey : *j.leftKey;
+    std::string s = std::to_string(side);
+    int other = 1 - side;
+    os << "side" << s << ":\n  pbl\n  push " << format.size
+       << "\n  jcmp.l done\n";
+    // Its slot: (count mod window), then the count goes up.
+    loadWord(countWord + 4 * side);
+    os << "  push " << j.window - 1 << "\n  and\n  push " << slotBytes[side]
+       << "\n  mul\n  push " << base[side] << "\n  add\n";
+    storeWord(slotWord);
+    loadWord(countWord + 4 * side);
+    os << "  push 1\n  add\n";
+    storeWord(countWord + 4 * side);
+    os << "  push " << streamOffset << "\n  spload.32\n";
+    storeWord(streamWord);
+    // The key and the chunks into the slot.
+    os << "  push " << key.offset << "\n  " << loadFor(key.size) << "\n";
+    loadWord(slotWord);
+    os << "  mstore.32\n";
+    for (size_t c = 0; c < chunks[side].size(); ++c) {
+      const Chunk &k = chunks[side][c];
+      os << "  push " << k.field->offset + k.from << "\n  " << loadFor(k.size)
+         << "\n";
+      loadWord(slotWord);
+      os << "  push " << 4 * (c + 1) << "\n  add\n  mstore.32\n";
+    }
+    // The other side's window, oldest first: it starts at its count when
+    // full, at 0 before.
+    loadWord(countWord + 4 * other);
+    os << "  push " << j.window << "\n  jcmp.l fresh" << s << "\n";
+    loadWord(countWord + 4 * other);
+    storeWord(startWord);
+    os << "  jump scan" << s << "\nfresh" << s << ":\n  push 0\n";
+    storeWord(startWord);
+    os << "scan" << s << ":\n  push 0\n";
+    storeWord(indexWord);
+    os << "loop" << s << ":\n";
+    loadWord(indexWord);
+    os << "  push " << j.window << "\n  jcmp.ge done\n";
+    loadWord(indexWord);
+    loadWord(countWord + 4 * other);
+    os << "  jcmp.ge done\n";
+    scannedSlot(other);
+    os << "  umload.32\n";
+    loadWord(slotWord);
+    os << "  umload.32\n  jcmp.neq next" << s << "\n";
+    // A pair: the output from the two slots.
+    os << "  push " << out.size << "\n  exbuf.create\n";
+    for (int from = 0; from < 2; ++from)
+      for (size_t c = 0; c < chunks[from].size(); ++c) {
+        const Chunk &k = chunks[from][c];
+        if (from == side)
+          loadWord(slotWord);
+        else
+          scannedSlot(from);
+        os << "  push " << 4 * (c + 1) << "\n  add\n  umload.32\n  push "
+           << k.to << "\n  pstore." << k.size * 8 << "\n";
+      }
+    loadWord(streamWord);
+    os << "  push " << streamOffset << "\n  pstore.32\n  push "
+       << (uint32_t(out.id) << 16 | out.size) << "\n  push " << formatOffset
+       << "\n  pstore.32\n  pkt.senddup out\n";
+    os << "next" << s << ":\n";
+    loadWord(indexWord);
+    os << "  push 1\n  add\n";
+    storeWord(indexWord);
+    os << "  jump loop" << s << "\n";
   }
 };
 
@@ -402,6 +693,19 @@ Format projectedFormat(const Query &query, uint16_t id) {
   out.name = query.format->name + "_projected";
   out.id = id;
   uint32_t at = headerBytes;
+  if (query.join) {
+    out.name = query.format->name + "_" + query.join->right->name;
+    for (const Join::Item &item : query.join->fields) {
+      Field f = *item.field;
+      f.name = (item.fromRight ? query.join->right : query.format)->name + "." +
+               f.name;
+      f.offset = at;
+      at += f.size;
+      out.fields.push_back(f);
+    }
+    out.size = at;
+    return out;
+  }
   for (const std::string &name : query.project) {
     Field f = *query.format->field(name);
     f.offset = at;
@@ -439,8 +743,54 @@ std::vector<uint8_t> genericDataMemory(const Query &query,
 
 bool emitNetIL(const Query &query, const HandlerOptions &options,
                std::string &netil, std::string &error) {
+  if (query.join) {
+    JoinEmitter emitter(query, options);
+    return emitter.emit(netil, error);
+  }
   Emitter emitter(query, options);
   return emitter.emit(netil, error);
+}
+
+bool emitMulticast(const Schema &schema,
+                   const std::vector<Subscriber> &subscribers,
+                   const HandlerOptions &options, HandlerApp &app,
+                   std::vector<Query> &queries, std::string &error) {
+  if (subscribers.empty()) {
+    error = "a multicast needs at least one subscriber";
+    return false;
+  }
+  app = HandlerApp();
+  app.name = options.name;
+  queries.clear();
+  std::ostringstream nvapp;
+  nvapp << "# C-CORE multicast: one message to " << subscribers.size()
+        << " subscribers\napplication " << options.name
+        << "\nsource in\nsink out\n";
+  std::ostringstream edges;
+  for (size_t i = 0; i < subscribers.size(); ++i) {
+    const Subscriber &s = subscribers[i];
+    std::string where = "<subscriber " + std::to_string(i + 1) + ">";
+    std::optional<Query> q = parseQuery(s.query, where, schema, error);
+    if (!q)
+      return false;
+    HandlerOptions o = options;
+    o.name = options.name + "_" + std::to_string(i + 1);
+    o.outStream = s.stream;
+    std::string netil;
+    if (!emitNetIL(*q, o, netil, error)) {
+      error = where + ": " + error;
+      return false;
+    }
+    app.files.emplace_back(o.name + ".netil", std::move(netil));
+    nvapp << "pe " << o.name << " = \"" << o.name << ".netil\"\n";
+    edges << "in -> " << o.name << ".in\n";
+    queries.push_back(std::move(*q));
+  }
+  for (size_t i = 0; i < subscribers.size(); ++i)
+    edges << options.name << "_" << i + 1 << ".out -> out\n";
+  nvapp << "\n" << edges.str();
+  app.nvapp = nvapp.str();
+  return true;
 }
 
 } // namespace netvm::ccore

@@ -817,11 +817,17 @@ static std::string diagnosticRepr(const Diagnostic &d) {
 
 namespace netvm::python {
 void bindEmulator(nb::module_ &m); // Emulator.cpp
+#ifdef NETVM_HAVE_CCORE
+void bindCCore(nb::module_ &m); // CCore.cpp
+#endif
 } // namespace netvm::python
 
 NB_MODULE(_netvm, m) {
   m.doc() = "The native part of the netvm package (see netvm.__doc__).";
   netvm::python::bindEmulator(m);
+#ifdef NETVM_HAVE_CCORE
+  netvm::python::bindCCore(m);
+#endif
 
   nb::class_<Diagnostic>(m, "Diagnostic",
                          "A compiler message and where it points.")

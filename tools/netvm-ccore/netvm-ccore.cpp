@@ -19,6 +19,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -81,6 +82,14 @@ static cl::opt<std::string> formatName("format", cl::desc("The format"),
 static cl::opt<std::string> meQuery("me-query",
                                     cl::desc("The ME stage's query"),
                                     cl::sub(chainCmd), cl::cat(category));
+static cl::list<std::string> subscribers(
+    "subscriber",
+    cl::desc("Multicast: a subscriber's channel (stream id) and its own "
+             "query; every message goes to every subscriber's handler "
+             "(repeatable; instead of --me-query for chain, of --query for "
+             "compile)"),
+    cl::value_desc("stream:query"), cl::sub(compileCmd), cl::sub(chainCmd),
+    cl::cat(category));
 static cl::opt<std::string>
     hostQuery("host-query",
               cl::desc("The host stage's query (JIT; default: none)"),
@@ -102,6 +111,32 @@ static cl::opt<double> rateGbps(
              "side drops what its buffers cannot hold (default 0: "
              "lossless, as fast as the chain takes them)"),
     cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<std::string> placementMode(
+    "placement",
+    cl::desc("Where the first stage (--me-query or the subscribers) runs: me "
+             "(the emulator), host (JIT, the whole chain on a host thread) or "
+             "auto (the resource manager's rule, docs/ccore.md; a chain that "
+             "fits nowhere is refused with the reason); default me"),
+    cl::init("me"), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<unsigned>
+    busyMEs("busy-mes",
+            cl::desc("With --placement=auto: MEs other chains already use "
+                     "(default 0)"),
+            cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<bool>
+    noSpare("no-spare",
+            cl::desc("With --placement=auto: keep no ME idle for hot-swaps"),
+            cl::sub(chainCmd), cl::cat(category));
+static cl::opt<std::string> reportPath(
+    "report",
+    cl::desc("Write the resource report (per-ME and per-host-thread load, "
+             "queues) as JSON to this file"),
+    cl::value_desc("file.json"), cl::sub(chainCmd), cl::cat(category));
+static cl::list<std::string> reconfigure(
+    "reconfigure",
+    cl::desc("Change a parameter of the running generic ME stage in place "
+             "at an ME cycle, without a code change (repeatable)"),
+    cl::value_desc("name=value@cycle"), cl::sub(chainCmd), cl::cat(category));
 static cl::opt<bool> swapSame(
     "swap-same",
     cl::desc("Swap to the same form of the handler (default: generic to "
@@ -172,24 +207,75 @@ static bool parseParams(HandlerOptions &options, std::string &error) {
   return true;
 }
 
-/// The NetIL of a query text (named `name` in errors).
+/// The NetIL of a query text (named `name` in errors); the parsed query is
+/// appended to `parsed` if given.
 static bool queryToNetIL(const Schema &schema, const std::string &text,
                          const std::string &name, HandlerOptions options,
                          std::string &netil, std::string &error,
-                         const Query **parsed = nullptr) {
-  static std::vector<std::unique_ptr<Query>> keep;
+                         std::vector<Query> *parsed = nullptr) {
   std::optional<Query> query = parseQuery(text, name, schema, error);
   if (!query)
     return false;
   if (!parseParams(options, error) || !emitNetIL(*query, options, netil, error))
     return false;
-  keep.push_back(std::make_unique<Query>(std::move(*query)));
   if (parsed)
-    *parsed = keep.back().get();
+    parsed->push_back(std::move(*query));
   return true;
 }
 
+/// The multicast of --subscriber options, as an application.
+static bool multicastApp(const Schema &schema, const HandlerOptions &options,
+                         HandlerApp &app, std::vector<Query> &queries,
+                         std::string &error) {
+  std::vector<Subscriber> list;
+  for (const std::string &s : subscribers) {
+    auto [stream, query] = llvm::StringRef(s).split(':');
+    Subscriber sub;
+    if (!parseNumber(stream, sub.stream) || sub.stream == 0 || query.empty()) {
+      error = "--subscriber=" + s +
+              ": expected stream:query with a nonzero 32-bit stream id";
+      return false;
+    }
+    sub.query = query.str();
+    list.push_back(sub);
+  }
+  HandlerOptions o = options;
+  if (!parseParams(o, error))
+    return false;
+  return emitMulticast(schema, list, o, app, queries, error);
+}
+
+static int writeText(const std::string &path, const std::string &text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  if (ec)
+    return fail("cannot write " + path + ": " + ec.message());
+  out << text;
+  return 0;
+}
+
 static int compileMain(const Schema &schema) {
+  if (!subscribers.empty()) {
+    // A multicast: the .nvapp at -o, its NetIL files beside it.
+    if (!queryText.empty() || !queryFile.empty())
+      return fail("give either --subscriber or --query/--query-file");
+    if (!llvm::StringRef(output).ends_with(".nvapp"))
+      return fail("a multicast compiles to an application: -o DIR/NAME.nvapp");
+    HandlerOptions options;
+    options.specialize = specialize;
+    options.name = peName;
+    HandlerApp app;
+    std::vector<Query> queries;
+    std::string error;
+    if (!multicastApp(schema, options, app, queries, error))
+      return fail(error);
+    llvm::StringRef dir = llvm::StringRef(output).rsplit('/').first;
+    std::string prefix = dir == output ? "" : dir.str() + "/";
+    for (const auto &[file, text] : app.files)
+      if (int rc = writeText(prefix + file, text))
+        return rc;
+    return writeText(output, app.nvapp);
+  }
   if (queryText.empty() == queryFile.empty())
     return fail("give the query with --query or --query-file (one of them)");
   std::string text = queryText, name = "<query>";
@@ -211,18 +297,15 @@ static int compileMain(const Schema &schema) {
     llvm::outs() << netil;
     return 0;
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream out(output, ec);
-  if (ec)
-    return fail("cannot write " + output + ": " + ec.message());
-  out << netil;
-  return 0;
+  return writeText(output, netil);
 }
 
 static bool generateOptions(const Format &format, GenerateOptions &options,
-                            std::string &error) {
+                            std::string &error, bool skipOthers = false) {
   for (const std::string &r : ranges) {
     auto [field, span] = llvm::StringRef(r).split('=');
+    if (skipOthers && !format.field(field.str()))
+      continue;
     auto [lo, hi] = span.split(':');
     std::pair<uint32_t, uint32_t> b;
     const Field *f = format.field(field.str());
@@ -277,10 +360,20 @@ static int genMain(const Schema &schema) {
   return 0;
 }
 
+/// The host thread's time and cycles per input message.
+static void printHostThread(const ChainRun &run, size_t messages) {
+  double n = messages ? double(messages) : 1;
+  llvm::outs() << "host thread         "
+               << llvm::format("%.1f", double(run.hostNanoseconds) / n)
+               << " ns, " << llvm::format("%.1f", double(run.hostCycles) / n)
+               << " cycles per message in\n";
+}
+
 static int chainMain(const Schema &schema) {
-  if (meQuery.empty())
-    return fail("chain needs --me-query");
-  SwapRequest swap;
+  if (meQuery.empty() == subscribers.empty())
+    return fail("chain needs --me-query or --subscriber (one of them)");
+  ChainControl control;
+  SwapRequest &swap = control.swap;
   if (swapMode == "spare")
     swap.mode = SwapRequest::Mode::Spare;
   else if (swapMode == "in-place")
@@ -294,21 +387,82 @@ static int chainMain(const Schema &schema) {
   HandlerOptions second = first;
   if (!swapSame)
     second.specialize = !first.specialize;
-  std::string netil, nextNetil, error;
-  const Query *query = nullptr;
-  if (!queryToNetIL(schema, meQuery, "<me-query>", first, netil, error,
-                    &query) ||
-      !queryToNetIL(schema, meQuery, "<me-query>", second, nextNetil, error))
-    return fail(error);
+  std::string error;
+  HandlerApp firstApp, secondApp;
+  std::vector<Query> queries;
+  if (!subscribers.empty()) {
+    std::vector<Query> again;
+    if (!multicastApp(schema, first, firstApp, queries, error) ||
+        !multicastApp(schema, second, secondApp, again, error))
+      return fail(error);
+  } else {
+    std::string netil, nextNetil;
+    if (!queryToNetIL(schema, meQuery, "<me-query>", first, netil, error,
+                      &queries) ||
+        !queryToNetIL(schema, meQuery, "<me-query>", second, nextNetil, error))
+      return fail(error);
+    firstApp.name = secondApp.name = "me_stage";
+    firstApp.files = {{"me_stage.netil", netil}};
+    secondApp.files = {{"me_stage.netil", nextNetil}};
+  }
   netvm::me::MachineConfig machine;
   if (rateGbps < 0)
     return fail("--rate-gbps must not be negative");
   machine.lineRateGbps = rateGbps;
+  if (placementMode != "me" && placementMode != "host" &&
+      placementMode != "auto")
+    return fail("--placement=" + placementMode + ": expected me, host or auto");
+  bool onHost = placementMode == "host";
+  if (placementMode == "auto") {
+    PlacementRequest request;
+    request.rateGbps = rateGbps;
+    request.messageBytes = queries.front().format->size;
+    request.busyMEs = busyMEs;
+    request.keepSpare = !noSpare;
+    Placement placed = placeChain(firstApp, request, machine);
+    if (placed.where == Placement::Where::Refused)
+      return fail("the chain is refused: " + placed.reason);
+    llvm::outs() << "placement           " << whereName(placed.where) << ": "
+                 << placed.reason << "\n";
+    onHost = placed.where == Placement::Where::Host;
+  }
+  if (onHost && (swap.mode != SwapRequest::Mode::None || !reconfigure.empty()))
+    return fail("--swap and --reconfigure act on the MEs; the first stage "
+                "runs on the host");
   netvm::me::CompiledApp meStage, next;
-  if (!compileForME(netil, "me_stage", machine, meStage, error) ||
-      !compileForME(nextNetil, "me_stage", machine, next, error))
+  if (!onHost && (!compileForME(firstApp, machine, meStage, error) ||
+                  (swap.mode != SwapRequest::Mode::None &&
+                   !compileForME(secondApp, machine, next, error))))
     return fail(error);
   swap.next = &next;
+  for (const std::string &r : reconfigure) {
+    auto [assignment, at] = llvm::StringRef(r).split('@');
+    auto [name, value] = assignment.split('=');
+    ParamChange change;
+    uint32_t cycle;
+    if (name.empty() || !parseNumber(value, change.value) ||
+        !parseNumber(at, cycle))
+      return fail("--reconfigure=" + r +
+                  ": expected name=value@cycle (32-bit numbers)");
+    if (specialize)
+      return fail("--reconfigure needs the generic form of the ME stage (a "
+                  "specialized handler has its parameters in its code)");
+    change.atCycle = cycle;
+    change.name = "$" + name.str();
+    // Every handler of the stage that has the parameter.
+    size_t before = control.params.size();
+    for (size_t pe = 0; pe < queries.size(); ++pe) {
+      const std::vector<std::string> &ps = queries[pe].parameters;
+      if (std::find(ps.begin(), ps.end(), name.str()) == ps.end())
+        continue;
+      change.pe = unsigned(pe);
+      change.offset = parameterAddress(queries[pe], name.str());
+      control.params.push_back(change);
+    }
+    if (control.params.size() == before)
+      return fail("--reconfigure=" + r + ": the ME stage's query has no $" +
+                  name.str());
+  }
   std::unique_ptr<netvm::rt::Engine> host;
   if (!hostQuery.empty()) {
     HandlerOptions h;
@@ -323,12 +477,69 @@ static int chainMain(const Schema &schema) {
     host->initialize();
   }
   GenerateOptions options;
-  if (!generateOptions(*query->format, options, error))
+  const Format &format = *queries.front().format;
+  const Join *join = queries.front().join.get();
+  if (join)
+    for (const std::string &r : ranges) {
+      std::string field = llvm::StringRef(r).split('=').first.str();
+      if (!format.field(field) && !join->right->field(field))
+        return fail("--range " + r +
+                    ": neither format of the join has "
+                    "field '" +
+                    field + "'");
+    }
+  if (!generateOptions(format, options, error, /*skipOthers=*/join))
     return fail(error);
   std::vector<std::vector<uint8_t>> messages =
-      generateMessages(*query->format, options);
+      generateMessages(format, options);
+  if (join) {
+    // A join's two streams, taken in turn: the right format's messages on
+    // the next stream id, from the next seed (ranges of its fields apply).
+    GenerateOptions right;
+    if (!generateOptions(*join->right, right, error, /*skipOthers=*/true))
+      return fail(error);
+    right.seed = options.seed + 1;
+    for (uint32_t &stream : right.streams)
+      ++stream;
+    std::vector<std::vector<uint8_t>> left = std::move(messages),
+                                      other =
+                                          generateMessages(*join->right, right);
+    messages.clear();
+    for (size_t i = 0; i < left.size(); ++i) {
+      messages.push_back(std::move(left[i]));
+      messages.push_back(std::move(other[i]));
+    }
+  }
   ChainRun run;
-  if (!runChain(meStage, host.get(), messages, machine, swap, run, error))
+  if (onHost) {
+    std::unique_ptr<netvm::rt::Engine> first = compileForHost(firstApp, error);
+    if (!first)
+      return fail(error);
+    first->initialize();
+    std::vector<netvm::rt::Engine *> stages = {first.get()};
+    if (host)
+      stages.push_back(host.get());
+    if (!runHostChain(stages, messages, run, error))
+      return fail(error);
+    llvm::outs() << "messages in         " << messages.size() << "\n"
+                 << "first stage (host)  " << run.meRuns << " in, "
+                 << run.meSent << " sent, " << run.meDropped << " dropped\n"
+                 << "messages out        " << run.outputs.size() << "\n";
+    printHostThread(run, messages.size());
+    if (!reportPath.empty()) {
+      ResourceReport report;
+      report.messagesIn = messages.size();
+      report.messagesOut = run.outputs.size();
+      report.hostThreads.push_back(
+          {"chain", run.hostMessages, run.hostNanoseconds, run.hostCycles});
+      if (int rc = writeText(reportPath, toJSON(report)))
+        return rc;
+    }
+    if (!output.empty() && !writePcap(output, run.outputs, error))
+      return fail(error);
+    return 0;
+  }
+  if (!runChain(meStage, host.get(), messages, machine, control, run, error))
     return fail(error);
   llvm::outs() << "messages in         " << messages.size() << "\n"
                << "ME stage            " << run.meRuns << " runs, "
@@ -357,6 +568,19 @@ static int chainMain(const Schema &schema) {
                << " busy cycles, "
                << llvm::format("%.1f", double(handler.instructions) / handled)
                << " instructions per message\n";
+  if (run.latencyMessages)
+    llvm::outs() << "latency             "
+                 << llvm::format("%.2f", run.meanLatencyCycles / st.clockMHz)
+                 << " us mean, "
+                 << llvm::format("%.2f", run.maxLatencyCycles / st.clockMHz)
+                 << " us most (arrival to last output, " << run.latencyMessages
+                 << " messages)\n";
+  if (host)
+    printHostThread(run, messages.size());
+  if (!reportPath.empty())
+    if (int rc = writeText(
+            reportPath, toJSON(resourceReport(run, meStage, control, machine))))
+      return rc;
   if (swap.mode != SwapRequest::Mode::None) {
     const SwapReport &r = run.swap;
     double mhz = run.stats.clockMHz;
@@ -374,6 +598,20 @@ static int chainMain(const Schema &schema) {
                    << llvm::format("%.2f", r.downtimeCycles() / mhz)
                    << " us (last message taken by the old code to the "
                       "first by the new)\n";
+  }
+  for (size_t i = 0; i < control.params.size(); ++i) {
+    const ParamChange &c = control.params[i];
+    const ParamReport &r = run.params[i];
+    llvm::outs() << "reconfigure         " << c.name << " = " << c.value;
+    if (!r.done) {
+      llvm::outs() << " not done (the input ended first)\n";
+      continue;
+    }
+    llvm::outs() << " at cycle " << r.writtenCycle << ", after "
+                 << r.messagesBefore << " messages, downtime "
+                 << r.downtimeCycles() << " cycles, "
+                 << llvm::format("%.2f", r.downtimeCycles() / st.clockMHz)
+                 << " us\n";
   }
   if (!output.empty() && !writePcap(output, run.outputs, error))
     return fail(error);

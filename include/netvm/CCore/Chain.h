@@ -16,6 +16,7 @@
 #ifndef NETVM_CCORE_CHAIN_H
 #define NETVM_CCORE_CHAIN_H
 
+#include "netvm/CCore/Query.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/emu/Emulator.h"
@@ -37,6 +38,12 @@ bool compileForME(const std::string &netil, const std::string &name,
 /// diagnostics in `error`.
 std::unique_ptr<rt::Engine> compileForHost(const std::string &netil,
                                            const std::string &name,
+                                           std::string &error);
+
+/// The same for an application of several handlers (a multicast).
+bool compileForME(const HandlerApp &app, const me::MachineConfig &machine,
+                  me::CompiledApp &out, std::string &error);
+std::unique_ptr<rt::Engine> compileForHost(const HandlerApp &app,
                                            std::string &error);
 
 /// The default layout's rings (docs/me-backend.md, "Placement").
@@ -75,31 +82,166 @@ struct SwapReport {
   }
 };
 
+/// A reconfiguration in place: a new value for one word of a running
+/// handler's data memory (a generic handler's `$` parameter,
+/// parameterAddress), without a code change. The control loop fences the
+/// handler ME off its work ring, waits until every message it took has
+/// left it, writes the word across the host interface and lifts the
+/// fence: the messages taken before see the old value, the others the new
+/// one, and none is lost or reordered.
+struct ParamChange {
+  /// When the change starts (the fence), in ME cycles.
+  uint64_t atCycle = 0;
+  /// The NetPE (declaration order) and the byte offset in its data memory.
+  unsigned pe = 0;
+  uint32_t offset = 0;
+  uint32_t value = 0;
+  /// For reports.
+  std::string name;
+};
+
+struct ParamReport {
+  bool done = false;
+  /// The fence, the drain and the write's landing (host clock).
+  uint64_t fenceCycle = 0, writtenCycle = 0;
+  /// Messages the handler took before the change: they saw the old value.
+  uint64_t messagesBefore = 0;
+  /// The handler's last message before and first after the change (0:
+  /// none came after it).
+  uint64_t lastGetBefore = 0, firstGetAfter = 0;
+  uint64_t downtimeCycles() const {
+    return firstGetAfter > lastGetBefore ? firstGetAfter - lastGetBefore : 0;
+  }
+};
+
+/// What the host control loop does during a run: at most one hot-swap and
+/// any number of reconfigurations, in the order of their cycles.
+struct ChainControl {
+  SwapRequest swap;
+  std::vector<ParamChange> params;
+};
+
 struct ChainRun {
   /// What left the chain, in order (after the host stage, if any).
   std::vector<std::vector<uint8_t>> outputs;
   /// What the ME stage transmitted, in order.
   std::vector<std::vector<uint8_t>> fromMEs;
-  /// The ME stage's handler: runs, sends and drops (its NetPE counters).
+  /// The ME stage's handler: runs, sends and drops (its NetPE counters;
+  /// of a multicast: the first handler's runs, every handler's sends and
+  /// drops summed).
   uint64_t meRuns = 0, meSent = 0, meDropped = 0;
   /// The host stage's drops.
   uint64_t hostDropped = 0;
   /// The emulated run: cycles and microseconds at the machine's clock.
   uint64_t cycles = 0;
   double micros = 0;
+  /// With a line rate (MachineConfig::lineRateGbps): per message with an
+  /// output, the cycles from its arrival on the wire to its last output
+  /// leaving the MEs (the paper's per-message overhead): mean and most.
+  double meanLatencyCycles = 0;
+  uint64_t maxLatencyCycles = 0, latencyMessages = 0;
+  /// The host stage's thread: messages pushed, the time spent in the
+  /// pushes (steady clock) and the host's cycle counter over them (the
+  /// TSC on x86-64; 0 where no counter is read).
+  uint64_t hostMessages = 0, hostNanoseconds = 0, hostCycles = 0;
   SwapReport swap;
+  /// Indexed like ChainControl::params.
+  std::vector<ParamReport> params;
   me::Stats stats;
 };
 
-/// Runs `messages` (at the wire's pace: lossless input) through the ME
-/// stage on a fresh emulator configured as `machine`, with `swap` during
-/// the run, and every message the MEs transmit through `hostStage` (if not
-/// null) in order. False with `error` if the images do not fit the machine
-/// or each other, or the machine faulted.
+/// Runs `messages` (at the machine's line rate, or lossless) through the
+/// ME stage on a fresh emulator configured as `machine`, with the swap and
+/// reconfigurations of `control` during the run, and every message the MEs
+/// transmit through `hostStage` (if not null) in order. False with `error` if
+/// the images do not fit the machine or each other, or the machine faulted.
 bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
               const std::vector<std::vector<uint8_t>> &messages,
-              const me::MachineConfig &machine, const SwapRequest &swap,
+              const me::MachineConfig &machine, const ChainControl &control,
               ChainRun &run, std::string &error);
+
+/// Runs `messages` through host stages only (the whole chain on a host
+/// thread, JIT code): each message through the first stage, what it sends
+/// through the next, and so on; the time and cycles go to the run's host
+/// figures. False with `error` if a stage failed.
+bool runHostChain(const std::vector<rt::Engine *> &stages,
+                  const std::vector<std::vector<uint8_t>> &messages,
+                  ChainRun &run, std::string &error);
+
+/// The host's cycle counter (the TSC on x86-64; 0 elsewhere).
+uint64_t hostCycleCounter();
+
+/// The resource manager's view of a run (docs/ccore.md, "Resource
+/// manager"): per ME its role, control-store use and load; per queue (the
+/// scratch rings between the stages, the free-buffer rings) its size and
+/// occupancy; per host thread its messages and time.
+struct MELoad {
+  unsigned me = 0;
+  /// receive, handler, transmit, spare (loaded, idle) or idle.
+  std::string role;
+  uint32_t codeWords = 0, controlStore = 0;
+  uint64_t busyCycles = 0, idleCycles = 0, instructions = 0;
+  /// Busy cycles over the run's cycles.
+  double utilization = 0;
+};
+struct QueueLoad {
+  std::string name;
+  unsigned ring = 0;
+  uint32_t sizeWords = 0, maxOccupancy = 0, finalOccupancy = 0;
+  uint64_t puts = 0, gets = 0, overflows = 0;
+};
+struct HostThreadLoad {
+  std::string name;
+  uint64_t messages = 0, nanoseconds = 0, cycles = 0;
+};
+struct ResourceReport {
+  uint64_t cycles = 0;
+  double clockMHz = 0;
+  uint64_t messagesIn = 0, messagesOut = 0, receiveDrops = 0;
+  /// The DRAM controller's busy cycles over the run's (packet transfers).
+  double dramUtilization = 0;
+  std::vector<MELoad> mes;
+  std::vector<QueueLoad> queues;
+  std::vector<HostThreadLoad> hostThreads;
+};
+
+/// The report of a run of `meStage` (and `control`'s swap) on `machine`.
+ResourceReport resourceReport(const ChainRun &run,
+                              const me::CompiledApp &meStage,
+                              const ChainControl &control,
+                              const me::MachineConfig &machine);
+/// The report as one JSON object.
+std::string toJSON(const ResourceReport &report);
+
+/// Placement of a new chain's handler (docs/ccore.md, "Placement"): on the
+/// MEs if it compiles for them, an idle ME (besides the spare) takes it and
+/// the cost model's estimate of its cycles per message fits the budget the
+/// rate leaves; else on the host if the host's estimate fits its budget;
+/// else refused, with the reason.
+struct PlacementRequest {
+  /// Offered rate (Gbit/s; 0: no rate to meet) and message size.
+  double rateGbps = 0;
+  uint32_t messageBytes = 600;
+  /// MEs a chain's ME stage needs (receive, handler, transmit) and whether
+  /// one more is kept idle for hot-swaps.
+  unsigned stageMEs = 3;
+  bool keepSpare = true;
+  /// MEs other chains already use.
+  unsigned busyMEs = 0;
+  /// Host threads free for a host stage.
+  unsigned freeHostThreads = 1;
+};
+struct Placement {
+  enum class Where { ME, Host, Refused } where = Where::Refused;
+  std::string reason;
+  /// Budgets per message at the rate (0: no rate), and the estimates.
+  double budgetCycles = 0, budgetNanoseconds = 0;
+  double meCycles = 0, hostNanoseconds = 0;
+  uint32_t codeWords = 0;
+};
+Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
+                     const me::MachineConfig &machine);
+const char *whereName(Placement::Where where);
 
 } // namespace netvm::ccore
 

@@ -7,7 +7,8 @@
 //
 // `select` keeps the messages its predicate holds for and drops the rest;
 // `project` makes a smaller message of the chosen fields (a format derived
-// from the input's). A query compiles to one NetPE in NetIL text, which the
+// from the input's); `from FORMAT` alone relays every message of the
+// format. A query compiles to one NetPE in NetIL text, which the
 // usual pipeline turns into JIT code or an ME image, in one of two forms:
 //
 //  - generic: the fields' offsets, the message size, the format id and the
@@ -47,8 +48,32 @@ struct Predicate {
   std::unique_ptr<Predicate> lhs, rhs;
 };
 
+/// A join of two streams (formats) on a key within a window:
+///   join LEFT, RIGHT on LEFT.f == RIGHT.g within N project LEFT.a, RIGHT.b
+/// Each arriving message of either format is kept in its side's window (its
+/// last N messages: the key and the projected fields) and paired with every
+/// message of the other side's window whose key is equal, oldest first;
+/// each pair becomes one output message.
+struct Join {
+  const Format *right = nullptr;
+  const Field *leftKey = nullptr, *rightKey = nullptr;
+  uint32_t window = 0;
+  /// The projected fields in output order; `fromRight` says whose.
+  struct Item {
+    bool fromRight = false;
+    const Field *field = nullptr;
+  };
+  std::vector<Item> fields;
+};
+
+/// The largest window of a join (messages kept per side).
+constexpr uint32_t maxJoinWindow = 256;
+
 struct Query {
+  /// The input's format (a join's left format).
   const Format *format = nullptr;
+  /// A join (null for select and project).
+  std::unique_ptr<Join> join;
   std::unique_ptr<Predicate> select; // null: every message
   std::vector<std::string> project;  // empty: the whole message
   /// The `$` parameters, in order of first use.
@@ -66,7 +91,8 @@ std::optional<Query> parseQuery(const std::string &text,
                                 std::string &error);
 
 /// The format of a projection's output: the projected fields packed after
-/// the header, in the query's order, with id `id`.
+/// the header, in the query's order, with id `id`. A join's fields are
+/// named "format.field".
 Format projectedFormat(const Query &query, uint16_t id);
 
 struct HandlerOptions {
@@ -74,10 +100,14 @@ struct HandlerOptions {
   bool specialize = false;
   /// The value of each `$` parameter (a missing one is an error).
   std::map<std::string, uint32_t> parameters;
-  /// The id of a projection's output format (0: the input's id | 0x8000).
+  /// The id of a projection's output format (0: the input's id | 0x8000;
+  /// a join's: the left format's id | 0x4000).
   uint16_t projectId = 0;
   /// The NetPE's name.
   std::string name = "handler";
+  /// The stream id the handler's output carries (0: the input's): a
+  /// multicast subscriber's channel.
+  uint32_t outStream = 0;
 };
 
 /// The NetIL text of the handler: one NetPE, push port `in`, push port
@@ -86,6 +116,31 @@ struct HandlerOptions {
 /// value or a projection is larger than maxProjectBytes.
 bool emitNetIL(const Query &query, const HandlerOptions &options,
                std::string &netil, std::string &error);
+
+/// A subscriber of a multicast: its own query (its handler) and the
+/// stream id of its channel, which its copies carry.
+struct Subscriber {
+  std::string query;
+  uint32_t stream = 0;
+};
+
+/// An application of several handlers: its .nvapp text and the NetIL
+/// files it names (file name, text), all in memory.
+struct HandlerApp {
+  std::string name;
+  std::string nvapp;
+  std::vector<std::pair<std::string, std::string>> files;
+};
+
+/// Application-level multicast: one handler NetPE per subscriber
+/// (`options.name`_1, _2, ...), every one fed by the source `in` (fan-out:
+/// each gets its own copy of every message, in subscriber order) and all
+/// sending to the sink `out`. `queries` gets the parsed queries
+/// (subscriber order); errors name the subscriber ("<subscriber 2>:1:6").
+bool emitMulticast(const Schema &schema,
+                   const std::vector<Subscriber> &subscribers,
+                   const HandlerOptions &options, HandlerApp &app,
+                   std::vector<Query> &queries, std::string &error);
 
 /// Projected fields' bytes a handler may produce (they pass through the
 /// stack, in registers on an ME).

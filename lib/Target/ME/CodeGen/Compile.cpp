@@ -58,9 +58,13 @@ constexpr uint32_t infoBytes = meInfoWindowBytes;
 /// (MachineConfig::maxPacketBytes), each after its info memory.
 struct Buffers {
   uint32_t bytes = 2048;
+  /// With fan-out, 64 bytes after each buffer where a parked copy keeps
+  /// its length and wire length (a destination before it may replace the
+  /// packet with exbuf_create, which changes those registers).
+  uint32_t tail = 0;
   /// Buffers of the free ring (a multiple of 16).
   unsigned count = defaultBuffers;
-  uint32_t stride() const { return bytes + infoBytes; }
+  uint32_t stride() const { return bytes + infoBytes + tail; }
   /// With fan-out, the copies come from a pool of their own (ring 3, the
   /// buffers after the 64 of ring 0), so that the receive ME, which takes
   /// every free buffer it can, cannot starve a copy. A buffer goes back
@@ -897,6 +901,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   // Buffers in whole 64-byte blocks (DRAM writes of a new exchange buffer).
   Buffers pool;
   pool.bytes = (std::max(options.machine.maxPacketBytes, 64u) + 63) & ~63u;
+  pool.tail = fanOut ? 64 : 0;
   lowering.bufferBytes = pool.bytes;
   lowering.timestampWord = timeWord;
   lowering.eventCount = eventCountAddress;
@@ -1344,6 +1349,15 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       a("alu[a15, --, b, $0]");
       a("beq[@" + l + "_buffer]", "no free buffer yet");
       a("alu[" + slot + ", --, b, a15]", "parked");
+      // A destination before this one may replace the packet
+      // (exbuf_create changes the length and wire registers): the copy
+      // keeps its own in its buffer's tail.
+      a("alu[$$0, --, b, b0]");
+      a("alu[$$1, --, b, a1]");
+      a("immed[b15, " + hex(pool.bytes) + "]");
+      a("alu[a15, a15, +, b15]");
+      a("dram[write, $$0, a15, 0, 1], ctx_swap[s3]", "its length and wire");
+      a("alu[a15, --, b, " + slot + "]");
       if (layout.infoUsed && infoWords) {
         for (unsigned w = 0; w < infoWords; ++w)
           a("alu[$$" + std::to_string(w) + ", --, b, *l$index1[" +
@@ -1713,6 +1727,11 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         a.label("resume" + std::to_string(slot));
         a("alu[a0, --, b, " + word + "]", "a parked copy goes on");
         a("alu[" + word + ", --, b, 0]");
+        a("immed[b15, " + hex(pool.bytes) + "]");
+        a("alu[a15, a0, +, b15]");
+        a("dram[read, $$0, a15, 0, 1], ctx_swap[s3]", "its length and wire");
+        a("alu[b0, --, b, $$0]");
+        a("alu[a1, --, b, $$1]");
         if (layout.infoUsed && infoWords) {
           a("alu[a15, a0, -, " + std::to_string(infoBytes) + "]");
           a("dram[read, $$0, a15, 0, " + std::to_string(infoWords / 2) +

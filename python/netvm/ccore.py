@@ -1,0 +1,147 @@
+"""The C-CORE layer from Python: handler chains across the host and the
+microengines (docs/ccore.md).
+
+::
+
+    from netvm import ccore
+
+    schema = ccore.Schema(open("examples/ccore/flights.ccs").read())
+    channels = ccore.Channels(schema)
+    channels.open(1, "atlanta", "paris", 7000, "flight")
+    messages = schema.generate("flight", 1000, ranges={"price": (0, 1000)})
+
+    chain = ccore.Chain(schema, "from flight select price > $limit",
+                        params={"limit": 500},
+                        host_query="from flight project flightno, price")
+    run = chain.run(messages, swap="spare", swap_at=100000,
+                    reconfigure=[("limit", 800, 200000)])
+    run.outputs, run.swap["downtime_cycles"], run.report["mes"][1]["role"]
+
+    ccore.place(schema, "from flight select price > 500", rate_gbps=1.0)
+
+Every figure of a run is emulated (exact), except the host stage's time.
+Errors in a schema or a query raise ValueError with "file:line:col:
+error: ..." lines.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from . import _netvm
+
+__all__ = ["Schema", "Channels", "Chain", "ChainRun", "place"]
+
+
+class Schema:
+    """A message schema (the schema language of docs/ccore.md)."""
+
+    def __init__(self, text: str, file: str = "<schema>"):
+        self._schema = _netvm.CCoreSchema(text, file)
+
+    @classmethod
+    def load(cls, path: str) -> "Schema":
+        with open(path) as f:
+            return cls(f.read(), str(path))
+
+    @property
+    def formats(self) -> List[str]:
+        """The formats' names, in the schema's order."""
+        return list(self._schema.formats)
+
+    def generate(self, format: str, count: int, seed: int = 1,
+                 streams: Sequence[int] = (),
+                 ranges: Optional[Mapping[str, Tuple[int, int]]] = None,
+                 malformed: int = 0) -> List[bytes]:
+        """A reproducible stream of messages of `format` (as `netvm-ccore
+        gen`): integer fields drawn from `ranges` (the whole type
+        otherwise), stream ids taken in turn, `malformed` percent truncated
+        or of another format id."""
+        return self._schema.generate(format, count, seed, list(streams),
+                                     dict(ranges or {}), malformed)
+
+
+class Channels:
+    """Channels (source, destination, port, format) and the classifier
+    that sorts messages by stream id into per-format queues, counting what
+    it rejects and why."""
+
+    def __init__(self, schema: Schema):
+        self._channels = _netvm.CCoreChannels(schema._schema)
+
+    def open(self, stream: int, source: str, destination: str, port: int,
+             format: str) -> None:
+        """Opens the channel (if new) and binds `stream` to it."""
+        self._channels.open(stream, source, destination, port, format)
+
+    def classify(self, message: bytes) -> str:
+        """'queued', or why not: 'short', 'unknown-stream', 'wrong-format'."""
+        return self._channels.classify(bytes(message))
+
+    def take(self, format: str) -> List[bytes]:
+        """Empties the queue of `format`: its messages in arrival order."""
+        return self._channels.take(format)
+
+    def counters(self) -> Dict[str, int]:
+        return dict(self._channels.counters())
+
+
+class ChainRun:
+    """What a chain's run did: ``outputs`` (after the host stage),
+    ``from_mes``, the ME stage's ``me_runs``/``me_sent``/``me_dropped``,
+    ``receive_drops``, ``cycles``, ``micros``, ``mean_latency_us`` (with a
+    line rate), ``swap`` (a dict, or None), ``reconfigurations`` (one dict
+    per handler a change reached) and ``report``, the resource report."""
+
+    def __init__(self, raw: dict):
+        self.__dict__.update(raw)
+        self.report = json.loads(raw["report"])
+        self.swap = raw.get("swap")
+
+    def __repr__(self) -> str:
+        return (f"<ChainRun {len(self.outputs)} outputs, {self.cycles} "
+                f"cycles>")
+
+
+class Chain:
+    """A chain: an ME stage (a query, or a multicast of `subscribers`,
+    pairs (stream id, query)) on the emulator's MEs and an optional host
+    stage (JIT). Compiled when made; run as often as wanted."""
+
+    def __init__(self, schema: Schema, query: Optional[str] = None, *,
+                 subscribers: Iterable[Tuple[int, str]] = (),
+                 host_query: Optional[str] = None,
+                 params: Optional[Mapping[str, int]] = None,
+                 specialize: bool = False, rate_gbps: float = 0.0):
+        self.schema = schema
+        self._chain = _netvm.CCoreChain(schema._schema, query,
+                                        list(subscribers), host_query,
+                                        dict(params or {}), specialize,
+                                        float(rate_gbps))
+
+    def run(self, messages: Iterable[bytes], *, swap: Optional[str] = None,
+            swap_at: int = 100000, swap_same: bool = False,
+            reconfigure: Iterable[Tuple[str, int, int]] = ()) -> ChainRun:
+        """Runs `messages` through the chain on a fresh emulator. `swap`
+        ('spare' or 'in-place') hot-swaps the ME stage to its other form
+        (generic <-> specialized; the same with `swap_same`) at ME cycle
+        `swap_at`; `reconfigure` changes parameters of the generic ME stage
+        in place: (name, value, cycle) each."""
+        return ChainRun(self._chain.run([bytes(m) for m in messages], swap,
+                                        swap_at, swap_same,
+                                        list(reconfigure)))
+
+
+def place(schema: Schema, query: Optional[str] = None, *,
+          subscribers: Iterable[Tuple[int, str]] = (),
+          params: Optional[Mapping[str, int]] = None,
+          rate_gbps: float = 0.0, busy_mes: int = 0,
+          keep_spare: bool = True) -> Dict[str, object]:
+    """Where the resource manager would put a new chain's handler
+    (docs/ccore.md, "Resource manager and placement"): a dict with
+    ``where`` ('me', 'host' or 'refused'), ``reason``, the estimates
+    (``me_cycles``, ``host_ns``) and budgets per message."""
+    return dict(_netvm.ccore_place(schema._schema, query, list(subscribers),
+                                   dict(params or {}), float(rate_gbps),
+                                   busy_mes, keep_spare))

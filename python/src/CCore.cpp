@@ -1,0 +1,390 @@
+//===- CCore.cpp - The C-CORE layer's bindings (nanobind) -----------------===//
+//
+// What netvm/ccore.py builds on (docs/ccore.md, docs/python.md): schemas
+// and generated message streams, channels and the classifier, chains of an
+// ME stage (a query or a multicast) and a host stage run on the emulator
+// with hot-swaps and reconfigurations, the resource report, and placement.
+// Compiling holds the GIL (MLIR contexts); a chain's run releases it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "netvm/CCore/Chain.h"
+#include "netvm/CCore/Query.h"
+#include "netvm/ccore/Message.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+namespace cc = netvm::ccore;
+
+namespace {
+
+using Messages = std::vector<std::vector<uint8_t>>;
+
+/// A parsed schema, shared by the channels and chains made from it (their
+/// queries point into it).
+struct PySchema {
+  std::shared_ptr<cc::Schema> schema;
+
+  const cc::Format &format(const std::string &name) const {
+    const cc::Format *f = schema->format(name);
+    if (!f)
+      throw std::invalid_argument("the schema has no format '" + name + "'");
+    return *f;
+  }
+};
+
+PySchema parseSchema(const std::string &text, const std::string &file) {
+  std::string error;
+  std::optional<cc::Schema> schema = cc::parseSchema(text, file, error);
+  if (!schema)
+    throw std::invalid_argument(error);
+  return PySchema{std::make_shared<cc::Schema>(std::move(*schema))};
+}
+
+Messages toMessages(const std::vector<nb::bytes> &in) {
+  Messages out;
+  out.reserve(in.size());
+  for (const nb::bytes &b : in) {
+    const auto *p = static_cast<const uint8_t *>(b.data());
+    out.emplace_back(p, p + b.size());
+  }
+  return out;
+}
+
+std::vector<nb::bytes> toBytes(const Messages &in) {
+  std::vector<nb::bytes> out;
+  out.reserve(in.size());
+  for (const std::vector<uint8_t> &m : in)
+    out.emplace_back(reinterpret_cast<const char *>(m.data()), m.size());
+  return out;
+}
+
+struct PyChannels {
+  std::shared_ptr<cc::Schema> schema;
+  cc::Classifier classifier;
+  explicit PyChannels(const PySchema &s)
+      : schema(s.schema), classifier(*s.schema) {}
+};
+
+/// The handlers of a chain's first stage: one query, or a multicast.
+struct Stage {
+  cc::HandlerApp app, next;
+  std::vector<cc::Query> queries;
+};
+
+void buildStage(const PySchema &s, const std::optional<std::string> &query,
+                const std::vector<std::pair<uint32_t, std::string>> &subs,
+                const std::map<std::string, uint32_t> &params, bool specialize,
+                Stage &stage) {
+  if (query.has_value() == !subs.empty())
+    throw std::invalid_argument("give a query or subscribers (one of them)");
+  std::string error;
+  for (int form = 0; form < 2; ++form) {
+    cc::HandlerOptions options;
+    options.specialize = form ? !specialize : specialize;
+    options.parameters = params;
+    options.name = "me_stage";
+    cc::HandlerApp &app = form ? stage.next : stage.app;
+    std::vector<cc::Query> queries;
+    if (query) {
+      std::optional<cc::Query> q =
+          cc::parseQuery(*query, "<query>", *s.schema, error);
+      std::string netil;
+      if (!q || !cc::emitNetIL(*q, options, netil, error))
+        throw std::invalid_argument(error);
+      app.name = "me_stage";
+      app.files = {{"me_stage.netil", netil}};
+      queries.push_back(std::move(*q));
+    } else {
+      std::vector<cc::Subscriber> list;
+      for (const auto &[stream, text] : subs)
+        list.push_back({text, stream});
+      if (!cc::emitMulticast(*s.schema, list, options, app, queries, error))
+        throw std::invalid_argument(error);
+    }
+    if (form == 0)
+      stage.queries = std::move(queries);
+  }
+}
+
+class PyChain {
+public:
+  PyChain(const PySchema &s, std::optional<std::string> query,
+          std::vector<std::pair<uint32_t, std::string>> subscribers,
+          std::optional<std::string> hostQuery,
+          std::map<std::string, uint32_t> params, bool specialize,
+          double rateGbps)
+      : schema(s.schema), specialize(specialize) {
+    if (rateGbps < 0)
+      throw std::invalid_argument("rate_gbps must not be negative");
+    machine.lineRateGbps = rateGbps;
+    buildStage(s, query, subscribers, params, specialize, stage);
+    std::string error;
+    if (!cc::compileForME(stage.app, machine, meStage, error))
+      throw std::invalid_argument(error);
+    if (hostQuery) {
+      std::optional<cc::Query> q =
+          cc::parseQuery(*hostQuery, "<host-query>", *s.schema, error);
+      cc::HandlerOptions options;
+      options.specialize = true;
+      options.name = "host_stage";
+      std::string netil;
+      if (!q || !cc::emitNetIL(*q, options, netil, error))
+        throw std::invalid_argument(error);
+      host = cc::compileForHost(netil, "host_stage", error);
+      if (!host)
+        throw std::invalid_argument(error);
+      host->initialize();
+    }
+  }
+
+  nb::dict run(const std::vector<nb::bytes> &messages,
+               const std::optional<std::string> &swap, uint64_t swapAt,
+               bool swapSame,
+               const std::vector<std::tuple<std::string, uint32_t, uint64_t>>
+                   &reconfigure) {
+    cc::ChainControl control;
+    control.swap.atCycle = swapAt;
+    if (swap) {
+      if (*swap == "spare")
+        control.swap.mode = cc::SwapRequest::Mode::Spare;
+      else if (*swap == "in-place")
+        control.swap.mode = cc::SwapRequest::Mode::InPlace;
+      else
+        throw std::invalid_argument("swap='" + *swap +
+                                    "': expected 'spare' or 'in-place'");
+      std::string error;
+      next = std::make_unique<netvm::me::CompiledApp>();
+      if (!cc::compileForME(swapSame ? stage.app : stage.next, machine, *next,
+                            error))
+        throw std::invalid_argument(error);
+      control.swap.next = next.get();
+    }
+    for (const auto &[name, value, cycle] : reconfigure) {
+      if (specialize)
+        throw std::invalid_argument(
+            "reconfiguring needs the generic form (a specialized handler "
+            "has its parameters in its code)");
+      size_t before = control.params.size();
+      for (size_t pe = 0; pe < stage.queries.size(); ++pe) {
+        const auto &ps = stage.queries[pe].parameters;
+        if (std::find(ps.begin(), ps.end(), name) == ps.end())
+          continue;
+        cc::ParamChange change;
+        change.atCycle = cycle;
+        change.pe = unsigned(pe);
+        change.offset = cc::parameterAddress(stage.queries[pe], name);
+        change.value = value;
+        change.name = "$" + name;
+        control.params.push_back(change);
+      }
+      if (control.params.size() == before)
+        throw std::invalid_argument("the ME stage has no parameter $" + name);
+    }
+    Messages in = toMessages(messages);
+    cc::ChainRun result;
+    std::string error;
+    bool ok;
+    {
+      nb::gil_scoped_release release;
+      ok = cc::runChain(meStage, host.get(), in, machine, control, result,
+                        error);
+    }
+    if (!ok)
+      throw std::runtime_error(error);
+    nb::dict d;
+    d["outputs"] = toBytes(result.outputs);
+    d["from_mes"] = toBytes(result.fromMEs);
+    d["me_runs"] = result.meRuns;
+    d["me_sent"] = result.meSent;
+    d["me_dropped"] = result.meDropped;
+    d["host_dropped"] = result.hostDropped;
+    d["cycles"] = result.cycles;
+    d["micros"] = result.micros;
+    d["receive_drops"] = result.stats.packetsDropped;
+    d["mean_latency_us"] = result.latencyMessages ? result.meanLatencyCycles /
+                                                        result.stats.clockMHz
+                                                  : 0.0;
+    if (control.swap.mode != cc::SwapRequest::Mode::None) {
+      const cc::SwapReport &r = result.swap;
+      nb::dict s;
+      s["done"] = r.done;
+      s["old_me"] = r.oldME;
+      s["new_me"] = r.newME;
+      s["old_messages"] = r.oldMessages;
+      s["downtime_cycles"] = r.downtimeCycles();
+      d["swap"] = s;
+    }
+    nb::list changes;
+    for (size_t i = 0; i < control.params.size(); ++i) {
+      const cc::ParamReport &r = result.params[i];
+      nb::dict c;
+      c["name"] = control.params[i].name;
+      c["value"] = control.params[i].value;
+      c["done"] = r.done;
+      c["messages_before"] = r.messagesBefore;
+      c["downtime_cycles"] = r.downtimeCycles();
+      changes.append(c);
+    }
+    d["reconfigurations"] = changes;
+    d["report"] =
+        cc::toJSON(cc::resourceReport(result, meStage, control, machine));
+    return d;
+  }
+
+private:
+  std::shared_ptr<cc::Schema> schema;
+  bool specialize;
+  netvm::me::MachineConfig machine;
+  Stage stage;
+  netvm::me::CompiledApp meStage;
+  std::unique_ptr<netvm::me::CompiledApp> next;
+  std::unique_ptr<netvm::rt::Engine> host;
+};
+
+nb::dict place(const PySchema &s, const std::optional<std::string> &query,
+               const std::vector<std::pair<uint32_t, std::string>> &subs,
+               const std::map<std::string, uint32_t> &params, double rateGbps,
+               unsigned busyMEs, bool keepSpare) {
+  Stage stage;
+  buildStage(s, query, subs, params, /*specialize=*/true, stage);
+  cc::PlacementRequest request;
+  request.rateGbps = rateGbps;
+  request.messageBytes = stage.queries.front().format->size;
+  request.busyMEs = busyMEs;
+  request.keepSpare = keepSpare;
+  netvm::me::MachineConfig machine;
+  cc::Placement p = cc::placeChain(stage.app, request, machine);
+  nb::dict d;
+  d["where"] = cc::whereName(p.where);
+  d["reason"] = p.reason;
+  d["me_cycles"] = p.meCycles;
+  d["host_ns"] = p.hostNanoseconds;
+  d["budget_cycles"] = p.budgetCycles;
+  d["budget_ns"] = p.budgetNanoseconds;
+  d["code_words"] = p.codeWords;
+  return d;
+}
+
+} // namespace
+
+namespace netvm::python {
+
+void bindCCore(nb::module_ &m) {
+  nb::class_<PySchema>(m, "CCoreSchema", "A C-CORE message schema.")
+      .def(nb::new_(&parseSchema), "text"_a, "file"_a = "<schema>")
+      .def_prop_ro("formats",
+                   [](const PySchema &s) {
+                     std::vector<std::string> names;
+                     for (const cc::Format &f : s.schema->formats)
+                       names.push_back(f.name);
+                     return names;
+                   })
+      .def(
+          "generate",
+          [](const PySchema &s, const std::string &format, uint64_t count,
+             uint64_t seed, std::vector<uint32_t> streams,
+             std::map<std::string, std::pair<uint32_t, uint32_t>> ranges,
+             unsigned malformed) {
+            const cc::Format &f = s.format(format);
+            cc::GenerateOptions o;
+            o.count = count;
+            o.seed = seed;
+            if (!streams.empty())
+              o.streams = streams;
+            for (const auto &[field, range] : ranges) {
+              const cc::Field *fd = f.field(field);
+              if (!fd || !fd->isInteger() || range.first > range.second)
+                throw std::invalid_argument(
+                    "range of '" + field +
+                    "': an integer field of the format, lo <= hi");
+            }
+            o.ranges = ranges;
+            o.malformedPercent = malformed;
+            return toBytes(cc::generateMessages(f, o));
+          },
+          "format"_a, "count"_a, "seed"_a, "streams"_a, "ranges"_a,
+          "malformed"_a);
+
+  nb::class_<PyChannels>(m, "CCoreChannels",
+                         "Channels and the classifier of a schema.")
+      .def(nb::init<const PySchema &>(), "schema"_a)
+      .def(
+          "open",
+          [](PyChannels &c, uint32_t stream, const std::string &source,
+             const std::string &destination, uint16_t port,
+             const std::string &format) {
+            const cc::Format *f = c.schema->format(format);
+            if (!f)
+              throw std::invalid_argument("the schema has no format '" +
+                                          format + "'");
+            cc::ChannelKey key{source, destination, port, f->id};
+            std::string error;
+            if (!c.classifier.openChannel(key, error) ||
+                !c.classifier.openStream(stream, key, error))
+              throw std::invalid_argument(error);
+          },
+          "stream"_a, "source"_a, "destination"_a, "port"_a, "format"_a)
+      .def(
+          "classify",
+          [](PyChannels &c, nb::bytes message) {
+            return std::string(
+                cc::Classifier::verdictName(c.classifier.classify(
+                    static_cast<const uint8_t *>(message.data()),
+                    message.size())));
+          },
+          "message"_a)
+      .def(
+          "take",
+          [](PyChannels &c, const std::string &format) {
+            const cc::Format *f = c.schema->format(format);
+            if (!f)
+              throw std::invalid_argument("the schema has no format '" +
+                                          format + "'");
+            Messages out;
+            if (auto *q = c.classifier.queue(f->id)) {
+              out.assign(q->begin(), q->end());
+              q->clear();
+            }
+            return toBytes(out);
+          },
+          "format"_a)
+      .def("counters", [](const PyChannels &c) {
+        const cc::Classifier::Counters &k = c.classifier.counters();
+        std::map<std::string, uint64_t> d;
+        d["queued"] = k.queued;
+        for (unsigned v = 1; v < 4; ++v)
+          d[cc::Classifier::verdictName(cc::Classifier::Verdict(v))] =
+              k.rejected[v];
+        return d;
+      });
+
+  nb::class_<PyChain>(m, "CCoreChain",
+                      "A chain: an ME stage (a query or a multicast) and an "
+                      "optional host stage.")
+      .def(nb::init<const PySchema &, std::optional<std::string>,
+                    std::vector<std::pair<uint32_t, std::string>>,
+                    std::optional<std::string>, std::map<std::string, uint32_t>,
+                    bool, double>(),
+           "schema"_a, "query"_a, "subscribers"_a, "host_query"_a, "params"_a,
+           "specialize"_a, "rate_gbps"_a)
+      .def("run", &PyChain::run, "messages"_a, "swap"_a, "swap_at"_a,
+           "swap_same"_a, "reconfigure"_a);
+
+  m.def("ccore_place", &place, "schema"_a, "query"_a, "subscribers"_a,
+        "params"_a, "rate_gbps"_a, "busy_mes"_a, "keep_spare"_a);
+}
+
+} // namespace netvm::python

@@ -1,0 +1,112 @@
+"""netvm.ccore: channels, chains across the MEs and the host, swaps,
+reconfiguration, the resource report and placement (docs/ccore.md)."""
+
+import struct
+
+import pytest
+
+from conftest import EXAMPLES
+
+ccore = pytest.importorskip("netvm.ccore")
+
+SCHEMA = EXAMPLES / "ccore" / "flights.ccs"
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return ccore.Schema.load(str(SCHEMA))
+
+
+def price(message):
+    return struct.unpack_from(">I", message, 40)[0]
+
+
+def test_schema_and_errors(schema):
+    assert schema.formats == ["flight", "baggage"]
+    with pytest.raises(ValueError, match=r"<s>:1:\d+: error"):
+        ccore.Schema("format f id 1 { u64 x; }", "<s>")
+    messages = schema.generate("flight", 50, seed=3, ranges={"price": (5, 9)})
+    assert len(messages) == 50 and all(len(m) == 600 for m in messages)
+    assert all(5 <= price(m) <= 9 for m in messages)
+    with pytest.raises(ValueError, match="no format 'plane'"):
+        schema.generate("plane", 1)
+
+
+def test_channels_classify(schema):
+    channels = ccore.Channels(schema)
+    channels.open(1, "atlanta", "paris", 7000, "flight")
+    messages = schema.generate("flight", 20, streams=[1, 2])
+    verdicts = [channels.classify(m) for m in messages]
+    assert verdicts == ["queued", "unknown-stream"] * 10
+    assert channels.take("flight") == messages[0::2]
+    assert channels.counters() == {"queued": 10, "short": 0,
+                                   "unknown-stream": 10, "wrong-format": 0}
+    assert channels.classify(b"\0" * 4) == "short"
+    with pytest.raises(ValueError):
+        channels.open(3, "a", "b", 1, "plane")
+
+
+def test_chain_select_project(schema):
+    messages = schema.generate("flight", 300, ranges={"price": (0, 1000)})
+    chain = ccore.Chain(schema, "from flight select price > $limit",
+                        params={"limit": 500},
+                        host_query="from flight project flightno, price")
+    run = chain.run(messages)
+    expected = [struct.pack(">IHHII", 1, 0x8001, 16,
+                            struct.unpack_from(">I", m, 8)[0], price(m))
+                for m in messages if price(m) > 500]
+    assert run.outputs == expected
+    assert run.me_sent == len(expected) and run.receive_drops == 0
+    roles = [m["role"] for m in run.report["mes"]]
+    assert roles[:4] == ["receive", "handler", "transmit", "idle"]
+    assert run.report["host_threads"][0]["messages"] == len(expected)
+
+
+def test_swap_and_reconfigure(schema):
+    messages = schema.generate("flight", 600, ranges={"price": (0, 1000)})
+    chain = ccore.Chain(schema, "from flight select price > $limit",
+                        params={"limit": 200})
+    plain = chain.run(messages).outputs
+    swapped = chain.run(messages, swap="spare", swap_at=60000)
+    assert swapped.swap["done"] and swapped.swap["new_me"] == 3
+    assert swapped.outputs == plain  # none lost, none reordered
+    changed = chain.run(messages, reconfigure=[("limit", 900, 80000)])
+    (change,) = changed.reconfigurations
+    k = change["messages_before"]
+    assert change["done"] and 0 < k < len(messages)
+    assert changed.outputs == (
+        [m for m in messages[:k] if price(m) > 200] +
+        [m for m in messages[k:] if price(m) > 900])
+    with pytest.raises(ValueError, match=r"no parameter \$gate"):
+        chain.run(messages, reconfigure=[("gate", 1, 10)])
+    with pytest.raises(ValueError, match="expected 'spare' or 'in-place'"):
+        chain.run(messages, swap="sideways")
+
+
+def test_multicast(schema):
+    messages = schema.generate("flight", 100, ranges={"price": (0, 1000)})
+    chain = ccore.Chain(schema, subscribers=[
+        (11, "from flight"), (12, "from flight select price > 500"),
+        (13, "from flight project price")])
+    run = chain.run(messages)
+    expected = []
+    for m in messages:
+        expected.append(struct.pack(">I", 11) + m[4:])
+        if price(m) > 500:
+            expected.append(struct.pack(">I", 12) + m[4:])
+        expected.append(struct.pack(">IHHI", 13, 0x8001, 12, price(m)))
+    assert run.outputs == expected
+
+
+def test_place(schema):
+    me = ccore.place(schema, "from flight select price > 500", rate_gbps=1.0)
+    assert me["where"] == "me" and 0 < me["me_cycles"] <= me["budget_cycles"]
+    host = ccore.place(schema, "from flight select price > 500", busy_mes=6)
+    assert host["where"] == "host" and "MEs: the chain needs 3" in \
+        host["reason"]
+    refused = ccore.place(schema, "from flight select price > 500",
+                          rate_gbps=1000.0)
+    assert refused["where"] == "refused"
+    assert refused["reason"].startswith("does not fit: MEs:")
+    with pytest.raises(ValueError, match="no field 'colour'"):
+        ccore.place(schema, "from flight select colour == 1")
