@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import sys
 from typing import Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
 from . import _netvm
@@ -53,6 +54,8 @@ __all__ = [
     "Instance",
     "MEProgram",
     "me_program",
+    "LINK_TYPES",
+    "pcap_link_type",
     "Result",
     "Output",
     "PacketException",
@@ -277,7 +280,8 @@ def compile(source: Union[_Source, Sequence[_Source]],
             name: Optional[str] = None,
             files: Optional[Mapping[str, str]] = None,
             target: str = "native",
-            machine: Optional[Mapping[str, object]] = None) -> Application:
+            machine: Optional[Mapping[str, object]] = None,
+            link_type: Union[int, str, None] = None) -> Application:
     """Compile an application and optimize it at ``opt_level`` (0-3).
 
     ``source`` is the text of the program (``str`` or ``bytes``), a file
@@ -299,6 +303,13 @@ def compile(source: Union[_Source, Sequence[_Source]],
     ``Instance(app, engine="emu")`` runs it on the ME emulator. ``machine``
     gives the machine by emulator option names, as :func:`emulate`'s
     ``options`` (e.g. ``{"mes": 4}``).
+
+    ``link_type`` is the link type a tcpdump expression
+    (``lang="pcap-filter"``) is compiled for, as ``pcap_compile`` takes it
+    from the capture: a DLT number, a name of :data:`LINK_TYPES`, or a pcap
+    file (``pathlib.Path``) whose link type and byte order to take, as
+    ``netvm-run -r`` does; by default Ethernet. The application then reads
+    only traces of that link type.
 
     Raises :class:`CompileError` with structured diagnostics on errors,
     ``ValueError``/``TypeError`` for bad arguments.
@@ -329,6 +340,25 @@ def compile(source: Union[_Source, Sequence[_Source]],
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}: use one of "
                          f"{', '.join(TARGETS)}")
+    link, swapped = 1, False
+    if link_type is not None:
+        if lang != "pcap-filter":
+            raise ValueError("link_type applies to tcpdump expressions "
+                             "(lang='pcap-filter'); NetIL applications and "
+                             "NetPFL filters read Ethernet frames")
+        if isinstance(link_type, os.PathLike):
+            link, swapped = _pcap_link(link_type)
+        elif isinstance(link_type, str):
+            if link_type not in LINK_TYPES:
+                raise ValueError(f"unknown link type {link_type!r}: use one "
+                                 f"of {', '.join(LINK_TYPES)} or a number")
+            link = LINK_TYPES[link_type]
+        elif isinstance(link_type, int) and not isinstance(link_type, bool):
+            link = link_type
+        else:
+            raise TypeError("link_type must be a DLT number, a name or a "
+                            "pcap file (os.PathLike), not "
+                            f"{type(link_type).__name__}")
     if len(inputs) > 1 and lang != "netil":
         raise ValueError("only NetIL programs can be chained; describe "
                          "other applications in an .nvapp")
@@ -351,10 +381,37 @@ def compile(source: Union[_Source, Sequence[_Source]],
     impl, diagnostics = _netvm.compile(
         lang, named, file_texts, opt_level,
         os.fspath(protodb) if protodb is not None else "", name or "",
-        target, _machine_options(machine))
+        target, _machine_options(machine), link, swapped)
     if impl is None:
         raise CompileError(diagnostics)
     return Application(impl, diagnostics)
+
+
+#: The link types tcpdump expressions compile for, by libpcap's names, with
+#: their DLT numbers (``compile(..., link_type=...)``).
+LINK_TYPES = {"NULL": 0, "EN10MB": 1, "RAW": 12, "LOOP": 108,
+              "LINUX_SLL": 113, "IPV4": 228, "IPV6": 229, "LINUX_SLL2": 276}
+
+
+def _pcap_link(path) -> tuple:
+    """A pcap file's link type (as pcap_datalink gives it) and whether its
+    byte order is the opposite of this machine's."""
+    with open(path, "rb") as f:
+        header = f.read(24)
+    order = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<",
+             b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}.get(
+                 header[:4])
+    if len(header) < 24 or order is None:
+        raise ValueError(f"{os.fspath(path)}: not a pcap file")
+    link = struct.unpack_from(order + "I", header, 20)[0] & 0x0FFFFFFF
+    swapped = (order == "<") != (sys.byteorder == "little")
+    return (12 if link == 101 else link), swapped
+
+
+def pcap_link_type(path: Union[str, "os.PathLike[str]"]) -> int:
+    """The link type of a pcap file, as libpcap's ``pcap_datalink`` gives
+    it (a file's LINKTYPE_RAW, 101, is DLT_RAW, 12)."""
+    return _pcap_link(path)[0]
 
 
 class PcapPacket(NamedTuple):

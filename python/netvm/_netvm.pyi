@@ -351,7 +351,7 @@ EXCEPTION_KINDS: tuple[str, ...] = ...
 
 HAVE_ME_CODEGEN: bool = ...
 
-def compile(lang: str, inputs: Sequence[tuple[str, str | None]], files: Mapping[str, str], opt_level: int, protodb: str, name: str, target: str, machine: list[tuple[str, str]]) -> tuple[Application | None, list[Diagnostic]]:
+def compile(lang: str, inputs: Sequence[tuple[str, str | None]], files: Mapping[str, str], opt_level: int, protodb: str, name: str, target: str, machine: list[tuple[str, str]], link_type: int = 1, link_swapped: bool = False) -> tuple[Application | None, list[Diagnostic]]:
     """Compile; returns (Application or None, diagnostics)."""
 
 def me_program(assembly: str, file_name: str, layout: dict, machine: list[tuple[str, str]], name: str) -> MEProgram:

@@ -217,6 +217,8 @@ Application::compile(const CompileRequest &request,
     throw std::invalid_argument(inputError);
   if (isFilter && request.inputs.front().second)
     input->filterName = request.inputs.front().first;
+  input->linkType = request.linkType;
+  input->linkSwapped = request.linkSwapped;
   input->buffers = std::move(buffers);
   for (const auto &[fileName, text] : request.files)
     input->buffers.emplace_back(fileName, text);
@@ -258,6 +260,7 @@ Application::compile(const CompileRequest &request,
   for (netvm::PassStatistic &s : counted)
     result->stats.push_back({s.pass, s.name, s.value});
   result->packetWrites = mayWritePackets(app);
+  result->links = app.linkTypeOrEthernet();
   result->targetName = request.target;
   // Compiled for the MEs, every packet fits its buffer whole unless the
   // caller says otherwise.

@@ -72,6 +72,10 @@ struct CompileRequest {
   /// meProgram(), once the Application exists).
   std::string target = "native";
   MachineOptions machine;
+  /// tcpdump expressions: the capture's link type (libpcap's DLT_) and
+  /// whether its savefile is byte-swapped, as pcap_compile takes them.
+  int linkType = 1;
+  bool linkSwapped = false;
 };
 
 struct PassStatistic {
@@ -97,6 +101,9 @@ public:
   /// Whether some handler may write packet memory (stores, copies into the
   /// packet): batches must then run on copies of the caller's packets.
   bool writesPackets() const { return packetWrites; }
+  /// The link type of the traces it reads (libpcap's DLT_; Ethernet but
+  /// for tcpdump expressions compiled for another).
+  int linkType() const { return links; }
 
   /// The IR at `stage`: "input", "instrumented", "optimized" or
   /// "llvm-dialect". Throws std::invalid_argument for another stage.
@@ -136,6 +143,7 @@ private:
   unsigned level = 2;
   std::vector<PassStatistic> stats;
   bool packetWrites = true;
+  int links = 1;
   const netvm_app_desc *jitted = nullptr;
   std::string targetName = "native";
   MachineOptions machineOptions;

@@ -269,7 +269,8 @@ struct PyInstance {
     init = engine->initialize();
     checkFailure();
   }
-  PyInstance(const netvm_app_desc *desc, uint64_t watchdog, bool copyPackets)
+  PyInstance(const netvm_app_desc *desc, uint64_t watchdog, bool copyPackets,
+             int linkType)
       : copyPackets(copyPackets) {
     rt::EngineOptions options;
     options.watchdogBudget = watchdog;
@@ -277,6 +278,7 @@ struct PyInstance {
     engine = rt::Engine::native(desc, options, error);
     if (!engine)
       throw std::runtime_error("cannot instantiate the application: " + error);
+    engine->linkType = linkType;
     names = std::make_shared<Names>(desc->name ? desc->name : "", *engine);
     init = engine->initialize();
   }
@@ -590,8 +592,11 @@ compile(const std::string &lang,
         std::vector<std::pair<std::string, std::optional<std::string>>> inputs,
         std::map<std::string, std::string> files, unsigned optLevel,
         const std::string &protoDB, const std::string &name,
-        const std::string &target, const MachineOptions &machine) {
+        const std::string &target, const MachineOptions &machine, int linkType,
+        bool linkSwapped) {
   CompileRequest request;
+  request.linkType = linkType;
+  request.linkSwapped = linkSwapped;
   request.target = target;
   request.machine = machine;
   request.language = parseLanguage(lang);
@@ -771,18 +776,21 @@ static PyInstance *newInstance(nb::handle app, const std::string &engine,
   options.watchdogBudget = watchdog;
   std::string error;
   PyMEProgram program;
+  int links = 1; // an MEProgram reads Ethernet frames
   if (nb::isinstance<Application>(impl)) {
     Application &a = nb::cast<Application &>(impl);
     if (kind == "native")
-      return new PyInstance(a.jit(), watchdog, a.writesPackets());
+      return new PyInstance(a.jit(), watchdog, a.writesPackets(), a.linkType());
     if (kind == "interp") {
       std::unique_ptr<rt::Engine> e = a.interpreter(options, error);
       if (!e)
         throw std::runtime_error("cannot instantiate the application: " +
                                  error);
+      e->linkType = a.linkType();
       return new PyInstance(std::move(e), a.name(), false, impl);
     }
     program = meProgramOfApp(a);
+    links = a.linkType();
   } else if (nb::isinstance<PyMEProgram>(impl)) {
     if (kind != "emu")
       throw nb::value_error("an MEProgram runs on engine 'emu' only");
@@ -802,6 +810,7 @@ static PyInstance *newInstance(nb::handle app, const std::string &engine,
     throw std::runtime_error("cannot instantiate the application on the ME "
                              "emulator: " +
                              error);
+  e->linkType = links;
   return new PyInstance(std::move(e), program.name, false, impl);
 }
 
@@ -875,7 +884,8 @@ NB_MODULE(_netvm, m) {
       .def(
           "jit",
           [](Application &a, uint64_t watchdog) {
-            return new PyInstance(a.jit(), watchdog, a.writesPackets());
+            return new PyInstance(a.jit(), watchdog, a.writesPackets(),
+                                  a.linkType());
           },
           "watchdog"_a, nb::rv_policy::take_ownership)
       .def_prop_ro("target", &Application::target)
@@ -1211,7 +1221,8 @@ NB_MODULE(_netvm, m) {
     kinds.append(netvm_exception_name(k));
   m.attr("EXCEPTION_KINDS") = nb::tuple(kinds);
   m.def("compile", &compile, "lang"_a, "inputs"_a, "files"_a, "opt_level"_a,
-        "protodb"_a, "name"_a, "target"_a, "machine"_a,
+        "protodb"_a, "name"_a, "target"_a, "machine"_a, "link_type"_a = 1,
+        "link_swapped"_a = false,
         "Compile; returns (Application or None, diagnostics).");
   m.def("me_program", &meProgramOf, "assembly"_a, "file_name"_a, "layout"_a,
         "machine"_a, "name"_a,

@@ -1,6 +1,7 @@
 """Instance: single packets, batches, traces, the control plane, and the
 errors a wrong argument raises."""
 
+import re
 import struct
 import threading
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 import netvm
-from conftest import EXAMPLES, INPUTS
+from conftest import EXAMPLES, INPUTS, run_tool
 
 ETH_IPV4_TCP = bytes(12) + b"\x08\x00" + bytes(9) + b"\x06" + bytes(40)
 ETH_IPV4_UDP = bytes(12) + b"\x08\x00" + bytes(9) + b"\x11" + bytes(40)
@@ -398,3 +399,40 @@ ends
     assert [e.kind for e in r.exceptions] == ["watchdog"]
     with pytest.raises(ValueError):
         app.jit(watchdog=-1)
+
+
+@pytest.mark.parametrize("link", ["LINUX_SLL", "LINUX_SLL2", "RAW", "NULL"])
+def test_pcap_filter_link_types(tmp_path, link):
+    """A tcpdump expression compiled for a capture's link type (from the
+    file, as netvm-run -r does) counts what netvm-run counts on it; an
+    Ethernet application refuses the trace by name."""
+    path = tmp_path / f"{link}.pcap"
+    run_tool("netvm-pcapgen", "-n", 500, "--seed", 4, "--link-type", link,
+             "-o", path)
+    assert netvm.pcap_link_type(path) == netvm.LINK_TYPES[link]
+    expression = "tcp port 80 or ip6"
+    app = netvm.compile(expression, lang="pcap-filter", link_type=path)
+    counts = app.jit().run_pcap(path)
+    summary = run_tool("netvm-run", "-r", path, "-q", expression)
+    expected = int(re.search(r"sink match\s+(\d+) packets", summary)[1])
+    assert counts == {"match": expected} and expected > 0
+    by_name = netvm.compile(expression, lang="pcap-filter", link_type=link)
+    assert by_name.jit().run_pcap(path) == counts
+    ethernet = netvm.compile(expression, lang="pcap-filter")
+    with pytest.raises(OSError, match=rf"link type {link} \("):
+        ethernet.jit().run_pcap(path)
+
+
+def test_pcap_filter_link_type_errors():
+    with pytest.raises(ValueError, match="unknown link type 'FDDI'"):
+        netvm.compile("ip", lang="pcap-filter", link_type="FDDI")
+    with pytest.raises(ValueError, match="applies to tcpdump expressions"):
+        netvm.compile("ip.src == 10.1.1.1", lang="netpfl", link_type="RAW")
+    with pytest.raises(TypeError, match="link_type must be"):
+        netvm.compile("ip", lang="pcap-filter", link_type=1.5)
+    # libpcap's messages: a link type netvm does not compile for, and an
+    # Ethernet-only primitive on another.
+    with pytest.raises(netvm.CompileError, match="link type DLT 10 is not one"):
+        netvm.compile("ip", lang="pcap-filter", link_type=10)
+    with pytest.raises(netvm.CompileError, match="no VLAN support"):
+        netvm.compile("vlan", lang="pcap-filter", link_type="LINUX_SLL")
