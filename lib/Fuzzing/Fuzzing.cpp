@@ -20,6 +20,16 @@ using namespace mlir;
 using namespace netvm;
 using namespace netvm::fuzzing;
 
+/// AddressSanitizer's defaults for every harness. LLVM's BumpPtrAllocator
+/// poisons a new slab and unpoisons each allocation when the code that
+/// inlines it is instrumented; libMLIR.so is not, so an allocation it
+/// takes from a slab our code created would be reported as a use after
+/// poison. The harnesses' allocators are checked by ASan's own
+/// instrumentation of malloc either way.
+extern "C" const char *__asan_default_options() {
+  return "allow_user_poisoning=0";
+}
+
 void netvm::fuzzing::fail(llvm::StringRef message) {
   llvm::errs() << "netvm fuzzer: " << message << "\n";
   llvm::errs().flush();
