@@ -24,8 +24,8 @@ using namespace netvm::fuzzing;
 /// poisons a new slab and unpoisons each allocation when the code that
 /// inlines it is instrumented; libMLIR.so is not, so an allocation it
 /// takes from a slab our code created would be reported as a use after
-/// poison. The harnesses' allocators are checked by ASan's own
-/// instrumentation of malloc either way.
+/// poison. Heap errors are still caught: ASan checks malloc and new
+/// itself, whatever the allocators on top of them do.
 extern "C" const char *__asan_default_options() {
   return "allow_user_poisoning=0";
 }
