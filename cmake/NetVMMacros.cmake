@@ -14,6 +14,9 @@
 # add_netvm_tool(name SOURCES ... [LINK_LIBS ...] [MLIR_LIBS ...])
 #   An executable in bin/, linked against libMLIR.so and libLLVM.so.
 #
+# add_netvm_fuzzer(name SOURCES ... [LINK_LIBS ...] [MLIR_LIBS ...])
+#   A libFuzzer harness (fuzz build tree only, see the end of this file).
+#
 # Both add -Werror when NETVM_WERROR is on (scripts/setup.sh turns it on).
 #===----------------------------------------------------------------------===#
 
@@ -102,4 +105,16 @@ function(add_netvm_antlr_parser name)
     LINK_LIBS NetVMFilterSupport ${ARG_LINK_LIBS}
     MLIR_LIBS ${ARG_MLIR_LIBS})
   target_include_directories(${name} PRIVATE ${gen} ${ANTLR4_INCLUDE_DIR})
+endfunction()
+
+# add_netvm_fuzzer(name SOURCES ... [LINK_LIBS ...] [MLIR_LIBS ...])
+#   A libFuzzer harness in bin/ of the fuzz build tree (NETVM_FUZZERS),
+#   part of the target netvm-fuzzers: a tool whose main is libFuzzer's.
+function(add_netvm_fuzzer name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LINK_LIBS;MLIR_LIBS" ${ARGN})
+  add_netvm_tool(${name} SOURCES ${ARG_SOURCES}
+    LINK_LIBS NetVMFuzzing ${ARG_LINK_LIBS}
+    MLIR_LIBS ${ARG_MLIR_LIBS})
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  add_dependencies(netvm-fuzzers ${name})
 endfunction()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 #===- scripts/test.sh - Set up, build and run every netvm test ------------===#
 #
-# Installs what is missing (scripts/setup.sh), builds, runs the lit suites
-# (regression tests and the GoogleTest unit tests, which lit runs too), the
+# Installs what is missing (scripts/setup.sh), builds the main tree and the
+# fuzz tree (scripts/build-fuzzers.sh), runs the lit suites (regression
+# tests, bounded fuzzer runs in test/Fuzz, and the GoogleTest unit tests,
+# which lit runs too), the
 # Python package's pytest suite (test/Python) and the format check
 # (scripts/check-format.sh, one test), and prints one summary line:
 #   N passed, N failed[, N skipped]
@@ -15,6 +17,7 @@ build=${NETVM_BUILD_DIR:-$root/build}
 
 "$root/scripts/setup.sh"
 ninja -C "$build"
+NETVM_BUILD_DIR="$build" "$root/scripts/build-fuzzers.sh"
 
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT

@@ -29,6 +29,17 @@ llvm_config.add_tool_substitutions(
     tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.netvm_tools_dir, append_path=True)
+# The libFuzzer harnesses, from the fuzz build tree (scripts/build-fuzzers.sh,
+# docs/fuzzing.md), and the flags of test/Fuzz's bounded runs: a fixed seed
+# and a time bound (lit -Dfuzz_time=SECONDS runs them longer), a per-input
+# timeout and a memory limit, so that a hang or a leak is a failure too.
+config.fuzz_bin = os.path.join(config.netvm_obj_root, "fuzz", "bin")
+config.substitutions.append(("%fuzz_bin", config.fuzz_bin))
+fuzz_time = lit_config.params.get("fuzz_time", "30")
+config.substitutions.append(
+    ("%fuzz_flags",
+     "-seed=1 -max_total_time=%s -timeout=25 -rss_limit_mb=4096 "
+     "-print_final_stats=1" % fuzz_time))
 # The JIT's compile cache of the tests: in the build tree, never the user's.
 config.environment["NETVM_CACHE_DIR"] = os.path.join(config.test_exec_root,
                                                      "jit-cache")

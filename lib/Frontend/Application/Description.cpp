@@ -332,6 +332,10 @@ OwningOpRef<ModuleOp> DescriptionParser::parse(StringRef appName) {
 OwningOpRef<ModuleOp> netvm::application::parseDescription(
     MLIRContext &context, llvm::SourceMgr &sourceMgr, unsigned bufferId,
     StringRef appName, FileLoader loadFile) {
+  // Any context will do, not only the driver's, which has loaded netvm's
+  // dialect already: the builders below would otherwise make unregistered
+  // operations.
+  context.loadDialect<NetVMDialect>();
   return DescriptionParser(context, sourceMgr, bufferId, loadFile)
       .parse(appName);
 }
