@@ -286,6 +286,13 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     model.orderedGet = machine.scratchLatency + 20;
     model.transmitReplicated = 58;
     model.replicaOverhead = 90;
+    model.pipePut = 30;
+    model.pipePass = 40;
+    model.pipeReplicaPut = 40;
+    model.pipeTransmit = 100;
+    model.pipeReceive = {50, 90, 100};
+    model.pipeSerialScale = 1.17;
+    model.pipeStateHold = 700;
     model.receiveOrdered = {50, 90, 100};
     model.transmitLatency = 2 * machine.scratchLatency + machine.txLatency +
                             dma + machine.dramCommandCycles;
