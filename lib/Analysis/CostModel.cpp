@@ -371,6 +371,9 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     }
     app.walk([&](SendDupOp) { copies = true; });
   }
+  // Nor does it pipeline one across MEs (docs/me-backend.md, "Stages").
+  if (target == CostTarget::ME && copies)
+    model.meStages = false;
 
   // Topological order (Kahn, declaration order among ready NetPEs).
   size_t n = pes.size();

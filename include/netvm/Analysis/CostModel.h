@@ -138,7 +138,9 @@ struct CostModel {
   double transmitReplicated = 0, replicaOverhead = 0;
   std::vector<double> receiveOrdered;
   /// ME: plans of several stages (a pipeline across MEs, docs/me-backend.md
-  /// "Stages"); false plans one stage (replicated) only.
+  /// "Stages"); false plans one stage (replicated) only: for an
+  /// application that copies packets (fan-out, send_dup), which the back
+  /// end does not pipeline.
   bool meStages = true;
   /// ME pipelines (docs/partitioning.md, "A pipeline of MEs"): a stage's
   /// cycles per packet for the entry it puts on the next ring in order
