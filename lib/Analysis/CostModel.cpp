@@ -292,7 +292,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     model.pipeTransmit = 100;
     model.pipeReceive = {50, 90, 100};
     model.pipeSerialScale = 1.17;
-    model.pipeStateHold = 700;
+    model.pipeStateHold = 520;
     model.receiveOrdered = {50, 90, 100};
     model.transmitLatency = 2 * machine.scratchLatency + machine.txLatency +
                             dma + machine.dramCommandCycles;

@@ -1930,10 +1930,14 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         }
       }
       putNext();
-      passState();
       a("br[@work_loop]");
     };
     a.label("to_sink");
+    // In a pipeline the packet's state accesses are over when it leaves
+    // its NetPEs: the next packet may start its own while this one's info
+    // memory and entry are written.
+    if (L.staged)
+      passState();
     infoOut();
     a("alu[$0, --, b, a0]");
     a("alu[$1, --, b, b0]");
@@ -2011,6 +2015,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     a("alu[$0, --, b, a0]");
     if (L.staged) {
       // Through the later stages to the transmit ME, which frees it.
+      passState();
       a("immed[$1, 0]");
       a("immed[$2, 0]");
       stagedEntry(Layout::finalEntry | Layout::freeOnly, false, false);
@@ -2129,6 +2134,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       // time onto the next ring, naming the NetPE input.
       for (unsigned d : forwardsOut) {
         a.label("forward" + std::to_string(d));
+        passState();
         infoOut();
         a("alu[$0, --, b, a0]");
         a("alu[$1, --, b, b0]");
@@ -2141,8 +2147,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         for (unsigned w = 0; w < workWords; ++w)
           a("alu[$" + std::to_string(w) + ", --, b, $" + std::to_string(w) +
             "]");
-        putNext();
         passState();
+        putNext();
         a("br[@work_loop]");
       }
       // A packet from an earlier stage: its info memory, then its NetPE.
