@@ -292,7 +292,8 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     model.pipeTransmit = 100;
     model.pipeReceive = {50, 90, 100};
     model.pipeSerialScale = 1.17;
-    model.pipeStateHold = 520;
+    model.pipeStateHold = 220;
+    model.pipeStateBusy = 0.85;
     model.receiveOrdered = {50, 90, 100};
     model.transmitLatency = 2 * machine.scratchLatency + machine.txLatency +
                             dma + machine.dramCommandCycles;

@@ -265,7 +265,8 @@ void evaluate(const CostModel &model, Plan &plan) {
       // each command under it waits for the ME's other contexts to swap
       // out before its context resumes.
       if (holding && pipeline)
-        serial = serial * model.pipeSerialScale + model.pipeStateHold;
+        serial = serial * model.pipeSerialScale + model.pipeStateHold +
+                 model.pipeStateBusy * s.cost;
       perPacket = std::max(perPacket, serial) * model.stageScale;
       s.rate = perPacket > 0 ? s.workers * clock / perPacket : INFINITY;
     }

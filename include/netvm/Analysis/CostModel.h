@@ -155,8 +155,10 @@ struct CostModel {
   /// ME pipelines: a stage with state serialises its packets from their
   /// first state access until they leave the ME (the NetPEs after it in
   /// the stage, the put): that section times pipeSerialScale, plus
-  /// pipeStateHold cycles per packet for taking and passing the token.
-  double pipeSerialScale = 1, pipeStateHold = 0;
+  /// pipeStateHold cycles per packet for taking and passing the token,
+  /// plus pipeStateBusy times the stage's issue cycles per packet (the
+  /// token holder resumes only when the context running swaps out).
+  double pipeSerialScale = 1, pipeStateHold = 0, pipeStateBusy = 0;
   std::vector<double> pipeReceive;
   /// ME: the factor by which a stage's time per packet exceeds the
   /// estimate (latency the contexts do not hide), fitted by calibrate().
