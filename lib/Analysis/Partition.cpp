@@ -389,9 +389,12 @@ bool partition(const CostModel &model, const PartitionOptions &options,
       last = i;
     }
   }
+  // The ME back end keeps NetPEs that share memory in one stage even when
+  // their writes are atomic adds (docs/me-backend.md, "Stages").
+  bool keepShared = writers || me;
   std::vector<size_t> cutPoints; // a cut before order[i]
   for (size_t i = 1; i < n; ++i)
-    if (!(writers && first < n && i > first && i <= last))
+    if (!(keepShared && first < n && i > first && i <= last))
       cutPoints.push_back(i);
   if (writers && first < last)
     best.notes.push_back(

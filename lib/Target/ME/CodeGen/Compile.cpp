@@ -1305,6 +1305,22 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
                  << "): a pipeline on the MEs only sends packets forward; "
                     "put them in one stage or reorder the stages";
       }
+    // Shared memory is reached in packet order by one ME (its state token,
+    // or the order of atomic adds against the packets' reads): the NetPEs
+    // that declare it stay in one stage.
+    std::set<unsigned> sharedStages;
+    std::string sharers;
+    for (PEInfo &info : pes)
+      if (info.pe.getSharedmemSize()) {
+        sharedStages.insert(peStage[info.index]);
+        sharers +=
+            (sharers.empty() ? "'" : ", '") + info.pe.getSymName().str() + "'";
+      }
+    if (sharedStages.size() > 1)
+      return app.emitError("NetPEs ")
+             << sharers
+             << " share memory: a pipeline on the MEs keeps them in one "
+                "stage";
     // Rings: the free ring, one per stage and the transmit ring, each
     // holding every buffer's entry and the end marker.
     std::map<unsigned, uint32_t> sizes;
@@ -1514,6 +1530,13 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     // A pipeline's stages run their own init handlers, each with its word.
     uint32_t initDone =
         st == 0 ? initDoneAddress : stageInitDoneBase + 4 * (st - 1);
+    // The word as an operand: an immediate, or in a15 past 16 bits.
+    auto initDoneOperand = [&]() -> std::string {
+      if (initDone <= 0xffff)
+        return hex(initDone);
+      a("immed[a15, " + hex(initDone) + "]");
+      return "a15";
+    };
     if (!inits.empty() && mes > 1) {
       // The first replica runs them; the others wait until it has.
       a("local_csr_rd[a15, active_ctx_sts]");
@@ -1521,7 +1544,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       a("alu[--, a15, -, " + std::to_string(firstME) + "]");
       a("beq[@init_run]");
       a.label("init_wait");
-      a("sram[read, $0, " + hex(initDone) + ", 0, 1], ctx_swap[s4]",
+      a("sram[read, $0, " + initDoneOperand() + ", 0, 1], ctx_swap[s4]",
         "the first replica ran the init handlers?");
       a("alu[--, --, b, $0]");
       a("beq[@init_wait]");
@@ -1529,7 +1552,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       a.label("init_run");
     }
     if (!inits.empty()) {
-      a("sram[read, $0, " + hex(initDone) + ", 0, 1], ctx_swap[s4]",
+      a("sram[read, $0, " + initDoneOperand() + ", 0, 1], ctx_swap[s4]",
         "the init handlers ran in an earlier run?");
       a("alu[--, --, b, $0]");
       a("bne[@start_tokens]");
@@ -1544,7 +1567,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     }
     if (!inits.empty()) {
       a("immed[$0, 1]");
-      a("sram[write, $0, " + hex(initDone) + ", 0, 1], ctx_swap[s4]",
+      a("sram[write, $0, " + initDoneOperand() + ", 0, 1], ctx_swap[s4]",
         "they did");
       layout.persistent.push_back({Memory::Sram, initDone, 4});
     }
@@ -1733,7 +1756,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       ExitLabels exits;
       exits.pe = info.index;
       exits.dropCounter = counterOf(info.index, 2);
-      exits.stateWord = stateWord;
+      exits.stateWord = stageStateful ? stateWord : -1;
       exits.sendCopy = [&, peName = info.pe.getSymName().str()](
                            unsigned port, CodeSection &into,
                            std::string &error) {
