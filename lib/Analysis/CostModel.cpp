@@ -286,6 +286,14 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     model.orderedGet = machine.scratchLatency + 20;
     model.transmitReplicated = 58;
     model.replicaOverhead = 90;
+    model.pipePut = 30;
+    model.pipePass = 40;
+    model.pipeReplicaPut = 40;
+    model.pipeTransmit = 100;
+    model.pipeReceive = {50, 90, 100};
+    model.pipeSerialScale = 1.17;
+    model.pipeStateHold = 220;
+    model.pipeStateBusy = 0.85;
     model.receiveOrdered = {50, 90, 100};
     model.transmitLatency = 2 * machine.scratchLatency + machine.txLatency +
                             dma + machine.dramCommandCycles;
@@ -364,6 +372,9 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     }
     app.walk([&](SendDupOp) { copies = true; });
   }
+  // Nor does it pipeline one across MEs (docs/me-backend.md, "Stages").
+  if (target == CostTarget::ME && copies)
+    model.meStages = false;
 
   // Topological order (Kahn, declaration order among ready NetPEs).
   size_t n = pes.size();

@@ -202,6 +202,7 @@ void evaluate(const CostModel &model, Plan &plan) {
   }
   plan.throughput = INFINITY;
   plan.bottleneck.clear();
+  bool pipeline = plan.stages.size() > 1;
   for (unsigned i = 0; i < plan.stages.size(); ++i) {
     PlanStage &s = plan.stages[i];
     s.cost = cross[i] * model.crossingCost;
@@ -233,15 +234,39 @@ void evaluate(const CostModel &model, Plan &plan) {
       // packet order (a scratch get under a token), and NetPEs with state
       // pass it in packet order, one context at a time.
       double perPacket = s.cost + s.latency / double(model.contexts);
-      perPacket = std::max(perPacket, model.orderedGet);
-      // A replica also puts every packet's outcome on its transmit ring
-      // and reads the replica word each round (docs/me-backend.md).
-      if (s.workers > 1 || plan.receiveWorkers > 1)
-        perPacket += model.replicaOverhead;
+      if (pipeline) {
+        // Every stage of a pipeline passes every packet on, in order: one
+        // put each, and a get and a put for the packets its NetPEs do not
+        // run (docs/me-backend.md, "Stages").
+        perPacket += model.pipePut;
+        if (i > 0)
+          perPacket += model.pipePass * std::max(0.0, 1 - entering);
+        perPacket = std::max(perPacket, model.orderedGet);
+        if (s.workers > 1)
+          perPacket += model.pipeReplicaPut;
+      } else {
+        perPacket = std::max(perPacket, model.orderedGet);
+        // A replica also puts every packet's outcome on its transmit ring
+        // and reads the replica word each round (docs/me-backend.md).
+        if (s.workers > 1 || plan.receiveWorkers > 1)
+          perPacket += model.replicaOverhead;
+      }
       double serial = 0;
+      bool holding = false;
       for (unsigned pe : s.pes)
-        if (model.pes[pe].serial)
+        if (model.pes[pe].serial) {
           serial += model.pes[pe].serialCost;
+          holding = true;
+        } else if (holding && pipeline) {
+          // A packet keeps the state token until it leaves the ME.
+          serial += model.pes[pe].cost + model.pes[pe].latency;
+        }
+      // In a pipeline every packet takes the token (passed on or not), and
+      // each command under it waits for the ME's other contexts to swap
+      // out before its context resumes.
+      if (holding && pipeline)
+        serial = serial * model.pipeSerialScale + model.pipeStateHold +
+                 model.pipeStateBusy * s.cost;
       perPacket = std::max(perPacket, serial) * model.stageScale;
       s.rate = perPacket > 0 ? s.workers * clock / perPacket : INFINITY;
     }
@@ -262,15 +287,18 @@ void evaluate(const CostModel &model, Plan &plan) {
     double rx = pathTime(model.receiveIssue, model.receiveLatency,
                          model.receiveContexts) /
                 double(std::max(1u, plan.receiveWorkers));
-    if (!defaultLayout && !model.receiveOrdered.empty())
-      rx = std::max(rx, model.receiveOrdered[std::min<size_t>(
+    const std::vector<double> &ordered =
+        pipeline ? model.pipeReceive : model.receiveOrdered;
+    if (!defaultLayout && !ordered.empty())
+      rx = std::max(rx, ordered[std::min<size_t>(
                             plan.receiveWorkers ? plan.receiveWorkers - 1 : 0,
-                            model.receiveOrdered.size() - 1)]);
+                            ordered.size() - 1)]);
     double tx = defaultLayout
                     ? model.outputsPerPacket * pathTime(model.transmitIssue,
                                                         model.transmitLatency,
                                                         model.transmitContexts)
-                    : model.transmitReplicated;
+                : pipeline ? model.pipeTransmit
+                           : model.transmitReplicated;
     plan.receiveRate = rx > 0 ? clock / rx : INFINITY;
     plan.transmitRate = tx > 0 ? clock / tx : INFINITY;
     // A memory controller serves bursts of commands from many contexts:
@@ -361,9 +389,12 @@ bool partition(const CostModel &model, const PartitionOptions &options,
       last = i;
     }
   }
+  // The ME back end keeps NetPEs that share memory in one stage even when
+  // their writes are atomic adds (docs/me-backend.md, "Stages").
+  bool keepShared = writers || me;
   std::vector<size_t> cutPoints; // a cut before order[i]
   for (size_t i = 1; i < n; ++i)
-    if (!(writers && first < n && i > first && i <= last))
+    if (!(keepShared && first < n && i > first && i <= last))
       cutPoints.push_back(i);
   if (writers && first < last)
     best.notes.push_back(

@@ -588,13 +588,8 @@ bool netvm::partitionWithSplit(ModuleOp optimized, ModuleOp loaded,
   if (!best || best->plan.throughput < before * 1.05) {
     plan.notes.push_back(
         "NetPE '" + name + "' limits the plan and cannot be replicated; " +
-        (!refusal.empty()
-             ? "it cannot be split: " + refusal
-             : "splitting it predicts no gain" +
-                   std::string(target == analysis::CostTarget::ME
-                                   ? " (the ME back end places one stage, "
-                                     "so both halves would share it)"
-                                   : "")));
+        (!refusal.empty() ? "it cannot be split: " + refusal
+                          : std::string("splitting it predicts no gain")));
     return true;
   }
   // The optimized split application replaces the original.

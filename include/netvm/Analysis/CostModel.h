@@ -137,9 +137,29 @@ struct CostModel {
   /// emulator (bench/me-backend.py, "Layouts of several microengines").
   double transmitReplicated = 0, replicaOverhead = 0;
   std::vector<double> receiveOrdered;
-  /// ME: the back end places one stage (replicated) only; plans of
-  /// several stages are for a back end that pipelines across MEs.
-  bool meStages = false;
+  /// ME: plans of several stages (a pipeline across MEs, docs/me-backend.md
+  /// "Stages"); false plans one stage (replicated) only: for an
+  /// application that copies packets (fan-out, send_dup), which the back
+  /// end does not pipeline.
+  bool meStages = true;
+  /// ME pipelines (docs/partitioning.md, "A pipeline of MEs"): a stage's
+  /// cycles per packet for the entry it puts on the next ring in order
+  /// (every stage passes every packet on), what a later stage spends on a
+  /// packet it only passes on (a get and an ordered put), what a
+  /// replicated stage adds for putting in order by packet number (a
+  /// scratch read and add), the receive MEs' ordered section (numbering)
+  /// with 1, 2, 3 receive MEs, and the transmit ME's cycles per packet
+  /// (one context, every buffer freed there). Fitted to the emulator
+  /// (bench/partition.py).
+  double pipePut = 0, pipePass = 0, pipeReplicaPut = 0, pipeTransmit = 0;
+  /// ME pipelines: a stage with state serialises its packets from their
+  /// first state access until they leave the ME (the NetPEs after it in
+  /// the stage, the put): that section times pipeSerialScale, plus
+  /// pipeStateHold cycles per packet for taking and passing the token,
+  /// plus pipeStateBusy times the stage's issue cycles per packet (the
+  /// token holder resumes only when the context running swaps out).
+  double pipeSerialScale = 1, pipeStateHold = 0, pipeStateBusy = 0;
+  std::vector<double> pipeReceive;
   /// ME: the factor by which a stage's time per packet exceeds the
   /// estimate (latency the contexts do not hide), fitted by calibrate().
   double stageScale = 1;

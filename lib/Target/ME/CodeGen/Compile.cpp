@@ -31,6 +31,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
+#include <set>
 #include <sstream>
 
 using namespace mlir;
@@ -83,6 +84,8 @@ constexpr unsigned peCountersLowMax = 20;
 /// Set once the init handlers have run: a host runs the image once per
 /// batch with this word carried forward, and .init must run once in all.
 constexpr uint32_t initDoneAddress = 0xfc;
+/// The same for stages 2, 3, ... of a pipeline (a word each).
+constexpr uint32_t stageInitDoneBase = 0x7ff00;
 
 /// Data memories, initialised data and shared memory, in SRAM from here.
 constexpr uint32_t sramDataBase = 0x80000;
@@ -158,26 +161,37 @@ void freeBuffer(LineBuilder &a, const Buffers &pool, unsigned copies,
     a("br[@" + then + "]");
 }
 
-/// ME 2: transmit in ring order with the tag, then free the buffer.
-void transmitStage(Program &program, const Buffers &pool, unsigned copies) {
+/// ME 2: transmit in ring order with the tag, then free the buffer. A
+/// pipeline's transmit ME (`pipeME`, not 0) reads the last stage's ring,
+/// whose entries are all final (Layout::finalEntry): some only free their
+/// buffer; one end marker ends it.
+void transmitStage(Program &program, const Buffers &pool, unsigned copies,
+                   unsigned pipeME = 0, unsigned ring = txRing,
+                   unsigned words = entryWords) {
   CodeSection section;
-  section.meMask = 1u << txME;
+  section.meMask = 1u << (pipeME ? pipeME : txME);
   section.ctxEnable = 1;
-  section.title = "ME 2: transmit";
+  section.title = "ME " + std::to_string(pipeME ? pipeME : txME) + ": transmit";
   LineBuilder a{section};
   a("immed[b5, 0]", "end markers seen");
   a.label("tx_loop");
-  a("scratch[get, $0, " + std::to_string(txRing) + ", 0, " +
-    std::to_string(entryWords) + "], ctx_swap[s1]");
+  a("scratch[get, $0, " + std::to_string(ring) + ", 0, " +
+    std::to_string(words) + "], ctx_swap[s1]");
   a("alu[a0, --, b, $0]");
   a("beq[@tx_loop]", "nothing to send yet");
   a("alu[--, a0, +, 1]");
   a("beq[@tx_marker]");
+  if (pipeME)
+    a("br_bset[$3, 9, @tx_free]", "a buffer to free only");
   a("alu[$0, --, b, $1]", "length");
   a("alu[$1, --, b, $2]", "wire length");
-  a("alu[$2, --, b, $3]", "transmit port: the sink");
+  if (pipeME)
+    a("alu[$2, $3, and, 0xff]", "transmit port: the sink");
+  else
+    a("alu[$2, --, b, $3]", "transmit port: the sink");
   a("alu[$3, --, b, $4]", "tag");
   a("msf[tx, $0, a0, 0, 4], ctx_swap[s2]");
+  a.label("tx_free");
   a("alu[$0, --, b, a0]");
   if (copies) {
     freeBuffer(a, pool, copies, "tx_free", "s3", "tx_loop");
@@ -187,9 +201,11 @@ void transmitStage(Program &program, const Buffers &pool, unsigned copies) {
     a("br[@tx_loop]");
   }
   a.label("tx_marker");
-  a("alu[b5, b5, +, 1]");
-  a("alu[--, b5, -, 8]");
-  a("bne[@tx_loop]");
+  if (!pipeME) {
+    a("alu[b5, b5, +, 1]");
+    a("alu[--, b5, -, 8]");
+    a("bne[@tx_loop]");
+  }
   a("ctx_arb[kill]");
   program.code.push_back(std::move(section));
 }
@@ -207,6 +223,24 @@ void transmitStage(Program &program, const Buffers &pool, unsigned copies) {
 struct Layout {
   bool multi = false;
   unsigned rx = 1, replicas = 1;
+  /// A pipeline of several stages (docs/me-backend.md, "Stages"): stage s
+  /// on stageMEs[s] MEs from stageFirst[s], taking its work from ring
+  /// stageRing0 + s; the last one's outputs go to stagedTxRing. Every
+  /// stage forwards every packet in order, so the transmit ME reads one
+  /// ordered stream.
+  bool staged = false;
+  std::vector<unsigned> stageMEs, stageFirst;
+  static constexpr unsigned stageRing0 = 4, stagedTxRing = 2;
+  /// Scratch words of a pipeline: the next packet number (receive, handed
+  /// from receive ME to receive ME like the turn), and per stage with
+  /// replicas the number (<< 16) of the next packet it may put on the ring
+  /// after it.
+  static constexpr uint32_t sequenceWord = 0x600, nextOut0 = 0x610;
+  /// Status bits of a pipeline's entries: a transmit entry (the packet has
+  /// left its NetPEs: to a sink, or freeOnly) that the later stages pass
+  /// on; the packet's number in bits 31:16; otherwise bits 15:8 name the
+  /// NetPE input it goes to (an index into the forward table).
+  static constexpr uint32_t finalEntry = 0x400;
   unsigned firstReplica() const { return rx; }
   unsigned txME() const { return rx + replicas; }
   /// The rings of the layout: free, order, work and transmit rings of
@@ -266,46 +300,54 @@ void passRxToken(LineBuilder &a, const Layout &l, unsigned sig,
   a.label(label + "_done");
 }
 
-/// The receive MEs (ME 0, or MEs 0 .. l.rx - 1): receive into free
-/// buffers, hand [buffer, length, wire, status, tag] to the work ring in
-/// packet order, followed by the arrival time's seconds and microseconds
-/// when `timestamps`. `copies`: the buffers of the copy pool (0 without
-/// fan-out). In a multi-ME layout each packet is dealt to a replica: the
-/// next one in turn among the first `active` (the stage's replica word),
-/// its number put on the order ring; two tokens pass from context to
-/// context, across the receive MEs.
-void receiveStage(Program &program, const Layout &l, const Buffers &pool,
-                  unsigned copies, bool timestamps) {
-  CodeSection section;
-  section.meMask = ((1u << l.rx) - 1) << rxME;
-  section.title = l.rx == 1 ? "ME 0: receive"
-                            : "MEs 0-" + std::to_string(l.rx - 1) + ": receive";
-  LineBuilder a{section};
-  std::string lastReplica = std::to_string(l.replicas - 1);
-  if (!l.multi)
-    a("br!=ctx[0, @rx_loop]");
-  else
-    a("local_csr_rd[a5, active_ctx_sts]", "(ME << 3) | context");
-  if (l.multi && l.rx > 1) {
-    a("alu_shf[a6, --, b, a5, >>3]", "the next receive ME");
-    a("alu[a6, a6, +, 1]");
-    a("alu[--, a6, -, " + std::to_string(l.rx) + "]");
-    a("bne[@rx_next_me]");
-    a("immed[a6, 0]");
-    a.label("rx_next_me");
-    a("alu_shf[a6, --, b, a6, <<7]");
-  }
-  if (l.multi)
-    a("local_csr_wr[active_lm_addr_0, 0]",
-      "every context: the turn in word 0, the round's last in word 1");
-  if (l.multi) {
-    a("alu[--, --, b, a5]");
-    a("bne[@rx_loop]", "ME 0 context 0 fills the free ring");
-    a("immed[a1, " + hex(bufferBase + infoBytes) + "]");
-  } else {
-    a("immed[a1, " + hex(bufferBase + infoBytes) + "]",
-      "context 0 fills the free ring");
-  }
+/// a6: the interthread_signal value of context 0 of the next receive ME
+/// (from a5, this context's ME << 3 | context), with several.
+void nextReceiveME(LineBuilder &a, const Layout &l) {
+  if (l.rx == 1)
+    return;
+  a("alu_shf[a6, --, b, a5, >>3]", "the next receive ME");
+  a("alu[a6, a6, +, 1]");
+  a("alu[--, a6, -, " + std::to_string(l.rx) + "]");
+  a("bne[@rx_next_me]");
+  a("immed[a6, 0]");
+  a.label("rx_next_me");
+  a("alu_shf[a6, --, b, a6, <<7]");
+}
+
+/// To rx_end_pass unless this is the first receive context to see the end
+/// of the input (the end word, test_and_set).
+void firstAtEnd(LineBuilder &a) {
+  a("immed[$8, 1]");
+  a("scratch[test_and_set, $8, " + hex(Layout::endWord) +
+        ", 0, 1], ctx_swap[s3]",
+    "the first to see the end?");
+  a("alu[--, --, b, $8]");
+  a("bne[@rx_end_pass]");
+}
+
+/// A free buffer into a0, a packet received into it under the receive
+/// token (to rx_end at the end of the input), and the work entry's buffer,
+/// length and wire length in $0-$2; the descriptor's status, number and
+/// arrival time stay in $2.. (read).
+void receivePacket(LineBuilder &a, const Layout &l, bool timestamps) {
+  a.label("rx_loop");
+  a("scratch[get, $0, " + std::to_string(freeRing) + ", 0, 1], ctx_swap[s3]");
+  a("alu[a0, --, b, $0]");
+  a("beq[@rx_loop]", "no free buffer yet");
+  a("ctx_arb[s1]", "receive token");
+  a("msf[rx, $0, a0, 0, " + std::to_string(timestamps ? 6 : 4) +
+    "], sig_done[s3]");
+  passRxToken(a, l, 1, "rx_pass1");
+  a("ctx_arb[s3]");
+  a("br_bset[$2, 0, @rx_end]", "end of input");
+  a("alu[$0, --, b, a0]");
+  a("alu[$1, --, b, $0]", "length");
+  a("alu[$2, --, b, $1]", "wire length");
+}
+
+/// Puts the buffers on the free ring (and the copy pool's, `copies`
+/// buffers), from a1 on.
+void fillFreeRing(LineBuilder &a, const Buffers &pool, unsigned copies) {
   a("immed[b1, " + std::to_string(pool.stride()) + "]",
     "info memory, then the packet");
   a("immed[a2, " + std::to_string(pool.count / 16) + "]");
@@ -329,6 +371,126 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
     a("alu[a2, a2, -, 1]");
     a("bne[@fill_copies]");
   }
+}
+
+/// The receive MEs of a pipeline (Layout::staged): packets onto the first
+/// stage's ring in packet order, each numbered (status bits 31:16) under
+/// the put token: local memory word 0 of the ME holding the token keeps
+/// the next number (<< 16), handed on through scratch with the token
+/// across receive MEs. The first context to see the end puts one marker,
+/// numbered after the last packet.
+void stagedReceiveStage(Program &program, const Layout &l, const Buffers &pool,
+                        bool timestamps) {
+  CodeSection section;
+  section.meMask = ((1u << l.rx) - 1) << rxME;
+  section.title = l.rx == 1 ? "ME 0: receive"
+                            : "MEs 0-" + std::to_string(l.rx - 1) + ": receive";
+  LineBuilder a{section};
+  std::string ring = std::to_string(Layout::stageRing0);
+  std::string seqWord = hex(Layout::sequenceWord);
+  unsigned words = timestamps ? timedEntryWords : entryWords;
+  a("local_csr_rd[a5, active_ctx_sts]", "(ME << 3) | context");
+  nextReceiveME(a, l);
+  a("local_csr_wr[active_lm_addr_0, 0]",
+    "every context: the next packet number in word 0");
+  a("immed[b4, 0x10000]", "one packet number");
+  a("alu[--, --, b, a5]");
+  a("bne[@rx_loop]", "ME 0 context 0 fills the free ring");
+  a("immed[a1, " + hex(bufferBase + infoBytes) + "]");
+  fillFreeRing(a, pool, 0);
+  a("alu[*l$index0[0], --, b, 0]");
+  a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
+  a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
+  // The number from the previous receive ME (context 0), to it (context 7).
+  auto numberIn = [&](const std::string &label) {
+    if (l.rx == 1)
+      return;
+    a("br!=ctx[0, @" + label + "]");
+    a("scratch[read, $8, " + seqWord + ", 0, 1], ctx_swap[s4]",
+      "the packet number, from the previous receive ME");
+    a("alu[*l$index0[0], --, b, $8]");
+    a.label(label);
+  };
+  auto numberOut = [&](const std::string &label) {
+    if (l.rx == 1)
+      return;
+    a("br!=ctx[7, @" + label + "]");
+    a("alu[$8, --, b, *l$index0[0]]", "the number, for the next receive ME");
+    a("scratch[write, $8, " + seqWord + ", 0, 1], ctx_swap[s4]");
+    a.label(label);
+  };
+  receivePacket(a, l, timestamps);
+  a("alu[$4, --, b, $3]", "the packet's number in the input: its tag");
+  if (timestamps) {
+    a("alu[$5, --, b, $4]", "arrival time: seconds");
+    a("alu[$6, --, b, $5]", "microseconds");
+  }
+  a("ctx_arb[s2]", "put token");
+  numberIn("rx_have_number");
+  a("alu[a4, --, b, *l$index0[0]]", "the packet's number << 16");
+  a("alu[$3, a4, or, $2]", "status, with the number");
+  a("alu[*l$index0[0], a4, +, b4]");
+  a("scratch[put, $0, " + ring + ", 0, " + std::to_string(words) +
+        "], sig_done[s3]",
+    "the first stage's work");
+  numberOut("rx_kept_number");
+  passRxToken(a, l, 2, "rx_pass2");
+  a("ctx_arb[s3]");
+  a("br[@rx_loop]");
+  a.label("rx_end");
+  a("ctx_arb[s2]");
+  numberIn("rx_end_number");
+  firstAtEnd(a);
+  a("immed[$0, 0xffffffff]", "end marker, numbered after the packets");
+  a("immed[$1, 0]");
+  a("immed[$2, 0]");
+  a("alu[a4, --, b, *l$index0[0]]");
+  a("alu[$3, a4, or, 1]");
+  for (unsigned w = 4; w < words; ++w)
+    a("immed[$" + std::to_string(w) + ", 0]");
+  a("scratch[put, $0, " + ring + ", 0, " + std::to_string(words) +
+    "], ctx_swap[s3]");
+  a.label("rx_end_pass");
+  numberOut("rx_end_kept");
+  passRxToken(a, l, 2, "rx_pass3");
+  a("ctx_arb[kill]");
+  program.code.push_back(std::move(section));
+}
+
+/// The receive MEs (ME 0, or MEs 0 .. l.rx - 1): receive into free
+/// buffers, hand [buffer, length, wire, status, tag] to the work ring in
+/// packet order, followed by the arrival time's seconds and microseconds
+/// when `timestamps`. `copies`: the buffers of the copy pool (0 without
+/// fan-out). In a multi-ME layout each packet is dealt to a replica: the
+/// next one in turn among the first `active` (the stage's replica word),
+/// its number put on the order ring; two tokens pass from context to
+/// context, across the receive MEs.
+void receiveStage(Program &program, const Layout &l, const Buffers &pool,
+                  unsigned copies, bool timestamps) {
+  CodeSection section;
+  section.meMask = ((1u << l.rx) - 1) << rxME;
+  section.title = l.rx == 1 ? "ME 0: receive"
+                            : "MEs 0-" + std::to_string(l.rx - 1) + ": receive";
+  LineBuilder a{section};
+  std::string lastReplica = std::to_string(l.replicas - 1);
+  if (!l.multi)
+    a("br!=ctx[0, @rx_loop]");
+  else
+    a("local_csr_rd[a5, active_ctx_sts]", "(ME << 3) | context");
+  if (l.multi)
+    nextReceiveME(a, l);
+  if (l.multi)
+    a("local_csr_wr[active_lm_addr_0, 0]",
+      "every context: the turn in word 0, the round's last in word 1");
+  if (l.multi) {
+    a("alu[--, --, b, a5]");
+    a("bne[@rx_loop]", "ME 0 context 0 fills the free ring");
+    a("immed[a1, " + hex(bufferBase + infoBytes) + "]");
+  } else {
+    a("immed[a1, " + hex(bufferBase + infoBytes) + "]",
+      "context 0 fills the free ring");
+  }
+  fillFreeRing(a, pool, copies);
   if (l.multi) {
     a("immed[a4, 0xffffffff]", "past the round: read the replica word");
     a("alu[*l$index0[0], --, b, a4]");
@@ -342,19 +504,7 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
   }
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
   a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
-  a.label("rx_loop");
-  a("scratch[get, $0, " + std::to_string(freeRing) + ", 0, 1], ctx_swap[s3]");
-  a("alu[a0, --, b, $0]");
-  a("beq[@rx_loop]", "no free buffer yet");
-  a("ctx_arb[s1]", "receive token");
-  a("msf[rx, $0, a0, 0, " + std::to_string(timestamps ? 6 : 4) +
-    "], sig_done[s3]");
-  passRxToken(a, l, 1, "rx_pass1");
-  a("ctx_arb[s3]");
-  a("br_bset[$2, 0, @rx_end]", "end of input");
-  a("alu[$0, --, b, a0]");
-  a("alu[$1, --, b, $0]", "length");
-  a("alu[$2, --, b, $1]", "wire length");
+  receivePacket(a, l, timestamps);
   a("alu[$3, --, b, $2]", "status");
   a("alu[$4, --, b, $3]", "the packet's number: its tag");
   unsigned words = timestamps ? timedEntryWords : entryWords;
@@ -438,12 +588,7 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
   // and on the order ring; each context that takes one puts it back.
   a.label("rx_end");
   a("ctx_arb[s2]");
-  a("immed[$8, 1]");
-  a("scratch[test_and_set, $8, " + hex(Layout::endWord) +
-        ", 0, 1], ctx_swap[s3]",
-    "the first to see the end?");
-  a("alu[--, --, b, $8]");
-  a("bne[@rx_end_pass]");
+  firstAtEnd(a);
   endMarker();
   for (unsigned k = 0; k < l.replicas; ++k)
     a("scratch[put, $0, " + std::to_string(Layout::workRing0 + k) + ", 0, " +
@@ -678,6 +823,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   }
   // The placement: which MEs receive, run the NetPEs, transmit.
   Layout L;
+  std::vector<unsigned> peStage(pes.size(), 0);
   const Placement &placement = options.placement;
   if (!placement.isDefault()) {
     std::map<std::string, unsigned> stageOf;
@@ -731,16 +877,21 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
              << total << " MEs (" << placement.receiveMEs << " receive, "
              << stageMEs << " for the stages, 1 transmit); the machine has "
              << options.machine.numMEs;
-    if (placement.stages.size() > 1)
-      return app.emitError("the microengine back end runs one stage (every "
-                           "NetPE, replicated); a placement of ")
-             << placement.stages.size()
-             << " stages (a pipeline of NetPEs on different MEs) is not "
-                "implemented yet";
     L.rx = placement.receiveMEs;
     L.replicas = stageMEs;
+    if (placement.stages.size() > 1) {
+      L.staged = true;
+      unsigned next = L.rx;
+      for (const StagePlacement &stage : placement.stages) {
+        L.stageFirst.push_back(next);
+        L.stageMEs.push_back(stage.mes);
+        next += stage.mes;
+      }
+      for (PEInfo &info : pes)
+        peStage[info.index] = stageOf[info.pe.getSymName().str()];
+    }
     // One receive ME and one ME for every NetPE: the default layout.
-    L.multi = L.rx > 1 || L.replicas > 1;
+    L.multi = !L.staged && (L.rx > 1 || L.replicas > 1);
   }
   for (SourceOp s : sources)
     layout.sources.push_back(s.getSymName().str());
@@ -1070,8 +1221,12 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     stateWord = static_cast<int>(spillSlots) - 1;
     spillSlots = static_cast<unsigned>(stateWord);
   }
-  if (L.replicas > 1)
-    for (PEInfo &info : pes) {
+  // The MEs a NetPE runs on: its stage's.
+  auto replicasOf = [&](const PEInfo &info) {
+    return L.staged ? L.stageMEs[peStage[info.index]] : L.replicas;
+  };
+  for (PEInfo &info : pes)
+    if (replicasOf(info) > 1) {
       const char *why = info.pushInfo.writesState
                             ? "writes data or shared memory (or its lookup "
                               "table)"
@@ -1079,16 +1234,17 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
                                                    : nullptr;
       if (why)
         return info.pe.emitError("NetPE '")
-               << info.pe.getSymName() << "' " << why << ": " << L.replicas
+               << info.pe.getSymName() << "' " << why << ": "
+               << replicasOf(info)
                << " replicas would diverge; the microengine back end "
                   "replicates only NetPEs without state (give its stage "
                   "one ME)";
     }
+  unsigned workWords = timestamps ? timedEntryWords : entryWords;
   if (L.multi) {
     // Rings in scratch: as many buffers (a multiple of 16, at most 64) as
     // let every ring hold all it may have to: each packet between receive
     // and transmit holds a buffer of the free ring.
-    unsigned workWords = timestamps ? timedEntryWords : entryWords;
     auto ringWords = [](uint32_t words) {
       uint32_t size = 128;
       while (size < words)
@@ -1125,6 +1281,70 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
              << L.replicas << " replicas do not fit the machine's "
              << options.machine.scratchBytes << " bytes of scratch";
   }
+  if (L.staged) {
+    // A pipeline forwards packets with their buffers; copies would need a
+    // pool per stage and the parked copies of a packet on several MEs.
+    if (fanOut)
+      return app.emitError("the microengine back end does not run an "
+                           "application that copies packets (fan-out or "
+                           "pkt.senddup) in a pipeline of ")
+             << L.stageMEs.size() << " stages yet: give it one stage";
+    // A send goes to a NetPE of the same stage (a branch) or of a later
+    // one (the rings run one way).
+    for (auto &[from, dests] : outputs)
+      for (const Endpoint &d : dests) {
+        if (!d.pe)
+          continue;
+        PEInfo *src = nullptr, *dst = nullptr;
+        for (PEInfo &info : pes) {
+          if (info.pe.getSymName() == from.first)
+            src = &info;
+          if (info.pe == d.pe)
+            dst = &info;
+        }
+        unsigned s0 = peStage[src->index], s1 = peStage[dst->index];
+        if (s1 < s0)
+          return src->pe.emitError("NetPE '")
+                 << from.first << "' (stage " << s0 + 1 << ") sends to NetPE '"
+                 << dst->pe.getSymName() << "' of an earlier stage (" << s1 + 1
+                 << "): a pipeline on the MEs only sends packets forward; "
+                    "put them in one stage or reorder the stages";
+      }
+    // Shared memory is reached in packet order by one ME (its state token,
+    // or the order of atomic adds against the packets' reads): the NetPEs
+    // that declare it stay in one stage.
+    std::set<unsigned> sharedStages;
+    std::string sharers;
+    for (PEInfo &info : pes)
+      if (info.pe.getSharedmemSize()) {
+        sharedStages.insert(peStage[info.index]);
+        sharers +=
+            (sharers.empty() ? "'" : ", '") + info.pe.getSymName().str() + "'";
+      }
+    if (sharedStages.size() > 1)
+      return app.emitError("NetPEs ")
+             << sharers
+             << " share memory: a pipeline on the MEs keeps them in one "
+                "stage";
+    // Rings: the free ring, one per stage and the transmit ring, each
+    // holding every buffer's entry and the end marker.
+    std::map<unsigned, uint32_t> sizes;
+    for (pool.count = defaultBuffers; pool.count >= 16; pool.count -= 16) {
+      uint32_t words = 128;
+      while (words < (pool.count + 1) * workWords)
+        words *= 2;
+      sizes.clear();
+      for (unsigned st = 0; st < L.stageMEs.size(); ++st)
+        sizes[Layout::stageRing0 + st] = words;
+      sizes[Layout::stagedTxRing] = words;
+      if (L.placeRings(sizes) <= options.machine.scratchBytes)
+        break;
+    }
+    if (pool.count < 16 || Layout::stageRing0 + L.stageMEs.size() > 16)
+      return app.emitError("the rings of a pipeline of ")
+             << L.stageMEs.size() << " stages do not fit the machine's "
+             << options.machine.scratchBytes << " bytes of scratch";
+  }
   uint64_t dramEnd =
       uint64_t(pool.copyPoolBase()) + uint64_t(copyBuffers) * pool.stride();
   if (dramEnd > options.machine.dramBytes)
@@ -1152,651 +1372,897 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     for (PEInfo &info : pes)
       stage.pes.push_back(info.index);
     layout.stages.push_back(stage);
+  } else if (L.staged) {
+    program.header[1] =
+        "MEs 0-" + std::to_string(L.rx - 1) + " receive, a pipeline of " +
+        std::to_string(L.stageMEs.size()) + " stages on MEs " +
+        std::to_string(L.rx) + "-" + std::to_string(L.txME() - 1) + ", ME " +
+        std::to_string(L.txME()) + " transmits (docs/me-backend.md)";
+    program.rings = L.rings;
+    stagedReceiveStage(program, L, pool, timestamps);
+    removeBranchesToNext(program.code.back());
+    for (unsigned st = 0; st < L.stageMEs.size(); ++st) {
+      AppLayout::Stage stage;
+      stage.maxReplicas = L.stageMEs[st];
+      for (unsigned k = 0; k < L.stageMEs[st]; ++k) {
+        stage.mes.push_back(L.stageFirst[st] + k);
+        stage.workRings.push_back(Layout::stageRing0 + st);
+      }
+      stage.workEntryWords = workWords;
+      for (PEInfo &info : pes)
+        if (peStage[info.index] == st)
+          stage.pes.push_back(info.index);
+      layout.stages.push_back(stage);
+    }
   } else {
     if (fanOut)
       program.rings.push_back(RingConfig{copyRing, copyRingBase, 128});
     receiveStage(program, L, pool, copyBuffers, timestamps);
   }
 
-  // ME 1: the NetPEs.
-  CodeSection section;
-  section.meMask = 1u << handlerME;
-  section.title = "ME 1: the NetPEs of '" + app.getSymName().str() + "'";
-  if (L.multi) {
-    section.meMask = ((1u << L.replicas) - 1) << L.firstReplica();
-    section.title = "MEs " + std::to_string(L.firstReplica()) + "-" +
-                    std::to_string(L.txME() - 1) + ": the NetPEs of '" +
-                    app.getSymName().str() + "', replicas";
+  // In a pipeline, the packet's number (status bits 31:16, kept << 16) in
+  // a local memory word while it is on a stage's ME.
+  int numberWord = -1;
+  if (L.staged) {
+    numberWord = static_cast<int>(spillSlots) - 1;
+    spillSlots = static_cast<unsigned>(numberWord);
   }
-  LineBuilder a{section};
-  // A replica's ring (ring0 + k on replica k) into a15; the ring operand.
-  auto replicaRing = [&](LineBuilder &b, unsigned ring0) {
-    if (!L.multi)
-      return std::to_string(ring0 == Layout::workRing0 ? workRing : txRing);
-    b("local_csr_rd[a15, active_ctx_sts]");
-    b("alu_shf[a15, --, b, a15, >>3]", "this ME: its replica's ring");
-    if (ring0 >= L.firstReplica())
-      b("alu[a15, a15, +, " + std::to_string(ring0 - L.firstReplica()) + "]");
-    else
-      b("alu[a15, a15, -, " + std::to_string(L.firstReplica() - ring0) + "]");
-    return std::string("a15");
+  // Cross-stage sends: the NetPE inputs a packet is forwarded to, numbered
+  // in the work entry's status bits 15:8.
+  std::vector<Endpoint> forwards;
+  auto forwardOf = [&](const Endpoint &d) {
+    for (size_t i = 0; i < forwards.size(); ++i)
+      if (forwards[i].pe == d.pe && forwards[i].port == d.port)
+        return static_cast<unsigned>(i);
+    forwards.push_back(d);
+    return static_cast<unsigned>(forwards.size() - 1);
   };
-  bool watchdog = false;
-  for (PEInfo &info : pes)
-    watchdog |= info.pushInfo.usesWatchdog || info.initInfo.usesWatchdog;
-  // Leaving: the state token goes on, taken first if the packet never
-  // needed it (the next packet waits for this one either way).
-  unsigned statePasses = 0;
-  auto passState = [&] {
-    if (!stateful)
-      return;
-    std::string word = "*l$index0[" + std::to_string(stateWord) + "]";
-    std::string have = "state_held" + std::to_string(statePasses++);
-    a("alu[--, --, b, " + word + "]");
-    a("bne[@" + have + "]");
-    a("ctx_arb[s7]", "keep the state token moving");
-    a.label(have);
-    a("alu[" + word + ", --, b, 0]");
-    a("local_csr_wr[same_me_signal, " + hex(0x80 | (7 << 3)) + "]",
-      "state token");
-  };
-  if (watchdog) {
-    // Each context's local memory: 64 words at context x 256 bytes; word
-    // 15 keeps the watchdog budget, words 0-14 are spill slots.
-    a("local_csr_rd[a15, active_ctx_sts]");
-    a("alu[a15, a15, and, 7]");
-    a("alu_shf[a15, --, b, a15, <<8]");
-    a("local_csr_wr[active_lm_addr_0, a15]");
-    a("immed[a3, " + hex(watchdogAddress) + "]");
-    a("sram[read, $0, a3, 0, 1], ctx_swap[s4]", "the watchdog budget");
-    a("alu[*l$index0[15], --, b, $0]");
-  } else {
-    // Removed again below when no handler spills.
-    a("local_csr_rd[a15, active_ctx_sts]");
-    a("alu[a15, a15, and, 7]");
-    a("alu_shf[a15, --, b, a15, <<8]");
-    a("local_csr_wr[active_lm_addr_0, a15]", "spill slots");
-  }
-  if (layout.infoUsed) {
-    a("alu[a15, a15, +, " + std::to_string(16 * 4) + "]");
-    a("local_csr_wr[active_lm_addr_1, a15]", "info memory: words 16-31");
-  }
-  if (stateful)
-    a("alu[*l$index0[" + std::to_string(stateWord) + "], --, b, 0]",
-      "no state token held");
-  if (fanOut) {
-    for (unsigned slot = 0; slot < copySlots; ++slot)
-      a("alu[*l$index0[" + std::to_string(slotWord(slot)) + "], --, b, 0]",
-        "no parked copy");
-    a("alu[*l$index0[" + std::to_string(heldWord) + "], --, b, 0]",
-      "no transmit token held");
-  }
-  a("br!=ctx[0, @work_loop]");
-  // The cache of lookup slots starts empty in every run: the host's
-  // control plane changes the tables between runs.
-  if (lookupCaches)
-    a("cam_clear", "the cache of lookup slots");
-  // Init handlers run once, in context 0, before the first packet.
-  std::vector<std::pair<PEInfo *, std::string>> inits;
-  for (PEInfo &info : pes)
-    if (info.init)
-      inits.push_back({&info, "init_" + std::to_string(info.index)});
-  if (!inits.empty() && L.replicas > 1) {
-    // The first replica runs them; the others wait until it has.
-    a("local_csr_rd[a15, active_ctx_sts]");
-    a("alu_shf[a15, --, b, a15, >>3]");
-    a("alu[--, a15, -, " + std::to_string(L.firstReplica()) + "]");
-    a("beq[@init_run]");
-    a.label("init_wait");
-    a("sram[read, $0, " + hex(initDoneAddress) + ", 0, 1], ctx_swap[s4]",
-      "the first replica ran the init handlers?");
-    a("alu[--, --, b, $0]");
-    a("beq[@init_wait]");
-    a("br[@start_tokens]");
-    a.label("init_run");
-  }
-  if (!inits.empty()) {
-    a("sram[read, $0, " + hex(initDoneAddress) + ", 0, 1], ctx_swap[s4]",
-      "the init handlers ran in an earlier run?");
-    a("alu[--, --, b, $0]");
-    a("bne[@start_tokens]");
-    a("immed[b0, 0]", "no exchange buffer: empty packet");
-  }
-  for (size_t i = 0; i < inits.size(); ++i) {
-    if (watchdog)
-      a("alu[a2, --, b, *l$index0[15]]");
-    countUp(a, counterOf(inits[i].first->index, 0), "a run of .init");
-    a("br[@" + inits[i].second + "]");
-    a.label(inits[i].second + "_done");
-  }
-  if (!inits.empty()) {
-    a("immed[$0, 1]");
-    a("sram[write, $0, " + hex(initDoneAddress) + ", 0, 1], ctx_swap[s4]",
-      "they did");
-    layout.persistent.push_back({Memory::Sram, initDoneAddress, 4});
-  }
-  a.label("start_tokens");
-  a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
-  a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
-  if (stateful)
-    a("local_csr_wr[same_me_signal, " + hex(7 << 3) + "]");
-  a.label("work_loop");
-  std::string workRingOperand = replicaRing(a, Layout::workRing0);
-  a("ctx_arb[s1]", "work token");
-  a.label("get_work");
-  a("scratch[get, $0, " + workRingOperand + ", 0, " +
-    std::to_string(timestamps ? timedEntryWords : entryWords) +
-    "], ctx_swap[s4]");
-  a("alu[a0, --, b, $0]");
-  a("beq[@get_work]", "nothing queued yet");
-  a("local_csr_wr[same_me_signal, " + hex(0x80 | (1 << 3)) + "]");
-  a("alu[b0, --, b, $1]");
-  a("alu[a1, --, b, $2]");
-  a("br_bset[$3, 0, @work_end]");
-  a("alu[b2, --, b, $4]", "tag");
-  if (timestamps) {
-    a("alu[*l$index0[" + std::to_string(timeWord) + "], --, b, $5]",
-      "arrival time");
-    a("alu[*l$index0[" + std::to_string(timeWord + 1) + "], --, b, $6]");
-  }
-  for (unsigned w = 0; w < infoWords && layout.infoUsed; ++w)
-    a("alu[*l$index1[" + std::to_string(w) + "], --, b, 0]",
-      w == 0 ? "info memory starts as zeros" : "");
-  if (watchdog)
-    a("alu[a2, --, b, *l$index0[15]]", "the packet's loop budget");
-  auto entryOf = [&](PEOp pe) {
+  auto stageOfPE = [&](PEOp pe) {
     for (PEInfo &info : pes)
       if (info.pe == pe)
-        return "pe" + std::to_string(info.index) + "_entry";
-    return std::string();
+        return peStage[info.index];
+    return 0u;
   };
-  // The input port goes to b1 only for handlers that read it.
-  auto readsPort = [&](PEOp pe) {
-    for (PEInfo &info : pes)
-      if (info.pe == pe && info.push) {
-        bool reads = false;
-        info.push.walk([&](med::ArgOp arg) {
-          reads |= arg.getName() == "port" && !arg.getResult().use_empty();
-        });
-        return reads;
-      }
-    return false;
-  };
-  auto gotoEndpoint = [&](const Endpoint &dest) {
-    if (dest.sink >= 0) {
-      a("immed[b1, " + std::to_string(dest.sink) + "]");
-      a("br[@to_sink]");
-      return;
+  std::vector<MEReport> stageReports;
+  unsigned sections = L.staged ? L.stageMEs.size() : 1;
+  for (unsigned st = 0; st < sections; ++st) {
+    // ME 1: the NetPEs (in a pipeline, those of stage `st`).
+    CodeSection section;
+    section.meMask = 1u << handlerME;
+    section.title = "ME 1: the NetPEs of '" + app.getSymName().str() + "'";
+    if (L.multi) {
+      section.meMask = ((1u << L.replicas) - 1) << L.firstReplica();
+      section.title = "MEs " + std::to_string(L.firstReplica()) + "-" +
+                      std::to_string(L.txME() - 1) + ": the NetPEs of '" +
+                      app.getSymName().str() + "', replicas";
     }
-    if (readsPort(dest.pe))
-      a("immed[b1, " + std::to_string(dest.port) + "]", "input port");
-    a("br[@" + entryOf(dest.pe) + "]");
-  };
-  // A copy of the packet (buffer a0, info memory in local memory) for
-  // every destination of `f` after the first, parked in its slot; then on
-  // to the first destination.
-  unsigned clones = 0;
-  auto emitFanOut = [&](const FanOut &f) {
-    for (size_t i = 1; i < f.dests.size(); ++i) {
-      std::string slot =
-          "*l$index0[" + std::to_string(slotWord(f.firstSlot + i - 1)) + "]";
-      std::string l = "copy" + std::to_string(clones++);
-      a.label(l + "_buffer");
-      a("scratch[get, $0, " + std::to_string(copyRing) +
-            ", 0, 1], ctx_swap[s3]",
-        "a copy for destination " + std::to_string(i + 1) + " of " +
-            std::to_string(f.dests.size()));
-      a("alu[a15, --, b, $0]");
-      a("beq[@" + l + "_buffer]", "no free buffer yet");
-      a("alu[" + slot + ", --, b, a15]", "parked");
-      // A destination before this one may replace the packet
-      // (exbuf_create changes the length and wire registers): the copy
-      // keeps its own in its buffer's tail.
-      a("alu[$$0, --, b, b0]");
-      a("alu[$$1, --, b, a1]");
-      a("immed[b15, " + hex(pool.bytes) + "]");
-      a("alu[a15, a15, +, b15]");
-      a("dram[write, $$0, a15, 0, 1], ctx_swap[s3]", "its length and wire");
-      a("alu[a15, --, b, " + slot + "]");
-      if (layout.infoUsed && infoWords) {
-        for (unsigned w = 0; w < infoWords; ++w)
-          a("alu[$$" + std::to_string(w) + ", --, b, *l$index1[" +
-            std::to_string(w) + "]]");
-        a("alu[a15, a15, -, " + std::to_string(infoBytes) + "]");
-        a("dram[write, $$0, a15, 0, " + std::to_string(infoWords / 2) +
-              "], ctx_swap[s3]",
-          "its info memory");
-      }
-      a("immed[b15, 0]", "the packet, 64 bytes at a time");
-      a.label(l + "_loop");
-      a("alu[a15, a0, +, b15]");
-      a("dram[read, $$0, a15, 0, 8], ctx_swap[s3]");
-      for (unsigned w = 0; w < 16; ++w)
-        a("alu[$$" + std::to_string(w) + ", --, b, $$" + std::to_string(w) +
-          "]");
-      a("alu[a15, b15, +, " + slot + "]");
-      a("dram[write, $$0, a15, 0, 8], ctx_swap[s3]");
-      a("alu[b15, b15, +, 64]");
-      a("alu[a15, --, b, b0]");
-      a("alu[--, a15, -, b15]");
-      a("bhi[@" + l + "_loop]");
+    // This section's MEs: the first and how many (replicas).
+    unsigned firstME = L.multi ? L.firstReplica() : handlerME, mes = L.replicas;
+    if (L.staged) {
+      firstME = L.stageFirst[st];
+      mes = L.stageMEs[st];
+      section.meMask = ((1u << mes) - 1) << firstME;
+      section.title = "ME" + std::string(mes > 1 ? "s " : " ") +
+                      std::to_string(firstME) +
+                      (mes > 1 ? "-" + std::to_string(firstME + mes - 1) : "") +
+                      ": stage " + std::to_string(st + 1) + " of '" +
+                      app.getSymName().str() + "'";
     }
-    gotoEndpoint(f.dests.front());
-  };
-  // The source's destinations; with several sources, the receive port
-  // (status bits 15:8) says which.
-  auto dispatch = [&](size_t k) {
-    if (sourceFanOut[k] >= 0)
-      emitFanOut(fanOuts[sourceFanOut[k]]);
-    else
-      gotoEndpoint(fromSources[k].front());
-  };
-  if (fromSources.size() > 1) {
-    a("alu_shf[a15, 0xff, and, $3, >>8]", "the receive port: the source");
-    for (size_t k = 1; k < fromSources.size(); ++k) {
-      a("alu[--, a15, -, " + std::to_string(k) + "]");
-      a("beq[@source" + std::to_string(k) + "]");
-    }
-  }
-  for (size_t k = 0; k < fromSources.size(); ++k) {
-    if (k)
-      a.label("source" + std::to_string(k));
-    dispatch(k);
-  }
-
-  // Each NetPE: its entry (header prefetch) and its handler.
-  std::vector<MEReport> reports;
-  bool anyUnconnected = false;
-  MEReport handlerReport;
-  handlerReport.me = handlerME;
-  handlerReport.controlStore = options.machine.controlStore;
-  std::string roles;
-  for (PEInfo &info : pes) {
-    // The NetPE's lines, for AppLayout::codeRanges.
-    size_t firstLine = section.lines.size();
-    roles += (roles.empty() ? "" : ", ") + info.pe.getSymName().str();
-    auto emitFunc = [&](med::FuncOp func, const MEHandlerInfo &hinfo,
-                        const std::string &entry,
-                        ExitLabels exits) -> LogicalResult {
-      AllocationOptions alloc;
-      alloc.firstFreeDramXfer = hinfo.headerBytes / 4;
-      alloc.spillSlots = spillSlots;
-      Allocation allocation;
-      if (failed(allocateRegisters(func, alloc, allocation)))
-        return failure();
-      // Record the allocation in the IR (-emit=me shows it).
-      for (auto &[value, reg] : allocation.registers)
-        if (Operation *def = value.getDefiningOp())
-          def->setAttr("reg", StringAttr::get(ctx, reg.name()));
-      EmitStats stats;
-      if (failed(emitHandler(func, allocation, exits, entry, section, stats)))
-        return failure();
-      handlerReport.spills += allocation.spills;
-      handlerReport.bankMoves += stats.bankMoves;
-      return success();
+    auto here = [&](const PEInfo &info) {
+      return !L.staged || peStage[info.index] == st;
     };
-    ExitLabels exits;
-    exits.pe = info.index;
-    exits.dropCounter = counterOf(info.index, 2);
-    exits.stateWord = stateWord;
-    exits.sendCopy = [&, peName = info.pe.getSymName().str()](
-                         unsigned port, CodeSection &into, std::string &error) {
-      auto it = outputs.find({peName, port});
-      if (it == outputs.end() || it->second.size() != 1 ||
-          it->second.front().sink < 0) {
-        error = "the microengine back end sends a copy (pkt.senddup) only "
-                "through a port connected to one sink (NetPE '" +
-                peName + "')";
-        return false;
+    // A pipeline's rings: this stage's work, and the next stage's (or the
+    // transmit ring) for what it passes on.
+    std::string stageRing = std::to_string(Layout::stageRing0 + st);
+    std::string nextRing = std::to_string(
+        st + 1 < sections ? Layout::stageRing0 + st + 1 : Layout::stagedTxRing);
+    bool stageStateful = false;
+    for (PEInfo &info : pes)
+      stageStateful |= here(info) && info.pushInfo.writesState;
+    LineBuilder a{section};
+    // A replica's ring (ring0 + k on replica k) into a15; the ring operand.
+    auto replicaRing = [&](LineBuilder &b, unsigned ring0) {
+      if (!L.multi)
+        return std::to_string(ring0 == Layout::workRing0 ? workRing : txRing);
+      b("local_csr_rd[a15, active_ctx_sts]");
+      b("alu_shf[a15, --, b, a15, >>3]", "this ME: its replica's ring");
+      if (ring0 >= L.firstReplica())
+        b("alu[a15, a15, +, " + std::to_string(ring0 - L.firstReplica()) + "]");
+      else
+        b("alu[a15, a15, -, " + std::to_string(L.firstReplica() - ring0) + "]");
+      return std::string("a15");
+    };
+    bool watchdog = false;
+    for (PEInfo &info : pes)
+      watchdog |= info.pushInfo.usesWatchdog || info.initInfo.usesWatchdog;
+    // Leaving: the state token goes on, taken first if the packet never
+    // needed it (the next packet waits for this one either way).
+    unsigned statePasses = 0;
+    auto passState = [&] {
+      if (!stageStateful)
+        return;
+      std::string word = "*l$index0[" + std::to_string(stateWord) + "]";
+      std::string have = "state_held" + std::to_string(statePasses++);
+      a("alu[--, --, b, " + word + "]");
+      a("bne[@" + have + "]");
+      a("ctx_arb[s7]", "keep the state token moving");
+      a.label(have);
+      a("alu[" + word + ", --, b, 0]");
+      a("local_csr_wr[same_me_signal, " + hex(0x80 | (7 << 3)) + "]",
+        "state token");
+    };
+    if (watchdog) {
+      // Each context's local memory: 64 words at context x 256 bytes; word
+      // 15 keeps the watchdog budget, words 0-14 are spill slots.
+      a("local_csr_rd[a15, active_ctx_sts]");
+      a("alu[a15, a15, and, 7]");
+      a("alu_shf[a15, --, b, a15, <<8]");
+      a("local_csr_wr[active_lm_addr_0, a15]");
+      a("immed[a3, " + hex(watchdogAddress) + "]");
+      a("sram[read, $0, a3, 0, 1], ctx_swap[s4]", "the watchdog budget");
+      a("alu[*l$index0[15], --, b, $0]");
+    } else {
+      // Removed again below when no handler spills.
+      a("local_csr_rd[a15, active_ctx_sts]");
+      a("alu[a15, a15, and, 7]");
+      a("alu_shf[a15, --, b, a15, <<8]");
+      a("local_csr_wr[active_lm_addr_0, a15]", "spill slots");
+    }
+    if (layout.infoUsed) {
+      a("alu[a15, a15, +, " + std::to_string(16 * 4) + "]");
+      a("local_csr_wr[active_lm_addr_1, a15]", "info memory: words 16-31");
+    }
+    if (stageStateful)
+      a("alu[*l$index0[" + std::to_string(stateWord) + "], --, b, 0]",
+        "no state token held");
+    if (fanOut) {
+      for (unsigned slot = 0; slot < copySlots; ++slot)
+        a("alu[*l$index0[" + std::to_string(slotWord(slot)) + "], --, b, 0]",
+          "no parked copy");
+      a("alu[*l$index0[" + std::to_string(heldWord) + "], --, b, 0]",
+        "no transmit token held");
+    }
+    a("br!=ctx[0, @work_loop]");
+    // The cache of lookup slots starts empty in every run: the host's
+    // control plane changes the tables between runs.
+    if (lookupCaches)
+      a("cam_clear", "the cache of lookup slots");
+    // Init handlers run once, in context 0, before the first packet.
+    std::vector<std::pair<PEInfo *, std::string>> inits;
+    for (PEInfo &info : pes)
+      if (info.init && here(info))
+        inits.push_back({&info, "init_" + std::to_string(info.index)});
+    // A pipeline's stages run their own init handlers, each with its word.
+    uint32_t initDone =
+        st == 0 ? initDoneAddress : stageInitDoneBase + 4 * (st - 1);
+    // The word as an operand: an immediate, or in a15 past 16 bits.
+    auto initDoneOperand = [&]() -> std::string {
+      if (initDone <= 0xffff)
+        return hex(initDone);
+      a("immed[a15, " + hex(initDone) + "]");
+      return "a15";
+    };
+    if (!inits.empty() && mes > 1) {
+      // The first replica runs them; the others wait until it has.
+      a("local_csr_rd[a15, active_ctx_sts]");
+      a("alu_shf[a15, --, b, a15, >>3]");
+      a("alu[--, a15, -, " + std::to_string(firstME) + "]");
+      a("beq[@init_run]");
+      a.label("init_wait");
+      a("sram[read, $0, " + initDoneOperand() + ", 0, 1], ctx_swap[s4]",
+        "the first replica ran the init handlers?");
+      a("alu[--, --, b, $0]");
+      a("beq[@init_wait]");
+      a("br[@start_tokens]");
+      a.label("init_run");
+    }
+    if (!inits.empty()) {
+      a("sram[read, $0, " + initDoneOperand() + ", 0, 1], ctx_swap[s4]",
+        "the init handlers ran in an earlier run?");
+      a("alu[--, --, b, $0]");
+      a("bne[@start_tokens]");
+      a("immed[b0, 0]", "no exchange buffer: empty packet");
+    }
+    for (size_t i = 0; i < inits.size(); ++i) {
+      if (watchdog)
+        a("alu[a2, --, b, *l$index0[15]]");
+      countUp(a, counterOf(inits[i].first->index, 0), "a run of .init");
+      a("br[@" + inits[i].second + "]");
+      a.label(inits[i].second + "_done");
+    }
+    if (!inits.empty()) {
+      a("immed[$0, 1]");
+      a("sram[write, $0, " + initDoneOperand() + ", 0, 1], ctx_swap[s4]",
+        "they did");
+      layout.persistent.push_back({Memory::Sram, initDone, 4});
+    }
+    a.label("start_tokens");
+    a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
+    a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
+    if (stageStateful)
+      a("local_csr_wr[same_me_signal, " + hex(7 << 3) + "]");
+    a.label("work_loop");
+    std::string workRingOperand =
+        L.staged ? stageRing : replicaRing(a, Layout::workRing0);
+    a("ctx_arb[s1]", "work token");
+    a.label("get_work");
+    a("scratch[get, $0, " + workRingOperand + ", 0, " +
+      std::to_string(timestamps ? timedEntryWords : entryWords) +
+      "], ctx_swap[s4]");
+    a("alu[a0, --, b, $0]");
+    a("beq[@get_work]", "nothing queued yet");
+    a("local_csr_wr[same_me_signal, " + hex(0x80 | (1 << 3)) + "]");
+    a("alu[b0, --, b, $1]");
+    a("alu[a1, --, b, $2]");
+    if (L.staged) {
+      a("alu_shf[a15, --, b, $3, >>16]", "the packet's number");
+      a("alu_shf[a15, --, b, a15, <<16]");
+      a("alu[*l$index0[" + std::to_string(numberWord) + "], --, b, a15]");
+      // The end marker by its buffer: status bits 7:0 of a transmit entry
+      // are its sink.
+      a("alu[--, a0, +, 1]");
+      a("beq[@work_end]");
+    } else {
+      a("br_bset[$3, 0, @work_end]");
+    }
+    a("alu[b2, --, b, $4]", "tag");
+    if (timestamps) {
+      a("alu[*l$index0[" + std::to_string(timeWord) + "], --, b, $5]",
+        "arrival time");
+      a("alu[*l$index0[" + std::to_string(timeWord + 1) + "], --, b, $6]");
+    }
+    for (unsigned w = 0; w < infoWords && layout.infoUsed; ++w)
+      a("alu[*l$index1[" + std::to_string(w) + "], --, b, 0]",
+        w == 0 ? "info memory starts as zeros" : "");
+    if (watchdog)
+      a("alu[a2, --, b, *l$index0[15]]", "the packet's loop budget");
+    auto entryOf = [&](PEOp pe) {
+      for (PEInfo &info : pes)
+        if (info.pe == pe)
+          return "pe" + std::to_string(info.index) + "_entry";
+      return std::string();
+    };
+    // The input port goes to b1 only for handlers that read it.
+    auto readsPort = [&](PEOp pe) {
+      for (PEInfo &info : pes)
+        if (info.pe == pe && info.push) {
+          bool reads = false;
+          info.push.walk([&](med::ArgOp arg) {
+            reads |= arg.getName() == "port" && !arg.getResult().use_empty();
+          });
+          return reads;
+        }
+      return false;
+    };
+    // The cross-stage sends this stage makes (forwards' indexes).
+    std::set<unsigned> forwardsOut;
+    auto gotoEndpoint = [&](const Endpoint &dest) {
+      if (dest.sink >= 0) {
+        a("immed[b1, " + std::to_string(dest.sink) + "]");
+        a("br[@to_sink]");
+        return;
       }
-      LineBuilder c{into};
-      std::string l = "dup" + std::to_string(clones++);
-      std::string dup = "*l$index0[" + std::to_string(dupWord) + "]";
-      c.label(l + "_buffer");
-      c("scratch[get, $15, " + std::to_string(copyRing) +
-            ", 0, 1], ctx_swap[s3]",
-        "pkt.senddup: a copy of the packet");
-      c("alu[a15, --, b, $15]");
-      c("beq[@" + l + "_buffer]", "no free buffer yet");
-      c("alu[" + dup + ", --, b, a15]");
-      // Only $$12-$$15 and the temporaries: the handler's registers live.
-      for (unsigned chunk = 0; layout.infoUsed && chunk < infoWords / 4;
-           ++chunk) {
+      if (L.staged && stageOfPE(dest.pe) != st) {
+        unsigned d = forwardOf(dest);
+        forwardsOut.insert(d);
+        a("br[@forward" + std::to_string(d) + "]", "to a later stage");
+        return;
+      }
+      if (readsPort(dest.pe))
+        a("immed[b1, " + std::to_string(dest.port) + "]", "input port");
+      a("br[@" + entryOf(dest.pe) + "]");
+    };
+    // A copy of the packet (buffer a0, info memory in local memory) for
+    // every destination of `f` after the first, parked in its slot; then on
+    // to the first destination.
+    unsigned clones = 0;
+    auto emitFanOut = [&](const FanOut &f) {
+      for (size_t i = 1; i < f.dests.size(); ++i) {
+        std::string slot =
+            "*l$index0[" + std::to_string(slotWord(f.firstSlot + i - 1)) + "]";
+        std::string l = "copy" + std::to_string(clones++);
+        a.label(l + "_buffer");
+        a("scratch[get, $0, " + std::to_string(copyRing) +
+              ", 0, 1], ctx_swap[s3]",
+          "a copy for destination " + std::to_string(i + 1) + " of " +
+              std::to_string(f.dests.size()));
+        a("alu[a15, --, b, $0]");
+        a("beq[@" + l + "_buffer]", "no free buffer yet");
+        a("alu[" + slot + ", --, b, a15]", "parked");
+        // A destination before this one may replace the packet
+        // (exbuf_create changes the length and wire registers): the copy
+        // keeps its own in its buffer's tail.
+        a("alu[$$0, --, b, b0]");
+        a("alu[$$1, --, b, a1]");
+        a("immed[b15, " + hex(pool.bytes) + "]");
+        a("alu[a15, a15, +, b15]");
+        a("dram[write, $$0, a15, 0, 1], ctx_swap[s3]", "its length and wire");
+        a("alu[a15, --, b, " + slot + "]");
+        if (layout.infoUsed && infoWords) {
+          for (unsigned w = 0; w < infoWords; ++w)
+            a("alu[$$" + std::to_string(w) + ", --, b, *l$index1[" +
+              std::to_string(w) + "]]");
+          a("alu[a15, a15, -, " + std::to_string(infoBytes) + "]");
+          a("dram[write, $$0, a15, 0, " + std::to_string(infoWords / 2) +
+                "], ctx_swap[s3]",
+            "its info memory");
+        }
+        a("immed[b15, 0]", "the packet, 64 bytes at a time");
+        a.label(l + "_loop");
+        a("alu[a15, a0, +, b15]");
+        a("dram[read, $$0, a15, 0, 8], ctx_swap[s3]");
+        for (unsigned w = 0; w < 16; ++w)
+          a("alu[$$" + std::to_string(w) + ", --, b, $$" + std::to_string(w) +
+            "]");
+        a("alu[a15, b15, +, " + slot + "]");
+        a("dram[write, $$0, a15, 0, 8], ctx_swap[s3]");
+        a("alu[b15, b15, +, 64]");
+        a("alu[a15, --, b, b0]");
+        a("alu[--, a15, -, b15]");
+        a("bhi[@" + l + "_loop]");
+      }
+      gotoEndpoint(f.dests.front());
+    };
+    // The source's destinations; with several sources, the receive port
+    // (status bits 15:8) says which.
+    auto dispatch = [&](size_t k) {
+      if (sourceFanOut[k] >= 0)
+        emitFanOut(fanOuts[sourceFanOut[k]]);
+      else
+        gotoEndpoint(fromSources[k].front());
+    };
+    if (L.staged && st > 0) {
+      // A later stage: a packet for one of its NetPEs, or one passed on.
+      a("br_bset[$3, 10, @pass_on]", "a transmit entry");
+      a("alu_shf[a15, 0xff, and, $3, >>8]", "the NetPE input it goes to");
+      for (size_t d = 0; d < forwards.size(); ++d)
+        if (stageOfPE(forwards[d].pe) == st) {
+          a("alu[--, a15, -, " + std::to_string(d) + "]");
+          a("beq[@forward_in" + std::to_string(d) + "]");
+        }
+      a("br[@pass_on]", "for a later stage");
+    } else if (fromSources.size() > 1) {
+      a("alu_shf[a15, 0xff, and, $3, >>8]", "the receive port: the source");
+      for (size_t k = 1; k < fromSources.size(); ++k) {
+        a("alu[--, a15, -, " + std::to_string(k) + "]");
+        a("beq[@source" + std::to_string(k) + "]");
+      }
+    }
+    for (size_t k = 0; k < fromSources.size() && !(L.staged && st > 0); ++k) {
+      if (k)
+        a.label("source" + std::to_string(k));
+      dispatch(k);
+    }
+
+    // Each NetPE: its entry (header prefetch) and its handler.
+    std::vector<MEReport> reports;
+    bool anyUnconnected = false;
+    MEReport handlerReport;
+    handlerReport.me = handlerME;
+    handlerReport.controlStore = options.machine.controlStore;
+    std::string roles;
+    for (PEInfo &info : pes) {
+      if (!here(info))
+        continue;
+      // The NetPE's lines, for AppLayout::codeRanges.
+      size_t firstLine = section.lines.size();
+      roles += (roles.empty() ? "" : ", ") + info.pe.getSymName().str();
+      auto emitFunc = [&](med::FuncOp func, const MEHandlerInfo &hinfo,
+                          const std::string &entry,
+                          ExitLabels exits) -> LogicalResult {
+        AllocationOptions alloc;
+        alloc.firstFreeDramXfer = hinfo.headerBytes / 4;
+        alloc.spillSlots = spillSlots;
+        Allocation allocation;
+        if (failed(allocateRegisters(func, alloc, allocation)))
+          return failure();
+        // Record the allocation in the IR (-emit=me shows it).
+        for (auto &[value, reg] : allocation.registers)
+          if (Operation *def = value.getDefiningOp())
+            def->setAttr("reg", StringAttr::get(ctx, reg.name()));
+        EmitStats stats;
+        if (failed(emitHandler(func, allocation, exits, entry, section, stats)))
+          return failure();
+        handlerReport.spills += allocation.spills;
+        handlerReport.bankMoves += stats.bankMoves;
+        return success();
+      };
+      ExitLabels exits;
+      exits.pe = info.index;
+      exits.dropCounter = counterOf(info.index, 2);
+      exits.stateWord = stageStateful ? stateWord : -1;
+      exits.sendCopy = [&, peName = info.pe.getSymName().str()](
+                           unsigned port, CodeSection &into,
+                           std::string &error) {
+        auto it = outputs.find({peName, port});
+        if (it == outputs.end() || it->second.size() != 1 ||
+            it->second.front().sink < 0) {
+          error = "the microengine back end sends a copy (pkt.senddup) only "
+                  "through a port connected to one sink (NetPE '" +
+                  peName + "')";
+          return false;
+        }
+        LineBuilder c{into};
+        std::string l = "dup" + std::to_string(clones++);
+        std::string dup = "*l$index0[" + std::to_string(dupWord) + "]";
+        c.label(l + "_buffer");
+        c("scratch[get, $15, " + std::to_string(copyRing) +
+              ", 0, 1], ctx_swap[s3]",
+          "pkt.senddup: a copy of the packet");
+        c("alu[a15, --, b, $15]");
+        c("beq[@" + l + "_buffer]", "no free buffer yet");
+        c("alu[" + dup + ", --, b, a15]");
+        // Only $$12-$$15 and the temporaries: the handler's registers live.
+        for (unsigned chunk = 0; layout.infoUsed && chunk < infoWords / 4;
+             ++chunk) {
+          for (unsigned w = 0; w < 4; ++w)
+            c("alu[$$" + std::to_string(pktReadXfer + w) +
+              ", --, b, *l$index1[" + std::to_string(4 * chunk + w) + "]]");
+          c("alu[a15, " + dup + ", -, " +
+            std::to_string(infoBytes - 16 * chunk) + "]");
+          c("dram[write, $$" + std::to_string(pktReadXfer) +
+            ", a15, 0, 2], ctx_swap[s3]");
+        }
+        c("immed[b15, 0]");
+        c.label(l + "_loop");
+        c("alu[a15, a0, +, b15]");
+        c("dram[read, $$" + std::to_string(pktReadXfer) +
+          ", a15, 0, 2], ctx_swap[s3]");
         for (unsigned w = 0; w < 4; ++w)
-          c("alu[$$" + std::to_string(pktReadXfer + w) + ", --, b, *l$index1[" +
-            std::to_string(4 * chunk + w) + "]]");
-        c("alu[a15, " + dup + ", -, " + std::to_string(infoBytes - 16 * chunk) +
-          "]");
+          c("alu[$$" + std::to_string(pktReadXfer + w) + ", --, b, $$" +
+            std::to_string(pktReadXfer + w) + "]");
+        c("alu[a15, b15, +, " + dup + "]");
         c("dram[write, $$" + std::to_string(pktReadXfer) +
           ", a15, 0, 2], ctx_swap[s3]");
+        c("alu[b15, b15, +, 16]");
+        c("alu[a15, --, b, b0]");
+        c("alu[--, a15, -, b15]");
+        c("bhi[@" + l + "_loop]");
+        c("alu[$0, --, b, " + dup + "]");
+        c("alu[$1, --, b, b0]");
+        c("alu[$2, --, b, a1]");
+        c("alu[$3, --, b, " + std::to_string(it->second.front().sink) + "]",
+          "the sink");
+        c("alu[$4, --, b, b2]");
+        std::string held = "*l$index0[" + std::to_string(heldWord) + "]";
+        c("alu[--, --, b, " + held + "]");
+        c("bne[@" + l + "_put]");
+        c("ctx_arb[s2]", "transmit token, held for the packet's copies");
+        c("alu[" + held + ", --, b, 1]");
+        c.label(l + "_put");
+        std::string ring = replicaRing(c, Layout::txRing0);
+        c("scratch[put, $0, " + ring + ", 0, " + std::to_string(entryWords) +
+          "], ctx_swap[s5]");
+        LineBuilder counted{into};
+        countUp(counted, counterOf(info.index, 1), "sent");
+        return true;
+      };
+      std::string tag = "pe" + std::to_string(info.index);
+      exits.send = [&, tag](unsigned port) {
+        return tag + "_out" + std::to_string(port);
+      };
+      if (info.push) {
+        a.label(tag + "_entry");
+        countUp(a, counterOf(info.index, 0), "a run of " + tag);
+        if (unsigned bytes = info.pushInfo.headerBytes)
+          a("dram[read, $$0, a0, 0, " + std::to_string(bytes / 8) +
+                "], ctx_swap[s4]",
+            "the header: bytes 0-" + std::to_string(bytes - 1));
+        // With fan-out, every dropped copy is an event (the host cannot
+        // tell a dropped copy from the packet's other outputs).
+        exits.drop = fanOut ? tag + "_drop" : "drop";
+        exits.dropLogged = tag + "_drop";
+        exits.raise = "raise";
+        if (failed(emitFunc(info.push, info.pushInfo, tag + "_push", exits)))
+          return failure();
       }
-      c("immed[b15, 0]");
-      c.label(l + "_loop");
-      c("alu[a15, a0, +, b15]");
-      c("dram[read, $$" + std::to_string(pktReadXfer) +
-        ", a15, 0, 2], ctx_swap[s3]");
-      for (unsigned w = 0; w < 4; ++w)
-        c("alu[$$" + std::to_string(pktReadXfer + w) + ", --, b, $$" +
-          std::to_string(pktReadXfer + w) + "]");
-      c("alu[a15, b15, +, " + dup + "]");
-      c("dram[write, $$" + std::to_string(pktReadXfer) +
-        ", a15, 0, 2], ctx_swap[s3]");
-      c("alu[b15, b15, +, 16]");
-      c("alu[a15, --, b, b0]");
-      c("alu[--, a15, -, b15]");
-      c("bhi[@" + l + "_loop]");
-      c("alu[$0, --, b, " + dup + "]");
-      c("alu[$1, --, b, b0]");
-      c("alu[$2, --, b, a1]");
-      c("alu[$3, --, b, " + std::to_string(it->second.front().sink) + "]",
-        "the sink");
-      c("alu[$4, --, b, b2]");
-      std::string held = "*l$index0[" + std::to_string(heldWord) + "]";
-      c("alu[--, --, b, " + held + "]");
-      c("bne[@" + l + "_put]");
-      c("ctx_arb[s2]", "transmit token, held for the packet's copies");
-      c("alu[" + held + ", --, b, 1]");
-      c.label(l + "_put");
-      std::string ring = replicaRing(c, Layout::txRing0);
-      c("scratch[put, $0, " + ring + ", 0, " + std::to_string(entryWords) +
-        "], ctx_swap[s5]");
-      LineBuilder counted{into};
-      countUp(counted, counterOf(info.index, 1), "sent");
-      return true;
-    };
-    std::string tag = "pe" + std::to_string(info.index);
-    exits.send = [&, tag](unsigned port) {
-      return tag + "_out" + std::to_string(port);
-    };
-    if (info.push) {
-      a.label(tag + "_entry");
-      countUp(a, counterOf(info.index, 0), "a run of " + tag);
-      if (unsigned bytes = info.pushInfo.headerBytes)
-        a("dram[read, $$0, a0, 0, " + std::to_string(bytes / 8) +
-              "], ctx_swap[s4]",
-          "the header: bytes 0-" + std::to_string(bytes - 1));
-      // With fan-out, every dropped copy is an event (the host cannot
-      // tell a dropped copy from the packet's other outputs).
-      exits.drop = fanOut ? tag + "_drop" : "drop";
-      exits.dropLogged = tag + "_drop";
-      exits.raise = "raise";
-      if (failed(emitFunc(info.push, info.pushInfo, tag + "_push", exits)))
-        return failure();
-    }
-    if (info.init) {
-      std::string name = "init_" + std::to_string(info.index);
-      exits.drop = exits.dropLogged = name + "_done";
-      exits.raise = name + "_raise";
-      exits.stateWord = -1; // before the tokens start: alone anyway
-      exits.dropCounter = 0;
-      if (failed(emitFunc(info.init, info.initInfo, name, exits)))
-        return failure();
-    }
-    // The NetPE's output ports.
-    for (PortOp port : info.pe.getBodyBlock()->getOps<PortOp>()) {
-      if (port.getKind() != PortKind::PushOutput)
-        continue;
-      unsigned number = info.pe.getPortNumber(port);
-      a.label(tag + "_out" + std::to_string(number));
-      countUp(a, counterOf(info.index, 1), "sent");
-      auto it = outputs.find({info.pe.getSymName().str(), number});
-      if (it == outputs.end()) {
-        anyUnconnected = true;
-        a("immed[a15, " + hex(info.index | (3u << 16)) + "]",
-          "unconnected port " + port.getSymName().str());
+      if (info.init) {
+        std::string name = "init_" + std::to_string(info.index);
+        exits.drop = exits.dropLogged = name + "_done";
+        exits.raise = name + "_raise";
+        exits.stateWord = -1; // before the tokens start: alone anyway
+        exits.dropCounter = 0;
+        if (failed(emitFunc(info.init, info.initInfo, name, exits)))
+          return failure();
+      }
+      // The NetPE's output ports.
+      for (PortOp port : info.pe.getBodyBlock()->getOps<PortOp>()) {
+        if (port.getKind() != PortKind::PushOutput)
+          continue;
+        unsigned number = info.pe.getPortNumber(port);
+        a.label(tag + "_out" + std::to_string(number));
+        countUp(a, counterOf(info.index, 1), "sent");
+        auto it = outputs.find({info.pe.getSymName().str(), number});
+        if (it == outputs.end()) {
+          anyUnconnected = true;
+          a("immed[a15, " + hex(info.index | (3u << 16)) + "]",
+            "unconnected port " + port.getSymName().str());
+          a("immed[b15, 0]");
+          a("br[@unconnected]");
+          continue;
+        }
+        if (it->second.size() > 1)
+          emitFanOut(fanOuts[fanOutOf[{info.pe.getSymName().str(), number}]]);
+        else
+          gotoEndpoint(it->second.front());
+      }
+      if ((fanOut || info.pushInfo.logsDrops) && info.push) {
+        a.label(tag + "_drop");
+        a("immed[a15, " + std::to_string(info.index) + "]", "a copy dropped");
         a("immed[b15, 0]");
-        a("br[@unconnected]");
-        continue;
+        a("immed[a4, " + std::to_string(unsigned(EventKind::Drop)) + "]");
+        a("br[@log_event]");
       }
-      if (it->second.size() > 1)
-        emitFanOut(fanOuts[fanOutOf[{info.pe.getSymName().str(), number}]]);
-      else
-        gotoEndpoint(it->second.front());
+      if (info.init) {
+        // An exception in init: log it, go on with the next init.
+        std::string name = "init_" + std::to_string(info.index);
+        a.label(name + "_raise");
+        a("immed[b2, 0xffffffff]", "no packet");
+        a("immed[a4, 1]", "EventKind::Exception");
+        a("br[@log_event]");
+        (void)name;
+      }
+      for (size_t i = firstLine; i < section.lines.size(); ++i)
+        section.lines[i].owner = static_cast<int>(info.index);
     }
-    if ((fanOut || info.pushInfo.logsDrops) && info.push) {
-      a.label(tag + "_drop");
-      a("immed[a15, " + std::to_string(info.index) + "]", "a copy dropped");
-      a("immed[b15, 0]");
-      a("immed[a4, " + std::to_string(unsigned(EventKind::Drop)) + "]");
-      a("br[@log_event]");
-    }
-    if (info.init) {
-      // An exception in init: log it, go on with the next init.
-      std::string name = "init_" + std::to_string(info.index);
-      a.label(name + "_raise");
-      a("immed[b2, 0xffffffff]", "no packet");
-      a("immed[a4, 1]", "EventKind::Exception");
-      a("br[@log_event]");
-      (void)name;
-    }
-    for (size_t i = firstLine; i < section.lines.size(); ++i)
-      section.lines[i].owner = static_cast<int>(info.index);
-  }
-  handlerReport.role = roles.empty() ? "no NetPE" : roles;
+    handlerReport.role = roles.empty() ? "no NetPE" : roles;
 
-  // Leaving: to a sink (b1 = the sink), dropped, or an exception logged.
-  a.label("to_sink");
-  if (layout.infoUsed && infoWords) {
+    // Leaving: to a sink (b1 = the sink), dropped, or an exception logged.
     // Info memory goes with the packet: the 64 bytes before its buffer.
-    for (unsigned w = 0; w < infoWords; ++w)
-      a("alu[$$" + std::to_string(w) + ", --, b, *l$index1[" +
-            std::to_string(w) + "]]",
-        w == 0 ? "info memory before the buffer" : "");
-    a("alu[a15, a0, -, " + std::to_string(infoBytes) + "]");
-    a("dram[write, $$0, a15, 0, " + std::to_string(infoWords / 2) +
-      "], ctx_swap[s6]");
-  }
-  a("alu[$0, --, b, a0]");
-  a("alu[$1, --, b, b0]");
-  a("alu[$2, --, b, a1]");
-  if (L.multi && !fanOut)
-    a("alu[$3, b1, or, " + hex(Layout::lastEntry) + "]",
-      "the sink, the packet's last entry");
-  else
-    a("alu[$3, --, b, b1]", "the sink: its transmit port");
-  a("alu[$4, --, b, b2]", "tag");
-  std::string txRingOperand = replicaRing(a, Layout::txRing0);
-  std::string held = "*l$index0[" + std::to_string(heldWord) + "]";
-  // The transmit entry in $0.. onto `ring`, the transmit token taken first
-  // unless the packet holds it already.
-  auto heldPut = [&](const std::string &ring, const std::string &label) {
-    a("alu[--, --, b, " + held + "]");
-    a("bne[@" + label + "]");
-    a("ctx_arb[s2]", "transmit token, held for the packet's copies");
-    a("alu[" + held + ", --, b, 1]");
-    a.label(label);
-    a("scratch[put, $0, " + ring + ", 0, " + std::to_string(entryWords) +
-      "], ctx_swap[s5]");
-  };
-  if (fanOut) {
-    // The packet takes the transmit token at its first output and keeps
-    // it until its last copy is done, so that every sink sees the packets
-    // in order.
-    heldPut(txRingOperand, "put_held");
-    a("br[@packet_end]");
-  } else {
-    a.orderedPut(txRingOperand, "s5", "transmit token");
-    passState();
-    a("br[@work_loop]");
-  }
-  if (anyUnconnected) {
-    a.label("unconnected");
-    a("immed[a4, 3]", "EventKind::Unconnected");
-    a("br[@log_event]");
-  }
-  a.label("raise");
-  a("immed[a4, 1]", "EventKind::Exception");
-  // log_event: [tag b2, kind a4, pe | kind << 16 in a15, location b15].
-  a.label("log_event");
-  a("immed[$0, 1]");
-  a("immed[a3, " + hex(eventCountAddress) + "]");
-  a("sram[test_and_add, $0, a3, 0, 1], ctx_swap[s6]", "count the event");
-  a("immed[b3, " + std::to_string(eventCapacity) + "]");
-  a("alu[--, $0, -, b3]");
-  a("bcc[@event_done]", "the log is full: the count says so");
-  a("alu_shf[a3, --, b, $0, <<4]", "4 words an event");
-  a("immed[b3, " + hex(eventLogAddress) + "]");
-  a("alu[a3, a3, +, b3]");
-  a("alu[$0, --, b, b2]");
-  a("alu[$1, --, b, a4]");
-  a("alu[$2, --, b, a15]");
-  a("alu[$3, --, b, b15]");
-  a("sram[write, $0, a3, 0, 4], ctx_swap[s6]");
-  a.label("event_done");
-  if (!inits.empty()) {
-    a("alu[--, b2, +, 1]", "an event of an init handler?");
-    a("bne[@drop]");
-  }
-  // An event of an init handler: back to the next one.
-  for (auto &[info, name] : inits) {
-    a("alu[b3, a15, and, 0xffff]", "the NetPE of the event");
-    a("alu[--, b3, -, " + std::to_string(info->index) + "]");
-    a("beq[@" + name + "_done]");
-  }
-  if (!inits.empty())
-    a("br[@start_tokens]");
-  a.label("drop");
-  a("alu[$0, --, b, a0]");
-  if (L.multi) {
-    // A buffer of the free ring goes back through the transmit ME, in
-    // packet order (Layout::freeOnly).
+    auto infoOut = [&] {
+      if (!layout.infoUsed || !infoWords)
+        return;
+      for (unsigned w = 0; w < infoWords; ++w)
+        a("alu[$$" + std::to_string(w) + ", --, b, *l$index1[" +
+              std::to_string(w) + "]]",
+          w == 0 ? "info memory before the buffer" : "");
+      a("alu[a15, a0, -, " + std::to_string(infoBytes) + "]");
+      a("dram[write, $$0, a15, 0, " + std::to_string(infoWords / 2) +
+        "], ctx_swap[s6]");
+    };
+    // A pipeline: the entry in $0.. onto the ring after this stage, in
+    // packet order: the put token among this ME's contexts, or with
+    // replicas the packet's number against the stage's next-out word.
+    std::string number = "*l$index0[" + std::to_string(numberWord) + "]";
+    unsigned puts = 0;
+    auto putNext = [&] {
+      if (mes == 1) {
+        a.orderedPut(nextRing, "s5", "in packet order", workWords);
+        return;
+      }
+      std::string l = "put_next" + std::to_string(puts++);
+      std::string word = hex(Layout::nextOut0 + 4 * st);
+      a.label(l + "_wait");
+      a("scratch[read, $8, " + word + ", 0, 1], ctx_swap[s5]",
+        "the number of the stage's next packet out");
+      a("alu[a15, --, b, " + number + "]");
+      a("alu[--, a15, -, $8]");
+      a("beq[@" + l + "]");
+      a("ctx_arb[voluntary]", "an earlier packet first");
+      a("br[@" + l + "_wait]");
+      a.label(l);
+      a("scratch[put, $0, " + nextRing + ", 0, " + std::to_string(workWords) +
+        "], ctx_swap[s5]");
+      a("immed[$8, 0x10000]");
+      a("scratch[add, $8, " + word + ", 0, 1], ctx_swap[s5]",
+        "the next packet's turn");
+    };
+    // A pipeline's entry from $3 on: the packet's number | `status` (a15
+    // holds other bits to or in when `withA15`), the tag, the arrival time.
+    auto stagedEntry = [&](uint32_t status, bool withA15, bool times) {
+      if (withA15)
+        a("alu[a15, a15, or, " + number + "]");
+      else
+        a("alu[a15, --, b, " + number + "]", "the packet's number");
+      a("alu[$3, a15, or, " + hex(status) + "]");
+      a("alu[$4, --, b, b2]", "tag");
+      if (workWords > entryWords) {
+        if (times) {
+          a("alu[$5, --, b, *l$index0[" + std::to_string(timeWord) + "]]",
+            "arrival time");
+          a("alu[$6, --, b, *l$index0[" + std::to_string(timeWord + 1) + "]]");
+        } else {
+          a("immed[$5, 0]");
+          a("immed[$6, 0]");
+        }
+      }
+      putNext();
+      a("br[@work_loop]");
+    };
+    a.label("to_sink");
+    // In a pipeline the packet's state accesses are over when it leaves
+    // its NetPEs: the next packet may start its own while this one's info
+    // memory and entry are written.
+    if (L.staged)
+      passState();
+    infoOut();
+    a("alu[$0, --, b, a0]");
+    a("alu[$1, --, b, b0]");
+    a("alu[$2, --, b, a1]");
+    if (L.staged) {
+      a("alu[a15, --, b, b1]", "the sink");
+      stagedEntry(Layout::finalEntry, true, false);
+    } else if (L.multi && !fanOut)
+      a("alu[$3, b1, or, " + hex(Layout::lastEntry) + "]",
+        "the sink, the packet's last entry");
+    else
+      a("alu[$3, --, b, b1]", "the sink: its transmit port");
+    a("alu[$4, --, b, b2]", "tag");
+    std::string txRingOperand = replicaRing(a, Layout::txRing0);
+    std::string held = "*l$index0[" + std::to_string(heldWord) + "]";
+    // The transmit entry in $0.. onto `ring`, the transmit token taken first
+    // unless the packet holds it already.
+    auto heldPut = [&](const std::string &ring, const std::string &label) {
+      a("alu[--, --, b, " + held + "]");
+      a("bne[@" + label + "]");
+      a("ctx_arb[s2]", "transmit token, held for the packet's copies");
+      a("alu[" + held + ", --, b, 1]");
+      a.label(label);
+      a("scratch[put, $0, " + ring + ", 0, " + std::to_string(entryWords) +
+        "], ctx_swap[s5]");
+    };
     if (fanOut) {
-      a("immed[b15, " + hex(pool.copyPoolBase()) + "]");
-      a("alu[--, a0, -, b15]");
-      a("bcc[@drop_copy]", "a buffer of the copy pool");
-    }
-    a("immed[$1, 0]");
-    a("immed[$2, 0]");
-    a("immed[$3, " + hex(Layout::freeOnly | (fanOut ? 0 : Layout::lastEntry)) +
-          "]",
-      "only free the buffer");
-    a("alu[$4, --, b, b2]");
-    std::string ring = replicaRing(a, Layout::txRing0);
-    if (fanOut) {
-      heldPut(ring, "drop_held");
+      // The packet takes the transmit token at its first output and keeps
+      // it until its last copy is done, so that every sink sees the packets
+      // in order.
+      heldPut(txRingOperand, "put_held");
       a("br[@packet_end]");
-      a.label("drop_copy");
-      a("scratch[put, $0, " + std::to_string(copyRing) +
-        ", 0, 1], ctx_swap[s5]");
     } else {
-      a.orderedPut(ring, "s5", "transmit token");
+      a.orderedPut(txRingOperand, "s5", "transmit token");
       passState();
       a("br[@work_loop]");
     }
-  }
-  if (fanOut) {
-    if (!L.multi)
-      freeBuffer(a, pool, copyBuffers, "drop_free", "s5", "packet_end");
-    // The end of a copy's path: the parked copies of the most downstream
-    // port first, then the transmit token moves on.
-    a.label("packet_end");
-    std::vector<const FanOut *> byOrder;
-    for (const FanOut &f : fanOuts)
-      byOrder.push_back(&f);
-    llvm::sort(byOrder, [](const FanOut *x, const FanOut *y) {
-      return x->order != y->order ? x->order > y->order
-                                  : x->firstSlot < y->firstSlot;
-    });
-    for (const FanOut *f : byOrder)
-      for (size_t i = 1; i < f->dests.size(); ++i) {
-        unsigned slot = f->firstSlot + i - 1;
-        a("alu[--, --, b, *l$index0[" + std::to_string(slotWord(slot)) + "]]");
-        a("bne[@resume" + std::to_string(slot) + "]");
-      }
-    a("alu[--, --, b, " + held + "]");
-    a("bne[@packet_pass]");
-    a("ctx_arb[s2]", "keep the transmit token moving");
-    a.label("packet_pass");
-    if (L.multi) {
-      a("immed[$0, " + hex(Layout::endOfPacket) + "]",
-        "the end of the packet's entries");
-      for (unsigned w = 1; w < entryWords; ++w)
-        a("immed[$" + std::to_string(w) + ", 0]");
-      std::string ring = replicaRing(a, Layout::txRing0);
-      a("scratch[put, $0, " + ring + ", 0, " + std::to_string(entryWords) +
-        "], ctx_swap[s5]");
+    if (anyUnconnected) {
+      a.label("unconnected");
+      a("immed[a4, 3]", "EventKind::Unconnected");
+      a("br[@log_event]");
     }
-    a("alu[" + held + ", --, b, 0]");
-    a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
-    passState();
-    a("br[@work_loop]");
-    for (const FanOut *f : byOrder)
-      for (size_t i = 1; i < f->dests.size(); ++i) {
-        unsigned slot = f->firstSlot + i - 1;
-        std::string word = "*l$index0[" + std::to_string(slotWord(slot)) + "]";
-        a.label("resume" + std::to_string(slot));
-        a("alu[a0, --, b, " + word + "]", "a parked copy goes on");
-        a("alu[" + word + ", --, b, 0]");
-        a("immed[b15, " + hex(pool.bytes) + "]");
-        a("alu[a15, a0, +, b15]");
-        a("dram[read, $$0, a15, 0, 1], ctx_swap[s3]", "its length and wire");
-        a("alu[b0, --, b, $$0]");
-        a("alu[a1, --, b, $$1]");
+    a.label("raise");
+    a("immed[a4, 1]", "EventKind::Exception");
+    // log_event: [tag b2, kind a4, pe | kind << 16 in a15, location b15].
+    a.label("log_event");
+    a("immed[$0, 1]");
+    a("immed[a3, " + hex(eventCountAddress) + "]");
+    a("sram[test_and_add, $0, a3, 0, 1], ctx_swap[s6]", "count the event");
+    a("immed[b3, " + std::to_string(eventCapacity) + "]");
+    a("alu[--, $0, -, b3]");
+    a("bcc[@event_done]", "the log is full: the count says so");
+    a("alu_shf[a3, --, b, $0, <<4]", "4 words an event");
+    a("immed[b3, " + hex(eventLogAddress) + "]");
+    a("alu[a3, a3, +, b3]");
+    a("alu[$0, --, b, b2]");
+    a("alu[$1, --, b, a4]");
+    a("alu[$2, --, b, a15]");
+    a("alu[$3, --, b, b15]");
+    a("sram[write, $0, a3, 0, 4], ctx_swap[s6]");
+    a.label("event_done");
+    if (!inits.empty()) {
+      a("alu[--, b2, +, 1]", "an event of an init handler?");
+      a("bne[@drop]");
+    }
+    // An event of an init handler: back to the next one.
+    for (auto &[info, name] : inits) {
+      a("alu[b3, a15, and, 0xffff]", "the NetPE of the event");
+      a("alu[--, b3, -, " + std::to_string(info->index) + "]");
+      a("beq[@" + name + "_done]");
+    }
+    if (!inits.empty())
+      a("br[@start_tokens]");
+    a.label("drop");
+    a("alu[$0, --, b, a0]");
+    if (L.staged) {
+      // Through the later stages to the transmit ME, which frees it.
+      passState();
+      a("immed[$1, 0]");
+      a("immed[$2, 0]");
+      stagedEntry(Layout::finalEntry | Layout::freeOnly, false, false);
+    }
+    if (L.multi) {
+      // A buffer of the free ring goes back through the transmit ME, in
+      // packet order (Layout::freeOnly).
+      if (fanOut) {
+        a("immed[b15, " + hex(pool.copyPoolBase()) + "]");
+        a("alu[--, a0, -, b15]");
+        a("bcc[@drop_copy]", "a buffer of the copy pool");
+      }
+      a("immed[$1, 0]");
+      a("immed[$2, 0]");
+      a("immed[$3, " +
+            hex(Layout::freeOnly | (fanOut ? 0 : Layout::lastEntry)) + "]",
+        "only free the buffer");
+      a("alu[$4, --, b, b2]");
+      std::string ring = replicaRing(a, Layout::txRing0);
+      if (fanOut) {
+        heldPut(ring, "drop_held");
+        a("br[@packet_end]");
+        a.label("drop_copy");
+        a("scratch[put, $0, " + std::to_string(copyRing) +
+          ", 0, 1], ctx_swap[s5]");
+      } else {
+        a.orderedPut(ring, "s5", "transmit token");
+        passState();
+        a("br[@work_loop]");
+      }
+    }
+    if (fanOut) {
+      if (!L.multi)
+        freeBuffer(a, pool, copyBuffers, "drop_free", "s5", "packet_end");
+      // The end of a copy's path: the parked copies of the most downstream
+      // port first, then the transmit token moves on.
+      a.label("packet_end");
+      std::vector<const FanOut *> byOrder;
+      for (const FanOut &f : fanOuts)
+        byOrder.push_back(&f);
+      llvm::sort(byOrder, [](const FanOut *x, const FanOut *y) {
+        return x->order != y->order ? x->order > y->order
+                                    : x->firstSlot < y->firstSlot;
+      });
+      for (const FanOut *f : byOrder)
+        for (size_t i = 1; i < f->dests.size(); ++i) {
+          unsigned slot = f->firstSlot + i - 1;
+          a("alu[--, --, b, *l$index0[" + std::to_string(slotWord(slot)) +
+            "]]");
+          a("bne[@resume" + std::to_string(slot) + "]");
+        }
+      a("alu[--, --, b, " + held + "]");
+      a("bne[@packet_pass]");
+      a("ctx_arb[s2]", "keep the transmit token moving");
+      a.label("packet_pass");
+      if (L.multi) {
+        a("immed[$0, " + hex(Layout::endOfPacket) + "]",
+          "the end of the packet's entries");
+        for (unsigned w = 1; w < entryWords; ++w)
+          a("immed[$" + std::to_string(w) + ", 0]");
+        std::string ring = replicaRing(a, Layout::txRing0);
+        a("scratch[put, $0, " + ring + ", 0, " + std::to_string(entryWords) +
+          "], ctx_swap[s5]");
+      }
+      a("alu[" + held + ", --, b, 0]");
+      a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
+      passState();
+      a("br[@work_loop]");
+      for (const FanOut *f : byOrder)
+        for (size_t i = 1; i < f->dests.size(); ++i) {
+          unsigned slot = f->firstSlot + i - 1;
+          std::string word =
+              "*l$index0[" + std::to_string(slotWord(slot)) + "]";
+          a.label("resume" + std::to_string(slot));
+          a("alu[a0, --, b, " + word + "]", "a parked copy goes on");
+          a("alu[" + word + ", --, b, 0]");
+          a("immed[b15, " + hex(pool.bytes) + "]");
+          a("alu[a15, a0, +, b15]");
+          a("dram[read, $$0, a15, 0, 1], ctx_swap[s3]", "its length and wire");
+          a("alu[b0, --, b, $$0]");
+          a("alu[a1, --, b, $$1]");
+          if (layout.infoUsed && infoWords) {
+            a("alu[a15, a0, -, " + std::to_string(infoBytes) + "]");
+            a("dram[read, $$0, a15, 0, " + std::to_string(infoWords / 2) +
+              "], ctx_swap[s3]");
+            for (unsigned w = 0; w < infoWords; ++w)
+              a("alu[*l$index1[" + std::to_string(w) + "], --, b, $$" +
+                std::to_string(w) + "]");
+          }
+          gotoEndpoint(f->dests[i]);
+        }
+    } else if (!L.multi && !L.staged) {
+      a("scratch[put, $0, " + std::to_string(freeRing) +
+        ", 0, 1], sig_done[s5]");
+      a("ctx_arb[s2]", "keep the transmit token moving");
+      a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
+      a("ctx_arb[s5]");
+      passState();
+      a("br[@work_loop]");
+    }
+    a.label("work_end");
+    a("immed[$0, 0xffffffff]", "end marker");
+    if (L.staged) {
+      // The first context to take the marker passes it on after the
+      // stage's packets (it is numbered after them); it goes back on this
+      // stage's ring with status bit 1, for the next context, which stops.
+      a("br_bset[$3, 1, @work_end_passed]");
+      for (unsigned w = 1; w < workWords; ++w)
+        a(w == 3 ? "alu[$3, --, b, $3]"
+                 : "immed[$" + std::to_string(w) + ", 0]",
+          w == 3 ? "its number" : "");
+      putNext();
+      a("immed[$0, 0xffffffff]");
+      a.label("work_end_passed");
+      for (unsigned w = 1; w < workWords; ++w)
+        a("immed[$" + std::to_string(w) + ", " + (w == 3 ? "3" : "0") + "]");
+      a("scratch[put, $0, " + stageRing + ", 0, " + std::to_string(workWords) +
+        "], ctx_swap[s5]");
+      a("ctx_arb[kill]");
+      // Sends to a later stage: the packet, its info memory and arrival
+      // time onto the next ring, naming the NetPE input.
+      for (unsigned d : forwardsOut) {
+        a.label("forward" + std::to_string(d));
+        passState();
+        infoOut();
+        a("alu[$0, --, b, a0]");
+        a("alu[$1, --, b, b0]");
+        a("alu[$2, --, b, a1]");
+        stagedEntry(d << 8, false, true);
+      }
+      // Packets for a later stage, and transmit entries, go on as they are.
+      if (st > 0) {
+        a.label("pass_on");
+        for (unsigned w = 0; w < workWords; ++w)
+          a("alu[$" + std::to_string(w) + ", --, b, $" + std::to_string(w) +
+            "]");
+        passState();
+        putNext();
+        a("br[@work_loop]");
+      }
+      // A packet from an earlier stage: its info memory, then its NetPE.
+      for (size_t d = 0; d < forwards.size(); ++d) {
+        if (st == 0 || stageOfPE(forwards[d].pe) != st)
+          continue;
+        a.label("forward_in" + std::to_string(d));
         if (layout.infoUsed && infoWords) {
           a("alu[a15, a0, -, " + std::to_string(infoBytes) + "]");
           a("dram[read, $$0, a15, 0, " + std::to_string(infoWords / 2) +
-            "], ctx_swap[s3]");
+                "], ctx_swap[s3]",
+            "its info memory");
           for (unsigned w = 0; w < infoWords; ++w)
             a("alu[*l$index1[" + std::to_string(w) + "], --, b, $$" +
               std::to_string(w) + "]");
         }
-        gotoEndpoint(f->dests[i]);
+        gotoEndpoint(forwards[d]);
       }
-  } else if (!L.multi) {
-    a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], sig_done[s5]");
-    a("ctx_arb[s2]", "keep the transmit token moving");
-    a("local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]");
-    a("ctx_arb[s5]");
-    passState();
-    a("br[@work_loop]");
+    } else if (L.multi) {
+      // The first context to take the marker puts one on the transmit ring
+      // after the replica's packets (for the transmit ME, whose turn may
+      // come here); the marker goes back on the work ring, for the next
+      // context, with status bit 1 saying so.
+      a("br_bset[$3, 1, @work_end_passed]");
+      for (unsigned w = 1; w < entryWords; ++w)
+        a("immed[$" + std::to_string(w) + ", 0]");
+      a.orderedPut(replicaRing(a, Layout::txRing0), "s5",
+                   "the end, after this replica's packets");
+      a("immed[$0, 0xffffffff]");
+      a.label("work_end_passed");
+      unsigned words = timestamps ? timedEntryWords : entryWords;
+      for (unsigned w = 1; w < words; ++w)
+        a("immed[$" + std::to_string(w) + ", " + (w == 3 ? "3" : "0") + "]");
+      std::string ring = replicaRing(a, Layout::workRing0);
+      a("scratch[put, $0, " + ring + ", 0, " + std::to_string(words) +
+        "], ctx_swap[s5]");
+    } else {
+      a.orderedPut(txRing, "s5");
+    }
+    if (!L.staged)
+      a("ctx_arb[kill]");
+    if (!watchdog && handlerReport.spills == 0 && !layout.infoUsed && !fanOut &&
+        !stageStateful && !timestamps && !L.staged)
+      section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
+    removeBranchesToNext(section);
+    handlerReport.instructions = section.lines.size();
+    // Each NetPE's code, on every ME of the section.
+    for (size_t i = 0; i < section.lines.size();) {
+      size_t end = i + 1;
+      while (end < section.lines.size() &&
+             section.lines[end].owner == section.lines[i].owner)
+        ++end;
+      if (section.lines[i].owner >= 0)
+        for (unsigned me = 0; me < 32; ++me)
+          if (section.meMask & (1u << me))
+            layout.codeRanges.push_back({unsigned(section.lines[i].owner), me,
+                                         uint32_t(i), uint32_t(end)});
+      i = end;
+    }
+    program.code.push_back(std::move(section));
+    // One report line per ME of the section.
+    for (unsigned k = 0; k < mes; ++k) {
+      handlerReport.me = firstME + k;
+      stageReports.push_back(handlerReport);
+    }
   }
-  a.label("work_end");
-  a("immed[$0, 0xffffffff]", "end marker");
-  if (L.multi) {
-    // The first context to take the marker puts one on the transmit ring
-    // after the replica's packets (for the transmit ME, whose turn may
-    // come here); the marker goes back on the work ring, for the next
-    // context, with status bit 1 saying so.
-    a("br_bset[$3, 1, @work_end_passed]");
-    for (unsigned w = 1; w < entryWords; ++w)
-      a("immed[$" + std::to_string(w) + ", 0]");
-    a.orderedPut(replicaRing(a, Layout::txRing0), "s5",
-                 "the end, after this replica's packets");
-    a("immed[$0, 0xffffffff]");
-    a.label("work_end_passed");
-    unsigned words = timestamps ? timedEntryWords : entryWords;
-    for (unsigned w = 1; w < words; ++w)
-      a("immed[$" + std::to_string(w) + ", " + (w == 3 ? "3" : "0") + "]");
-    std::string ring = replicaRing(a, Layout::workRing0);
-    a("scratch[put, $0, " + ring + ", 0, " + std::to_string(words) +
-      "], ctx_swap[s5]");
-  } else {
-    a.orderedPut(txRing, "s5");
-  }
-  a("ctx_arb[kill]");
-  if (!watchdog && handlerReport.spills == 0 && !layout.infoUsed && !fanOut &&
-      !stateful && !timestamps)
-    section.lines.erase(section.lines.begin(), section.lines.begin() + 4);
-  removeBranchesToNext(section);
-  handlerReport.instructions = section.lines.size();
-  // Each NetPE's code, on every ME of the section.
-  for (size_t i = 0; i < section.lines.size();) {
-    size_t end = i + 1;
-    while (end < section.lines.size() &&
-           section.lines[end].owner == section.lines[i].owner)
-      ++end;
-    if (section.lines[i].owner >= 0)
-      for (unsigned me = 0; me < 32; ++me)
-        if (section.meMask & (1u << me))
-          layout.codeRanges.push_back({unsigned(section.lines[i].owner), me,
-                                       uint32_t(i), uint32_t(end)});
-    i = end;
-  }
-  program.code.push_back(std::move(section));
 
   if (L.multi) {
     orderedTransmitStage(program, L, pool, copyBuffers);
     removeBranchesToNext(program.code.back());
+  } else if (L.staged) {
+    transmitStage(program, pool, 0, L.txME(), Layout::stagedTxRing, workWords);
   } else {
     transmitStage(program, pool, copyBuffers);
   }
@@ -1815,23 +2281,17 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
   rx.instructions = program.code[0].lines.size();
   tx.me = txME;
   tx.role = "transmit";
-  tx.instructions = program.code[2].lines.size();
+  tx.instructions = program.code.back().lines.size();
   rx.controlStore = tx.controlStore = options.machine.controlStore;
-  result.report = {rx, handlerReport, tx};
-  if (L.multi) {
-    // One line per ME.
-    result.report.clear();
-    for (unsigned me = 0; me < L.rx; ++me) {
-      rx.me = me;
-      result.report.push_back(rx);
-    }
-    for (unsigned k = 0; k < L.replicas; ++k) {
-      handlerReport.me = L.firstReplica() + k;
-      result.report.push_back(handlerReport);
-    }
-    tx.me = L.txME();
-    result.report.push_back(tx);
+  // One line per ME.
+  for (unsigned me = 0; me < L.rx; ++me) {
+    rx.me = me;
+    result.report.push_back(rx);
   }
+  for (const MEReport &r : stageReports)
+    result.report.push_back(r);
+  tx.me = L.multi || L.staged ? L.txME() : txME;
+  result.report.push_back(tx);
 
   std::string error;
   if (!program.encode(result.image, error))
