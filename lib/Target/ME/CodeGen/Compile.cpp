@@ -1312,11 +1312,25 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       }
     // Shared memory is reached in packet order by one ME (its state token,
     // or the order of atomic adds against the packets' reads): the NetPEs
-    // that declare it stay in one stage.
+    // that declare it or reach it (an operation on the shared space, as a
+    // NetPE may without declaring a size) stay in one stage.
+    auto reachesShared = [](PEOp pe) {
+      if (pe.getSharedmemSize())
+        return true;
+      return pe
+          ->walk([](Operation *op) {
+            for (NamedAttribute attr : op->getAttrs())
+              if (auto space = dyn_cast<MemSpaceAttr>(attr.getValue()))
+                if (space.getValue() == MemSpace::Shared)
+                  return WalkResult::interrupt();
+            return WalkResult::advance();
+          })
+          .wasInterrupted();
+    };
     std::set<unsigned> sharedStages;
     std::string sharers;
     for (PEInfo &info : pes)
-      if (info.pe.getSharedmemSize()) {
+      if (reachesShared(info.pe)) {
         sharedStages.insert(peStage[info.index]);
         sharers +=
             (sharers.empty() ? "'" : ", '") + info.pe.getSymName().str() + "'";
