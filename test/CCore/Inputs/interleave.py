@@ -1,18 +1,9 @@
 #!/usr/bin/env python3
 """interleave.py OUT A B: writes a pcap file of the records of A and B
 taken in turn (then the rest of the longer one)."""
-import struct
 import sys
 
-
-def records(path):
-    data = open(path, "rb").read()
-    at, out = 24, []
-    while at < len(data):
-        caplen = struct.unpack_from("<I", data, at + 8)[0]
-        out.append(data[at:at + 16 + caplen])
-        at += 16 + caplen
-    return data[:24], out
+from pcapfile import records
 
 
 head, a = records(sys.argv[2])

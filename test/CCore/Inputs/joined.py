@@ -9,15 +9,7 @@ counts and whether OUT is exactly that, in order."""
 import struct
 import sys
 
-
-def messages(path):
-    data = open(path, "rb").read()
-    at, out = 24, []
-    while at < len(data):
-        caplen = struct.unpack_from("<I", data, at + 8)[0]
-        out.append(data[at + 16:at + 16 + caplen])
-        at += 16 + caplen
-    return out
+from pcapfile import messages
 
 
 window = int(sys.argv[3])

@@ -6,16 +6,7 @@ subscriber and whether OUT is exactly the expected messages, in order
 import struct
 import sys
 
-
-def messages(path):
-    data = open(path, "rb").read()
-    at, out = 24, []
-    while at < len(data):
-        _, _, caplen, _ = struct.unpack_from("<IIII", data, at)
-        at += 16
-        out.append(data[at:at + caplen])
-        at += caplen
-    return out
+from pcapfile import messages
 
 
 def header(stream, fmt, size):

@@ -4,12 +4,8 @@ flight messages (header, then flightno and price, 32 bits each)."""
 import struct
 import sys
 
-data = open(sys.argv[1], "rb").read()
-at = 24  # the pcap file header
-while at < len(data):
-    _, _, caplen, _ = struct.unpack_from("<IIII", data, at)
-    at += 16
-    message = data[at:at + caplen]
-    at += caplen
+from pcapfile import messages
+
+for message in messages(sys.argv[1]):
     flightno, price = struct.unpack_from(">II", message, 8)
     print(flightno, price)

@@ -9,16 +9,7 @@ import re
 import struct
 import sys
 
-
-def messages(path):
-    data = open(path, "rb").read()
-    at, out = 24, []
-    while at < len(data):
-        _, _, caplen, _ = struct.unpack_from("<IIII", data, at)
-        at += 16
-        out.append(data[at:at + caplen])
-        at += caplen
-    return out
+from pcapfile import messages
 
 
 inputs, outputs = messages(sys.argv[1]), messages(sys.argv[2])
