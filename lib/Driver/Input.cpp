@@ -208,28 +208,66 @@ struct DiagnosticPrinter::Impl {
         : diag.getSeverity() == DiagnosticSeverity::Error ? "error: "
                                                           : "note: ";
     if (loc.getFilename() != "<expression>") {
-      if (loc.getLine() != 0)
+      if (loc.getLine() == 0) {
+        os << loc.getFilename().getValue() << ": " << severity << diag.str()
+           << "\n";
+        return success();
+      }
+      // MLIR's rendering echoes the whole line: keep it for lines a reader
+      // can take in, and show a window around the column of longer ones
+      // (a 40 KB line of garbage would otherwise be printed per error).
+      std::optional<StringRef> line = sourceLine(loc);
+      if (!line || line->size() <= kLongLine)
         return failure();
-      os << loc.getFilename().getValue() << ": " << severity << diag.str()
-         << "\n";
+      os << loc.getFilename().getValue() << ":" << loc.getLine() << ":"
+         << loc.getColumn() << ": " << severity << diag.str() << "\n";
+      printExcerpt(os, "", *line, loc.getColumn());
+      for (Diagnostic &note : diag.getNotes())
+        os << "note: " << note.str() << "\n";
       return success();
     }
     os << tool << ": ";
     if (diag.getSeverity() == DiagnosticSeverity::Warning)
       os << "warning: ";
     os << diag.str() << "\n";
-    if (std::optional<StringRef> line = sourceLine(loc)) {
-      // The caret goes under the character: one space per character (not
-      // per byte) before it.
-      StringRef before = line->take_front(loc.getColumn() - 1);
-      size_t indent =
-          llvm::count_if(before, [](char c) { return (c & 0xC0) != 0x80; });
-      os << "  " << *line << "\n";
-      os << "  " << std::string(indent, ' ') << "^\n";
-    }
+    if (std::optional<StringRef> line = sourceLine(loc))
+      printExcerpt(os, "  ", *line, loc.getColumn());
     for (Diagnostic &note : diag.getNotes())
       os << tool << ": note: " << note.str() << "\n";
     return success();
+  }
+
+  /// Lines longer than this many bytes are shown as a window around the
+  /// column, with "..." where text is left out.
+  static constexpr size_t kLongLine = 160;
+
+  /// `line` and a caret under column `column` (1-based, in bytes), each
+  /// after `indent`. The caret goes under the character: one space per
+  /// character (not per byte), a tab where the line has one.
+  static void printExcerpt(llvm::raw_ostream &os, StringRef indent,
+                           StringRef line, unsigned column) {
+    size_t at = std::min<size_t>(column - 1, line.size());
+    size_t begin = 0, end = line.size();
+    if (line.size() > kLongLine) {
+      begin = at > kLongLine / 2 ? at - kLongLine / 2 : 0;
+      end = std::min(line.size(), begin + kLongLine);
+      // Never cut a UTF-8 character in two.
+      auto isContinuation = [&](size_t i) {
+        return i < line.size() && (line[i] & 0xC0) == 0x80;
+      };
+      while (begin > 0 && isContinuation(begin))
+        --begin;
+      while (isContinuation(end))
+        ++end;
+    }
+    StringRef lead = begin > 0 ? "..." : "";
+    StringRef shown = line.slice(begin, end);
+    std::string caret(lead.size(), ' ');
+    for (char c : line.slice(begin, at))
+      if ((c & 0xC0) != 0x80)
+        caret += c == '\t' ? '\t' : ' ';
+    os << indent << lead << shown << (end < line.size() ? "..." : "") << "\n";
+    os << indent << caret << "^\n";
   }
 
   /// The line of `loc` in the buffer it names, if it has one.

@@ -432,7 +432,10 @@ def test_pcap_filter_link_type_errors():
         netvm.compile("ip", lang="pcap-filter", link_type=1.5)
     # libpcap's messages: a link type netvm does not compile for, and an
     # Ethernet-only primitive on another.
-    with pytest.raises(netvm.CompileError, match="link type DLT 10 is not one"):
+    # Named as libpcap names it; a number libpcap does not know stays one.
+    with pytest.raises(netvm.CompileError, match="link type FDDI is not one"):
         netvm.compile("ip", lang="pcap-filter", link_type=10)
+    with pytest.raises(netvm.CompileError, match="link type DLT 60000 is not"):
+        netvm.compile("ip", lang="pcap-filter", link_type=60000)
     with pytest.raises(netvm.CompileError, match="no VLAN support"):
         netvm.compile("vlan", lang="pcap-filter", link_type="LINUX_SLL")

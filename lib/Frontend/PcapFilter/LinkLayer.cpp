@@ -11,34 +11,17 @@
 
 #include "PcapFilterInternal.h"
 
+#include <pcap/pcap.h>
+
 using namespace mlir;
 using namespace netvm;
 
 namespace netvm::pcapfilter::detail {
 
 std::string linkDescription(int link) {
-  switch (link) {
-  case LINK_NULL:
-    return "BSD loopback";
-  case LINK_EN10MB:
-    return "Ethernet";
-  case LINK_PPP:
-    return "PPP";
-  case LINK_RAW:
-    return "Raw IP";
-  case LINK_LOOP:
-    return "OpenBSD loopback";
-  case LINK_LINUX_SLL:
-    return "Linux cooked v1";
-  case LINK_IPV4:
-    return "Raw IPv4";
-  case LINK_IPV6:
-    return "Raw IPv6";
-  case LINK_LINUX_SLL2:
-    return "Linux cooked v2";
-  default:
-    return "DLT " + std::to_string(link);
-  }
+  // libpcap's own names, so a refusal reads as tcpdump's would (FDDI, not
+  // a number) for every link type libpcap knows.
+  return pcap_datalink_val_to_description_or_dlt(link);
 }
 
 bool Generator::setLinkType(int dlt) {
