@@ -83,8 +83,21 @@ llvm::Error emitFile(llvm::Module &llvmModule, llvm::TargetMachine &tm,
 /// that ran before: a large module gets a short LLVM pipeline (inlining,
 /// SROA, early CSE, CFG simplification, instruction simplification) and
 /// -O0 code generation (docs/native.md, "Compile time").
+/// A module the short pipeline has run on is marked (the
+/// "netvm.large-module" flag), so it stays large after its switches are
+/// rewritten.
 bool isLargeModule(const llvm::Module &llvmModule);
 constexpr unsigned kLargeModuleWeight = 8000;
+
+constexpr unsigned kSearchedSwitchCases = 64;
+/// Rewrite every switch of `module` with at least `minCases` cases as a
+/// branch-free binary search of a sorted constant table of its case
+/// values, then a branch on the entry found (lib/Target/Native/
+/// SwitchTables.cpp). The short pipeline of a large module runs it: code
+/// generation of the compare trees LLVM makes of such switches took most
+/// of a 1,000-term `host` list's compile time.
+void searchLargeSwitches(llvm::Module &module,
+                         unsigned minCases = kSearchedSwitchCases);
 
 /// The object jitCompile linked, and its descriptor's symbol.
 struct JitObject {

@@ -276,6 +276,10 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm;
   lastTimes.largeModule = level > 0 && isLargeModule(module);
+  if (lastTimes.largeModule) {
+    module.addModuleFlag(llvm::Module::Warning, "netvm.large-module", 1);
+    searchLargeSwitches(module);
+  }
   switch (lastTimes.largeModule ? ~0u : level) {
   case ~0u:
     mpm = largeModulePipeline();
@@ -346,6 +350,8 @@ llvm::Error netvm::native::emitFile(llvm::Module &llvmModule,
 }
 
 bool netvm::native::isLargeModule(const llvm::Module &llvmModule) {
+  if (llvmModule.getModuleFlag("netvm.large-module"))
+    return true;
   unsigned weight = 0;
   for (const llvm::Function &f : llvmModule)
     for (const llvm::Instruction &i : llvm::instructions(f)) {
