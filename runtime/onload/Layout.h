@@ -9,6 +9,8 @@
 #ifndef NETVM_ONLOAD_LAYOUT_H
 #define NETVM_ONLOAD_LAYOUT_H
 
+#include "netvm/onload/Session.h"
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,7 +48,8 @@ constexpr uint32_t controlBlocks = 0x140000, controlBlockBytes = 64;
 constexpr uint32_t templateOffset = 16;
 /// A session's transmit templates for other destinations than the
 /// generated traffic's: control blocks after the sockets' (maxSockets).
-constexpr uint32_t destinationBlocks = controlBlocks + 256 * controlBlockBytes;
+constexpr uint32_t destinationBlocks =
+    controlBlocks + maxSockets * controlBlockBytes;
 /// DRAM receive buffers.
 constexpr uint32_t bufferBase = 0x100000, bufferBytes = 2048;
 /// DRAM transmit buffers (after at most 512 receive buffers).
