@@ -210,6 +210,34 @@ def test_errors_are_clear_and_pcap_feeds(tmp_path):
         [bytes([i]) * (10 + i) for i in range(5)] + [None]
 
 
+@pytest.mark.parametrize("design", DESIGNS)
+def test_damaged_frames_are_counted_not_crashes(design):
+    """Runts, an empty frame, ARP, IP options, a UDP length beyond the
+    frame, a cut frame and one longer than the fabric's 2048 bytes: each
+    is refused and counted (at the MEs for the onloader, at the host for
+    the others), and the good ones around them still arrive."""
+    stack = onload.Stack(design)
+    sock = stack.bind(9000)
+    good = onload.udp_frame(("10.0.0.9", 1234), ("10.0.0.2", 9000),
+                            b"x" * 100)
+    options = bytearray(good)
+    options[14] = 0x46
+    too_long = bytearray(good)
+    too_long[38:40] = (2000).to_bytes(2, "big")
+    arp = bytes(12) + b"\x08\x06" + bytes(28)
+    stack.feed([b"", b"\x01" * 10, arp, bytes(options), bytes(too_long), good,
+                b"\xff" * 3000, good[:50], good])
+    got = []
+    while (data := sock.recv()) is not None:
+        got.append(data)
+    assert got == [b"x" * 100] * 2
+    s = stack.stats()
+    where = "me" if design == "onloader" else "host"
+    refused = {k: v for k, v in s["drops"].items() if v}
+    assert refused == {f"{where}_not_udp": 5, f"{where}_malformed": 2}
+    assert s["fed"] == 9 and s["received"] == 2
+
+
 def test_echo_example(tmp_path):
     frames = [onload.udp_frame((f"10.9.0.{1 + i % 3}", 2000 + i),
                                ("10.0.0.2", 7 if i % 4 else 8),
