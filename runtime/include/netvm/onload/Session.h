@@ -96,13 +96,14 @@ public:
 
   /// Sends `length` bytes (at most 1472: no fragmentation) from `socket`
   /// to `dstIp`:`dstPort` through the design's transmit path. The frames
-  /// leave when the sends are flushed: flush(), transmitted() and stats().
+  /// leave when flush() runs the sends (the C API's transmitted_count and
+  /// stats_get flush first).
   bool send(int socket, uint32_t dstIp, uint16_t dstPort, const uint8_t *data,
             size_t length, std::string &error);
-  /// Runs the transmit path over the sends not yet run.
+  /// Runs the receive path over the wire and the transmit path over the
+  /// sends not yet run.
   bool flush(std::string &error);
-  /// The frames that left the fabric, in the order they left (after a
-  /// flush).
+  /// The frames that left the fabric so far, in the order they left.
   const std::vector<std::vector<uint8_t>> &transmitted() const {
     return wireOut;
   }
