@@ -3,9 +3,10 @@
  *
  *   netvm-onload --design=softnic --write-image=softnic.img
  *   cc -std=c99 -Iruntime/include examples/onload/echo.c \
- *      build/runtime/onload/libNetVMOnload.a build/runtime/hostif/libNetVMHostIf.a \
- *      build/runtime/emu/libNetVMEmu.a build/runtime/io/libNetVMPacketIO.a \
- *      -lpcap -lstdc++ -lm -o echo
+ *      build/runtime/onload/libNetVMOnload.a \
+ *      build/runtime/hostif/libNetVMHostIf.a \
+ *      build/runtime/emu/libNetVMEmu.a \
+ *      build/runtime/io/libNetVMPacketIO.a -lpcap -lstdc++ -lm -o echo
  *   ./echo softnic softnic.img in.pcap 7
  *
  * Feeds the frames of the pcap file to a stack of the design, answers
@@ -90,8 +91,7 @@ int main(int argc, char **argv) {
           "%llu refused at the MEs, %llu at the host\n",
           argv[1], echoed, count, (unsigned long long)stats.syscalls,
           (unsigned long long)(stats.drop_me_checksum +
-                               stats.drop_me_no_socket +
-                               stats.drop_me_not_udp),
+                               stats.drop_me_no_socket + stats.drop_me_not_udp),
           (unsigned long long)(stats.drop_host_checksum +
                                stats.drop_host_no_socket +
                                stats.drop_host_not_udp));
