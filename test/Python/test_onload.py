@@ -143,7 +143,7 @@ def test_sent_frames_are_identical_and_correct():
         sends.append((PORTS[i % 2], dst, payload))
     out = {}
     for design in DESIGNS:
-        stack = onload.Stack(design, address="10.0.0.2")
+        stack = onload.Stack(design, address="192.0.2.5")
         socks = {p: stack.bind(p) for p in PORTS[:2]}
         for port, dst, payload in sends:
             socks[port].send(dst, payload)
@@ -151,7 +151,8 @@ def test_sent_frames_are_identical_and_correct():
         assert len(frames) == len(sends)
         fields = sorted((f["src"], f["dst"], f["payload"])
                         for f in map(check_frame, frames))
-        assert fields == sorted((("10.0.0.2", p), d, x) for p, d, x in sends)
+        assert fields == sorted((("192.0.2.5", p), d, x)
+                                for p, d, x in sends)
         s = stack.stats()
         assert s["sent"] == s["transmitted"] == len(sends)
         assert s["transmit_mismatches"] == 0
