@@ -826,6 +826,7 @@ static std::string diagnosticRepr(const Diagnostic &d) {
 
 namespace netvm::python {
 void bindEmulator(nb::module_ &m); // Emulator.cpp
+void bindOnload(nb::module_ &m);   // Onload.cpp
 #ifdef NETVM_HAVE_CCORE
 void bindCCore(nb::module_ &m); // CCore.cpp
 #endif
@@ -834,6 +835,7 @@ void bindCCore(nb::module_ &m); // CCore.cpp
 NB_MODULE(_netvm, m) {
   m.doc() = "The native part of the netvm package (see netvm.__doc__).";
   netvm::python::bindEmulator(m);
+  netvm::python::bindOnload(m);
 #ifdef NETVM_HAVE_CCORE
   netvm::python::bindCCore(m);
 #endif

@@ -9,7 +9,10 @@
 #ifndef NETVM_ONLOAD_LAYOUT_H
 #define NETVM_ONLOAD_LAYOUT_H
 
+#include "netvm/onload/Session.h"
+
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,8 +22,11 @@ namespace netvm::onload {
 constexpr unsigned freeRing = 0, toHostRing = 4;
 constexpr uint32_t freeRingAddress = 0x0, freeRingWords = 512;
 constexpr uint32_t toHostAddress = 0x1000,
-                   toHostWords = 1024; // 204 entries of 5 words
-constexpr unsigned entryWords = 5;
+                   toHostWords = 1024; // 170 entries of 6 words
+/// [buffer, length, info, rx stamp, done stamp, packet number]; info is
+/// refusedInfo for a frame the MEs refused (its buffer comes back).
+constexpr unsigned entryWords = 6;
+constexpr uint32_t refusedInfo = 0xfffffffe;
 /// Transmit: [buffer, frame length, flags, control block] to the MEs, the
 /// buffers back.
 constexpr unsigned fromHostRing = 5, txDoneRing = 6;
@@ -40,6 +46,10 @@ constexpr uint32_t statNotUdp = 0, statFragment = 4, statChecksum = 8,
 constexpr uint32_t portTable = 0x100000;
 constexpr uint32_t controlBlocks = 0x140000, controlBlockBytes = 64;
 constexpr uint32_t templateOffset = 16;
+/// A session's transmit templates for other destinations than the
+/// generated traffic's: control blocks after the sockets' (maxSockets).
+constexpr uint32_t destinationBlocks =
+    controlBlocks + maxSockets * controlBlockBytes;
 /// DRAM receive buffers.
 constexpr uint32_t bufferBase = 0x100000, bufferBytes = 2048;
 /// DRAM transmit buffers (after at most 512 receive buffers).
@@ -55,6 +65,40 @@ namespace netvm::onload {
 /// per bound port into SRAM, before the run.
 bool setUpSockets(me::Emulator &emulator, const std::vector<uint16_t> &ports,
                   std::string &error);
+
+/// Writes the control block of socket `socket` at `block` in SRAM, with
+/// the transmit header template of `header` (its addresses and ports).
+bool writeControlBlock(me::Emulator &emulator, uint32_t block, unsigned socket,
+                       const Datagram &header, std::string &error);
+
+/// What a Session (Session.cpp) hooks into a run in place of the modelled
+/// application: the recv() and send() calls and their costs are the
+/// session's; the runs charge the rest of the host's work.
+struct SessionHooks {
+  /// Receive: a datagram reached the socket bound to `port`.
+  std::function<void(uint16_t port, uint32_t srcIp, uint16_t srcPort,
+                     const uint8_t *payload, uint32_t length)>
+      deliver;
+  /// Transmit: the control block each datagram's header comes from
+  /// (onloader), and the blocks to write before the run.
+  std::vector<uint32_t> blocks;
+  std::vector<std::pair<uint32_t, std::pair<unsigned, Datagram>>> templates;
+  /// Transmit: a frame left the fabric (datagram `seq`, or UINT32_MAX if
+  /// its buffer held none).
+  std::function<void(uint32_t seq, const uint8_t *bytes, size_t length)>
+      transmitted;
+  /// Emulated cycles after which a run is stopped as stuck (0: none).
+  uint64_t maxCycles = 0;
+};
+
+/// runReceive and runTransmit with a session's hooks (null: the modelled
+/// application).
+bool receiveRun(const OnloadConfig &config, const me::Image &image,
+                const Traffic &traffic, const SessionHooks *hooks,
+                OnloadResult &result, std::string &error);
+bool transmitRun(const OnloadConfig &config, const me::Image &image,
+                 const Traffic &traffic, const SessionHooks *hooks,
+                 OnloadResult &result, std::string &error);
 
 /// Counts datagram `seq` (whose checks passed) as delivered unless it was
 /// already; false for a duplicate (counted).

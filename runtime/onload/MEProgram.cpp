@@ -2,12 +2,14 @@
 //
 // Hand-written ME assembly, composed per design: every context of the
 // receiving MEs takes a DRAM buffer from FREE_RING, receives a frame into
-// it, does its design's part of the stack and puts a five-word entry
-// [buffer, length, info, rx stamp, done stamp] on TO_HOST for the
-// interface's NP side. softnic and onloader check the IPv4/UDP headers and
-// verify the UDP checksum (pseudo-header included) over the frame in DRAM;
+// it, does its design's part of the stack and puts a six-word entry
+// [buffer, length, info, rx stamp, done stamp, packet number] on TO_HOST
+// for the interface's NP side. softnic and onloader check the IPv4/UDP headers
+// and verify the UDP checksum (pseudo-header included) over the frame in DRAM;
 // onloader also looks up the destination port's control block in SRAM.
-// Refused frames go back to FREE_RING and are counted in scratch.
+// Refused frames are counted in scratch and handed over as refused, so
+// that the NP side can keep the input's order (it gives their buffers
+// back to FREE_RING).
 // docs/onload.md ("The ME side") describes the layout.
 //
 //===----------------------------------------------------------------------===//
@@ -22,7 +24,7 @@ namespace netvm::onload {
 // Registers (per context): a0 buffer, a1 frame length, a2 sum, a3 word,
 // a4 address, a5 bytes left, a6 scratch, a7 info; b0 0xffff, b1 scratch,
 // b2 words left in the chunk, b3 UDP length, b4 what the sum takes back,
-// b5 destination port.
+// b5 destination port, b6 rx stamp, b7 the packet's number in the input.
 //
 // The receive checks: IPv4 without options, UDP, not a fragment, a UDP
 // length that fits the frame; a zero checksum field means none.
@@ -125,6 +127,7 @@ rx_loop:
     msf[rx, $0, a0, 0, 4], ctx_swap[s2]
     br_bset[$2, 0, rx_end]
     alu[a1, --, b, $0]
+    alu[b7, --, b, $3]
     local_csr_rd[b6, timestamp_low]
     immed[a7, 0]
 )";
@@ -146,13 +149,14 @@ to_host:
     alu[$3, --, b, b6]
     local_csr_rd[b1, timestamp_low]
     alu[$4, --, b, b1]
-    scratch[put, $0, TO_HOST, 0, 5], ctx_swap[s1]
+    alu[$5, --, b, b7]
+    scratch[put, $0, TO_HOST, 0, 6], ctx_swap[s1]
     br[rx_loop]
 )";
-  // A frame the MEs refuse: count it, give the buffer back.
+  // A frame the MEs refuse: count it, hand it over as refused.
   auto refuse = [&](const char *label, unsigned counter) {
     os << label << ":\n    scratch[incr, --, STATS, " << counter
-       << "]\n    br[give_back]\n";
+       << "]\n    immed[a7, " << refusedInfo << "]\n    br[to_host]\n";
   };
   if (design == Design::SoftNic) {
     // softnic hands what it cannot verify to the host's stack.
@@ -167,17 +171,14 @@ to_host:
     refuse("malformed", statMalformed);
   }
   os << R"(
-give_back:
-    alu[$0, --, b, a0]
-    scratch[put, $0, FREE_RING, 0, 1], ctx_swap[s1]
-    br[rx_loop]
 rx_end:
     immed[$0, 0xffffffff]
     immed[$1, 0]
     immed[$2, 0]
     immed[$3, 0]
     immed[$4, 0]
-    scratch[put, $0, TO_HOST, 0, 5], ctx_swap[s1]
+    immed[$5, 0]
+    scratch[put, $0, TO_HOST, 0, 6], ctx_swap[s1]
     ctx_arb[kill]
 )";
 }

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <optional>
 
 namespace netvm::onload {
 
@@ -107,8 +108,8 @@ struct Transfer {
 class Receiver {
 public:
   Receiver(const OnloadConfig &config, const Traffic &traffic,
-           OnloadResult &result)
-      : config(config), traffic(traffic), result(result),
+           const SessionHooks *hooks, OnloadResult &result)
+      : config(config), traffic(traffic), hooks(hooks), result(result),
         dma(config.dma, config.features.pipelinedDma) {
     unsigned rings =
         config.design == Design::Onloader ? traffic.boundPorts.size() : 1;
@@ -130,11 +131,13 @@ private:
   void start(netvm_emu_host *host);
   void land(netvm_emu_host *host, uint64_t now);
   void take(netvm_emu_host *host, uint64_t now);
+  void accept(netvm_emu_host *host, Entry e);
   void schedule(uint64_t now);
   void hostWork(netvm_emu_host *host, uint64_t now);
   uint64_t drain(UpRing &ring, unsigned index, uint64_t at);
   void deliver(const uint8_t *payload, uint32_t length, uint16_t port,
-               Track track, uint64_t at);
+               uint32_t srcIp, uint16_t srcPort, Track track, uint64_t at);
+  void account(Track track, uint64_t at);
   bool refused(InputVerdict verdict);
   uint64_t charge(double cycles) {
     uint64_t c = uint64_t(std::llround(cycles));
@@ -150,14 +153,20 @@ private:
 
   const OnloadConfig &config;
   const Traffic &traffic;
+  const SessionHooks *hooks; // null: the modelled application
   OnloadResult &result;
   DmaEngine dma;
   std::vector<UpRing> up;
   std::map<uint16_t, unsigned> sockets;
   std::vector<bool> seen;
-  std::deque<Entry> pending;      // NP side, waiting for a DMA
-  std::deque<Entry> device;       // emu-nic: the device's receive queue
-  std::vector<Transfer> inFlight; // DMAs
+  std::deque<Entry> pending; // NP side, waiting for a DMA
+  std::deque<Entry> device;  // emu-nic: the device's receive queue
+  /// A session: entries by packet number until their predecessors are
+  /// taken, so that every socket sees the input's order (16 contexts
+  /// finish frames out of order); refused frames are placeholders.
+  std::map<uint32_t, std::optional<Entry>> reorder;
+  uint32_t nextNumber = 0;
+  std::vector<Transfer> inFlight;                               // DMAs
   std::multimap<uint64_t, std::pair<unsigned, uint32_t>> heads; // PIO HEADs
   bool started = false;
   unsigned markers = 0;
@@ -200,7 +209,16 @@ bool Receiver::refused(InputVerdict verdict) {
 }
 
 void Receiver::deliver(const uint8_t *payload, uint32_t length, uint16_t port,
-                       Track track, uint64_t at) {
+                       uint32_t srcIp, uint16_t srcPort, Track track,
+                       uint64_t at) {
+  if (hooks) {
+    // A session: the datagram goes to the program's socket queue.
+    hooks->deliver(port, srcIp, srcPort, payload, length);
+    ++result.delivered;
+    result.deliveredBytes += length;
+    account(track, at);
+    return;
+  }
   // The application checks what it received against what was sent.
   uint32_t seq = length >= 4
                      ? uint32_t(payload[0]) << 24 | uint32_t(payload[1]) << 16 |
@@ -219,6 +237,10 @@ void Receiver::deliver(const uint8_t *payload, uint32_t length, uint16_t port,
   }
   if (!countDelivery(result, seen, seq, length))
     return;
+  account(track, at);
+}
+
+void Receiver::account(Track track, uint64_t at) {
   result.lastDelivery = std::max(result.lastDelivery, at);
   if (track.rx && (!result.firstArrival || track.rx < result.firstArrival))
     result.firstArrival = track.rx;
@@ -290,6 +312,13 @@ void Receiver::take(netvm_emu_host *host, uint64_t now) {
       ++markers;
       continue;
     }
+    if (w[2] == refusedInfo) {
+      // Refused and counted by the MEs: the buffer goes back.
+      netvm_emu_host_ring_put(host, freeRing, &w[0], 1);
+      if (hooks)
+        reorder.emplace(w[5], std::nullopt);
+      continue;
+    }
     Entry e;
     e.buffer = w[0];
     e.length = w[1];
@@ -301,33 +330,47 @@ void Receiver::take(netvm_emu_host *host, uint64_t now) {
     e.bytes.resize(e.length);
     netvm_emu_host_read(host, NETVM_EMU_DRAM, e.buffer, e.bytes.data(),
                         e.length);
-    if (config.design == Design::EmuNic) {
-      device.push_back(std::move(e));
-      continue;
-    }
-    if (config.design == Design::Onloader) {
-      // The ME found the socket; the payload goes to its queue in user
-      // memory, with the sender's address in front (12 bytes).
-      ParsedDatagram p;
-      if (refused(parseInput(e.bytes.data(), e.length, false, p)) ||
-          e.info >= up.size()) {
-        ++result.corrupted; // the ME let through what it should not have
-        netvm_emu_host_ring_put(host, freeRing, &e.buffer, 1);
-        continue;
-      }
-      e.ring = e.info;
-      e.payload.resize(12 + p.payloadLength);
-      uint32_t meta[3] = {p.srcIp, uint32_t(p.srcPort) << 16 | p.dstPort,
-                          p.payloadLength};
-      for (int i = 0; i < 3; ++i)
-        for (int b = 0; b < 4; ++b)
-          e.payload[i * 4 + b] = uint8_t(meta[i] >> (24 - 8 * b));
-      std::copy(p.payload, p.payload + p.payloadLength, e.payload.begin() + 12);
-    } else {
-      e.payload = e.bytes;
-    }
-    pending.push_back(std::move(e));
+    if (hooks)
+      reorder.emplace(w[5], std::move(e));
+    else
+      accept(host, std::move(e));
   }
+  // A session's lossless wire numbers every frame: release them in order.
+  while (!reorder.empty() && reorder.begin()->first == nextNumber) {
+    if (reorder.begin()->second)
+      accept(host, std::move(*reorder.begin()->second));
+    reorder.erase(reorder.begin());
+    ++nextNumber;
+  }
+}
+
+void Receiver::accept(netvm_emu_host *host, Entry e) {
+  if (config.design == Design::EmuNic) {
+    device.push_back(std::move(e));
+    return;
+  }
+  if (config.design == Design::Onloader) {
+    // The ME found the socket; the payload goes to its queue in user
+    // memory, with the sender's address in front (12 bytes).
+    ParsedDatagram p;
+    if (refused(parseInput(e.bytes.data(), e.length, false, p)) ||
+        e.info >= up.size()) {
+      ++result.corrupted; // the ME let through what it should not have
+      netvm_emu_host_ring_put(host, freeRing, &e.buffer, 1);
+      return;
+    }
+    e.ring = e.info;
+    e.payload.resize(12 + p.payloadLength);
+    uint32_t meta[3] = {p.srcIp, uint32_t(p.srcPort) << 16 | p.dstPort,
+                        p.payloadLength};
+    for (int i = 0; i < 3; ++i)
+      for (int b = 0; b < 4; ++b)
+        e.payload[i * 4 + b] = uint8_t(meta[i] >> (24 - 8 * b));
+    std::copy(p.payload, p.payload + p.payloadLength, e.payload.begin() + 12);
+  } else {
+    e.payload = e.bytes;
+  }
+  pending.push_back(std::move(e));
 }
 
 void Receiver::schedule(uint64_t now) {
@@ -403,7 +446,7 @@ uint64_t Receiver::drain(UpRing &ring, unsigned index, uint64_t at) {
     any = true;
     if (config.design == Design::Raw) {
       at += charge(c.poll);
-      deliver(bytes + 42, m.length - 42, 0, track, at);
+      deliver(bytes + 42, m.length - 42, 0, 0, 0, track, at);
     } else if (config.design == Design::SoftNic) {
       // The unmodified stack: protocol input, the checksum unless the MEs
       // verified it, then recv() copies the payload to the user.
@@ -419,20 +462,28 @@ uint64_t Receiver::drain(UpRing &ring, unsigned index, uint64_t at) {
       if (v == InputVerdict::Ok && socket == sockets.end()) {
         ++result.drops.hostNoSocket;
       } else if (!refused(v)) {
-        at += charge(c.syscall + c.copyPerByte * p.payloadLength);
-        ++result.host.syscalls;
-        result.host.copiedBytes += p.payloadLength;
-        deliver(p.payload, p.payloadLength, p.dstPort, track, at);
+        if (!hooks) { // a session charges its recv() calls itself
+          at += charge(c.syscall + c.copyPerByte * p.payloadLength);
+          ++result.host.syscalls;
+          result.host.copiedBytes += p.payloadLength;
+        }
+        deliver(p.payload, p.payloadLength, p.dstPort, p.srcIp, p.srcPort,
+                track, at);
       }
     } else { // onloader: recv() hands out the payload in place
-      at += charge(c.syscall +
-                   (config.cacheMappings ? c.mapCached : c.mapBuffer));
-      ++result.host.syscalls;
-      ++result.host.mappings;
-      result.host.mappingHits += config.cacheMappings;
+      if (!hooks) {
+        at += charge(c.syscall +
+                     (config.cacheMappings ? c.mapCached : c.mapBuffer));
+        ++result.host.syscalls;
+        ++result.host.mappings;
+        result.host.mappingHits += config.cacheMappings;
+      }
+      uint32_t src = uint32_t(bytes[0]) << 24 | uint32_t(bytes[1]) << 16 |
+                     uint32_t(bytes[2]) << 8 | bytes[3];
       uint32_t ports = uint32_t(bytes[4]) << 24 | uint32_t(bytes[5]) << 16 |
                        uint32_t(bytes[6]) << 8 | bytes[7];
-      deliver(bytes + 12, m.length - 12, uint16_t(ports), track, at);
+      deliver(bytes + 12, m.length - 12, uint16_t(ports), src,
+              uint16_t(ports >> 16), track, at);
       (void)index;
     }
     ring.consumer.consume(m);
@@ -476,11 +527,15 @@ void Receiver::hostWork(netvm_emu_host *host, uint64_t now) {
     if (v == InputVerdict::Ok && socket == sockets.end()) {
       ++result.drops.hostNoSocket;
     } else if (!refused(v)) {
-      at += charge(c.wakeup + c.syscall + c.copyPerByte * p.payloadLength);
+      at += charge(c.wakeup);
       ++result.host.wakeups;
-      ++result.host.syscalls;
-      result.host.copiedBytes += p.payloadLength;
-      deliver(p.payload, p.payloadLength, p.dstPort, e.track, at);
+      if (!hooks) { // a session charges its recv() calls itself
+        at += charge(c.syscall + c.copyPerByte * p.payloadLength);
+        ++result.host.syscalls;
+        result.host.copiedBytes += p.payloadLength;
+      }
+      deliver(p.payload, p.payloadLength, p.dstPort, p.srcIp, p.srcPort,
+              e.track, at);
     }
     // The buffer goes back by a programmed write of the free ring.
     at += headWrite();
@@ -519,9 +574,12 @@ void Receiver::hostWork(netvm_emu_host *host, uint64_t now) {
       up[i].waiting = false;
       at = drain(up[i], i, at);
     }
-    // recv() found nothing: one more system call, then sleep.
-    at += charge(c.syscall);
-    ++result.host.syscalls;
+    // recv() found nothing: one more system call, then sleep (a session
+    // charges its recv() calls itself).
+    if (!hooks) {
+      at += charge(c.syscall);
+      ++result.host.syscalls;
+    }
     for (UpRing &r : up)
       r.waiting = true;
     hostFree = at;
@@ -556,7 +614,7 @@ void Receiver::hostWork(netvm_emu_host *host, uint64_t now) {
 
 bool Receiver::idle() const {
   if (markers < config.rxMEs * 8 || !pending.empty() || !inFlight.empty() ||
-      !device.empty())
+      !device.empty() || !reorder.empty())
     return false;
   for (const UpRing &r : up)
     if (!r.consumer.empty() || r.landedTail != r.sentTail)
@@ -662,24 +720,43 @@ bool setUpSockets(me::Emulator &emulator, const std::vector<uint16_t> &ports,
     uint32_t block = controlBlocks + uint32_t(i) * controlBlockBytes;
     uint8_t entry[4] = {uint8_t(block >> 24), uint8_t(block >> 16),
                         uint8_t(block >> 8), uint8_t(block)};
-    uint8_t cb[controlBlockBytes] = {0, 0, 0, uint8_t(i)};
-    std::vector<uint8_t> header = headerTemplate(ports[i]);
-    std::copy(header.begin(), header.end(), cb + templateOffset);
+    Datagram header;
+    header.srcIp = 0x0a000002;
+    header.dstIp = 0x0a000001;
+    header.srcPort = ports[i];
+    header.dstPort = 5000;
     if (!emulator.writeMemory(me::Memory::Sram, portTable + 4 * ports[i], entry,
                               4, error) ||
-        !emulator.writeMemory(me::Memory::Sram, block, cb, sizeof(cb), error))
+        !writeControlBlock(emulator, block, unsigned(i), header, error))
       return false;
   }
   return true;
 }
 
+bool writeControlBlock(me::Emulator &emulator, uint32_t block, unsigned socket,
+                       const Datagram &header, std::string &error) {
+  uint8_t cb[controlBlockBytes] = {uint8_t(socket >> 24), uint8_t(socket >> 16),
+                                   uint8_t(socket >> 8), uint8_t(socket)};
+  std::vector<uint8_t> bytes = headerTemplate(header);
+  std::copy(bytes.begin(), bytes.end(), cb + templateOffset);
+  return emulator.writeMemory(me::Memory::Sram, block, cb, sizeof(cb), error);
+}
+
 bool runReceive(const OnloadConfig &config, const me::Image &image,
                 const Traffic &traffic, OnloadResult &result,
                 std::string &error) {
+  return receiveRun(config, image, traffic, nullptr, result, error);
+}
+
+bool receiveRun(const OnloadConfig &config, const me::Image &image,
+                const Traffic &traffic, const SessionHooks *hooks,
+                OnloadResult &result, std::string &error) {
   result = OnloadResult();
   result.offered = traffic.frames.size();
   me::MachineConfig machine = onloadMachine(config);
   machine.lineRateGbps = config.lineRateGbps;
+  if (hooks && hooks->maxCycles)
+    machine.maxCycles = hooks->maxCycles;
   if (config.buffers == 0 || config.buffers > freeRingWords ||
       bufferBase + uint64_t(config.buffers) * bufferBytes > machine.dramBytes) {
     error = "between 1 and " + std::to_string(freeRingWords) +
@@ -697,7 +774,7 @@ bool runReceive(const OnloadConfig &config, const me::Image &image,
     return false;
   TrafficInput input(traffic);
   emulator.setInput(&input);
-  Receiver receiver(config, traffic, result);
+  Receiver receiver(config, traffic, hooks, result);
   emulator.attachHost(&Receiver::step, &receiver, 0);
   emulator.run();
   const me::Stats &stats = emulator.stats();

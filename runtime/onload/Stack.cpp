@@ -141,6 +141,13 @@ std::vector<uint8_t> headerTemplate(uint16_t port) {
   d.dstIp = 0x0a000001;
   d.srcPort = port;
   d.dstPort = 5000;
+  return headerTemplate(d);
+}
+
+std::vector<uint8_t> headerTemplate(const Datagram &header) {
+  Datagram d = header;
+  d.payload.clear();
+  d.badChecksum = d.fragment = false;
   std::vector<uint8_t> f = buildFrame(d);
   put16(f, 16, 0); // total length
   put16(f, 24, 0);

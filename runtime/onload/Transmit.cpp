@@ -46,8 +46,8 @@ struct Read {
 class Transmitter : public me::PacketOutput {
 public:
   Transmitter(const OnloadConfig &config, const Traffic &traffic,
-              OnloadResult &result)
-      : config(config), traffic(traffic), result(result),
+              const SessionHooks *hooks, OnloadResult &result)
+      : config(config), traffic(traffic), hooks(hooks), result(result),
         dma(config.dma, config.features.pipelinedDma),
         producer(config.downRingBytes), consumer(config.downRingBytes),
         down(config.downRingBytes), freelist(config.downRingBytes / 64),
@@ -78,14 +78,16 @@ private:
 
   const OnloadConfig &config;
   const Traffic &traffic;
+  const SessionHooks *hooks; // null: the modelled application
   OnloadResult &result;
   DmaEngine dma;
   RingProducer producer; // the host's side of the DOWN ring
   RingConsumer consumer; // the NP's
   std::vector<uint8_t> down;
   Freelist freelist;
-  std::vector<uint32_t> buffers; // free NP transmit buffers
-  std::map<uint32_t, int> busy;  // buffer -> freelist entry
+  std::vector<uint32_t> buffers;        // free NP transmit buffers
+  std::map<uint32_t, int> busy;         // buffer -> freelist entry
+  std::map<uint32_t, uint32_t> holding; // buffer -> datagram posted in it
   std::vector<Read> reads;
   std::multimap<uint64_t, uint32_t> landing; // descriptors: cycle -> TAIL
   std::multimap<uint64_t, uint32_t> headLanding;
@@ -105,7 +107,14 @@ private:
 
 void Transmitter::transmit(const me::Transmission &t) {
   uint32_t seq = UINT32_MAX;
-  if (t.length >= 46)
+  if (hooks) {
+    // A session's payloads carry no sequence number: the buffer says
+    // which datagram the frame is.
+    auto it = holding.find(t.dramAddress);
+    if (it != holding.end())
+      seq = it->second;
+    hooks->transmitted(seq, t.bytes, t.length);
+  } else if (t.length >= 46)
     seq = uint32_t(t.bytes[42]) << 24 | uint32_t(t.bytes[43]) << 16 |
           uint32_t(t.bytes[44]) << 8 | t.bytes[45];
   if (seq >= traffic.frames.size() || traffic.frames[seq].size() != t.length ||
@@ -129,7 +138,10 @@ void Transmitter::post(netvm_emu_host *host, uint32_t buffer, uint32_t seq) {
   uint32_t flags = 0, block = 0;
   if (config.design == Design::SoftNic)
     flags = txFillChecksum;
-  if (config.design == Design::Onloader) {
+  if (config.design == Design::Onloader && hooks) {
+    flags = txFillChecksum | txBuildHeaders;
+    block = hooks->blocks[seq];
+  } else if (config.design == Design::Onloader) {
     flags = txFillChecksum | txBuildHeaders;
     size_t socket =
         std::find(traffic.boundPorts.begin(), traffic.boundPorts.end(),
@@ -138,6 +150,7 @@ void Transmitter::post(netvm_emu_host *host, uint32_t buffer, uint32_t seq) {
     block = controlBlocks + uint32_t(socket) * controlBlockBytes;
   }
   uint32_t entry[txEntryWords] = {buffer, uint32_t(frame.size()), flags, block};
+  holding[buffer] = seq;
   netvm_emu_host_ring_put(host, fromHostRing, entry, txEntryWords);
 }
 
@@ -333,9 +346,17 @@ void Transmitter::finish(const me::Stats &stats) {
 bool runTransmit(const OnloadConfig &config, const me::Image &image,
                  const Traffic &traffic, OnloadResult &result,
                  std::string &error) {
+  return transmitRun(config, image, traffic, nullptr, result, error);
+}
+
+bool transmitRun(const OnloadConfig &config, const me::Image &image,
+                 const Traffic &traffic, const SessionHooks *hooks,
+                 OnloadResult &result, std::string &error) {
   result = OnloadResult();
   result.offered = traffic.frames.size();
   me::MachineConfig machine = onloadMachine(config);
+  if (hooks && hooks->maxCycles)
+    machine.maxCycles = hooks->maxCycles;
   if (config.txBuffers == 0 ||
       config.txBuffers > fromHostWords / txEntryWords - 16 ||
       txBufferBase + uint64_t(config.txBuffers) * bufferBytes >
@@ -353,11 +374,16 @@ bool runTransmit(const OnloadConfig &config, const me::Image &image,
   if (!emulator.load(image, error) ||
       !setUpSockets(emulator, traffic.boundPorts, error))
     return false;
+  if (hooks)
+    for (const auto &[block, header] : hooks->templates)
+      if (!writeControlBlock(emulator, block, header.first, header.second,
+                             error))
+        return false;
   // Nothing arrives: the receiving contexts stop at once.
   Traffic none;
   TrafficInput input(none);
   emulator.setInput(&input);
-  Transmitter transmitter(config, traffic, result);
+  Transmitter transmitter(config, traffic, hooks, result);
   emulator.setOutput(&transmitter);
   emulator.attachHost(&Transmitter::step, &transmitter, 0);
   emulator.run();

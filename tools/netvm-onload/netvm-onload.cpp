@@ -87,6 +87,12 @@ static cl::opt<double> dmaReadMBps(
     cl::desc("DMA read bandwidth from host memory in MB/s (default 85, "
              "seed 002's chipset)"),
     cl::init(85), cl::cat(category));
+static cl::opt<std::string>
+    writeImage("write-image",
+               cl::desc("Write the design's assembled ME image to this file "
+                        "(for the C socket API, netvm/onload/socket.h) and "
+                        "exit"),
+               cl::value_desc("file"), cl::cat(category));
 static cl::opt<bool> printProgram("print-program",
                                   cl::desc("Print the design's ME assembly "
                                            "and exit"),
@@ -167,6 +173,14 @@ int main(int argc, char **argv) {
     for (const std::string &e : errors)
       llvm::errs() << e << "\n";
     return 1;
+  }
+  if (!writeImage.empty()) {
+    std::string error;
+    if (!me::writeImageFile(writeImage, image, error)) {
+      llvm::errs() << "netvm-onload: " << error << "\n";
+      return 1;
+    }
+    return 0;
   }
   bool send = direction == "tx";
   onload::Traffic traffic =

@@ -153,6 +153,9 @@ Traffic makeSendTraffic(unsigned count, unsigned payloadBytes, unsigned ports);
 /// in front of its datagrams, as the onloader's MEs complete it: 42 bytes
 /// with zero lengths and the IP checksum of a zero total length.
 std::vector<uint8_t> headerTemplate(uint16_t port);
+/// The same for the addresses and ports of `header` (its payload and
+/// flags are ignored).
+std::vector<uint8_t> headerTemplate(const Datagram &header);
 
 /// Runs the transmit path: the application sends every datagram of
 /// `traffic` (makeSendTraffic); every frame that leaves the fabric is
