@@ -1,19 +1,23 @@
 //===- RunCache.cpp - Compiled applications kept between runs -------------===//
 //
-// The cache directory, SHA-256 and the front cache's entries (see
-// netvm/cache/RunCache.h). Plain C++17 and POSIX: the launcher links it
+// The cache directory, SHA-256, the entries of both caches and pruning
+// (see netvm/cache/RunCache.h). Plain C++17 and POSIX: the launcher links it
 // without LLVM.
 //
 //===----------------------------------------------------------------------===//
 
 #include "netvm/cache/RunCache.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 using namespace netvm::cache;
 
@@ -157,23 +161,25 @@ std::string netvm::cache::directory() {
   return path + "/netvm/jit";
 }
 
-std::string netvm::cache::entryPath(const std::string &dir, const Digest &key) {
-  return dir + "/" + toHex(key.data(), key.size()) + ".run";
+std::string netvm::cache::entryPath(const std::string &dir, const Digest &key,
+                                    const char *suffix) {
+  return dir + "/" + toHex(key.data(), key.size()) + suffix;
 }
 
 namespace {
-/// Bump when what an entry holds, or how its key is made, changes.
-constexpr uint32_t entryFormat = 1;
-constexpr char entryMagic[8] = {'N', 'E', 'T', 'V', 'M', 'R', 'U', 'N'};
+/// Bump when what an entry holds changes. (Format 1 was the front cache's
+/// alone; the JIT's object cache had its own header then.)
+constexpr uint32_t entryFormat = 2;
+constexpr char entryMagic[8] = {'N', 'E', 'T', 'V', 'M', 'C', 'A', 'C'};
 
 /// The end of an entry.
 struct Trailer {
   char magic[8];
   uint32_t format;
-  uint32_t symbolSize;
-  uint64_t objectSize;
+  uint32_t tagSize;
+  uint64_t payloadSize;
   uint8_t key[32];
-  uint8_t digest[32]; // SHA-256 of the object and the symbol
+  uint8_t digest[32]; // SHA-256 of the payload and the tag
 };
 
 bool makeDirectories(const std::string &dir) {
@@ -203,8 +209,8 @@ bool writeAll(int fd, const void *data, size_t size) {
 } // namespace
 
 bool netvm::cache::writeEntry(const std::string &path, const Digest &key,
-                              const std::string &sharedObject,
-                              const std::string &symbol, std::string &error) {
+                              const std::string &payload,
+                              const std::string &tag, std::string &error) {
   size_t slash = path.find_last_of('/');
   if (slash != std::string::npos && slash > 0 &&
       !makeDirectories(path.substr(0, slash))) {
@@ -214,12 +220,12 @@ bool netvm::cache::writeEntry(const std::string &path, const Digest &key,
   Trailer trailer{};
   std::memcpy(trailer.magic, entryMagic, sizeof entryMagic);
   trailer.format = entryFormat;
-  trailer.symbolSize = uint32_t(symbol.size());
-  trailer.objectSize = sharedObject.size();
+  trailer.tagSize = uint32_t(tag.size());
+  trailer.payloadSize = payload.size();
   std::memcpy(trailer.key, key.data(), key.size());
   Sha256 hash;
-  hash.update(sharedObject);
-  hash.update(symbol);
+  hash.update(payload);
+  hash.update(tag);
   Digest digest = hash.finish();
   std::memcpy(trailer.digest, digest.data(), digest.size());
   std::string temporary = path + ".tmp" + std::to_string(getpid());
@@ -229,8 +235,8 @@ bool netvm::cache::writeEntry(const std::string &path, const Digest &key,
     error = "cannot write " + temporary + ": " + strerror(errno);
     return false;
   }
-  bool ok = writeAll(fd, sharedObject.data(), sharedObject.size()) &&
-            writeAll(fd, symbol.data(), symbol.size()) &&
+  bool ok = writeAll(fd, payload.data(), payload.size()) &&
+            writeAll(fd, tag.data(), tag.size()) &&
             writeAll(fd, &trailer, sizeof trailer);
   if (!ok)
     error = "cannot write " + temporary + ": " + strerror(errno);
@@ -242,9 +248,13 @@ bool netvm::cache::writeEntry(const std::string &path, const Digest &key,
     error = "cannot rename " + temporary + ": " + strerror(errno);
     ok = false;
   }
-  if (!ok)
+  if (!ok) {
     unlink(temporary.c_str());
-  return ok;
+    return false;
+  }
+  if (slash != std::string::npos)
+    prune(path.substr(0, slash), sizeLimit(), path);
+  return true;
 }
 
 bool netvm::cache::readFile(const std::string &path, size_t maxSize,
@@ -272,10 +282,12 @@ bool netvm::cache::readFile(const std::string &path, size_t maxSize,
   return ok;
 }
 
-bool netvm::cache::checkEntry(const std::string &path, const Digest &key,
-                              std::string &symbol) {
-  std::string bytes;
-  if (!readFile(path, 64 << 20, bytes) || bytes.size() < sizeof(Trailer))
+namespace {
+/// Whether `bytes` is an intact entry for `key`: its payload's size and
+/// its tag if so.
+bool parseEntry(const std::string &bytes, const Digest &key,
+                size_t &payloadSize, std::string &tag) {
+  if (bytes.size() < sizeof(Trailer))
     return false;
   Trailer trailer;
   size_t body = bytes.size() - sizeof trailer;
@@ -283,12 +295,111 @@ bool netvm::cache::checkEntry(const std::string &path, const Digest &key,
   if (std::memcmp(trailer.magic, entryMagic, sizeof entryMagic) ||
       trailer.format != entryFormat ||
       std::memcmp(trailer.key, key.data(), key.size()) ||
-      trailer.objectSize > body ||
-      body - trailer.objectSize != trailer.symbolSize)
+      trailer.payloadSize > body ||
+      body - trailer.payloadSize != trailer.tagSize)
     return false;
   Digest digest = sha256(bytes.data(), body);
   if (std::memcmp(trailer.digest, digest.data(), digest.size()))
     return false;
-  symbol = bytes.substr(trailer.objectSize, trailer.symbolSize);
+  payloadSize = trailer.payloadSize;
+  tag = bytes.substr(trailer.payloadSize, trailer.tagSize);
   return true;
+}
+
+/// The largest entry read: bigger files are not entries.
+constexpr size_t kMaxEntry = 64 << 20;
+} // namespace
+
+bool netvm::cache::readEntry(const std::string &path, const Digest &key,
+                             std::string &payload, std::string &tag) {
+  size_t payloadSize;
+  if (!readFile(path, kMaxEntry, payload) ||
+      !parseEntry(payload, key, payloadSize, tag))
+    return false;
+  payload.resize(payloadSize);
+  // Mark it used, for prune; a read-only cache is still read.
+  (void)utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  return true;
+}
+
+bool netvm::cache::checkEntry(const std::string &path, const Digest &key,
+                              std::string &tag) {
+  std::string payload;
+  return readEntry(path, key, payload, tag);
+}
+
+//===----------------------------------------------------------------------===//
+// Pruning
+//===----------------------------------------------------------------------===//
+
+uint64_t netvm::cache::sizeLimit() {
+  if (const char *text = std::getenv("NETVM_CACHE_MAX_MB"); text && *text) {
+    char *end = nullptr;
+    unsigned long long mb = std::strtoull(text, &end, 10);
+    if (end && !*end)
+      return uint64_t(mb) << 20;
+  }
+  return uint64_t(256) << 20;
+}
+
+unsigned netvm::cache::prune(const std::string &dir, uint64_t limit,
+                             const std::string &keep) {
+  DIR *stream = opendir(dir.c_str());
+  if (!stream)
+    return 0;
+  struct Entry {
+    std::string path;
+    struct timespec used;
+    uint64_t size;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  unsigned removed = 0;
+  time_t now = time(nullptr);
+  auto isHex = [](const std::string &name, size_t count) {
+    return name.size() >= count &&
+           std::all_of(name.begin(), name.begin() + count, [](char c) {
+             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+  };
+  while (struct dirent *d = readdir(stream)) {
+    std::string name = d->d_name;
+    // HEX.run, HEX.o, and what a store writes aside: HEX.run.tmpPID,
+    // HEX.o.tmpPID and netvm-run's HEX.run.soPID.
+    if (!isHex(name, 64) || name.size() < 66 || name[64] != '.')
+      continue;
+    std::string suffix = name.substr(64);
+    bool entry = suffix == ".run" || suffix == ".o";
+    bool aside = suffix.rfind(".run.", 0) == 0 || suffix.rfind(".o.", 0) == 0;
+    if (!entry && !aside)
+      continue;
+    std::string path = dir + "/" + name;
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (aside) {
+      if (now - st.st_mtime > 3600 && unlink(path.c_str()) == 0)
+        ++removed;
+      continue;
+    }
+    entries.push_back({path, st.st_mtim, uint64_t(st.st_size)});
+    total += uint64_t(st.st_size);
+  }
+  closedir(stream);
+  if (total <= limit)
+    return removed;
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec
+                                          : a.used.tv_nsec < b.used.tv_nsec;
+  });
+  uint64_t target = limit / 4 * 3;
+  for (const Entry &e : entries) {
+    if (total <= target)
+      break;
+    if (e.path != keep && unlink(e.path.c_str()) == 0) {
+      total -= e.size;
+      ++removed;
+    }
+  }
+  return removed;
 }

@@ -1,9 +1,10 @@
-//===- RunCacheTest.cpp - SHA-256 and the front cache's entries
-//------------===//
+//===- RunCacheTest.cpp - SHA-256, cache entries and pruning --------------===//
 //
 // The run cache's SHA-256 against FIPS 180-4's examples (across block
 // boundaries, fed in pieces), and its entries: one written is read back
-// with its symbol; another key, a changed byte or a cut file do not check.
+// with its tag and payload; another key, a changed byte or a cut file do
+// not check. Pruning removes the least recently used entries first, and
+// only files the caches wrote.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +16,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
+#include <vector>
 
 using namespace netvm::cache;
 
@@ -86,5 +90,68 @@ TEST(RunCache, EntriesCheckOrNot) {
   EXPECT_TRUE(checkEntry(path, key, symbol));
   std::remove(path.c_str());
   rmdir((std::string(dir) + "/sub").c_str());
+  rmdir(dir);
+}
+
+TEST(RunCache, ReadEntryGivesThePayload) {
+  char dir[] = "/tmp/netvm-runcache-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  Digest key = sha256("object", 6);
+  std::string path = entryPath(dir, key, ".o");
+  EXPECT_EQ(path.substr(path.size() - 2), ".o");
+  std::string object = "\x7f"
+                       "ELF and the rest",
+              payload, tag, error;
+  ASSERT_TRUE(writeEntry(path, key, object, "", error)) << error;
+  ASSERT_TRUE(readEntry(path, key, payload, tag));
+  EXPECT_EQ(payload, object);
+  EXPECT_EQ(tag, "");
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+
+TEST(RunCache, PruneRemovesTheLeastRecentlyUsed) {
+  char dir[] = "/tmp/netvm-runcache-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string error, tag, payload(100 << 10, 'x'); // 100 KiB entries
+  std::vector<std::string> paths;
+  std::vector<Digest> keys;
+  for (int i = 0; i < 6; ++i) {
+    keys.push_back(sha256(&i, sizeof i));
+    paths.push_back(entryPath(dir, keys.back(), i % 2 ? ".o" : ".run"));
+    // Under the default limit, with which writeEntry prunes.
+    ASSERT_TRUE(writeEntry(paths.back(), keys.back(), payload, "", error))
+        << error;
+    // Used at second i: entry 0 is the oldest.
+    struct timeval times[2] = {{1000 + i, 0}, {1000 + i, 0}};
+    ASSERT_EQ(utimes(paths.back().c_str(), times), 0);
+  }
+  // Entry 1 is used again: it becomes the newest.
+  ASSERT_TRUE(checkEntry(paths[1], keys[1], tag));
+  // Files the caches did not write are left alone, and a store that died
+  // long ago is cleaned up.
+  std::string other = std::string(dir) + "/notes.txt";
+  writeAll(other, std::string(500 << 10, 'y'));
+  std::string aside = paths[2] + ".tmp123";
+  writeAll(aside, "half");
+  struct timeval old[2] = {{1, 0}, {1, 0}};
+  ASSERT_EQ(utimes(aside.c_str(), old), 0);
+  // 6 entries of about 100 KiB over a 450 KiB limit: down to 3/4 of it
+  // (337 KiB), so the three least recently used go: 0, 2 and 3.
+  EXPECT_EQ(prune(dir, 450 << 10), 4u);
+  struct stat st;
+  EXPECT_NE(stat(paths[0].c_str(), &st), 0);
+  EXPECT_EQ(stat(paths[1].c_str(), &st), 0);
+  EXPECT_NE(stat(paths[2].c_str(), &st), 0);
+  EXPECT_NE(stat(paths[3].c_str(), &st), 0);
+  EXPECT_EQ(stat(paths[4].c_str(), &st), 0);
+  EXPECT_EQ(stat(paths[5].c_str(), &st), 0);
+  EXPECT_EQ(stat(other.c_str(), &st), 0);
+  EXPECT_NE(stat(aside.c_str(), &st), 0);
+  // Under the limit, nothing goes.
+  EXPECT_EQ(prune(dir, 450 << 10), 0u);
+  for (const std::string &p : paths)
+    std::remove(p.c_str());
+  std::remove(other.c_str());
   rmdir(dir);
 }

@@ -37,7 +37,6 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
@@ -373,19 +372,9 @@ std::string netvm::native::jitCacheDirectory() {
 }
 
 namespace {
-/// Bump when what an entry holds, or how its key is made, changes.
-constexpr uint32_t cacheFormat = 1;
-constexpr char cacheMagic[8] = {'N', 'E', 'T', 'V', 'M', 'J', 'I', 'T'};
-
-/// An entry: the header, then the object.
-struct CacheHeader {
-  char magic[8];
-  uint32_t format;
-  uint32_t reserved;
-  uint8_t key[32];   // the whole key's SHA-256 (the name has it too)
-  uint64_t size;     // of the object
-  uint64_t checksum; // xxh3 of the object
-};
+/// Bump when how a key is made changes. (The entries' own format is
+/// netvm/cache/RunCache.h's.)
+constexpr uint32_t cacheFormat = 2;
 
 /// What makes this compiler's code what it is beyond the IR and the
 /// options: the binary (executable or library) netvm's code generation is
@@ -432,30 +421,15 @@ std::array<uint8_t, 32> cacheKey(mlir::ModuleOp module,
 
 std::string cachePath(const std::string &dir,
                       const std::array<uint8_t, 32> &key) {
-  llvm::SmallString<128> path(dir);
-  llvm::sys::path::append(path, llvm::toHex(key, true) + ".o");
-  return std::string(path);
+  return netvm::cache::entryPath(dir, key, ".o");
 }
 
 /// The object of a valid entry at `path` for `key`, or null (no entry, or
 /// one that is truncated, corrupt or for another key).
 std::unique_ptr<llvm::MemoryBuffer>
 cacheLoad(const std::string &path, const std::array<uint8_t, 32> &key) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                          /*RequiresNullTerminator=*/false);
-  if (!file)
-    return nullptr;
-  llvm::StringRef bytes = (*file)->getBuffer();
-  CacheHeader header;
-  if (bytes.size() < sizeof header)
-    return nullptr;
-  std::memcpy(&header, bytes.data(), sizeof header);
-  llvm::StringRef object = bytes.drop_front(sizeof header);
-  if (std::memcmp(header.magic, cacheMagic, sizeof cacheMagic) ||
-      header.format != cacheFormat ||
-      std::memcmp(header.key, key.data(), key.size()) ||
-      header.size != object.size() ||
-      header.checksum != llvm::xxh3_64bits(llvm::arrayRefFromStringRef(object)))
+  std::string object, tag;
+  if (!netvm::cache::readEntry(path, key, object, tag) || !tag.empty())
     return nullptr;
   return llvm::MemoryBuffer::getMemBufferCopy(object, path);
 }
@@ -463,33 +437,10 @@ cacheLoad(const std::string &path, const std::array<uint8_t, 32> &key) {
 /// Store `object` as the entry for `key` (written aside, then renamed, so
 /// that concurrent runs never see half an entry). Failures are ignored:
 /// the cache only saves time.
-void cacheStore(const std::string &dir, const std::string &path,
-                const std::array<uint8_t, 32> &key, llvm::StringRef object) {
-  if (llvm::sys::fs::create_directories(dir))
-    return;
-  CacheHeader header{};
-  std::memcpy(header.magic, cacheMagic, sizeof cacheMagic);
-  header.format = cacheFormat;
-  std::memcpy(header.key, key.data(), key.size());
-  header.size = object.size();
-  header.checksum = llvm::xxh3_64bits(llvm::arrayRefFromStringRef(object));
-  std::string temporary = path + ".tmp" + std::to_string(getpid());
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(temporary, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return;
-    os.write(reinterpret_cast<const char *>(&header), sizeof header);
-    os << object;
-    os.close();
-    if (os.has_error()) {
-      os.clear_error();
-      llvm::sys::fs::remove(temporary);
-      return;
-    }
-  }
-  if (llvm::sys::fs::rename(temporary, path))
-    llvm::sys::fs::remove(temporary);
+void cacheStore(const std::string &path, const std::array<uint8_t, 32> &key,
+                llvm::StringRef object) {
+  std::string error;
+  (void)netvm::cache::writeEntry(path, key, object.str(), "", error);
 }
 } // namespace
 
@@ -558,7 +509,7 @@ public:
         return std::move(err);
       llvm::StringRef text(bytes.data(), bytes.size());
       if (!dir.empty())
-        cacheStore(dir, path, key, text);
+        cacheStore(path, key, text);
       object = llvm::MemoryBuffer::getMemBufferCopy(
           text, options.lowering.descriptorSymbol);
       lastTimes.codegen = millisSince(start);

@@ -2,15 +2,23 @@
 //
 // What netvm-run's launcher (tools/netvm-run/Launcher.cpp) and the compiler
 // share about the run cache, without LLVM: the cache directory, SHA-256,
-// and the entries of the front cache. An entry maps what the user typed
-// (hashed into its name) to a shared object linked when it was compiled,
-// which the launcher loads with dlopen and runs without LLVM or MLIR
-// (docs/native.md, "Startup and the compile cache").
+// the one entry format of both caches that live in it, and pruning.
 //
-// An entry is the shared object, then the descriptor's symbol name, then a
-// fixed trailer: magic, format, the key, the sizes and the SHA-256 of all
-// that precedes it. The dynamic loader ignores what follows an ELF file's
-// last section, so the file is dlopen'ed as it is once the trailer checks.
+// - The JIT's object cache (lib/Target/Native) maps the optimized IR and
+//   the target to the object code compiled for it: DIR/HEX.o.
+// - The front cache maps what the user typed (hashed into its name) to a
+//   shared object linked when it was compiled, which the launcher loads
+//   with dlopen and runs without LLVM or MLIR: DIR/HEX.run
+//   (docs/native.md, "Startup and the compile cache").
+//
+// An entry is its payload (the object or the shared object), then a tag
+// (the descriptor's symbol name, or nothing), then a fixed trailer: magic,
+// format, the key, the sizes and the SHA-256 of all that precedes it. The
+// dynamic loader ignores what follows an ELF file's last section, so a
+// front-cache entry is dlopen'ed as it is once the trailer checks.
+//
+// Entries are used by modification time: a hit sets it, and a store
+// prunes the directory's oldest entries once they pass a size limit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,14 +60,17 @@ std::string toHex(const uint8_t *data, size_t size);
 /// cache share it (different file name suffixes).
 std::string directory();
 
-/// The front cache's entry for `key` in `dir`: DIR/HEX.run.
-std::string entryPath(const std::string &dir, const Digest &key);
+/// The entry for `key` in `dir`: DIR/HEX`suffix` (".run" for the front
+/// cache, ".o" for the JIT's object cache).
+std::string entryPath(const std::string &dir, const Digest &key,
+                      const char *suffix = ".run");
 
-/// Store `sharedObject` (its descriptor exported as `symbol`) as the entry
-/// at `path` for `key`: written aside and renamed into place, the
-/// directories made as needed. False with `error` set if it could not be.
+/// Store `payload` and `tag` as the entry at `path` for `key`: written
+/// aside and renamed into place, the directories made as needed, then the
+/// directory pruned (prune). False with `error` set if it could not be
+/// stored.
 bool writeEntry(const std::string &path, const Digest &key,
-                const std::string &sharedObject, const std::string &symbol,
+                const std::string &payload, const std::string &tag,
                 std::string &error);
 
 /// The contents of the regular file at `path`, if it has at most `maxSize`
@@ -67,10 +78,25 @@ bool writeEntry(const std::string &path, const Digest &key,
 bool readFile(const std::string &path, size_t maxSize, std::string &text);
 
 /// Whether the file at `path` is a complete, intact entry for `key`; if
-/// so, `symbol` is its descriptor's name. An entry cut short, with a byte
-/// changed, or made for another key does not check.
-bool checkEntry(const std::string &path, const Digest &key,
-                std::string &symbol);
+/// so, `tag` is its tag, and the entry is marked used. An entry cut short,
+/// with a byte changed, or made for another key does not check.
+bool checkEntry(const std::string &path, const Digest &key, std::string &tag);
+
+/// checkEntry, also handing back the entry's payload.
+bool readEntry(const std::string &path, const Digest &key, std::string &payload,
+               std::string &tag);
+
+/// The size the entries of a cache directory may take: $NETVM_CACHE_MAX_MB
+/// mebibytes, else 256 MiB.
+uint64_t sizeLimit();
+
+/// Bring the entries of `dir` (files named HEX.run and HEX.o) to at most
+/// three quarters of `limit` bytes, oldest use first, once they take more
+/// than `limit`; also remove the temporary files of stores that died more
+/// than an hour ago. The entry at `keep` (the one just stored) stays.
+/// Returns the number of files removed.
+unsigned prune(const std::string &dir, uint64_t limit = sizeLimit(),
+               const std::string &keep = "");
 
 } // namespace netvm::cache
 
