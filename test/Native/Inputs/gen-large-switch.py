@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A handler with one switch of N cases, and a trace that probes it.
 
-  gen-large-switch.py DIR N
+  gen-large-switch.py DIR N [--uniform]
 
 Writes DIR/switch.mlir: a NetPE whose handler switches on the 32-bit word
 at offset 26 (the IPv4 source of an Ethernet frame) over N case values
@@ -9,7 +9,10 @@ at offset 26 (the IPv4 source of an Ethernet frame) over N case values
 number i goes to sink s(sink(i)) (four sinks, 40/30/20/10% of the cases)
 through a block whose argument must be that sink's number + 1 (a phi in
 LLVM: each such block is also entered from the default path with another
-value, and then drops). Every other value is dropped. Writes DIR/t.pcap: frames whose word is every case value once,
+value, and then drops). Every other value is dropped. With --uniform, only
+the first sink's block is entered from the default path (for odd values):
+the other three get one value on every edge, so the optimizer removes
+their arguments, through every case of the switch. Writes DIR/t.pcap: frames whose word is every case value once,
 the values next to each one (gaps), and values below the first and above
 the last. Prints the packets each sink must get, as netvm-run's summary
 lines would count them.
@@ -18,6 +21,7 @@ import struct
 import sys
 
 out, n = sys.argv[1], int(sys.argv[2])
+uniform = "--uniform" in sys.argv[3:]
 keys = [1000 + 7 * i for i in range(n)]
 sinks = 4
 
@@ -44,10 +48,13 @@ lines += ["        %bad = arith.constant 99 : i32",
           "      ^other:",
           "        %c3 = arith.constant 3 : i32",
           "        %low = arith.andi %v, %c3 : i32",
-          "        cf.switch %low : i32, [", "          default: ^drop,",
-          "          0: ^s0(%bad : i32),", "          1: ^s1(%bad : i32),",
-          "          2: ^s2(%bad : i32),", "          3: ^s3(%bad : i32)",
-          "        ]",
+          "        cf.switch %low : i32, [", "          default: ^drop,"]
+if uniform:
+    lines += ["          1: ^s0(%bad : i32),", "          3: ^s0(%bad : i32)"]
+else:
+    lines += ["          0: ^s0(%bad : i32),", "          1: ^s1(%bad : i32),",
+              "          2: ^s2(%bad : i32),", "          3: ^s3(%bad : i32)"]
+lines += ["        ]",
           "      ^drop:", "        netvm.drop"]
 for k in range(sinks):
     lines += [f"      ^s{k}(%a{k}: i32):",
