@@ -143,7 +143,7 @@ void CodeGen::analyse() {
   staticCounts = false;
   exploreStates(SIZE_MAX);
   size_t general = neededStates();
-  if (specialised <= 2 * general) {
+  if (specialised <= general) {
     staticCounts = true;
     exploreStates(kMaxStates);
   }
@@ -781,7 +781,9 @@ void CodeGen::emitHeader(unsigned id) {
   // format decodes it.
   fast = false;
   Value fastOk;
-  if (parsesFormat(p, n) && n.prefixLen)
+  // (Not when the parse walks every header with run-time counts: then
+  // the copies cost more code than the checks they save.)
+  if (parsesFormat(p, n) && n.prefixLen && staticCounts)
     fastOk = inPacket(base, c32(n.prefixLen));
   Block *tests = newBlock();
   if (parsesFormat(p, n)) {
