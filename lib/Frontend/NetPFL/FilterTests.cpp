@@ -9,6 +9,8 @@
 
 #include "NetPFLInternal.h"
 
+#include "mlir/IR/Matchers.h"
+
 using namespace mlir;
 using namespace netvm;
 
@@ -18,12 +20,13 @@ Value CodeGen::matches(const Member &m, const Protocol &p) {
   Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
   Value r = yes;
   if (m.index)
-    r = cmp(arith::CmpIPredicate::eq, get(var("count." + p.name)),
-            c32(m.index));
+    r = cmp(arith::CmpIPredicate::eq, countOf(p), c32(m.index));
+  if (matchPattern(r, m_Zero()))
+    return r;
   if (m.tunneled)
-    r = arith::AndIOp::create(b, loc, r, isTrue(get(var("tunneled"))));
+    r = andI1(r, isTrue(get(var("tunneled"))));
   if (m.pred)
-    r = arith::AndIOp::create(b, loc, r, predicate(*m.pred));
+    r = andI1(r, predicate(*m.pred));
   return r;
 }
 
@@ -38,8 +41,12 @@ Value CodeGen::elementMatch(const Element &e, const Protocol &p) {
     return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
   case Element::Set:
     for (const Member &m : e.members)
-      if (m.proto == &p)
+      if (m.proto == &p) {
+        // Not the header of this index, whatever the packet.
+        if (m.index && countIs(p, m.index) == false)
+          return nullptr;
         return matches(m, p);
+      }
     return nullptr;
   }
   return nullptr;
@@ -72,8 +79,7 @@ std::pair<Value, Value> CodeGen::decided(const Formula &f) {
   switch (f.kind) {
   case Formula::Leaf: {
     Value yes = isTrue(get(flagVar(f.chain)));
-    Value no = arith::AndIOp::create(b, loc, chainDead(f.chain),
-                                     arith::XOrIOp::create(b, loc, yes, one));
+    Value no = andI1(chainDead(f.chain), notI1(yes));
     return {yes, no};
   }
   case Formula::Not: {
@@ -89,16 +95,16 @@ std::pair<Value, Value> CodeGen::decided(const Formula &f) {
       // can no longer match (the `or` is false when the flag is clear
       // and every chain of the group is dead).
       if (!isAnd && sharedFlag(k, flagOf)) {
-        no = arith::AndIOp::create(b, loc, no, chainDead(k.chain));
+        no = andI1(no, chainDead(k.chain));
         continue;
       }
       auto [ky, kn] = decided(k);
       if (isAnd) {
-        yes = arith::AndIOp::create(b, loc, yes, ky);
-        no = arith::OrIOp::create(b, loc, no, kn);
+        yes = andI1(yes, ky);
+        no = orI1(no, kn);
       } else {
-        yes = arith::OrIOp::create(b, loc, yes, ky);
-        no = arith::AndIOp::create(b, loc, no, kn);
+        yes = orI1(yes, ky);
+        no = andI1(no, kn);
       }
     }
     return {yes, no};
@@ -124,10 +130,8 @@ Value CodeGen::chainDead(size_t c) {
       for (const Member &m : e.members) {
         if (!m.index)
           return never;
-        dead = arith::AndIOp::create(b, loc, dead,
-                                     cmp(arith::CmpIPredicate::uge,
-                                         get(var("count." + m.proto->name)),
-                                         c32(m.index)));
+        dead = andI1(dead, cmp(arith::CmpIPredicate::uge, countOf(*m.proto),
+                               c32(m.index)));
       }
     }
   }
@@ -137,7 +141,7 @@ Value CodeGen::chainDead(size_t c) {
   Value none = cmp(
       arith::CmpIPredicate::eq,
       arith::AndIOp::create(b, loc, get(chainVar(c)), c32(partial)), c32(0));
-  return arith::AndIOp::create(b, loc, dead, none);
+  return andI1(dead, none);
 }
 
 bool CodeGen::stepChain(size_t c, const Protocol &p) {
@@ -153,6 +157,8 @@ bool CodeGen::stepChain(size_t c, const Protocol &p) {
     if (!relevantHere)
       return false;
     Value m = elementMatch(chain.elems[0], p);
+    if (!m || matchPattern(m, m_Zero()))
+      return false;
     set(flagVar(c), arith::OrIOp::create(b, loc, get(flagVar(c)), toI32(m)));
     return true;
   }
@@ -229,8 +235,12 @@ Value CodeGen::arithValue(const Arith &a, Block *absent) {
   case Arith::Const:
     return c32(a.k);
   case Arith::Field: {
-    auto [off, len] = fieldPosition(a.ref, absent);
     const FieldInfo &f = *a.ref.field;
+    if (std::optional<uint32_t> rel = fastField(f.name, f.size)) {
+      Value at = arith::AddIOp::create(b, loc, get(var("base")), c32(*rel));
+      return fieldValue(loadBytes(at, f.size), f.mask);
+    }
+    auto [off, len] = fieldPosition(a.ref, absent);
     // A name declared with other sizes elsewhere in the header (ARP's
     // addresses): only the declaration of the size compared counts.
     require(cmp(arith::CmpIPredicate::eq, len, c32(f.size)), absent);
@@ -238,6 +248,8 @@ Value CodeGen::arithValue(const Arith &a, Block *absent) {
   }
   case Arith::Slice: {
     Value at = arith::AddIOp::create(b, loc, get(var("base")), c32(a.k));
+    if (fast && uint64_t(a.k) + a.size <= needs_[proto].prefixLen)
+      return loadBytes(at, a.size);
     return checkedLoad(at, a.size, absent);
   }
   case Arith::BitNot:
@@ -256,9 +268,16 @@ Value CodeGen::arithValue(const Arith &a, Block *absent) {
 
 Value CodeGen::wideEqual(const Arith &f, const std::vector<uint8_t> &bytes,
                          Block *absent) {
-  auto [off, len] = fieldPosition(f.ref, absent);
-  require(cmp(arith::CmpIPredicate::eq, len, c32(bytes.size())), absent);
-  require(inPacket(off, c32(bytes.size())), absent);
+  Value off;
+  if (std::optional<uint32_t> rel =
+          fastField(f.ref.field->name, bytes.size())) {
+    off = arith::AddIOp::create(b, loc, get(var("base")), c32(*rel));
+  } else {
+    Value len;
+    std::tie(off, len) = fieldPosition(f.ref, absent);
+    require(cmp(arith::CmpIPredicate::eq, len, c32(bytes.size())), absent);
+    require(inPacket(off, c32(bytes.size())), absent);
+  }
   Value all = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
   for (size_t i = 0; i < bytes.size();) {
     unsigned chunk = bytes.size() - i >= 4 ? 4 : 2;
@@ -333,17 +352,16 @@ void CodeGen::extractFields(const Protocol &p) {
     const FieldRef &ref = filter.extracts[i].ref;
     if (ref.proto != &p)
       continue;
+    if (countIs(p, ref.index) == false)
+      continue;
     Block *store = newBlock(), *skip = newBlock();
     Value off = get(var(fieldVar("off", ref.field->name)));
     Value len = get(var(fieldVar("len", ref.field->name)));
     // Only a field the capture holds entirely counts as extracted.
-    Value here = arith::AndIOp::create(
-        b, loc,
-        cmp(arith::CmpIPredicate::eq, get(var("count." + p.name)),
-            c32(ref.index)),
-        arith::AndIOp::create(b, loc,
-                              cmp(arith::CmpIPredicate::ne, off, c32(kAbsent)),
-                              inPacket(off, len)));
+    Value here =
+        andI1(cmp(arith::CmpIPredicate::eq, countOf(p), c32(ref.index)),
+              andI1(cmp(arith::CmpIPredicate::ne, off, c32(kAbsent)),
+                    inPacket(off, len)));
     cf::CondBranchOp::create(b, loc, here, store, skip);
     startBlock(store);
     Value word = arith::OrIOp::create(

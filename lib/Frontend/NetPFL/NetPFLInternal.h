@@ -48,6 +48,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -196,13 +197,24 @@ private:
 //===----------------------------------------------------------------------===//
 
 constexpr uint32_t kAbsent = 0xFFFFFFFF;
+/// The most parse states (protocol, header counts) the code is specialised
+/// for; beyond, header counts are run-time variables.
+constexpr size_t kMaxStates = 2000;
 constexpr llvm::StringLiteral kRegexp = "regexp";
 
 /// What the filter needs from one protocol.
 struct ProtoNeeds {
-  bool relevant = false;          // parsed at all
-  bool encapsulation = false;     // some successor is relevant
-  bool count = false;             // header index used
+  bool relevant = false;      // parsed at all
+  bool encapsulation = false; // some successor is relevant
+  bool count = false;         // header index used
+  unsigned maxIndex = 0;      // the largest header index used
+  /// The fixed prefix of <format>: the bytes its leading fixed and bit
+  /// fields take, and where the fields declared there lie from the
+  /// header's start (offset, size).
+  uint32_t prefixLen = 0;
+  size_t prefixNodes = 0; // leading nodes of <format> that make it
+  llvm::StringMap<std::pair<uint32_t, uint32_t>> prefixFields;
+  bool tested = false;            // some test of the filter reads this header
   llvm::StringSet<> recorded;     // fields whose position the filter reads
   llvm::StringSet<> values;       // fields whose value NetPDL expressions read
   std::set<const Node *> skipped; // size loops decoded as one jump
@@ -234,14 +246,68 @@ private:
   Value pktLen;
   std::map<std::string, Value> vars;
   std::map<const Protocol *, ProtoNeeds> needs_;
-  std::map<const Protocol *, Block *> headers;
+  /// The parse, specialised by what is known at compile time when a
+  /// header has been decoded (see exploreStates()): how many headers of
+  /// each protocol a header index names have been seen (capped), and
+  /// which states each chain's automaton may be in. One state per
+  /// (protocol, counts, automaton states) a packet can reach.
+  struct State {
+    const Protocol *proto;
+    std::vector<uint8_t> after; // capped counts, this header included
+    std::vector<uint32_t> may;  // per chain: automaton states possible
+    std::vector<unsigned> next; // states of the successors
+    bool live = false;   // this header may complete a chain or an extract
+    bool needed = false; // live, or leads to a needed state
+  };
+  std::vector<State> states;
+  std::map<
+      std::tuple<const Protocol *, std::vector<uint8_t>, std::vector<uint32_t>>,
+      unsigned>
+      stateIds;
+  /// Counted protocols' slots in State::before/after; empty when the
+  /// counts are kept at run time instead (too many states).
+  llvm::DenseMap<const Protocol *, unsigned> countSlot;
+  bool staticCounts = true;
+  bool hopsCheck = true; // the needed states may loop (or run deep)
+  unsigned curState = 0;
+  std::map<unsigned, Block *> headers;
   std::vector<const Pred *> regexps; // pattern K of the regexp coprocessor
-  std::vector<const Protocol *> pending;
+  std::vector<unsigned> pending;
   llvm::DenseMap<const Protocol *, unsigned> layerBit;
   bool tunnels = false;
 
   // Per header being emitted.
   const Protocol *proto = nullptr;
+  /// Per-header versioning: the header's fixed prefix is inside the
+  /// captured packet (checked once), so its fields need no checks.
+  bool fast = false;
+  /// The offset of the field being decoded from the header's start, when
+  /// it is a constant (within the fixed prefix).
+  std::optional<uint32_t> staticCur;
+  /// Offset (from the header's start) of a field of the fixed prefix the
+  /// fast path may load without checks, if `name` is one of `size` bytes.
+  std::optional<uint32_t> fastField(StringRef name, uint32_t size);
+  /// Values fields of the current header must have (by name), once the
+  /// early exits are behind; used while emitting its encapsulation.
+  using Known = std::map<std::string, std::set<uint32_t>>;
+  Known known;
+  /// What the formula requires of the fields of header `p` when it has
+  /// not been decided false at `p`: std::nullopt when nothing.
+  std::optional<Known> requiredValues(const Formula &f, const Protocol &p);
+  /// The value of a NetPDL expression given `known`, if it is constant.
+  std::optional<uint32_t> knownValue(const Expr &e) const;
+  /// The values a <switch> may see given `known`; std::nullopt: any.
+  std::optional<std::set<uint32_t>> switchValues(const Node &x) const;
+  /// The protocols the <nextproto>s of `nodes` that `known` leaves
+  /// possible name (emitNode prunes <if> and <switch> the same way).
+  void forKnownPaths(const Protocol &p, llvm::ArrayRef<Node> nodes,
+                     llvm::SetVector<const Protocol *> &out) const;
+  /// The terms (chains) that are true past the early exit of the current
+  /// header: those the formula requires whose flag can no longer change.
+  std::set<size_t> requiredTrue(const Formula &f);
+  /// Whether `name` is declared once in `p`'s format, outside loops (its
+  /// value variable then holds the value the filter's tests read).
+  static bool declaredOnce(const Protocol &p, StringRef name);
   Block *stopTarget = nullptr; // where a failed decode goes
   struct LoopTargets {
     Block *next, *exit;
@@ -253,6 +319,22 @@ private:
   //===--------------------------------------------------------------------===//
 
   void analyse();
+
+  /// The reachable states and which of them are needed: a header is
+  /// parsed only if it, or a header after it, can still change the
+  /// verdict or an extracted field. Returns false when there are more
+  /// than `limit` states.
+  bool exploreStates(size_t limit);
+
+  /// The header index of the header being emitted, as an i32 (a constant
+  /// when the counts are static).
+  Value countOf(const Protocol &p);
+  /// Whether the count of `p` can equal `index` here; std::nullopt when
+  /// it is only known at run time.
+  std::optional<bool> countIs(const Protocol &p, unsigned index);
+
+  /// The fixed prefix of a protocol's <format> (ProtoNeeds::prefixLen).
+  static void fixedPrefix(const Protocol &p, ProtoNeeds &n);
 
   /// Which field values the parse must read, and which size loops it can
   /// jump over: a loop whose fields nothing reads ends where its size
@@ -288,7 +370,12 @@ private:
   void groupFlags(const Formula &f);
   std::vector<size_t> flagOf;
   std::string fieldVar(const std::string &kind, const std::string &name);
+  /// Comparisons and i1 logic, folded when their operands are constants
+  /// (header counts are, when static).
   Value cmp(arith::CmpIPredicate p, Value l, Value r);
+  Value andI1(Value l, Value r);
+  Value orI1(Value l, Value r);
+  Value notI1(Value v);
   Value toI32(Value bit) { return arith::ExtUIOp::create(b, loc, i32, bit); }
   Value isTrue(Value v);
 
@@ -306,9 +393,13 @@ private:
   // Headers
   //===--------------------------------------------------------------------===//
 
+  /// The block of the header of `p` that follows the current one (or the
+  /// first one), or `finish` when it is not needed.
   Block *headerBlock(const Protocol *p);
+  /// The block of state `id`, or `finish` when it is not needed.
+  Block *stateBlock(unsigned id);
 
-  void emitHeader(const Protocol &p);
+  void emitHeader(unsigned id);
 
   //===--------------------------------------------------------------------===//
   // <format> and <encapsulation>
