@@ -143,9 +143,11 @@ private:
 
 class VectorOutput final : public me::PacketOutput {
 public:
-  explicit VectorOutput(std::vector<std::vector<uint8_t>> &out) : out(out) {}
+  explicit VectorOutput(ChainRun &run) : out(run.fromMEs), run(run) {}
   void transmit(const me::Transmission &t) override {
     out.emplace_back(t.bytes, t.bytes + t.length);
+    run.fromMEsCycles.push_back(t.cycle);
+    run.fromMEsTags.push_back(t.hasTag ? t.tag : ~uint64_t(0));
     // The tag is the input packet's number: its last output's cycle.
     if (t.hasTag) {
       if (lastOutput.size() <= t.tag)
@@ -160,6 +162,7 @@ public:
 
 private:
   std::vector<std::vector<uint8_t>> &out;
+  ChainRun &run;
 };
 
 /// Per-message latency at a line rate: message k arrives when the wire
@@ -679,7 +682,7 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   if (!emulator.load(meStage.image, error))
     return false;
   VectorInput input(messages);
-  VectorOutput output(run.fromMEs);
+  VectorOutput output(run);
   emulator.setInput(&input);
   emulator.setOutput(&output);
   run.codeWords.assign(machine.numMEs, 0);

@@ -89,7 +89,8 @@ class Channels:
 
 class ChainRun:
     """What a chain's run did: ``outputs`` (after the host stage),
-    ``from_mes``, the ME stage's ``me_runs``/``me_sent``/``me_dropped``,
+    ``from_mes`` (with ``from_mes_cycles``, the cycle each left the MEs,
+    and ``from_mes_tags``, the input message it came from), the ME stage's ``me_runs``/``me_sent``/``me_dropped``,
     ``receive_drops``, ``cycles``, ``micros``, ``mean_latency_us`` (with a
     line rate), ``swap`` (a dict, or None), ``reconfigurations`` (one dict
     per handler a change reached), ``auto_swaps`` (automatic

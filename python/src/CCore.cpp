@@ -207,6 +207,8 @@ public:
     nb::dict d;
     d["outputs"] = toBytes(result.outputs);
     d["from_mes"] = toBytes(result.fromMEs);
+    d["from_mes_cycles"] = result.fromMEsCycles;
+    d["from_mes_tags"] = result.fromMEsTags;
     d["me_runs"] = result.meRuns;
     d["me_sent"] = result.meSent;
     d["me_dropped"] = result.meDropped;

@@ -191,8 +191,10 @@ struct AutoSwapReport {
 struct ChainRun {
   /// What left the chain, in order (after the host stage, if any).
   std::vector<std::vector<uint8_t>> outputs;
-  /// What the ME stage transmitted, in order.
+  /// What the ME stage transmitted, in order, with the cycle each left
+  /// and the number of the input message it came from (~0: untagged).
   std::vector<std::vector<uint8_t>> fromMEs;
+  std::vector<uint64_t> fromMEsCycles, fromMEsTags;
   /// The ME stage's handler: runs, sends and drops (its NetPE counters;
   /// of a multicast: the first handler's runs, every handler's sends and
   /// drops summed).
