@@ -725,6 +725,12 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
       std::min(run.stats.rings[workRing].gets, run.stats.packetsReceived);
   if (run.handlerME < machine.numMEs && gets >= others)
     run.handlerMessages[run.handlerME] += gets - others;
+  for (const me::AppLayout::Region &region : meStage.layout.dataMemory) {
+    run.dataMemory.emplace_back();
+    if (region.size)
+      emulator.readMemory(region.memory, region.address, region.size,
+                          run.dataMemory.back());
+  }
   if (meStage.layout.peCounters) {
     std::vector<uint8_t> words;
     unsigned pes = unsigned(meStage.layout.pes.size());

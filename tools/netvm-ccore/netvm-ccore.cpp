@@ -10,6 +10,7 @@
 
 #include "netvm/CCore/Chain.h"
 #include "netvm/CCore/Query.h"
+#include "netvm/CCore/Transport.h"
 #include "netvm/ccore/Message.h"
 #include "netvm/io/PacketIO.h"
 
@@ -75,9 +76,25 @@ static cl::opt<std::string> peName("name", cl::desc("The NetPE's name"),
                                    cl::cat(category));
 
 // gen
-static cl::opt<std::string> formatName("format", cl::desc("The format"),
-                                       cl::sub(genCmd), cl::sub(decodeCmd),
-                                       cl::cat(category));
+static cl::opt<std::string>
+    formatName("format",
+               cl::desc("The format (compile: with --rudp, the reassembler's)"),
+               cl::sub(genCmd), cl::sub(decodeCmd), cl::sub(compileCmd),
+               cl::cat(category));
+static cl::opt<unsigned> rudpPayload(
+    "rudp",
+    cl::desc("Reliable UDP with fragments of N payload bytes: gen writes the "
+             "fragments, chain offers them and reassembles them on the ME "
+             "before its first stage, compile (with --format) writes the "
+             "reassembler (docs/ccore.md; default 0: none)"),
+    cl::value_desc("N"), cl::init(0), cl::sub(genCmd), cl::sub(chainCmd),
+    cl::sub(compileCmd), cl::cat(category));
+static cl::opt<unsigned>
+    rudpLoss("rudp-loss",
+             cl::desc("With --rudp: percentage of fragments the network loses "
+                      "(default 0)"),
+             cl::init(0), cl::sub(genCmd), cl::sub(chainCmd),
+             cl::cat(category));
 // chain
 static cl::opt<std::string> meQuery("me-query",
                                     cl::desc("The ME stage's query"),
@@ -293,6 +310,19 @@ static int compileMain(const Schema &schema) {
         return rc;
     return writeText(output, app.nvapp);
   }
+  if (rudpPayload && queryText.empty() && queryFile.empty()) {
+    const Format *format = schema.format(formatName);
+    if (!format)
+      return fail("compile --rudp needs --format, a format of the schema");
+    std::string netil, error;
+    if (!emitReassembler(*format, rudpPayload, peName, netil, error))
+      return fail(error);
+    if (output.empty() || output == "-") {
+      llvm::outs() << netil;
+      return 0;
+    }
+    return writeText(output, netil);
+  }
   if (queryText.empty() == queryFile.empty())
     return fail("give the query with --query or --query-file (one of them)");
   std::string text = queryText, name = "<query>";
@@ -362,6 +392,25 @@ static bool writePcap(const std::string &path,
   return writer->flush(error);
 }
 
+/// Replaces `messages` by their reliable-UDP fragments (--rudp,
+/// --rudp-loss, --seed).
+static bool toFragments(std::vector<std::vector<uint8_t>> &messages,
+                        std::string &error) {
+  FragmentOptions options;
+  options.payload = rudpPayload;
+  options.lossPercent = rudpLoss;
+  options.seed = seed;
+  if (rudpLoss > 100) {
+    error = "--rudp-loss is a percentage (0-100)";
+    return false;
+  }
+  std::vector<std::vector<uint8_t>> fragments;
+  if (!fragmentMessages(messages, options, fragments, error))
+    return false;
+  messages = std::move(fragments);
+  return true;
+}
+
 static int genMain(const Schema &schema) {
   const Format *format = schema.format(formatName);
   if (!format)
@@ -372,7 +421,11 @@ static int genMain(const Schema &schema) {
     return fail(error);
   if (output.empty())
     return fail("gen needs -o FILE");
-  if (!writePcap(output, generateMessages(*format, options), error))
+  std::vector<std::vector<uint8_t>> messages =
+      generateMessages(*format, options);
+  if (rudpPayload && !toFragments(messages, error))
+    return fail(error);
+  if (!writePcap(output, messages, error))
     return fail(error);
   return 0;
 }
@@ -421,6 +474,17 @@ static int chainMain(const Schema &schema) {
     firstApp.name = secondApp.name = "me_stage";
     firstApp.files = {{"me_stage.netil", netil}};
     secondApp.files = {{"me_stage.netil", nextNetil}};
+  }
+  if (rudpPayload) {
+    if (queries.front().join)
+      return fail("--rudp carries one format; a join reads two");
+    if (autoSpecialize.getNumOccurrences() || placementMode != "me")
+      return fail("--rudp runs with --placement=me and without "
+                  "--auto-specialize");
+    if (!addReassembler(firstApp, *queries.front().format, rudpPayload,
+                        error) ||
+        !addReassembler(secondApp, *queries.front().format, rudpPayload, error))
+      return fail(error);
   }
   netvm::me::MachineConfig machine;
   if (rateGbps < 0)
@@ -553,6 +617,9 @@ static int chainMain(const Schema &schema) {
       messages.push_back(std::move(other[i]));
     }
   }
+  size_t messageCount = messages.size();
+  if (rudpPayload && !toFragments(messages, error))
+    return fail(error);
   ChainRun run;
   if (onHost) {
     std::unique_ptr<netvm::rt::Engine> first = compileForHost(firstApp, error);
@@ -584,8 +651,18 @@ static int chainMain(const Schema &schema) {
   }
   if (!runChain(meStage, host.get(), messages, machine, control, run, error))
     return fail(error);
-  llvm::outs() << "messages in         " << messages.size() << "\n"
-               << "ME stage            " << run.meRuns << " runs, "
+  llvm::outs() << "messages in         " << messageCount << "\n";
+  if (rudpPayload && !run.dataMemory.empty()) {
+    RudpCounters c = rudpCounters(run.dataMemory.back());
+    llvm::outs() << "reliable UDP        " << messages.size()
+                 << " fragments in, " << c.messagesDelivered
+                 << " messages reassembled, " << c.messagesLost
+                 << " lost (reported), " << c.fragmentsRejected
+                 << " fragments rejected, "
+                 << (c.fragmentMask ? "1 message" : "none")
+                 << " incomplete at the end\n";
+  }
+  llvm::outs() << "ME stage            " << run.meRuns << " runs, "
                << run.meSent << " sent, " << run.meDropped << " dropped\n";
   if (host)
     llvm::outs() << "host stage          " << run.fromMEs.size() << " in, "
@@ -626,7 +703,7 @@ static int chainMain(const Schema &schema) {
                  << " us most (arrival to last output, " << run.latencyMessages
                  << " messages)\n";
   if (host)
-    printHostThread(run, messages.size());
+    printHostThread(run, messageCount);
   if (!reportPath.empty())
     if (int rc = writeText(reportPath, toJSON(report)))
       return rc;

@@ -223,6 +223,8 @@ struct ChainRun {
   unsigned handlerME = netvm::ccore::handlerME;
   std::vector<uint64_t> handlerMessages;
   std::vector<uint32_t> codeWords;
+  /// Each NetPE's data memory at the end of the run (ME stage).
+  std::vector<std::vector<uint8_t>> dataMemory;
   me::Stats stats;
 };
 
