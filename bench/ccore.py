@@ -22,6 +22,8 @@ emulated one (exact, no repeats needed) from `netvm-ccore chain`:
            (emulated, lossless) as the message size grows
   Swap     hot-swap downtime of the ME stage (generic to specialized)
            through a spare ME and in place, at several points of a run
+  RUDP     reliable UDP: the select behind the reassembler on the ME,
+           messages of 600 bytes in fragments of 600, 256 and 100 bytes
   Auto     automatic specialization over time on the Table 3 workload
            (Python API): input throughput per 50 us window while the
            generic handler runs, after the swap to the specialized one,
@@ -88,6 +90,8 @@ def chain(tool, query, params, n, extra=(), schema=SCHEMA, ranges=RANGES):
         "host_cycles": grab(r"host thread\s+[\d.]+ ns, ([\d.]+) cycles"),
         "in_count": grab(r"messages in\s+(\d+)", int),
         "micros": grab(r"downtime\s+\d+ cycles, ([\d.]+) us"),
+        "micros_run": grab(r"emulated time\s+\d+ cycles, ([\d.]+) us"),
+        "fragments": grab(r"reliable UDP\s+(\d+) fragments in", int),
     }
 
 
@@ -209,6 +213,23 @@ def main():
               f"({min(cycles)}-{max(cycles)}) | "
               f"{statistics.median(micros):.2f} | "
               f"{', '.join(str(r['out']) for r in runs)} |")
+
+    print("\n### Reliable UDP: the select (1 parameter) behind the "
+          "reassembler on the ME (200 messages of 600 bytes, lossless "
+          "input)\n")
+    print("| fragment payload | fragments | messages/s | Mbit/s of messages "
+          "| ME 1 busy cycles/fragment |")
+    print("|---|---:|---:|---:|---:|")
+    plain = chain(tool, SELECT1, ["limit=500"], 200, ranges=["price=0:1000"])
+    seconds = plain["micros_run"] / 1e6
+    print(f"| none (no reassembler) | 200 | {200 / seconds:.0f} | "
+          f"{200 * 600 * 8 / seconds / 1e6:.0f} | {plain['busy']:.1f} |")
+    for payload in (600, 256, 100):
+        r = chain(tool, SELECT1, ["limit=500"], 200, [f"--rudp={payload}"],
+                  ranges=["price=0:1000"])
+        seconds = r["micros_run"] / 1e6
+        print(f"| {payload} | {r['fragments']} | {200 / seconds:.0f} | "
+              f"{200 * 600 * 8 / seconds / 1e6:.1f} | {r['busy']:.0f} |")
 
     auto_specialization(args.build, args.plot)
 
