@@ -1,7 +1,7 @@
 //===- Transport.h - Reliable UDP reassembly as a handler -------*- C++ -*-===//
 //
 // The receiving side of the C-CORE layer's reliable UDP (docs/ccore.md,
-// "Reliable UDP"): a NetPE that reassembles the fragments of one stream's
+// "Reliable UDP"): a NetPE that reassembles the fragments of one sender's
 // messages (netvm/ccore/Message.h, fragmentMessages) and reports what it
 // lost, compiled like every handler for the host or an ME, and put in
 // front of a chain's first stage.

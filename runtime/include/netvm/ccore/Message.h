@@ -173,8 +173,9 @@ private:
 /// Reliable UDP (docs/ccore.md, "Reliable UDP"): a message travels as
 /// fragments of at most `payload` bytes, each behind a 16-byte header, all
 /// big-endian: stream id (the message's), the message's sequence number
-/// (per stream, from 0), the fragment's index and the fragment count
-/// (16 bits each), the payload's length and the message's (16 bits each).
+/// (the sender numbers what it sends from 0), the fragment's index and the
+/// fragment count (16 bits each), the payload's length and the message's (16
+/// bits each).
 constexpr uint32_t rudpHeaderBytes = 16;
 /// At most this many fragments a message (the reassembler's bit mask).
 constexpr uint32_t rudpMaxFragments = 32;
