@@ -489,8 +489,11 @@ private:
           return false;
         specialized = false;
       } else {
-        netvm_emu_host_ring_fence(host, current, workRing, 0);
-        takenAtChange = old.gets;
+        // The handler ME restarts: its contexts may hold the old value,
+        // read ahead of their next message (a restart clears them).
+        SwapReport restart;
+        if (!switchTo(host, current, old, restart, false))
+          return false;
       }
       stable(host, report.messagesBefore);
       return true;
@@ -574,12 +577,22 @@ private:
       return waitFor(host);
     }
     case Phase::Drain: {
-      // Drained: every message the handler ME took has left it, sent (the
-      // transmit ring) or dropped (its buffer back on the free ring).
-      netvm_emu_ring_ops old = ops(host, current, workRing);
+      // Drained: every buffer the handler ME took has left it: each
+      // message (the work ring) and, with fan-out, each copy buffer (the
+      // copy pool) is sent (the transmit ring), dropped (its buffer back
+      // on the free ring) or, a copy's, back in the pool.
+      // The takings are read last: a read sees the state when its crossing
+      // starts, so equal counts mean nothing was taken while the outcomes
+      // were read. The copy pool only with fan-out (a crossing each).
       netvm_emu_ring_ops sent = ops(host, current, transmitRing);
       netvm_emu_ring_ops freed = ops(host, current, freeRing);
-      if (old.gets != sent.puts + freed.puts)
+      netvm_emu_ring_ops copies{};
+      if (std::any_of(
+              app.image.rings.begin(), app.image.rings.end(),
+              [](const me::RingConfig &c) { return c.ring == copyRing; }))
+        copies = ops(host, current, copyRing);
+      netvm_emu_ring_ops old = ops(host, current, workRing);
+      if (old.gets + copies.gets != sent.puts + freed.puts + copies.puts)
         return poll();
       if (!act(host, old))
         return 0;
@@ -708,6 +721,13 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   }
   if (controller && !controller->failure.empty()) {
     error = "host control: " + controller->failure;
+    return false;
+  }
+  if (!input.over()) {
+    // Never a silent loss: the machine stopped with messages not offered.
+    error = "the machine stopped (" + run.stats.stopReason + ") after " +
+            std::to_string(run.stats.packetsOffered) + " of " +
+            std::to_string(messages.size()) + " messages";
     return false;
   }
   // The messages each ME took from the work ring: the current one took

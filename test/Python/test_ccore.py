@@ -174,3 +174,38 @@ def test_auto_specialize_parameter_change(schema):
         ccore.Chain(schema, "from flight select price > $limit",
                     params={"limit": 1}, specialize=True).run(
                         messages, auto_specialize=True)
+
+
+def test_auto_specialize_multicast(schema):
+    """A multicast stage specialized automatically, with a change of one
+    subscriber's parameter: each subscriber's stream is exactly its
+    selection, with the new value from the change's message on."""
+    messages = schema.generate("flight", 600, ranges={
+        "price": (0, 1000), "gate": (10, 14)})
+    chain = ccore.Chain(schema, subscribers=[
+        (11, "from flight select price > $limit"),
+        (12, "from flight select gate == $g project gate, price")],
+        params={"limit": 500, "g": 12})
+    run = chain.run(messages, auto_specialize=True, stable_us=50,
+                    reconfigure=[("g", 11, 400000)])
+    kinds = [s["to_specialized"] for s in run.auto_swaps]
+    assert kinds == [True, False, True]
+    assert run.auto_swaps[2]["parameters"] == {"limit": 500, "g": 11}
+    (change,) = run.reconfigurations
+    k = change["messages_before"]
+    assert 0 < k < len(messages)
+
+    def stream(m):
+        return struct.unpack_from(">I", m, 0)[0]
+
+    def gate(m):
+        return struct.unpack_from(">H", m, 12)[0]
+
+    relayed = [m[4:] for m in run.outputs if stream(m) == 11]
+    projected = [struct.unpack_from(">HI", m, 8) for m in run.outputs
+                 if stream(m) == 12]
+    assert len(relayed) + len(projected) == len(run.outputs)
+    assert relayed == [m[4:] for m in messages if price(m) > 500]
+    assert projected == [(gate(m), price(m))
+                         for i, m in enumerate(messages)
+                         if gate(m) == (12 if i < k else 11)]

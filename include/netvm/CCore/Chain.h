@@ -49,7 +49,7 @@ std::unique_ptr<rt::Engine> compileForHost(const HandlerApp &app,
                                            std::string &error);
 
 /// The default layout's rings (docs/me-backend.md, "Placement").
-constexpr unsigned freeRing = 0, transmitRing = 1, workRing = 2;
+constexpr unsigned freeRing = 0, transmitRing = 1, workRing = 2, copyRing = 3;
 /// The ME the default layout runs the handlers on.
 constexpr unsigned handlerME = 1;
 
@@ -88,9 +88,10 @@ struct SwapReport {
 /// handler's data memory (a generic handler's `$` parameter,
 /// parameterAddress), without a code change. The control loop fences the
 /// handler ME off its work ring, waits until every message it took has
-/// left it, writes the word across the host interface and lifts the
-/// fence: the messages taken before see the old value, the others the new
-/// one, and none is lost or reordered.
+/// left it, writes the word across the host interface, restarts the ME
+/// (its contexts may hold the old value, read ahead) and lifts the fence:
+/// the messages taken before see the old value, the others the new one,
+/// and none is lost or reordered.
 struct ParamChange {
   /// When the change starts (the fence), in ME cycles.
   uint64_t atCycle = 0;
