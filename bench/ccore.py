@@ -22,17 +22,25 @@ emulated one (exact, no repeats needed) from `netvm-ccore chain`:
            (emulated, lossless) as the message size grows
   Swap     hot-swap downtime of the ME stage (generic to specialized)
            through a spare ME and in place, at several points of a run
+  RUDP     reliable UDP: the select behind the reassembler on the ME,
+           messages of 600 bytes in fragments of 600, 256 and 100 bytes
+  Auto     automatic specialization over time on the Table 3 workload
+           (Python API): input throughput per 50 us window while the
+           generic handler runs, after the swap to the specialized one,
+           back to generic at a parameter change and specialized again
 
 Usage: bench/ccore.py [--build build] [-n MESSAGES] [--plot DIR]
 Prints markdown tables; results in bench/README.md ("C-CORE"). With
 --plot DIR (needs matplotlib) it draws DIR/ccore-tables.png (Tables 1
-and 2: rate out and drops against rate in) and DIR/ccore-figure3.png.
+and 2: rate out and drops against rate in), DIR/ccore-figure3.png and
+DIR/ccore-autospec.png (throughput over time, automatic specialization).
 """
 
 import argparse
 import os
 import re
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -82,6 +90,8 @@ def chain(tool, query, params, n, extra=(), schema=SCHEMA, ranges=RANGES):
         "host_cycles": grab(r"host thread\s+[\d.]+ ns, ([\d.]+) cycles"),
         "in_count": grab(r"messages in\s+(\d+)", int),
         "micros": grab(r"downtime\s+\d+ cycles, ([\d.]+) us"),
+        "micros_run": grab(r"emulated time\s+\d+ cycles, ([\d.]+) us"),
+        "fragments": grab(r"reliable UDP\s+(\d+) fragments in", int),
     }
 
 
@@ -203,6 +213,129 @@ def main():
               f"({min(cycles)}-{max(cycles)}) | "
               f"{statistics.median(micros):.2f} | "
               f"{', '.join(str(r['out']) for r in runs)} |")
+
+    print("\n### Reliable UDP: the select (1 parameter) behind the "
+          "reassembler on the ME (200 messages of 600 bytes, lossless "
+          "input)\n")
+    print("| fragment payload | fragments | messages/s | Mbit/s of messages "
+          "| ME 1 busy cycles/fragment |")
+    print("|---|---:|---:|---:|---:|")
+    plain = chain(tool, SELECT1, ["limit=500"], 200, ranges=["price=0:1000"])
+    seconds = plain["micros_run"] / 1e6
+    print(f"| none (no reassembler) | 200 | {200 / seconds:.0f} | "
+          f"{200 * 600 * 8 / seconds / 1e6:.0f} | {plain['busy']:.1f} |")
+    for payload in (600, 256, 100):
+        r = chain(tool, SELECT1, ["limit=500"], 200, [f"--rudp={payload}"],
+                  ranges=["price=0:1000"])
+        seconds = r["micros_run"] / 1e6
+        print(f"| {payload} | {r['fragments']} | {200 / seconds:.0f} | "
+              f"{200 * 600 * 8 / seconds / 1e6:.1f} | {r['busy']:.0f} |")
+
+    auto_specialization(args.build, args.plot)
+
+
+AUTO_WINDOW_US = 50
+
+
+def auto_specialization(build, plot_dir):
+    """Throughput over time with automatic specialization: the Table 3
+    select (five parameters) over 8000 messages, lossless input, stable
+    period 300 us, $p changed at 1.5 ms. Input messages handled per
+    window, from the input number (tag) of each output and its cycle."""
+    sys.path.insert(0, os.path.join(build, "python"))
+    from netvm import ccore
+    schema = ccore.Schema.load(SCHEMA)
+    ranges = {r.split("=")[0]: tuple(int(v) for v in r.split("=")[1]
+                                     .split(":")) for r in RANGES}
+    params = {p.split("=")[0]: int(p.split("=")[1]) for p in PARAMS5}
+    messages = schema.generate("flight", 8000, ranges=ranges)
+    chain = ccore.Chain(schema, SELECT5, params=params)
+    run = chain.run(messages, auto_specialize=True, stable_us=300,
+                    reconfigure=[("p", 300, 900000)])
+    # What the select must give: $p = 100 for the messages taken before
+    # the change, 300 after it.
+    split = run.reconfigurations[0]["messages_before"]
+
+    def passes(m, p):
+        price, bags, passengers = (struct.unpack_from(">I", m, o)[0]
+                                   for o in (40, 28, 24))
+        return (price >= p and bags <= params["b"] and m[14] < params["s"]
+                and passengers > params["n"]
+                and struct.unpack_from(">H", m, 12)[0] == params["g"])
+    expected = [m for i, m in enumerate(messages)
+                if passes(m, params["p"] if i < split else 300)]
+    mhz = run.report["clock_mhz"]
+    window = AUTO_WINDOW_US * mhz
+    # Inputs handled by the end of each window: the highest input number
+    # an output of the window came from.
+    handled = {}
+    for cycle, tag in zip(run.from_mes_cycles, run.from_mes_tags):
+        w = int(cycle // window)
+        handled[w] = max(handled.get(w, 0), tag + 1)
+    swaps = [(s["start_cycle"], "specialized" if s["to_specialized"]
+              else "generic") for s in run.auto_swaps]
+
+    def form(cycle):
+        current = "generic"
+        for start, kind in swaps:
+            if start <= cycle:
+                current = kind
+        return current
+
+    rows, last = [], 0
+    for w in range(max(handled) + 1):
+        done = handled.get(w, last)
+        mbps = (done - last) * 600 * 8 / AUTO_WINDOW_US
+        rows.append((w * AUTO_WINDOW_US, mbps, form((w + 0.5) * window)))
+        last = done
+    print("\n### Automatic specialization over time (select with 5 "
+          "parameters, 8000 messages, lossless input, stable period 300 us, "
+          f"$p 100 -> 300 at cycle 900000; {AUTO_WINDOW_US} us windows)\n")
+    print("| switch | at (us) | after messages | downtime (us) "
+          "| compile (ms, host) |")
+    print("|---|---:|---:|---:|---:|")
+    for s in run.auto_swaps:
+        print(f"| {'to specialized' if s['to_specialized'] else 'to generic'}"
+              f" | {s['start_cycle'] / mhz:.0f} | {s['messages_before']} | "
+              f"{s['downtime_cycles'] / mhz:.2f} | {s['compile_ms']:.0f} |")
+    # Full windows only (the last one is partial).
+    full = rows[:-1]
+    by_form = {k: [m for _, m, f in full if f == k]
+               for k in ("generic", "specialized")}
+    g = statistics.median(by_form["generic"])
+    sp = statistics.median(by_form["specialized"])
+    print("\n| form | windows | median Mbit/s in | min-max |")
+    print("|---|---:|---:|---:|")
+    for k, v in by_form.items():
+        print(f"| {k} | {len(v)} | {statistics.median(v):.0f} | "
+              f"{min(v):.0f}-{max(v):.0f} |")
+    taken = sum(m["messages"] for m in run.report["mes"])
+    print(f"\nspecialized / generic: {sp / g:.2f}x (medians of the "
+          "windows); the output is exactly the input selected with $p = 100 "
+          f"before message {split} and 300 after it: "
+          f"{'yes' if run.outputs == expected else 'NO'}; messages in "
+          f"{len(messages)}, taken by the handler {taken}")
+    if plot_dir:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        os.makedirs(plot_dir, exist_ok=True)
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        ax.step([t for t, _, _ in rows], [m for _, m, _ in rows],
+                where="post", label="input handled (Mbit/s)")
+        for i, (start, kind) in enumerate(swaps):
+            ax.axvline(start / mhz, color="green" if kind == "specialized"
+                       else "red", linestyle="--", linewidth=0.8,
+                       label=f"swap to {kind}" if i < 2 else None)
+        ax.axvline(900000 / mhz, color="gray", linestyle=":",
+                   linewidth=0.8, label="$p changed")
+        ax.legend(fontsize=7, loc="lower right")
+        ax.set_xlabel("emulated time (us)")
+        ax.set_ylabel("Mbit/s in")
+        ax.set_title("Automatic specialization, Table 3 select "
+                     "(5 parameters)", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(os.path.join(plot_dir, "ccore-autospec.png"), dpi=110)
 
 
 def plot(directory, table1, table2, figure3):

@@ -143,9 +143,11 @@ private:
 
 class VectorOutput final : public me::PacketOutput {
 public:
-  explicit VectorOutput(std::vector<std::vector<uint8_t>> &out) : out(out) {}
+  explicit VectorOutput(ChainRun &run) : out(run.fromMEs), run(run) {}
   void transmit(const me::Transmission &t) override {
     out.emplace_back(t.bytes, t.bytes + t.length);
+    run.fromMEsCycles.push_back(t.cycle);
+    run.fromMEsTags.push_back(t.hasTag ? t.tag : ~uint64_t(0));
     // The tag is the input packet's number: its last output's cycle.
     if (t.hasTag) {
       if (lastOutput.size() <= t.tag)
@@ -160,6 +162,7 @@ public:
 
 private:
   std::vector<std::vector<uint8_t>> &out;
+  ChainRun &run;
 };
 
 /// Per-message latency at a line rate: message k arrives when the wire
@@ -189,207 +192,10 @@ void measureLatency(const std::vector<std::vector<uint8_t>> &messages,
     run.meanLatencyCycles = sum / double(run.latencyMessages);
 }
 
-/// The host control loop: a state machine run by the emulator's host
-/// interface. It preloads a spare ME, then takes the swap and the
-/// reconfigurations in the order of their cycles; each fences the handler
-/// ME off the work ring, waits for it to drain, acts, lifts the fence and
-/// watches for the first message taken after it.
-class Controller {
-public:
-  Controller(const ChainControl &control, const me::CompiledApp &app,
-             const VectorInput &input, ChainRun &run)
-      : control(control), app(app), input(input), run(run) {
-    if (control.swap.mode != SwapRequest::Mode::None) {
-      code = codeOf(*control.swap.next, handlerME);
-      run.swap.oldME = handlerME;
-      run.swap.newME = control.swap.mode == SwapRequest::Mode::Spare
-                           ? control.swap.spareME
-                           : handlerME;
-      events.push_back({control.swap.atCycle, -1});
-    }
-    for (size_t i = 0; i < control.params.size(); ++i)
-      events.push_back({control.params[i].atCycle, int(i)});
-    std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
-      return a.atCycle != b.atCycle ? a.atCycle < b.atCycle : a.param < b.param;
-    });
-    run.params.assign(control.params.size(), ParamReport());
-  }
-
-  static const me::CodeBlock *codeOf(const me::CompiledApp &app, unsigned me) {
-    for (const me::CodeBlock &b : app.image.code)
-      if ((b.meMask >> me) & 1)
-        return &b;
-    return nullptr;
-  }
-
-  static uint64_t step(netvm_emu_host *host, void *self) {
-    return static_cast<Controller *>(self)->look(host);
-  }
-
-  std::string failure;
-
-private:
-  enum class Phase { Preload, Wait, Drain, Watch, Done };
-  struct Event {
-    uint64_t atCycle;
-    int param; // -1: the swap
-  };
-  const ChainControl &control;
-  const me::CompiledApp &app;
-  const VectorInput &input;
-  ChainRun &run;
-  const me::CodeBlock *code = nullptr;
-  std::vector<Event> events;
-  size_t next = 0;
-  Phase phase = Phase::Preload;
-  /// The ME serving the work ring, and the messages earlier MEs took.
-  unsigned current = handlerME;
-  uint64_t takenBefore = 0, takenAtChange = 0;
-
-  uint64_t poll() const { return control.swap.pollCycles; }
-
-  bool load(netvm_emu_host *host, unsigned me) {
-    if (netvm_emu_host_me_load(host, me, code->words.data(),
-                               unsigned(code->words.size()), code->ctxMode,
-                               code->ctxEnable) != 0) {
-      failure = "the new code does not load on ME " + std::to_string(me);
-      return false;
-    }
-    run.swap.loadedCycle = netvm_emu_host_now(host);
-    return true;
-  }
-
-  netvm_emu_ring_ops ops(netvm_emu_host *host, unsigned me, unsigned ring) {
-    netvm_emu_ring_ops o{};
-    netvm_emu_host_me_ring_ops(host, me, ring, &o);
-    return o;
-  }
-
-  uint64_t waitFor(netvm_emu_host *host) {
-    if (next == events.size()) {
-      phase = Phase::Done;
-      return 0;
-    }
-    phase = Phase::Wait;
-    uint64_t now = netvm_emu_host_now(host);
-    return events[next].atCycle > now ? events[next].atCycle - now : 1;
-  }
-
-  /// The event's action once the handler ME is drained; false on failure.
-  bool act(netvm_emu_host *host, const Event &event,
-           const netvm_emu_ring_ops &taken) {
-    if (event.param >= 0) {
-      const ParamChange &change = control.params[size_t(event.param)];
-      ParamReport &report = run.params[size_t(event.param)];
-      const me::AppLayout::Region &region = app.layout.dataMemory[change.pe];
-      uint8_t bytes[4] = {uint8_t(change.value >> 24),
-                          uint8_t(change.value >> 16),
-                          uint8_t(change.value >> 8), uint8_t(change.value)};
-      if (netvm_emu_host_write(host, unsigned(region.memory),
-                               region.address + change.offset, bytes, 4) != 0) {
-        failure = "the write of " + change.name + " did not land";
-        return false;
-      }
-      report.writtenCycle = netvm_emu_host_now(host);
-      report.done = true;
-      report.lastGetBefore = taken.lastGet;
-      report.messagesBefore = takenBefore + taken.gets;
-      netvm_emu_host_ring_fence(host, current, workRing, 0);
-      takenAtChange = taken.gets;
-      return true;
-    }
-    SwapReport &report = run.swap;
-    report.drainedCycle = netvm_emu_host_now(host);
-    report.oldLastGet = taken.lastGet;
-    report.oldMessages = taken.gets;
-    netvm_emu_host_me_stop(host, current);
-    netvm_emu_host_ring_fence(host, current, workRing, 0);
-    if (control.swap.mode == SwapRequest::Mode::InPlace && !load(host, current))
-      return false;
-    if (netvm_emu_host_me_start(host, report.newME) != 0) {
-      failure = "ME " + std::to_string(report.newME) + " does not start";
-      return false;
-    }
-    report.startCycle = netvm_emu_host_now(host);
-    takenBefore += taken.gets;
-    current = report.newME;
-    takenAtChange = 0;
-    return true;
-  }
-
-  uint64_t look(netvm_emu_host *host) {
-    switch (phase) {
-    case Phase::Preload:
-      // The spare gets its code while the old ME still serves: loading
-      // costs no downtime.
-      if (control.swap.mode == SwapRequest::Mode::Spare &&
-          !load(host, control.swap.spareME))
-        return 0;
-      return waitFor(host);
-    case Phase::Wait: {
-      netvm_emu_host_ring_fence(host, current, workRing, 1);
-      uint64_t now = netvm_emu_host_now(host);
-      const Event &event = events[next];
-      (event.param < 0 ? run.swap.fenceCycle
-                       : run.params[size_t(event.param)].fenceCycle) = now;
-      phase = Phase::Drain;
-      return poll();
-    }
-    case Phase::Drain: {
-      // Drained: every message the handler ME took has left it, sent (the
-      // transmit ring) or dropped (its buffer back on the free ring).
-      netvm_emu_ring_ops taken = ops(host, current, workRing);
-      netvm_emu_ring_ops sent = ops(host, current, transmitRing);
-      netvm_emu_ring_ops freed = ops(host, current, freeRing);
-      if (taken.gets != sent.puts + freed.puts)
-        return poll();
-      if (!act(host, events[next], taken))
-        return 0;
-      phase = Phase::Watch;
-      return poll();
-    }
-    case Phase::Watch: {
-      // Stay until the handler takes its first message after the change,
-      // or the input is over.
-      netvm_emu_ring_ops taken = ops(host, current, workRing);
-      if (taken.gets == takenAtChange) {
-        // No message comes after the change: the next event, if any.
-        if (input.over() && netvm_emu_host_ring_count(host, workRing) == 0 &&
-            netvm_emu_host_rx_backlog(host) == 0) {
-          ++next;
-          return waitFor(host);
-        }
-        return poll();
-      }
-      uint64_t first = 0;
-      if (takenAtChange == 0) {
-        first = taken.firstGet;
-      } else {
-        // Not since a start: the get that followed the change completed
-        // after the fence was lifted; the ring ops keep the last one only.
-        first = taken.lastGet;
-      }
-      const Event &event = events[next];
-      if (event.param < 0) {
-        run.swap.newFirstGet = first;
-        run.swap.done = true;
-      } else {
-        run.params[size_t(event.param)].firstGetAfter = first;
-      }
-      ++next;
-      return waitFor(host);
-    }
-    case Phase::Done:
-      return 0;
-    }
-    return 0;
-  }
-};
-
 /// Whether the new image can take over the old one's machine: the same
 /// rings, memories and packet path (only the handler ME's code differs).
-static bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
-                       std::string &why) {
+bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
+                std::string &why) {
   auto ringsOf = [](const me::Image &image) {
     std::vector<std::tuple<unsigned, uint32_t, uint32_t>> r;
     for (const me::RingConfig &c : image.rings)
@@ -436,6 +242,388 @@ static bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
   return true;
 }
 
+/// The host control loop: a state machine run by the emulator's host
+/// interface. It preloads a spare ME, then takes the swap and the
+/// reconfigurations in the order of their cycles; each fences the handler
+/// ME off the work ring, waits for it to drain, acts, lifts the fence and
+/// watches for the first message taken after it. With automatic
+/// specialization it also watches the generic handler between events and
+/// switches to (and back from) the specialized form.
+class Controller {
+public:
+  Controller(const ChainControl &control, const me::CompiledApp &app,
+             const VectorInput &input, ChainRun &run)
+      : control(control), autoSpec(control.autoSpecialize), app(app),
+        input(input), run(run), parameters(autoSpec.parameters) {
+    if (control.swap.mode != SwapRequest::Mode::None) {
+      code = codeOf(*control.swap.next, handlerME);
+      run.swap.oldME = handlerME;
+      run.swap.newME = control.swap.mode == SwapRequest::Mode::Spare
+                           ? control.swap.spareME
+                           : handlerME;
+      events.push_back({control.swap.atCycle, swapEvent});
+    }
+    for (size_t i = 0; i < control.params.size(); ++i)
+      events.push_back({control.params[i].atCycle, int(i)});
+    std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
+      return a.atCycle != b.atCycle ? a.atCycle < b.atCycle : a.param < b.param;
+    });
+    run.params.assign(control.params.size(), ParamReport());
+  }
+
+  static const me::CodeBlock *codeOf(const me::CompiledApp &app, unsigned me) {
+    for (const me::CodeBlock &b : app.image.code)
+      if ((b.meMask >> me) & 1)
+        return &b;
+    return nullptr;
+  }
+
+  static uint64_t step(netvm_emu_host *host, void *self) {
+    return static_cast<Controller *>(self)->look(host);
+  }
+
+  std::string failure;
+  /// The machine, for its count of messages received (the end of the
+  /// stream: the host sees the same through the receive side's counters).
+  const me::Emulator *emulator = nullptr;
+  /// The ME serving the work ring, and per ME the messages it took before
+  /// the last switch away from it.
+  unsigned current = handlerME;
+  std::vector<uint64_t> taken;
+
+private:
+  enum class Phase { Preload, Wait, Drain, Watch, Done };
+  /// Event::param of the swap and of an automatic specialization.
+  static constexpr int swapEvent = -2, specializeEvent = -1;
+  struct Event {
+    uint64_t atCycle;
+    int param; // a ParamChange, or one of the above
+  };
+  const ChainControl &control;
+  const AutoSpecialize &autoSpec;
+  const me::CompiledApp &app;
+  const VectorInput &input;
+  ChainRun &run;
+  const me::CodeBlock *code = nullptr;
+  std::vector<Event> events;
+  size_t next = 0;
+  Event active{0, 0};
+  Phase phase = Phase::Preload;
+  /// Messages earlier MEs took; the current one's count at the change.
+  uint64_t takenBefore = 0, takenAtChange = 0;
+  /// Automatic specialization: whether the specialized code serves, the
+  /// current parameter values, since when they are stable, the images
+  /// compiled so far (by values) and the values of the one on the spare.
+  bool specialized = false;
+  std::map<std::string, uint32_t> parameters;
+  uint64_t stableCycle = 0, stableMessages = 0;
+  std::map<std::map<std::string, uint32_t>, std::unique_ptr<me::CompiledApp>>
+      images;
+  std::optional<std::map<std::string, uint32_t>> onSpare;
+  /// The automatic switch the active event makes (-1: none).
+  int autoSwap = -1;
+
+  uint64_t poll() const { return control.swap.pollCycles; }
+  unsigned spareME() const { return control.swap.spareME; }
+
+  bool load(netvm_emu_host *host, unsigned me) {
+    if (netvm_emu_host_me_load(host, me, code->words.data(),
+                               unsigned(code->words.size()), code->ctxMode,
+                               code->ctxEnable) != 0) {
+      failure = "the new code does not load on ME " + std::to_string(me);
+      return false;
+    }
+    if (me < run.codeWords.size())
+      run.codeWords[me] = uint32_t(code->words.size());
+    return true;
+  }
+
+  netvm_emu_ring_ops ops(netvm_emu_host *host, unsigned me, unsigned ring) {
+    netvm_emu_ring_ops o{};
+    netvm_emu_host_me_ring_ops(host, me, ring, &o);
+    return o;
+  }
+
+  /// The watcher looks at the generic handler between events.
+  bool watching() const { return autoSpec.enabled && !specialized; }
+
+  uint64_t waitFor(netvm_emu_host *host) {
+    constexpr uint64_t never = ~uint64_t(0);
+    uint64_t now = netvm_emu_host_now(host), wait = never;
+    if (next < events.size())
+      wait = events[next].atCycle > now ? events[next].atCycle - now : 1;
+    if (watching())
+      wait = std::min(wait, std::max<uint64_t>(1, autoSpec.watchCycles));
+    phase = wait == never ? Phase::Done : Phase::Wait;
+    return wait == never ? 0 : wait;
+  }
+
+  /// The specialized image for the current values, compiled unless it was,
+  /// loaded on the spare unless it is there; opens its report.
+  bool prepareSpecialized(netvm_emu_host *host) {
+    AutoSwapReport report;
+    report.parameters = parameters;
+    auto image = images.find(parameters);
+    if (image == images.end()) {
+      auto next = std::make_unique<me::CompiledApp>();
+      std::string error, why;
+      auto start = std::chrono::steady_clock::now();
+      if (!autoSpec.specialize(parameters, *next, error)) {
+        failure = "automatic specialization: " + error;
+        return false;
+      }
+      report.compileMilliseconds = std::chrono::duration<double, std::milli>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count();
+      if (!compatible(app, *next, why)) {
+        failure = "automatic specialization: " + why;
+        return false;
+      }
+      image = images.emplace(parameters, std::move(next)).first;
+    }
+    code = codeOf(*image->second, handlerME);
+    if (!code) {
+      failure = "automatic specialization: no code for ME " +
+                std::to_string(handlerME);
+      return false;
+    }
+    if (onSpare != parameters) {
+      if (!load(host, spareME()))
+        return false;
+      onSpare = parameters;
+    }
+    report.swap.loadedCycle = netvm_emu_host_now(host);
+    report.swap.oldME = current;
+    report.swap.newME = spareME();
+    autoSwap = int(run.autoSwaps.size());
+    run.autoSwaps.push_back(std::move(report));
+    return true;
+  }
+
+  /// Fences the handler ME off the work ring for the active event.
+  uint64_t fence(netvm_emu_host *host) {
+    netvm_emu_host_ring_fence(host, current, workRing, 1);
+    uint64_t now = netvm_emu_host_now(host);
+    if (active.param == swapEvent) {
+      run.swap.fenceCycle = now;
+    } else if (active.param >= 0) {
+      run.params[size_t(active.param)].fenceCycle = now;
+      if (specialized) {
+        // Back to the generic code, which reads the new value.
+        AutoSwapReport report;
+        report.toSpecialized = false;
+        report.swap.oldME = current;
+        report.swap.newME = handlerME;
+        report.swap.loadedCycle = now;
+        autoSwap = int(run.autoSwaps.size());
+        run.autoSwaps.push_back(std::move(report));
+      }
+    }
+    if (autoSwap >= 0)
+      run.autoSwaps[size_t(autoSwap)].swap.fenceCycle = now;
+    phase = Phase::Drain;
+    return poll();
+  }
+
+  /// The drained old ME stops and `newME` starts (after `reload` loads
+  /// the new code into it, in place).
+  bool switchTo(netvm_emu_host *host, unsigned newME,
+                const netvm_emu_ring_ops &old, SwapReport &report,
+                bool reload) {
+    report.drainedCycle = netvm_emu_host_now(host);
+    report.oldLastGet = old.lastGet;
+    report.oldMessages = old.gets;
+    netvm_emu_host_me_stop(host, current);
+    netvm_emu_host_ring_fence(host, current, workRing, 0);
+    if (reload && !load(host, current))
+      return false;
+    if (netvm_emu_host_me_start(host, newME) != 0) {
+      failure = "ME " + std::to_string(newME) + " does not start";
+      return false;
+    }
+    report.startCycle = netvm_emu_host_now(host);
+    taken[current] += old.gets;
+    takenBefore += old.gets;
+    current = newME;
+    takenAtChange = 0;
+    return true;
+  }
+
+  /// The stability clock starts again (a change, or the start).
+  void stable(netvm_emu_host *host, uint64_t messages) {
+    stableCycle = netvm_emu_host_now(host);
+    stableMessages = messages;
+  }
+
+  /// The event's action once the handler ME is drained; false on failure.
+  bool act(netvm_emu_host *host, const netvm_emu_ring_ops &old) {
+    if (active.param >= 0) {
+      const ParamChange &change = control.params[size_t(active.param)];
+      ParamReport &report = run.params[size_t(active.param)];
+      const me::AppLayout::Region &region = app.layout.dataMemory[change.pe];
+      uint8_t bytes[4] = {uint8_t(change.value >> 24),
+                          uint8_t(change.value >> 16),
+                          uint8_t(change.value >> 8), uint8_t(change.value)};
+      if (netvm_emu_host_write(host, unsigned(region.memory),
+                               region.address + change.offset, bytes, 4) != 0) {
+        failure = "the write of " + change.name + " did not land";
+        return false;
+      }
+      report.writtenCycle = netvm_emu_host_now(host);
+      report.done = true;
+      report.lastGetBefore = old.lastGet;
+      report.messagesBefore =
+          std::min(takenBefore + old.gets, emulator->stats().packetsReceived);
+      if (autoSpec.enabled)
+        parameters[change.parameter] = change.value;
+      if (autoSwap >= 0 && streamOver(host, old.gets)) {
+        // No message comes after the change: the specialized code stays
+        // (a restart would take the end markers again).
+        run.autoSwaps.pop_back();
+        autoSwap = -1;
+      }
+      if (autoSwap >= 0) {
+        AutoSwapReport &back = run.autoSwaps[size_t(autoSwap)];
+        back.messagesBefore = report.messagesBefore;
+        if (!switchTo(host, handlerME, old, back.swap, false))
+          return false;
+        specialized = false;
+      } else {
+        // The handler ME restarts: its contexts may hold the old value,
+        // read ahead of their next message (a restart clears them).
+        SwapReport restart;
+        if (!switchTo(host, current, old, restart, false))
+          return false;
+      }
+      stable(host, report.messagesBefore);
+      return true;
+    }
+    if (active.param == specializeEvent) {
+      AutoSwapReport &report = run.autoSwaps[size_t(autoSwap)];
+      report.messagesBefore = takenBefore + old.gets;
+      specialized = true;
+      return switchTo(host, spareME(), old, report.swap, false);
+    }
+    return switchTo(host, run.swap.newME, old, run.swap,
+                    control.swap.mode == SwapRequest::Mode::InPlace);
+  }
+
+  /// The active event's first message after the change, taken at `first`
+  /// (0: none came).
+  void finish(uint64_t first) {
+    if (active.param == swapEvent) {
+      run.swap.newFirstGet = first;
+      run.swap.done = first != 0;
+    } else if (active.param >= 0) {
+      run.params[size_t(active.param)].firstGetAfter = first;
+    }
+    if (autoSwap >= 0) {
+      run.autoSwaps[size_t(autoSwap)].swap.newFirstGet = first;
+      run.autoSwaps[size_t(autoSwap)].swap.done = true;
+    }
+    autoSwap = -1;
+    if (active.param != specializeEvent)
+      ++next;
+  }
+
+  /// Every message the machine received has been taken by the handler
+  /// (`gets` by the current ME): none can follow.
+  bool streamOver(netvm_emu_host *host, uint64_t gets) {
+    return input.over() && netvm_emu_host_rx_backlog(host) == 0 &&
+           takenBefore + gets >= emulator->stats().packetsReceived;
+  }
+
+  /// Every message has been offered and taken.
+  bool inputDone(netvm_emu_host *host) {
+    return input.over() && netvm_emu_host_ring_count(host, workRing) == 0 &&
+           netvm_emu_host_rx_backlog(host) == 0;
+  }
+
+  uint64_t look(netvm_emu_host *host) {
+    switch (phase) {
+    case Phase::Preload:
+      // The spare gets its code while the old ME still serves: loading
+      // costs no downtime.
+      if (control.swap.mode == SwapRequest::Mode::Spare) {
+        if (!load(host, spareME()))
+          return 0;
+        run.swap.loadedCycle = netvm_emu_host_now(host);
+      }
+      stable(host, 0);
+      return waitFor(host);
+    case Phase::Wait: {
+      uint64_t now = netvm_emu_host_now(host);
+      if (next < events.size() && events[next].atCycle <= now) {
+        active = events[next];
+        return fence(host);
+      }
+      if (watching()) {
+        uint64_t gets = ops(host, current, workRing).gets;
+        uint64_t messages = takenBefore + gets;
+        if (!streamOver(host, gets) &&
+            now - stableCycle >= autoSpec.stableCycles &&
+            messages - stableMessages >= autoSpec.stableMessages &&
+            messages > stableMessages) {
+          if (!prepareSpecialized(host))
+            return 0;
+          active = {now, specializeEvent};
+          return fence(host);
+        }
+        if (next == events.size() && inputDone(host)) {
+          phase = Phase::Done;
+          return 0;
+        }
+      }
+      return waitFor(host);
+    }
+    case Phase::Drain: {
+      // Drained: every buffer the handler ME took has left it: each
+      // message (the work ring) and, with fan-out, each copy buffer (the
+      // copy pool) is sent (the transmit ring), dropped (its buffer back
+      // on the free ring) or, a copy's, back in the pool.
+      // The takings are read last: a read sees the state when its crossing
+      // starts, so equal counts mean nothing was taken while the outcomes
+      // were read. The copy pool only with fan-out (a crossing each).
+      netvm_emu_ring_ops sent = ops(host, current, transmitRing);
+      netvm_emu_ring_ops freed = ops(host, current, freeRing);
+      netvm_emu_ring_ops copies{};
+      if (std::any_of(
+              app.image.rings.begin(), app.image.rings.end(),
+              [](const me::RingConfig &c) { return c.ring == copyRing; }))
+        copies = ops(host, current, copyRing);
+      netvm_emu_ring_ops old = ops(host, current, workRing);
+      if (old.gets + copies.gets != sent.puts + freed.puts + copies.puts)
+        return poll();
+      if (!act(host, old))
+        return 0;
+      phase = Phase::Watch;
+      return poll();
+    }
+    case Phase::Watch: {
+      // Stay until the handler takes its first message after the change,
+      // or the input is over.
+      netvm_emu_ring_ops now = ops(host, current, workRing);
+      if (now.gets == takenAtChange) {
+        // No message comes after the change: the next event, if any.
+        if (inputDone(host)) {
+          finish(0);
+          return waitFor(host);
+        }
+        return poll();
+      }
+      // Since a start, its first get; else the get that followed the
+      // change completed after the fence was lifted (the ring ops keep
+      // the last one only).
+      finish(takenAtChange == 0 ? now.firstGet : now.lastGet);
+      return waitFor(host);
+    }
+    case Phase::Done:
+      return 0;
+    }
+    return 0;
+  }
+};
+
 } // namespace
 
 bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
@@ -463,6 +651,34 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
       return false;
     }
   }
+  const AutoSpecialize &autoSpec = control.autoSpecialize;
+  if (autoSpec.enabled) {
+    if (swapping) {
+      error = "automatic specialization makes its own swaps: no other swap";
+      return false;
+    }
+    if (!autoSpec.specialize) {
+      error = "automatic specialization: no specializer";
+      return false;
+    }
+    if (!meStage.layout.stages.empty() || !meStage.layout.pes.size()) {
+      error = "automatic specialization: needs the default layout (one "
+              "handler ME)";
+      return false;
+    }
+    if (swap.spareME >= machine.numMEs ||
+        Controller::codeOf(meStage, swap.spareME)) {
+      error = "automatic specialization: ME " + std::to_string(swap.spareME) +
+              " is not an idle ME of the machine";
+      return false;
+    }
+    for (const ParamChange &change : control.params)
+      if (!autoSpec.parameters.count(change.parameter)) {
+        error = "automatic specialization: " + change.name +
+                " is not a parameter of the handler";
+        return false;
+      }
+  }
   for (const ParamChange &change : control.params) {
     if (!meStage.layout.stages.empty()) {
       error = "reconfigure: needs the default layout (one handler ME)";
@@ -479,12 +695,18 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   if (!emulator.load(meStage.image, error))
     return false;
   VectorInput input(messages);
-  VectorOutput output(run.fromMEs);
+  VectorOutput output(run);
   emulator.setInput(&input);
   emulator.setOutput(&output);
+  run.codeWords.assign(machine.numMEs, 0);
+  for (unsigned me = 0; me < machine.numMEs; ++me)
+    if (const me::CodeBlock *code = Controller::codeOf(meStage, me))
+      run.codeWords[me] = uint32_t(code->words.size());
   std::unique_ptr<Controller> controller;
-  if (swapping || !control.params.empty()) {
+  if (swapping || !control.params.empty() || autoSpec.enabled) {
     controller = std::make_unique<Controller>(control, meStage, input, run);
+    controller->taken.assign(machine.numMEs, 0);
+    controller->emulator = &emulator;
     emulator.attachHost(&Controller::step, controller.get(), 0);
   }
   emulator.run();
@@ -500,6 +722,34 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   if (controller && !controller->failure.empty()) {
     error = "host control: " + controller->failure;
     return false;
+  }
+  if (!input.over()) {
+    // Never a silent loss: the machine stopped with messages not offered.
+    error = "the machine stopped (" + run.stats.stopReason + ") after " +
+            std::to_string(run.stats.packetsOffered) + " of " +
+            std::to_string(messages.size()) + " messages";
+    return false;
+  }
+  // The messages each ME took from the work ring: the current one took
+  // what the others did not (the ring's gets less the end markers each
+  // context takes last, docs/me-backend.md: one get per message received).
+  run.handlerMessages.assign(machine.numMEs, 0);
+  run.handlerME = controller ? controller->current : handlerME;
+  uint64_t others = 0;
+  if (controller)
+    for (unsigned me = 0; me < machine.numMEs; ++me) {
+      run.handlerMessages[me] = controller->taken[me];
+      others += controller->taken[me];
+    }
+  uint64_t gets =
+      std::min(run.stats.rings[workRing].gets, run.stats.packetsReceived);
+  if (run.handlerME < machine.numMEs && gets >= others)
+    run.handlerMessages[run.handlerME] += gets - others;
+  for (const me::AppLayout::Region &region : meStage.layout.dataMemory) {
+    run.dataMemory.emplace_back();
+    if (region.size)
+      emulator.readMemory(region.memory, region.address, region.size,
+                          run.dataMemory.back());
   }
   if (meStage.layout.peCounters) {
     std::vector<uint8_t> words;
@@ -620,28 +870,21 @@ ResourceReport resourceReport(const ChainRun &run,
   r.receiveDrops = run.stats.packetsDropped;
   r.dramUtilization =
       run.cycles ? double(run.stats.dram.busyCycles) / double(run.cycles) : 0;
-  bool swapped = run.swap.done;
   for (unsigned me = 0; me < machine.numMEs; ++me) {
     MELoad load;
     load.me = me;
     load.controlStore = machine.controlStore;
-    const me::CodeBlock *code = Controller::codeOf(meStage, me);
-    bool spare = control.swap.mode == SwapRequest::Mode::Spare &&
-                 me == control.swap.spareME;
-    if (code)
-      load.codeWords = uint32_t(code->words.size());
-    if (spare || (swapped && me == run.swap.newME)) {
-      const me::CodeBlock *next =
-          Controller::codeOf(*control.swap.next, handlerME);
-      load.codeWords = next ? uint32_t(next->words.size()) : 0;
-    }
+    if (me < run.codeWords.size())
+      load.codeWords = run.codeWords[me];
+    if (me < run.handlerMessages.size())
+      load.messages = run.handlerMessages[me];
     if (me == 0)
       load.role = "receive";
     else if (me == 2)
       load.role = "transmit";
-    else if (me == (swapped ? run.swap.newME : handlerME))
+    else if (me == run.handlerME)
       load.role = "handler";
-    else if (code || spare)
+    else if (load.codeWords)
       load.role = "spare";
     else
       load.role = "idle";
@@ -673,6 +916,17 @@ ResourceReport resourceReport(const ChainRun &run,
     q.overflows = st.overflows;
     r.queues.push_back(q);
   }
+  (void)control; // the run says what the swaps did
+  if (run.swap.done || run.swap.fenceCycle) {
+    const SwapReport &s = run.swap;
+    r.swaps.push_back({"manual", s.oldME, s.newME, s.fenceCycle, s.startCycle,
+                       s.downtimeCycles(), s.oldMessages, 0});
+  }
+  for (const AutoSwapReport &a : run.autoSwaps)
+    r.swaps.push_back({a.toSpecialized ? "specialize" : "generic", a.swap.oldME,
+                       a.swap.newME, a.swap.fenceCycle, a.swap.startCycle,
+                       a.swap.downtimeCycles(), a.messagesBefore,
+                       a.compileMilliseconds});
   if (run.hostMessages)
     r.hostThreads.push_back(
         {"host stage", run.hostMessages, run.hostNanoseconds, run.hostCycles});
@@ -695,6 +949,8 @@ std::string toJSON(const ResourceReport &r) {
        << ", \"busy_cycles\": " << m.busyCycles
        << ", \"idle_cycles\": " << m.idleCycles
        << ", \"instructions\": " << m.instructions
+       << ", \"messages\": " << m.messages << ", \"busy_cycles_per_message\": "
+       << (m.messages ? double(m.busyCycles) / double(m.messages) : 0.0)
        << ", \"utilization\": " << m.utilization << "}";
   }
   os << "\n  ],\n  \"queues\": [";
@@ -714,6 +970,18 @@ std::string toJSON(const ResourceReport &r) {
        << "\", \"messages\": " << h.messages
        << ", \"nanoseconds\": " << h.nanoseconds << ", \"cycles\": " << h.cycles
        << "}";
+  }
+  os << "\n  ],\n  \"swaps\": [";
+  for (size_t i = 0; i < r.swaps.size(); ++i) {
+    const ResourceReport::Swap &w = r.swaps[i];
+    os << (i ? "," : "") << "\n    {\"kind\": \"" << w.kind
+       << "\", \"old_me\": " << w.oldME << ", \"new_me\": " << w.newME
+       << ", \"fence_cycle\": " << w.fenceCycle
+       << ", \"start_cycle\": " << w.startCycle
+       << ", \"downtime_cycles\": " << w.downtimeCycles << ", \"downtime_us\": "
+       << (r.clockMHz > 0 ? double(w.downtimeCycles) / r.clockMHz : 0.0)
+       << ", \"messages_before\": " << w.messagesBefore
+       << ", \"compile_ms\": " << w.compileMilliseconds << "}";
   }
   os << "\n  ]\n}\n";
   return os.str();
@@ -834,6 +1102,50 @@ Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
   }
   p.reason = "does not fit: " + why.str();
   return p;
+}
+
+bool parameterChanges(const std::vector<Query> &queries,
+                      const std::string &name, uint32_t value, uint64_t atCycle,
+                      std::vector<ParamChange> &out, std::string &error) {
+  size_t before = out.size();
+  for (size_t pe = 0; pe < queries.size(); ++pe) {
+    const std::vector<std::string> &ps = queries[pe].parameters;
+    if (std::find(ps.begin(), ps.end(), name) == ps.end())
+      continue;
+    ParamChange change;
+    change.atCycle = atCycle;
+    change.pe = unsigned(pe);
+    change.offset = parameterAddress(queries[pe], name);
+    change.value = value;
+    change.name = "$" + name;
+    change.parameter = name;
+    out.push_back(change);
+  }
+  if (out.size() == before) {
+    error = "the ME stage's query has no $" + name;
+    return false;
+  }
+  return true;
+}
+
+Specializer specializerFor(const Schema &schema,
+                           std::optional<std::string> query,
+                           std::vector<Subscriber> subscribers,
+                           HandlerOptions options,
+                           const me::MachineConfig &machine) {
+  options.specialize = true;
+  return
+      [&schema, query = std::move(query), subscribers = std::move(subscribers),
+       options, machine](const std::map<std::string, uint32_t> &parameters,
+                         me::CompiledApp &out, std::string &error) {
+        HandlerOptions o = options;
+        o.parameters = parameters;
+        HandlerApp app;
+        std::vector<Query> queries;
+        return emitHandlerApp(schema, query ? &*query : nullptr, subscribers, o,
+                              app, queries, error) &&
+               compileForME(app, machine, out, error);
+      };
 }
 
 } // namespace netvm::ccore

@@ -793,4 +793,22 @@ bool emitMulticast(const Schema &schema,
   return true;
 }
 
+bool emitHandlerApp(const Schema &schema, const std::string *query,
+                    const std::vector<Subscriber> &subscribers,
+                    const HandlerOptions &options, HandlerApp &app,
+                    std::vector<Query> &queries, std::string &error) {
+  if (!query)
+    return emitMulticast(schema, subscribers, options, app, queries, error);
+  queries.clear();
+  std::optional<Query> q = parseQuery(*query, "<query>", schema, error);
+  std::string netil;
+  if (!q || !emitNetIL(*q, options, netil, error))
+    return false;
+  app = HandlerApp();
+  app.name = options.name;
+  app.files = {{options.name + ".netil", std::move(netil)}};
+  queries.push_back(std::move(*q));
+  return true;
+}
+
 } // namespace netvm::ccore

@@ -89,10 +89,13 @@ class Channels:
 
 class ChainRun:
     """What a chain's run did: ``outputs`` (after the host stage),
-    ``from_mes``, the ME stage's ``me_runs``/``me_sent``/``me_dropped``,
+    ``from_mes`` (with ``from_mes_cycles``, the cycle each left the MEs,
+    and ``from_mes_tags``, the input message it came from), the ME stage's ``me_runs``/``me_sent``/``me_dropped``,
     ``receive_drops``, ``cycles``, ``micros``, ``mean_latency_us`` (with a
     line rate), ``swap`` (a dict, or None), ``reconfigurations`` (one dict
-    per handler a change reached) and ``report``, the resource report."""
+    per handler a change reached), ``auto_swaps`` (automatic
+    specialization's switches, dicts) and ``report``, the resource
+    report."""
 
     def __init__(self, raw: dict):
         self.__dict__.update(raw)
@@ -122,15 +125,22 @@ class Chain:
 
     def run(self, messages: Iterable[bytes], *, swap: Optional[str] = None,
             swap_at: int = 100000, swap_same: bool = False,
-            reconfigure: Iterable[Tuple[str, int, int]] = ()) -> ChainRun:
+            reconfigure: Iterable[Tuple[str, int, int]] = (),
+            auto_specialize: bool = False, stable_us: float = 100.0,
+            stable_messages: int = 0) -> ChainRun:
         """Runs `messages` through the chain on a fresh emulator. `swap`
         ('spare' or 'in-place') hot-swaps the ME stage to its other form
         (generic <-> specialized; the same with `swap_same`) at ME cycle
         `swap_at`; `reconfigure` changes parameters of the generic ME stage
-        in place: (name, value, cycle) each."""
+        in place: (name, value, cycle) each. `auto_specialize` swaps in
+        the specialized form once the generic one's parameters have been
+        stable for `stable_us` emulated microseconds and `stable_messages`
+        messages, and the generic form back at a later reconfiguration
+        (``auto_swaps`` of the run lists the switches)."""
         return ChainRun(self._chain.run([bytes(m) for m in messages], swap,
                                         swap_at, swap_same,
-                                        list(reconfigure)))
+                                        list(reconfigure), auto_specialize,
+                                        float(stable_us), stable_messages))
 
 
 def place(schema: Schema, query: Optional[str] = None, *,

@@ -97,23 +97,13 @@ void buildStage(const PySchema &s, const std::optional<std::string> &query,
     options.parameters = params;
     options.name = "me_stage";
     cc::HandlerApp &app = form ? stage.next : stage.app;
+    std::vector<cc::Subscriber> list;
+    for (const auto &[stream, text] : subs)
+      list.push_back({text, stream});
     std::vector<cc::Query> queries;
-    if (query) {
-      std::optional<cc::Query> q =
-          cc::parseQuery(*query, "<query>", *s.schema, error);
-      std::string netil;
-      if (!q || !cc::emitNetIL(*q, options, netil, error))
-        throw std::invalid_argument(error);
-      app.name = "me_stage";
-      app.files = {{"me_stage.netil", netil}};
-      queries.push_back(std::move(*q));
-    } else {
-      std::vector<cc::Subscriber> list;
-      for (const auto &[stream, text] : subs)
-        list.push_back({text, stream});
-      if (!cc::emitMulticast(*s.schema, list, options, app, queries, error))
-        throw std::invalid_argument(error);
-    }
+    if (!cc::emitHandlerApp(*s.schema, query ? &*query : nullptr, list, options,
+                            app, queries, error))
+      throw std::invalid_argument(error);
     if (form == 0)
       stage.queries = std::move(queries);
   }
@@ -126,7 +116,9 @@ public:
           std::optional<std::string> hostQuery,
           std::map<std::string, uint32_t> params, bool specialize,
           double rateGbps)
-      : schema(s.schema), specialize(specialize) {
+      : schema(s.schema), specialize(specialize), query(query), params(params) {
+    for (const auto &[stream, text] : subscribers)
+      this->subscribers.push_back({text, stream});
     if (rateGbps < 0)
       throw std::invalid_argument("rate_gbps must not be negative");
     machine.lineRateGbps = rateGbps;
@@ -154,8 +146,27 @@ public:
                const std::optional<std::string> &swap, uint64_t swapAt,
                bool swapSame,
                const std::vector<std::tuple<std::string, uint32_t, uint64_t>>
-                   &reconfigure) {
+                   &reconfigure,
+               bool autoSpecialize, double stableMicros,
+               uint64_t stableMessages) {
     cc::ChainControl control;
+    if (autoSpecialize) {
+      if (specialize || swap)
+        throw std::invalid_argument(
+            "auto_specialize starts from the generic form and makes its own "
+            "swaps: not with specialize or swap");
+      if (stableMicros < 0)
+        throw std::invalid_argument("stable_us must not be negative");
+      cc::AutoSpecialize &a = control.autoSpecialize;
+      a.enabled = true;
+      a.stableCycles = uint64_t(stableMicros * machine.clockMHz);
+      a.stableMessages = stableMessages;
+      a.parameters = params;
+      cc::HandlerOptions options;
+      options.name = "me_stage";
+      a.specialize =
+          cc::specializerFor(*schema, query, subscribers, options, machine);
+    }
     control.swap.atCycle = swapAt;
     if (swap) {
       if (*swap == "spare")
@@ -177,20 +188,9 @@ public:
         throw std::invalid_argument(
             "reconfiguring needs the generic form (a specialized handler "
             "has its parameters in its code)");
-      size_t before = control.params.size();
-      for (size_t pe = 0; pe < stage.queries.size(); ++pe) {
-        const auto &ps = stage.queries[pe].parameters;
-        if (std::find(ps.begin(), ps.end(), name) == ps.end())
-          continue;
-        cc::ParamChange change;
-        change.atCycle = cycle;
-        change.pe = unsigned(pe);
-        change.offset = cc::parameterAddress(stage.queries[pe], name);
-        change.value = value;
-        change.name = "$" + name;
-        control.params.push_back(change);
-      }
-      if (control.params.size() == before)
+      std::string error;
+      if (!cc::parameterChanges(stage.queries, name, value, cycle,
+                                control.params, error))
         throw std::invalid_argument("the ME stage has no parameter $" + name);
     }
     Messages in = toMessages(messages);
@@ -207,6 +207,8 @@ public:
     nb::dict d;
     d["outputs"] = toBytes(result.outputs);
     d["from_mes"] = toBytes(result.fromMEs);
+    d["from_mes_cycles"] = result.fromMEsCycles;
+    d["from_mes_tags"] = result.fromMEsTags;
     d["me_runs"] = result.meRuns;
     d["me_sent"] = result.meSent;
     d["me_dropped"] = result.meDropped;
@@ -239,6 +241,20 @@ public:
       changes.append(c);
     }
     d["reconfigurations"] = changes;
+    nb::list autoSwaps;
+    for (const cc::AutoSwapReport &a : result.autoSwaps) {
+      nb::dict w;
+      w["to_specialized"] = a.toSpecialized;
+      w["old_me"] = a.swap.oldME;
+      w["new_me"] = a.swap.newME;
+      w["start_cycle"] = a.swap.startCycle;
+      w["messages_before"] = a.messagesBefore;
+      w["downtime_cycles"] = a.swap.downtimeCycles();
+      w["compile_ms"] = a.compileMilliseconds;
+      w["parameters"] = a.parameters;
+      autoSwaps.append(w);
+    }
+    d["auto_swaps"] = autoSwaps;
     d["report"] =
         cc::toJSON(cc::resourceReport(result, meStage, control, machine));
     return d;
@@ -247,6 +263,9 @@ public:
 private:
   std::shared_ptr<cc::Schema> schema;
   bool specialize;
+  std::optional<std::string> query;
+  std::vector<cc::Subscriber> subscribers;
+  std::map<std::string, uint32_t> params;
   netvm::me::MachineConfig machine;
   Stage stage;
   netvm::me::CompiledApp meStage;
@@ -381,7 +400,8 @@ void bindCCore(nb::module_ &m) {
            "schema"_a, "query"_a, "subscribers"_a, "host_query"_a, "params"_a,
            "specialize"_a, "rate_gbps"_a)
       .def("run", &PyChain::run, "messages"_a, "swap"_a, "swap_at"_a,
-           "swap_same"_a, "reconfigure"_a);
+           "swap_same"_a, "reconfigure"_a, "auto_specialize"_a, "stable_us"_a,
+           "stable_messages"_a);
 
   m.def("ccore_place", &place, "schema"_a, "query"_a, "subscribers"_a,
         "params"_a, "rate_gbps"_a, "busy_mes"_a, "keep_spare"_a);

@@ -10,6 +10,7 @@
 #include "netvm/ccore/Message.h"
 #include "netvm/ccore/Lexer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <set>
@@ -542,6 +543,51 @@ std::deque<std::vector<uint8_t>> *Classifier::queue(uint16_t format) {
 uint64_t Classifier::channelCount(const ChannelKey &key) const {
   auto it = channels.find(key);
   return it == channels.end() ? 0 : it->second;
+}
+
+bool fragmentMessages(const std::vector<std::vector<uint8_t>> &messages,
+                      const FragmentOptions &options,
+                      std::vector<std::vector<uint8_t>> &fragments,
+                      std::string &error) {
+  if (options.payload == 0 || options.payload > 0xFFFF) {
+    error = "the fragment payload must be 1-65535 bytes";
+    return false;
+  }
+  std::mt19937_64 random(options.seed);
+  auto put16 = [](std::vector<uint8_t> &f, size_t at, uint32_t v) {
+    f[at] = uint8_t(v >> 8);
+    f[at + 1] = uint8_t(v);
+  };
+  for (size_t k = 0; k < messages.size(); ++k) {
+    const std::vector<uint8_t> &m = messages[k];
+    size_t count = (m.size() + options.payload - 1) / options.payload;
+    if (m.size() < headerBytes || m.size() > 0xFFFF ||
+        count > rudpMaxFragments) {
+      error = "message " + std::to_string(k) + " (" + std::to_string(m.size()) +
+              " bytes) does not fit " + std::to_string(rudpMaxFragments) +
+              " fragments of " + std::to_string(options.payload) + " bytes";
+      return false;
+    }
+    uint32_t sequence = options.firstSequence + uint32_t(k);
+    for (size_t i = 0; i < count; ++i) {
+      size_t from = i * options.payload;
+      size_t length = std::min<size_t>(options.payload, m.size() - from);
+      if (options.lossPercent && random() % 100 < options.lossPercent)
+        continue;
+      std::vector<uint8_t> f(rudpHeaderBytes + length);
+      std::copy(m.begin(), m.begin() + 4, f.begin()); // the stream id
+      for (int b = 0; b < 4; ++b)
+        f[4 + b] = uint8_t(sequence >> (24 - 8 * b));
+      put16(f, 8, uint32_t(i));
+      put16(f, 10, uint32_t(count));
+      put16(f, 12, uint32_t(length));
+      put16(f, 14, uint32_t(m.size()));
+      std::copy(m.begin() + from, m.begin() + from + length,
+                f.begin() + rudpHeaderBytes);
+      fragments.push_back(std::move(f));
+    }
+  }
+  return true;
 }
 
 } // namespace netvm::ccore

@@ -110,3 +110,102 @@ def test_place(schema):
     assert refused["reason"].startswith("does not fit: MEs:")
     with pytest.raises(ValueError, match="no field 'colour'"):
         ccore.place(schema, "from flight select colour == 1")
+
+
+TABLE3 = ("from flight select price >= $p and bags <= $b and status < $s "
+          "and passengers > $n and gate == $g")
+TABLE3_PARAMS = {"p": 100, "b": 900, "s": 200, "n": 10, "g": 12}
+TABLE3_RANGES = {"price": (0, 1000), "gate": (10, 14), "bags": (0, 1000),
+                 "passengers": (0, 400)}
+
+
+def test_auto_specialize(schema):
+    """After the stable period the specialized code runs (a swap to ME 3,
+    fewer busy cycles per message there), with the bytes and order of a
+    run without specialization."""
+    messages = schema.generate("flight", 1000, ranges=TABLE3_RANGES)
+    chain = ccore.Chain(schema, TABLE3, params=TABLE3_PARAMS)
+    plain = chain.run(messages)
+    assert not plain.auto_swaps and not plain.report["swaps"]
+    auto = chain.run(messages, auto_specialize=True, stable_us=40)
+    (swap,) = auto.auto_swaps
+    assert swap["to_specialized"] and swap["new_me"] == 3
+    assert swap["parameters"] == TABLE3_PARAMS
+    assert 0 < swap["messages_before"] < len(messages)
+    # The stable period: 40 us at 600 MHz before the switch.
+    assert swap["start_cycle"] >= 40 * 600
+    assert auto.outputs == plain.outputs  # none lost, none reordered
+    mes = auto.report["mes"]
+    assert mes[1]["messages"] + mes[3]["messages"] == len(messages)
+    assert mes[3]["role"] == "handler" and mes[1]["role"] == "spare"
+    assert (mes[3]["busy_cycles_per_message"] <
+            0.75 * mes[1]["busy_cycles_per_message"])
+    (reported,) = auto.report["swaps"]
+    assert reported["kind"] == "specialize"
+    assert reported["downtime_cycles"] == swap["downtime_cycles"]
+    assert reported["downtime_us"] <= 30
+    # In messages: the switch comes at the first look after 300.
+    counted = chain.run(messages, auto_specialize=True, stable_us=0,
+                        stable_messages=300)
+    assert 300 <= counted.auto_swaps[0]["messages_before"] < 320
+    assert counted.outputs == plain.outputs
+
+
+def test_auto_specialize_parameter_change(schema):
+    """A change after the specialization swaps the generic code back at
+    its message, then the code specialized for the new value comes in."""
+    messages = schema.generate("flight", 2000, ranges={"price": (0, 1000)})
+    chain = ccore.Chain(schema, "from flight select price > $limit",
+                        params={"limit": 200})
+    run = chain.run(messages, auto_specialize=True, stable_us=50,
+                    reconfigure=[("limit", 800, 150000)])
+    kinds = [(s["to_specialized"], s["parameters"]) for s in run.auto_swaps]
+    assert kinds == [(True, {"limit": 200}), (False, {}),
+                     (True, {"limit": 800})]
+    (change,) = run.reconfigurations
+    k = change["messages_before"]
+    assert change["done"] and k == run.auto_swaps[1]["messages_before"]
+    assert run.outputs == (
+        [m for m in messages[:k] if price(m) > 200] +
+        [m for m in messages[k:] if price(m) > 800])
+    with pytest.raises(ValueError, match="starts from the generic form"):
+        chain.run(messages, auto_specialize=True, swap="spare")
+    with pytest.raises(ValueError, match="starts from the generic form"):
+        ccore.Chain(schema, "from flight select price > $limit",
+                    params={"limit": 1}, specialize=True).run(
+                        messages, auto_specialize=True)
+
+
+def test_auto_specialize_multicast(schema):
+    """A multicast stage specialized automatically, with a change of one
+    subscriber's parameter: each subscriber's stream is exactly its
+    selection, with the new value from the change's message on."""
+    messages = schema.generate("flight", 600, ranges={
+        "price": (0, 1000), "gate": (10, 14)})
+    chain = ccore.Chain(schema, subscribers=[
+        (11, "from flight select price > $limit"),
+        (12, "from flight select gate == $g project gate, price")],
+        params={"limit": 500, "g": 12})
+    run = chain.run(messages, auto_specialize=True, stable_us=50,
+                    reconfigure=[("g", 11, 400000)])
+    kinds = [s["to_specialized"] for s in run.auto_swaps]
+    assert kinds == [True, False, True]
+    assert run.auto_swaps[2]["parameters"] == {"limit": 500, "g": 11}
+    (change,) = run.reconfigurations
+    k = change["messages_before"]
+    assert 0 < k < len(messages)
+
+    def stream(m):
+        return struct.unpack_from(">I", m, 0)[0]
+
+    def gate(m):
+        return struct.unpack_from(">H", m, 12)[0]
+
+    relayed = [m[4:] for m in run.outputs if stream(m) == 11]
+    projected = [struct.unpack_from(">HI", m, 8) for m in run.outputs
+                 if stream(m) == 12]
+    assert len(relayed) + len(projected) == len(run.outputs)
+    assert relayed == [m[4:] for m in messages if price(m) > 500]
+    assert projected == [(gate(m), price(m))
+                         for i, m in enumerate(messages)
+                         if gate(m) == (12 if i < k else 11)]

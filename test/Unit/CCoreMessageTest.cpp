@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace netvm::ccore;
 
 static const char *flightSchema = R"(# flights
@@ -178,4 +180,53 @@ TEST(CCoreClassifier, PerFormatQueuesAndCountedRejects) {
   EXPECT_EQ(c.counters().rejected[unsigned(V::WrongFormat)], 1u);
   EXPECT_EQ(c.channelCount(flights), 2u);
   EXPECT_EQ(c.channelCount(bags), 1u);
+}
+
+TEST(CCoreReliableUdp, FragmentsCarryHeaderAndPayload) {
+  std::vector<uint8_t> m(600);
+  for (size_t i = 0; i < m.size(); ++i)
+    m[i] = uint8_t(i * 7);
+  m[0] = 0, m[1] = 0, m[2] = 1, m[3] = 2; // stream 0x102
+  FragmentOptions options;
+  options.payload = 256;
+  options.firstSequence = 9;
+  std::vector<std::vector<uint8_t>> fragments;
+  std::string error;
+  ASSERT_TRUE(fragmentMessages({m, m}, options, fragments, error)) << error;
+  ASSERT_EQ(fragments.size(), 6u);
+  const std::vector<uint8_t> &last = fragments[5];
+  ASSERT_EQ(last.size(), rudpHeaderBytes + 88);
+  // Stream, sequence 10 (the second message), index 2 of 3, 88 of 600.
+  std::vector<uint8_t> header(last.begin(), last.begin() + rudpHeaderBytes);
+  EXPECT_EQ(header, (std::vector<uint8_t>{0, 0, 1, 2, 0, 0, 0, 10, 0, 2, 0, 3,
+                                          0, 88, 2, 88}));
+  EXPECT_TRUE(
+      std::equal(last.begin() + rudpHeaderBytes, last.end(), m.begin() + 512));
+  // Reassembled in order, the payloads are the messages.
+  std::vector<uint8_t> joined;
+  for (size_t f = 0; f < 3; ++f)
+    joined.insert(joined.end(), fragments[f].begin() + rudpHeaderBytes,
+                  fragments[f].end());
+  EXPECT_EQ(joined, m);
+}
+
+TEST(CCoreReliableUdp, LossIsReproducibleAndLimitsAreChecked) {
+  std::vector<std::vector<uint8_t>> messages(200, std::vector<uint8_t>(600, 1));
+  FragmentOptions options;
+  options.payload = 100;
+  options.lossPercent = 10;
+  std::vector<std::vector<uint8_t>> a, b;
+  std::string error;
+  ASSERT_TRUE(fragmentMessages(messages, options, a, error));
+  ASSERT_TRUE(fragmentMessages(messages, options, b, error));
+  EXPECT_EQ(a, b);
+  EXPECT_LT(a.size(), 1200u);
+  EXPECT_GT(a.size(), 1000u);
+  options.payload = 18; // 34 fragments
+  EXPECT_FALSE(fragmentMessages(messages, options, a, error));
+  EXPECT_NE(error.find("does not fit 32 fragments of 18 bytes"),
+            std::string::npos);
+  options.payload = 0;
+  EXPECT_FALSE(fragmentMessages(messages, options, a, error));
+  EXPECT_EQ(error, "the fragment payload must be 1-65535 bytes");
 }

@@ -10,6 +10,7 @@
 
 #include "netvm/CCore/Chain.h"
 #include "netvm/CCore/Query.h"
+#include "netvm/CCore/Transport.h"
 #include "netvm/ccore/Message.h"
 #include "netvm/io/PacketIO.h"
 
@@ -75,9 +76,25 @@ static cl::opt<std::string> peName("name", cl::desc("The NetPE's name"),
                                    cl::cat(category));
 
 // gen
-static cl::opt<std::string> formatName("format", cl::desc("The format"),
-                                       cl::sub(genCmd), cl::sub(decodeCmd),
-                                       cl::cat(category));
+static cl::opt<std::string>
+    formatName("format",
+               cl::desc("The format (compile: with --rudp, the reassembler's)"),
+               cl::sub(genCmd), cl::sub(decodeCmd), cl::sub(compileCmd),
+               cl::cat(category));
+static cl::opt<unsigned> rudpPayload(
+    "rudp",
+    cl::desc("Reliable UDP with fragments of N payload bytes: gen writes the "
+             "fragments, chain offers them and reassembles them on the ME "
+             "before its first stage, compile (with --format) writes the "
+             "reassembler (docs/ccore.md; default 0: none)"),
+    cl::value_desc("N"), cl::init(0), cl::sub(genCmd), cl::sub(chainCmd),
+    cl::sub(compileCmd), cl::cat(category));
+static cl::opt<unsigned>
+    rudpLoss("rudp-loss",
+             cl::desc("With --rudp: percentage of fragments the network loses "
+                      "(default 0)"),
+             cl::init(0), cl::sub(genCmd), cl::sub(chainCmd),
+             cl::cat(category));
 // chain
 static cl::opt<std::string> meQuery("me-query",
                                     cl::desc("The ME stage's query"),
@@ -137,6 +154,15 @@ static cl::list<std::string> reconfigure(
     cl::desc("Change a parameter of the running generic ME stage in place "
              "at an ME cycle, without a code change (repeatable)"),
     cl::value_desc("name=value@cycle"), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<std::string> autoSpecialize(
+    "auto-specialize",
+    cl::desc("Automatic specialization: once the ME stage's format and "
+             "parameters have been stable for T (N or Nus: emulated "
+             "microseconds; Nmsg: messages the handler took; default 100us), "
+             "swap in the specialized form through the spare ME; a "
+             "--reconfigure afterwards swaps the generic form back"),
+    cl::value_desc("T"), cl::ValueOptional, cl::sub(chainCmd),
+    cl::cat(category));
 static cl::opt<bool> swapSame(
     "swap-same",
     cl::desc("Swap to the same form of the handler (default: generic to "
@@ -223,11 +249,9 @@ static bool queryToNetIL(const Schema &schema, const std::string &text,
   return true;
 }
 
-/// The multicast of --subscriber options, as an application.
-static bool multicastApp(const Schema &schema, const HandlerOptions &options,
-                         HandlerApp &app, std::vector<Query> &queries,
-                         std::string &error) {
-  std::vector<Subscriber> list;
+/// The --subscriber options.
+static bool parseSubscribers(std::vector<Subscriber> &list,
+                             std::string &error) {
   for (const std::string &s : subscribers) {
     auto [stream, query] = llvm::StringRef(s).split(':');
     Subscriber sub;
@@ -239,6 +263,16 @@ static bool multicastApp(const Schema &schema, const HandlerOptions &options,
     sub.query = query.str();
     list.push_back(sub);
   }
+  return true;
+}
+
+/// The multicast of --subscriber options, as an application.
+static bool multicastApp(const Schema &schema, const HandlerOptions &options,
+                         HandlerApp &app, std::vector<Query> &queries,
+                         std::string &error) {
+  std::vector<Subscriber> list;
+  if (!parseSubscribers(list, error))
+    return false;
   HandlerOptions o = options;
   if (!parseParams(o, error))
     return false;
@@ -275,6 +309,19 @@ static int compileMain(const Schema &schema) {
       if (int rc = writeText(prefix + file, text))
         return rc;
     return writeText(output, app.nvapp);
+  }
+  if (rudpPayload && queryText.empty() && queryFile.empty()) {
+    const Format *format = schema.format(formatName);
+    if (!format)
+      return fail("compile --rudp needs --format, a format of the schema");
+    std::string netil, error;
+    if (!emitReassembler(*format, rudpPayload, peName, netil, error))
+      return fail(error);
+    if (output.empty() || output == "-") {
+      llvm::outs() << netil;
+      return 0;
+    }
+    return writeText(output, netil);
   }
   if (queryText.empty() == queryFile.empty())
     return fail("give the query with --query or --query-file (one of them)");
@@ -345,6 +392,25 @@ static bool writePcap(const std::string &path,
   return writer->flush(error);
 }
 
+/// Replaces `messages` by their reliable-UDP fragments (--rudp,
+/// --rudp-loss, --seed).
+static bool toFragments(std::vector<std::vector<uint8_t>> &messages,
+                        std::string &error) {
+  FragmentOptions options;
+  options.payload = rudpPayload;
+  options.lossPercent = rudpLoss;
+  options.seed = seed;
+  if (rudpLoss > 100) {
+    error = "--rudp-loss is a percentage (0-100)";
+    return false;
+  }
+  std::vector<std::vector<uint8_t>> fragments;
+  if (!fragmentMessages(messages, options, fragments, error))
+    return false;
+  messages = std::move(fragments);
+  return true;
+}
+
 static int genMain(const Schema &schema) {
   const Format *format = schema.format(formatName);
   if (!format)
@@ -355,7 +421,11 @@ static int genMain(const Schema &schema) {
     return fail(error);
   if (output.empty())
     return fail("gen needs -o FILE");
-  if (!writePcap(output, generateMessages(*format, options), error))
+  std::vector<std::vector<uint8_t>> messages =
+      generateMessages(*format, options);
+  if (rudpPayload && !toFragments(messages, error))
+    return fail(error);
+  if (!writePcap(output, messages, error))
     return fail(error);
   return 0;
 }
@@ -405,6 +475,17 @@ static int chainMain(const Schema &schema) {
     firstApp.files = {{"me_stage.netil", netil}};
     secondApp.files = {{"me_stage.netil", nextNetil}};
   }
+  if (rudpPayload) {
+    if (queries.front().join)
+      return fail("--rudp carries one format; a join reads two");
+    if (autoSpecialize.getNumOccurrences() || placementMode != "me")
+      return fail("--rudp runs with --placement=me and without "
+                  "--auto-specialize");
+    if (!addReassembler(firstApp, *queries.front().format, rudpPayload,
+                        error) ||
+        !addReassembler(secondApp, *queries.front().format, rudpPayload, error))
+      return fail(error);
+  }
   netvm::me::MachineConfig machine;
   if (rateGbps < 0)
     return fail("--rate-gbps must not be negative");
@@ -447,21 +528,47 @@ static int chainMain(const Schema &schema) {
     if (specialize)
       return fail("--reconfigure needs the generic form of the ME stage (a "
                   "specialized handler has its parameters in its code)");
-    change.atCycle = cycle;
-    change.name = "$" + name.str();
     // Every handler of the stage that has the parameter.
-    size_t before = control.params.size();
-    for (size_t pe = 0; pe < queries.size(); ++pe) {
-      const std::vector<std::string> &ps = queries[pe].parameters;
-      if (std::find(ps.begin(), ps.end(), name.str()) == ps.end())
-        continue;
-      change.pe = unsigned(pe);
-      change.offset = parameterAddress(queries[pe], name.str());
-      control.params.push_back(change);
+    if (!parameterChanges(queries, name.str(), change.value, cycle,
+                          control.params, error))
+      return fail("--reconfigure=" + r + ": " + error);
+  }
+  if (autoSpecialize.getNumOccurrences()) {
+    AutoSpecialize &a = control.autoSpecialize;
+    if (specialize || swap.mode != SwapRequest::Mode::None)
+      return fail("--auto-specialize starts from the generic form and makes "
+                  "its own swaps: no --specialize or --swap");
+    if (onHost)
+      return fail("--auto-specialize acts on the MEs; the first stage runs "
+                  "on the host");
+    llvm::StringRef t = autoSpecialize;
+    uint32_t n = 0;
+    bool messages = t.consume_back("msg");
+    if (!messages)
+      t.consume_back("us");
+    if (!t.empty() && !parseNumber(t, n))
+      return fail("--auto-specialize=" + autoSpecialize +
+                  ": expected N, Nus (emulated microseconds) or Nmsg");
+    if (t.empty() && !autoSpecialize.empty())
+      return fail("--auto-specialize=" + autoSpecialize + ": no number");
+    a.enabled = true;
+    if (messages) {
+      a.stableCycles = 0;
+      a.stableMessages = n;
+    } else if (!t.empty()) {
+      a.stableCycles = uint64_t(double(n) * machine.clockMHz);
     }
-    if (control.params.size() == before)
-      return fail("--reconfigure=" + r + ": the ME stage's query has no $" +
-                  name.str());
+    HandlerOptions values = first;
+    if (!parseParams(values, error))
+      return fail(error);
+    a.parameters = values.parameters;
+    std::vector<Subscriber> list;
+    if (!parseSubscribers(list, error))
+      return fail(error);
+    a.specialize = specializerFor(
+        schema,
+        meQuery.empty() ? std::nullopt : std::optional<std::string>(meQuery),
+        list, values, machine);
   }
   std::unique_ptr<netvm::rt::Engine> host;
   if (!hostQuery.empty()) {
@@ -510,6 +617,9 @@ static int chainMain(const Schema &schema) {
       messages.push_back(std::move(other[i]));
     }
   }
+  size_t messageCount = messages.size();
+  if (rudpPayload && !toFragments(messages, error))
+    return fail(error);
   ChainRun run;
   if (onHost) {
     std::unique_ptr<netvm::rt::Engine> first = compileForHost(firstApp, error);
@@ -541,8 +651,18 @@ static int chainMain(const Schema &schema) {
   }
   if (!runChain(meStage, host.get(), messages, machine, control, run, error))
     return fail(error);
-  llvm::outs() << "messages in         " << messages.size() << "\n"
-               << "ME stage            " << run.meRuns << " runs, "
+  llvm::outs() << "messages in         " << messageCount << "\n";
+  if (rudpPayload && !run.dataMemory.empty()) {
+    RudpCounters c = rudpCounters(run.dataMemory.back());
+    llvm::outs() << "reliable UDP        " << messages.size()
+                 << " fragments in, " << c.messagesDelivered
+                 << " messages reassembled, " << c.messagesLost
+                 << " lost (reported), " << c.fragmentsRejected
+                 << " fragments rejected, "
+                 << (c.fragmentMask ? "1 message" : "none")
+                 << " incomplete at the end\n";
+  }
+  llvm::outs() << "ME stage            " << run.meRuns << " runs, "
                << run.meSent << " sent, " << run.meDropped << " dropped\n";
   if (host)
     llvm::outs() << "host stage          " << run.fromMEs.size() << " in, "
@@ -550,8 +670,7 @@ static int chainMain(const Schema &schema) {
                  << " dropped\n";
   const netvm::me::Stats &st = run.stats;
   double seconds = st.seconds();
-  const netvm::me::MEStats &handler = st.mes[handlerME];
-  uint64_t handled = run.meRuns ? run.meRuns : 1;
+  ResourceReport report = resourceReport(run, meStage, control, machine);
   llvm::outs() << "messages out        " << run.outputs.size() << "\n"
                << "receive drops       " << st.packetsDropped << "\n"
                << "emulated time       " << run.cycles << " cycles, "
@@ -562,12 +681,20 @@ static int chainMain(const Schema &schema) {
                << llvm::format("%.1f", st.bytesSent * 8 / seconds / 1e6)
                << " Mbit/s out of the MEs, "
                << llvm::format("%.0f", st.packetsReceived / seconds)
-               << " messages/s\n"
-               << "handler ME " << handlerME << "        "
-               << llvm::format("%.1f", double(handler.busyCycles) / handled)
-               << " busy cycles, "
-               << llvm::format("%.1f", double(handler.instructions) / handled)
-               << " instructions per message\n";
+               << " messages/s\n";
+  // Per ME that took messages from the work ring (the handler, and the
+  // ME a swap moved it to).
+  for (const MELoad &me : report.mes) {
+    if (!me.messages)
+      continue;
+    double n = double(me.messages);
+    llvm::outs() << "handler ME " << me.me << "        "
+                 << llvm::format("%.1f", double(me.busyCycles) / n)
+                 << " busy cycles, "
+                 << llvm::format("%.1f", double(me.instructions) / n)
+                 << " instructions per message (" << me.messages
+                 << " messages)\n";
+  }
   if (run.latencyMessages)
     llvm::outs() << "latency             "
                  << llvm::format("%.2f", run.meanLatencyCycles / st.clockMHz)
@@ -576,10 +703,9 @@ static int chainMain(const Schema &schema) {
                  << " us most (arrival to last output, " << run.latencyMessages
                  << " messages)\n";
   if (host)
-    printHostThread(run, messages.size());
+    printHostThread(run, messageCount);
   if (!reportPath.empty())
-    if (int rc = writeText(
-            reportPath, toJSON(resourceReport(run, meStage, control, machine))))
+    if (int rc = writeText(reportPath, toJSON(report)))
       return rc;
   if (swap.mode != SwapRequest::Mode::None) {
     const SwapReport &r = run.swap;
@@ -598,6 +724,23 @@ static int chainMain(const Schema &schema) {
                    << llvm::format("%.2f", r.downtimeCycles() / mhz)
                    << " us (last message taken by the old code to the "
                       "first by the new)\n";
+  }
+  for (const AutoSwapReport &a : run.autoSwaps) {
+    const SwapReport &r = a.swap;
+    llvm::outs() << "auto-specialize     "
+                 << (a.toSpecialized ? "specialized" : "generic") << ", ME "
+                 << r.oldME << " -> ME " << r.newME << " at cycle "
+                 << r.startCycle << " after " << a.messagesBefore
+                 << " messages, downtime " << r.downtimeCycles() << " cycles, "
+                 << llvm::format("%.2f", r.downtimeCycles() / st.clockMHz)
+                 << " us";
+    for (const auto &[name, value] : a.parameters)
+      llvm::outs() << ", $" << name << "=" << value;
+    if (a.compileMilliseconds > 0)
+      llvm::outs() << " (compiled in "
+                   << llvm::format("%.0f", a.compileMilliseconds)
+                   << " ms host time)";
+    llvm::outs() << "\n";
   }
   for (size_t i = 0; i < control.params.size(); ++i) {
     const ParamChange &c = control.params[i];
@@ -673,7 +816,7 @@ int main(int argc, char **argv) {
       "  netvm-ccore gen --schema S.ccs --format F -n N -o out.pcap\n"
       "  netvm-ccore decode --schema S.ccs in.pcap\n"
       "  netvm-ccore chain --schema S.ccs --me-query Q [--host-query Q] "
-      "[--swap=spare|in-place]\n");
+      "[--swap=spare|in-place] [--auto-specialize[=T]]\n");
   if (!compileCmd && !genCmd && !decodeCmd && !chainCmd)
     return fail("give a subcommand: compile, gen, decode or chain (see "
                 "--help)");

@@ -22,6 +22,8 @@
 #include "netvm/emu/Emulator.h"
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,7 +49,7 @@ std::unique_ptr<rt::Engine> compileForHost(const HandlerApp &app,
                                            std::string &error);
 
 /// The default layout's rings (docs/me-backend.md, "Placement").
-constexpr unsigned freeRing = 0, transmitRing = 1, workRing = 2;
+constexpr unsigned freeRing = 0, transmitRing = 1, workRing = 2, copyRing = 3;
 /// The ME the default layout runs the handlers on.
 constexpr unsigned handlerME = 1;
 
@@ -86,9 +88,10 @@ struct SwapReport {
 /// handler's data memory (a generic handler's `$` parameter,
 /// parameterAddress), without a code change. The control loop fences the
 /// handler ME off its work ring, waits until every message it took has
-/// left it, writes the word across the host interface and lifts the
-/// fence: the messages taken before see the old value, the others the new
-/// one, and none is lost or reordered.
+/// left it, writes the word across the host interface, restarts the ME
+/// (its contexts may hold the old value, read ahead) and lifts the fence:
+/// the messages taken before see the old value, the others the new one,
+/// and none is lost or reordered.
 struct ParamChange {
   /// When the change starts (the fence), in ME cycles.
   uint64_t atCycle = 0;
@@ -98,7 +101,17 @@ struct ParamChange {
   uint32_t value = 0;
   /// For reports.
   std::string name;
+  /// The parameter's name (without `$`): automatic specialization
+  /// recompiles with the new value.
+  std::string parameter;
 };
+
+/// The changes of parameter `name` (without `$`) to `value` at `atCycle`
+/// for every handler of `queries` (NetPE order) that has it, appended to
+/// `out`. False with `error` if none has it.
+bool parameterChanges(const std::vector<Query> &queries,
+                      const std::string &name, uint32_t value, uint64_t atCycle,
+                      std::vector<ParamChange> &out, std::string &error);
 
 struct ParamReport {
   bool done = false;
@@ -114,18 +127,75 @@ struct ParamReport {
   }
 };
 
-/// What the host control loop does during a run: at most one hot-swap and
-/// any number of reconfigurations, in the order of their cycles.
+/// Compiles the ME stage's specialized form with the given parameter
+/// values (an image of the same layout as the generic one).
+using Specializer =
+    std::function<bool(const std::map<std::string, uint32_t> &parameters,
+                       me::CompiledApp &out, std::string &error)>;
+
+/// The specializer of a chain's first stage (emitHandlerApp's arguments,
+/// `options` with specialize set by it): it compiles for `machine`. The
+/// schema must outlive it.
+Specializer specializerFor(const Schema &schema,
+                           std::optional<std::string> query,
+                           std::vector<Subscriber> subscribers,
+                           HandlerOptions options,
+                           const me::MachineConfig &machine);
+
+/// Automatic specialization (docs/ccore.md, "Automatic specialization"):
+/// the control loop watches the generic ME stage; once its format and
+/// parameters have been stable for `stableCycles` ME cycles and the
+/// handler has taken `stableMessages` messages since the last change
+/// (either may be 0), it compiles the specialized form with the current
+/// parameter values, loads it on the spare ME and switches to it as a
+/// hot-swap through the spare does. A parameter change while the
+/// specialized code runs fences it, waits for the drain, writes the new
+/// value into the generic handler's data memory and starts the generic
+/// code again on its ME (still loaded): the change holds from the first
+/// message after it, and the clock of stability starts again.
+struct AutoSpecialize {
+  bool enabled = false;
+  /// Default: 100 us at the IXP2400's 600 MHz.
+  uint64_t stableCycles = 60000, stableMessages = 0;
+  /// Cycles between two looks of the watcher at the handler's ring counts.
+  uint64_t watchCycles = 1000;
+  /// The generic form's parameter values at the start.
+  std::map<std::string, uint32_t> parameters;
+  Specializer specialize;
+};
+
+/// What the host control loop does during a run: at most one hot-swap (not
+/// with automatic specialization) and any number of reconfigurations, in
+/// the order of their cycles.
 struct ChainControl {
   SwapRequest swap;
   std::vector<ParamChange> params;
+  AutoSpecialize autoSpecialize;
+};
+
+/// One switch of the handler's code that automatic specialization made:
+/// to the specialized form, or back to the generic one at a parameter
+/// change.
+struct AutoSwapReport {
+  bool toSpecialized = true;
+  SwapReport swap;
+  /// Messages the handler took before the switch (over every ME).
+  uint64_t messagesBefore = 0;
+  /// The host's wall-clock time compiling the specialized form (0: the
+  /// image of those values was compiled before; or back to generic). The
+  /// emulated clock does not advance meanwhile (docs/ccore.md).
+  double compileMilliseconds = 0;
+  /// The constants of the specialized form (toSpecialized).
+  std::map<std::string, uint32_t> parameters;
 };
 
 struct ChainRun {
   /// What left the chain, in order (after the host stage, if any).
   std::vector<std::vector<uint8_t>> outputs;
-  /// What the ME stage transmitted, in order.
+  /// What the ME stage transmitted, in order, with the cycle each left
+  /// and the number of the input message it came from (~0: untagged).
   std::vector<std::vector<uint8_t>> fromMEs;
+  std::vector<uint64_t> fromMEsCycles, fromMEsTags;
   /// The ME stage's handler: runs, sends and drops (its NetPE counters;
   /// of a multicast: the first handler's runs, every handler's sends and
   /// drops summed).
@@ -147,6 +217,15 @@ struct ChainRun {
   SwapReport swap;
   /// Indexed like ChainControl::params.
   std::vector<ParamReport> params;
+  /// Automatic specialization's switches, in order.
+  std::vector<AutoSwapReport> autoSwaps;
+  /// The ME serving the work ring at the end; per ME, the messages it took
+  /// from the work ring and the instructions of its code last loaded.
+  unsigned handlerME = netvm::ccore::handlerME;
+  std::vector<uint64_t> handlerMessages;
+  std::vector<uint32_t> codeWords;
+  /// Each NetPE's data memory at the end of the run (ME stage).
+  std::vector<std::vector<uint8_t>> dataMemory;
   me::Stats stats;
 };
 
@@ -181,6 +260,8 @@ struct MELoad {
   std::string role;
   uint32_t codeWords = 0, controlStore = 0;
   uint64_t busyCycles = 0, idleCycles = 0, instructions = 0;
+  /// Messages it took from the work ring (a handler's).
+  uint64_t messages = 0;
   /// Busy cycles over the run's cycles.
   double utilization = 0;
 };
@@ -203,6 +284,16 @@ struct ResourceReport {
   std::vector<MELoad> mes;
   std::vector<QueueLoad> queues;
   std::vector<HostThreadLoad> hostThreads;
+  /// The hot-swaps of the run: "manual" (SwapRequest), "specialize" or
+  /// "generic" (automatic specialization).
+  struct Swap {
+    std::string kind;
+    unsigned oldME = 0, newME = 0;
+    uint64_t fenceCycle = 0, startCycle = 0, downtimeCycles = 0;
+    uint64_t messagesBefore = 0;
+    double compileMilliseconds = 0;
+  };
+  std::vector<Swap> swaps;
 };
 
 /// The report of a run of `meStage` (and `control`'s swap) on `machine`.

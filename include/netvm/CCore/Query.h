@@ -142,6 +142,15 @@ bool emitMulticast(const Schema &schema,
                    const HandlerOptions &options, HandlerApp &app,
                    std::vector<Query> &queries, std::string &error);
 
+/// The handlers of a chain's first stage in one of its forms: one query
+/// (`query`, named "<query>" in errors; one NetPE `options.name`) or, if
+/// `query` is null, a multicast of `subscribers`. `queries` gets the parsed
+/// queries in NetPE order.
+bool emitHandlerApp(const Schema &schema, const std::string *query,
+                    const std::vector<Subscriber> &subscribers,
+                    const HandlerOptions &options, HandlerApp &app,
+                    std::vector<Query> &queries, std::string &error);
+
 /// Projected fields' bytes a handler may produce (they pass through the
 /// stack, in registers on an ME).
 constexpr uint32_t maxProjectBytes = 64;

@@ -170,6 +170,36 @@ private:
   Counters tally;
 };
 
+/// Reliable UDP (docs/ccore.md, "Reliable UDP"): a message travels as
+/// fragments of at most `payload` bytes, each behind a 16-byte header, all
+/// big-endian: stream id (the message's), the message's sequence number
+/// (the sender numbers what it sends from 0), the fragment's index and the
+/// fragment count (16 bits each), the payload's length and the message's (16
+/// bits each).
+constexpr uint32_t rudpHeaderBytes = 16;
+/// At most this many fragments a message (the reassembler's bit mask).
+constexpr uint32_t rudpMaxFragments = 32;
+
+struct FragmentOptions {
+  /// Payload bytes of a fragment (the last one may carry fewer).
+  uint32_t payload = 256;
+  /// Percentage of fragments the network loses (dropped after
+  /// fragmenting, from `seed`), to exercise loss reporting.
+  unsigned lossPercent = 0;
+  uint64_t seed = 1;
+  /// The first message's sequence number.
+  uint32_t firstSequence = 0;
+};
+
+/// The fragments of `messages` in order (message k has sequence number
+/// firstSequence + k), less the lost ones. False with `error` if a
+/// message is shorter than a C-CORE header or needs more than
+/// rudpMaxFragments fragments, or the payload size is 0.
+bool fragmentMessages(const std::vector<std::vector<uint8_t>> &messages,
+                      const FragmentOptions &options,
+                      std::vector<std::vector<uint8_t>> &fragments,
+                      std::string &error);
+
 } // namespace netvm::ccore
 
 #endif // NETVM_CCORE_MESSAGE_H
