@@ -170,7 +170,10 @@ def NetVMSimplifyBranches
     cases that go to the default target are dropped and a switch with a
     single case becomes a conditional branch; blocks that no path reaches
     are removed, and a block with one predecessor that jumps to it is
-    merged into it.
+    merged into it. Arguments of blocks entered from a switch of 64 cases
+    or more that are unused, or get one value on every edge, are removed
+    first, each switch rebuilt once (MLIR's region simplifier removes them
+    an edge at a time, in time quadratic in the number of cases).
 
     ```mlir
     cf.cond_br %c, ^a, ^b
