@@ -351,8 +351,12 @@ def NetVMFormSwitches : Pass<"netvm-form-switches", "netvm::HandlerOp"> {
     is a disjunction of `x == c` tests (through `arith.ori`, and negations
     of `arith.andi` of `x != c`) of at least `min-cases` tests becomes a
     `cf.switch` per tested value, each falling through to the next, which
-    LLVM lowers to a binary search or a jump table. Part of the -O2 and -O3
-    pipelines, after `netvm-merge-tests`.
+    LLVM lowers to a binary search or a jump table. A disjunction of as
+    many tests that is a value rather than a branch's condition (NetPFL
+    or's a header's tests into the flag it carries) becomes the same
+    switches, to a block split off after it that receives true on a match
+    and false otherwise (a negated one the opposite). Part of the -O2 and
+    -O3 pipelines, after `netvm-merge-tests`.
 
     ```mlir
       %a = arith.cmpi eq, %x, %c1 : i32

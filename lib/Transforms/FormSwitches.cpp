@@ -9,7 +9,9 @@
 // cases. This pass turns a conditional branch whose condition is a
 // disjunction of `x == c` tests (or the negation of one: a conjunction of
 // `x != c`) into switches, one per tested value, each falling through to
-// the next.
+// the next. A disjunction that is a value (NetPFL or's the tests of a
+// header into a flag) becomes the same switches to a block split off after
+// it, which receives the value as an argument.
 //
 // The tests' operands are computed before the branch, so the switches,
 // which only read them, need nothing moved; the comparisons and the `or`s
@@ -168,6 +170,103 @@ struct FormSwitchesPass
     getOperation().walk([&](cf::CondBranchOp br) { branches.push_back(br); });
     for (cf::CondBranchOp br : branches)
       form(br);
+    // Then disjunctions that are values (or'ed into a flag, selected,
+    // passed to a block): the largest ones, whose users are not `or`s,
+    // `and`s or negations themselves.
+    SmallVector<Operation *> roots;
+    getOperation().walk([&](Operation *op) {
+      if (!isa<arith::OrIOp, arith::AndIOp>(op) ||
+          !op->getResult(0).getType().isInteger(1) || op->use_empty())
+        return;
+      if (llvm::none_of(op->getUsers(), [](Operation *user) {
+            return isa<arith::OrIOp, arith::AndIOp, arith::XOrIOp>(user);
+          }))
+        roots.push_back(op);
+    });
+    for (Operation *root : roots)
+      formValue(root);
+  }
+
+  /// The tested values of `d` and their constants (by value number, in
+  /// the order they first appear; a value compared twice with one
+  /// constant is one case).
+  static SmallVector<std::pair<Value, SmallVector<APInt>>>
+  casesOf(const Disjunction &d, Block &block) {
+    BlockNumbering numbering(block);
+    llvm::MapVector<unsigned, std::pair<Value, SmallVector<APInt>>> cases;
+    llvm::DenseSet<std::pair<unsigned, uint64_t>> seen;
+    for (const Membership &m : d.tests) {
+      unsigned n = numbering.number(m.x);
+      if (!seen.insert({n, m.value.getZExtValue()}).second)
+        continue;
+      auto &entry = cases[n];
+      if (!entry.first)
+        entry.first = m.x;
+      entry.second.push_back(m.value);
+    }
+    SmallVector<std::pair<Value, SmallVector<APInt>>> result;
+    for (auto &entry : cases.takeVector())
+      result.push_back(std::move(entry.second));
+    return result;
+  }
+
+  /// Switches at the end of `at`, one per tested value, each falling
+  /// through to the next: a match goes to `match`, the last default to
+  /// `otherwise`.
+  void
+  emitSwitches(OpBuilder &b, Location loc, Block *at,
+               MutableArrayRef<std::pair<Value, SmallVector<APInt>>> entries,
+               Block *match, ValueRange matchArgs, Block *otherwise,
+               ValueRange otherArgs) {
+    Region *region = at->getParent();
+    for (size_t i = 0; i < entries.size(); ++i) {
+      auto &[x, values] = entries[i];
+      // Not matched: the next value's switch, or the other successor.
+      Block *next = otherwise;
+      ValueRange nextArgs = otherArgs;
+      if (i + 1 < entries.size()) {
+        next = b.createBlock(region, std::next(at->getIterator()));
+        nextArgs = {};
+      }
+      b.setInsertionPointToEnd(at);
+      SmallVector<Block *> dests(values.size(), match);
+      SmallVector<ValueRange> operands(values.size(), matchArgs);
+      cf::SwitchOp::create(b, loc, x, next, nextArgs, values, dests, operands);
+      NETVM_BUMP(numCases, values.size());
+      at = next;
+    }
+  }
+
+  /// A disjunction computed as a value becomes switches to a block that
+  /// receives it as an argument: the block is split after the value.
+  void formValue(Operation *root) {
+    if (root->use_empty())
+      return; // a branch on it became switches above
+    Disjunction d;
+    bool negate = false;
+    if (!d.collect(root->getResult(0), /*negate=*/false)) {
+      d = Disjunction();
+      negate = true;
+      if (!d.collect(root->getResult(0), /*negate=*/true))
+        return;
+    }
+    if (d.tests.size() < minCases)
+      return;
+    Block *at = root->getBlock();
+    auto entries = casesOf(d, *at);
+    Block *rest = at->splitBlock(std::next(root->getIterator()));
+    Value result =
+        rest->addArgument(root->getResult(0).getType(), root->getLoc());
+    root->getResult(0).replaceAllUsesWith(result);
+    OpBuilder b(root->getContext());
+    b.setInsertionPointToEnd(at);
+    Location loc = root->getLoc();
+    Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    // A negated disjunction (a conjunction of `!=`) is false on a match.
+    emitSwitches(b, loc, at, entries, rest, negate ? no : yes, rest,
+                 negate ? yes : no);
+    NETVM_BUMP(numSwitches);
   }
 
   void form(cf::CondBranchOp br) {
@@ -186,49 +285,16 @@ struct FormSwitchesPass
     if (d.tests.size() < minCases)
       return;
 
-    // The values tested (by value number), in the order they first
-    // appear, each with its constants (a value compared twice with one
-    // constant is one case).
-    BlockNumbering numbering(*br->getBlock());
-    llvm::MapVector<unsigned, std::pair<Value, SmallVector<APInt>>> cases;
-    llvm::DenseSet<std::pair<unsigned, uint64_t>> seen;
-    for (const Membership &m : d.tests) {
-      unsigned n = numbering.number(m.x);
-      if (!seen.insert({n, m.value.getZExtValue()}).second)
-        continue;
-      auto &entry = cases[n];
-      if (!entry.first)
-        entry.first = m.x;
-      entry.second.push_back(m.value);
-    }
-
+    auto entries = casesOf(d, *br->getBlock());
     Block *match = toTrue ? br.getTrueDest() : br.getFalseDest();
     Block *otherwise = toTrue ? br.getFalseDest() : br.getTrueDest();
     SmallVector<Value> matchArgs(toTrue ? br.getTrueOperands()
                                         : br.getFalseOperands());
     SmallVector<Value> otherArgs(toTrue ? br.getFalseOperands()
                                         : br.getTrueOperands());
-    Location loc = br.getLoc();
-    Region *region = br->getParentRegion();
-    Block *at = br->getBlock();
     OpBuilder b(br);
-    auto entries = cases.takeVector();
-    for (size_t i = 0; i < entries.size(); ++i) {
-      auto &[x, values] = entries[i].second;
-      // Not matched: the next value's switch, or the other successor.
-      Block *next = otherwise;
-      ValueRange nextArgs = otherArgs;
-      if (i + 1 < entries.size()) {
-        next = b.createBlock(region, std::next(at->getIterator()));
-        nextArgs = {};
-      }
-      b.setInsertionPointToEnd(at);
-      SmallVector<Block *> dests(values.size(), match);
-      SmallVector<ValueRange> operands(values.size(), ValueRange(matchArgs));
-      cf::SwitchOp::create(b, loc, x, next, nextArgs, values, dests, operands);
-      NETVM_BUMP(numCases, values.size());
-      at = next;
-    }
+    emitSwitches(b, br.getLoc(), br->getBlock(), entries, match, matchArgs,
+                 otherwise, otherArgs);
     br.erase();
     NETVM_BUMP(numSwitches);
   }

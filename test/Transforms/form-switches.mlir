@@ -157,3 +157,65 @@ netvm.application @c {
     }
   }
 }
+
+// -----
+
+// A disjunction that is a value, not a branch's condition (NetPFL or's a
+// header's tests into a flag it carries on): the block is split after it,
+// a switch sends matches to the rest with true and everything else with
+// false, and the value's uses read the new block argument. A negated one
+// (a conjunction of `!=`) gives false on a match.
+netvm.application @v {
+  netvm.pe @p {
+    netvm.port @i push_input
+    netvm.port @o push_output
+    // CHECK-LABEL: netvm.handler push
+    netvm.handler push(%port) {
+      %c26 = arith.constant 26 : i32
+      %c1 = arith.constant 1 : i32
+      %c2 = arith.constant 2 : i32
+      %c3 = arith.constant 3 : i32
+      %c4 = arith.constant 4 : i32
+      %true = arith.constant true
+      // CHECK: %[[X:.*]] = netvm.load packet
+      // CHECK: cf.switch %[[X]] : i32, [
+      // CHECK-NEXT: default: ^[[REST:bb[0-9]+]](%[[F:[a-z0-9_]+]] : i1),
+      // CHECK-NEXT: 1: ^[[REST]](%[[T:[a-z0-9_]+]] : i1),
+      // CHECK-NEXT: 2: ^[[REST]](%[[T]] : i1),
+      // CHECK-NEXT: 3: ^[[REST]](%[[T]] : i1),
+      // CHECK-NEXT: 4: ^[[REST]](%[[T]] : i1)
+      // CHECK-NEXT: ]
+      // CHECK: ^[[REST]](%[[D:.*]]: i1):
+      // CHECK-NEXT: %[[Y:.*]] = netvm.load packet
+      // CHECK: cf.switch %[[Y]] : i32, [
+      // CHECK-NEXT: default: ^[[REST2:bb[0-9]+]](%[[T2:[a-z0-9_]+]] : i1),
+      // CHECK-NEXT: 1: ^[[REST2]](%[[F2:[a-z0-9_]+]] : i1),
+      // CHECK: ^[[REST2]](%[[N:.*]]: i1):
+      // CHECK-NEXT: %[[W:.*]] = arith.extui %[[D]] : i1 to i32
+      // CHECK-NEXT: %[[V:.*]] = arith.extui %[[N]] : i1 to i32
+      // CHECK-NEXT: netvm.store %[[W]], data
+      // CHECK-NEXT: netvm.store %[[V]], data
+      %x = netvm.load packet[%c26] {in_bounds} : i32
+      %t0 = arith.cmpi eq, %x, %c1 : i32
+      %t1 = arith.cmpi eq, %x, %c2 : i32
+      %o1 = arith.ori %t0, %t1 : i1
+      %t2 = arith.cmpi eq, %x, %c3 : i32
+      %o2 = arith.ori %o1, %t2 : i1
+      %t3 = arith.cmpi eq, %x, %c4 : i32
+      %o3 = arith.ori %o2, %t3 : i1
+      %y = netvm.load packet[%c1] {in_bounds} : i32
+      %n0 = arith.cmpi ne, %y, %c1 : i32
+      %n1 = arith.cmpi ne, %y, %c2 : i32
+      %a1 = arith.andi %n0, %n1 : i1
+      %n2 = arith.cmpi ne, %y, %c3 : i32
+      %a2 = arith.andi %a1, %n2 : i1
+      %n3 = arith.cmpi ne, %y, %c4 : i32
+      %a3 = arith.andi %a2, %n3 : i1
+      %w = arith.extui %o3 : i1 to i32
+      %v = arith.extui %a3 : i1 to i32
+      netvm.store %w, data[%c1] : i32
+      netvm.store %v, data[%c2] : i32
+      netvm.send @o
+    }
+  }
+}

@@ -159,7 +159,10 @@ bool CodeGen::stepChain(size_t c, const Protocol &p) {
     Value m = elementMatch(chain.elems[0], p);
     if (!m || matchPattern(m, m_Zero()))
       return false;
-    set(flagVar(c), arith::OrIOp::create(b, loc, get(flagVar(c)), toI32(m)));
+    // Or'ed into the flag once per header (flushFlags), so the optimizer
+    // sees one disjunction of the group's tests.
+    Value &acc = pendingFlags[flagVar(c)];
+    acc = acc ? orI1(acc, m) : m;
     return true;
   }
   Value old = get(chainVar(c));
@@ -190,6 +193,12 @@ bool CodeGen::stepChain(size_t c, const Protocol &p) {
   return true;
 }
 
+void CodeGen::flushFlags() {
+  for (auto [flag, acc] : pendingFlags)
+    set(flag, arith::OrIOp::create(b, loc, get(flag), toI32(acc)));
+  pendingFlags.clear();
+}
+
 uint32_t CodeGen::closure(const Chain &chain, uint32_t states) {
   for (size_t j = 0; j < chain.elems.size(); ++j)
     if ((states >> j) & 1)
@@ -198,23 +207,119 @@ uint32_t CodeGen::closure(const Chain &chain, uint32_t states) {
   return states;
 }
 
+/// The sizes of the chunks fieldChunks reads a field of `size` bytes in.
+static llvm::SmallVector<unsigned> chunkSizes(unsigned size) {
+  llvm::SmallVector<unsigned> chunks;
+  for (unsigned i = 0; i < size; i += chunks.back())
+    chunks.push_back(std::min(4u, size - i));
+  return chunks;
+}
+
+std::pair<Value, llvm::SmallVector<Value>>
+CodeGen::fieldChunks(const FieldRef &ref, unsigned size) {
+  llvm::SmallVector<unsigned> sizes = chunkSizes(size);
+  std::string key = fieldVar("memo", ref.field->name) + "." +
+                    std::to_string(size) + (fast ? ".fast" : ".checked");
+  auto [it, first] = fieldMemo.try_emplace(key);
+  llvm::SmallVector<Value> &slots = it->second;
+  if (first) {
+    for (size_t i = 0; i <= sizes.size(); ++i)
+      slots.push_back(var(key + "." + std::to_string(i)));
+    Value off;
+    Value present = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    if (std::optional<uint32_t> rel = fastField(ref.field->name, size)) {
+      off = arith::AddIOp::create(b, loc, get(var("base")), c32(*rel));
+    } else {
+      off = get(var(fieldVar("off", ref.field->name)));
+      Value len = get(var(fieldVar("len", ref.field->name)));
+      // A name declared with other sizes elsewhere in the header (ARP's
+      // addresses): only the declaration of the size compared counts.
+      present = andI1(cmp(arith::CmpIPredicate::ne, off, c32(kAbsent)),
+                      andI1(cmp(arith::CmpIPredicate::eq, len, c32(size)),
+                            inPacket(off, c32(size))));
+    }
+    Block *join = nullptr;
+    for (Value slot : slots)
+      set(slot, c32(0));
+    if (!matchPattern(present, m_One())) {
+      Block *load = newBlock();
+      join = newBlock();
+      cf::CondBranchOp::create(b, loc, present, load, join);
+      startBlock(load);
+    }
+    set(slots[0], c32(1));
+    unsigned at = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      Value where =
+          at ? arith::AddIOp::create(b, loc, off, c32(at)).getResult() : off;
+      set(slots[i + 1], loadBytes(where, sizes[i]));
+      at += sizes[i];
+    }
+    if (join) {
+      cf::BranchOp::create(b, loc, join);
+      startBlock(join);
+    }
+  }
+  llvm::SmallVector<Value> chunks;
+  for (size_t i = 1; i < slots.size(); ++i)
+    chunks.push_back(get(slots[i]));
+  return {isTrue(get(slots[0])), chunks};
+}
+
+Value CodeGen::fieldRelation(const Pred &p) {
+  if (p.kind != Pred::Relation)
+    return {};
+  bool fieldLeft = p.lhs->kind == Arith::Field;
+  const Arith &f = fieldLeft ? *p.lhs : *p.rhs;
+  const Arith &lit = fieldLeft ? *p.rhs : *p.lhs;
+  if (f.kind != Arith::Field)
+    return {};
+  if (lit.kind == Arith::Const) {
+    const FieldInfo &info = *f.ref.field;
+    if (info.size < 1 || info.size > 4)
+      return {};
+    auto [present, chunks] = fieldChunks(f.ref, info.size);
+    Value v = fieldValue(chunks[0], info.mask);
+    Value k = c32(lit.k);
+    Value test = cmp(p.rel, fieldLeft ? v : k, fieldLeft ? k : v);
+    // An absent field reads as 0, which equals no other constant: the
+    // test alone then says it (and `or`s of tests stay `or`s of
+    // comparisons, which netvm-form-switches makes a switch of).
+    if (p.rel == arith::CmpIPredicate::eq && lit.k != 0)
+      return test;
+    return andI1(present, test);
+  }
+  if (lit.kind == Arith::Bytes) {
+    // An address: the parser allows only == and != with a field of its
+    // size (Walker::checkWide).
+    size_t n = lit.bytes.size();
+    auto [present, chunks] = fieldChunks(f.ref, n);
+    llvm::SmallVector<unsigned> sizes = chunkSizes(n);
+    Value all = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    for (size_t i = 0, at = 0; i < sizes.size(); at += sizes[i++]) {
+      uint32_t want = 0;
+      for (unsigned k = 0; k < sizes[i]; ++k)
+        want = want << 8 | lit.bytes[at + k];
+      all = andI1(all, cmp(arith::CmpIPredicate::eq, chunks[i], c32(want)));
+    }
+    if (p.rel == arith::CmpIPredicate::ne)
+      all = notI1(all);
+    else if (llvm::any_of(lit.bytes, [](uint8_t x) { return x != 0; }))
+      return all; // absent reads as zeros (above)
+    return andI1(present, all);
+  }
+  return {};
+}
+
 Value CodeGen::predicate(const Pred &p) {
+  if (Value v = fieldRelation(p))
+    return v;
   Value result = var("pred");
   set(result, c32(0));
   Block *done = newBlock();
   if (p.kind == Pred::Relation) {
-    if (p.lhs->kind == Arith::Bytes || p.rhs->kind == Arith::Bytes) {
-      const Arith &f = p.lhs->kind == Arith::Field ? *p.lhs : *p.rhs;
-      const Arith &lit = p.lhs->kind == Arith::Bytes ? *p.lhs : *p.rhs;
-      Value eq = wideEqual(f, lit.bytes, done);
-      if (p.rel == arith::CmpIPredicate::ne)
-        eq = arith::XOrIOp::create(
-            b, loc, eq, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
-      set(result, toI32(eq));
-    } else {
-      Value l = arithValue(*p.lhs, done), r = arithValue(*p.rhs, done);
-      set(result, toI32(cmp(p.rel, l, r)));
-    }
+    Value l = arithValue(*p.lhs, done), r = arithValue(*p.rhs, done);
+    set(result, toI32(cmp(p.rel, l, r)));
   } else {
     set(result, toI32(stringTest(p, done)));
   }
@@ -258,39 +363,12 @@ Value CodeGen::arithValue(const Arith &a, Block *absent) {
   case Arith::Binary:
     break;
   case Arith::Bytes:
-    llvm_unreachable("addresses are compared by wideEqual");
+    llvm_unreachable("addresses are compared by fieldRelation");
   }
   Value l = arithValue(*a.a, absent), r = arithValue(*a.b, absent);
   if (Value v = filter::emitBinary(b, loc, a.op, l, r))
     return v;
   llvm_unreachable("unknown operator");
-}
-
-Value CodeGen::wideEqual(const Arith &f, const std::vector<uint8_t> &bytes,
-                         Block *absent) {
-  Value off;
-  if (std::optional<uint32_t> rel =
-          fastField(f.ref.field->name, bytes.size())) {
-    off = arith::AddIOp::create(b, loc, get(var("base")), c32(*rel));
-  } else {
-    Value len;
-    std::tie(off, len) = fieldPosition(f.ref, absent);
-    require(cmp(arith::CmpIPredicate::eq, len, c32(bytes.size())), absent);
-    require(inPacket(off, c32(bytes.size())), absent);
-  }
-  Value all = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
-  for (size_t i = 0; i < bytes.size();) {
-    unsigned chunk = bytes.size() - i >= 4 ? 4 : 2;
-    uint32_t want = 0;
-    for (unsigned k = 0; k < chunk; ++k)
-      want = want << 8 | bytes[i + k];
-    Value at = arith::AddIOp::create(b, loc, off, c32(i));
-    Value got = loadBytes(at, chunk);
-    all = arith::AndIOp::create(b, loc, all,
-                                cmp(arith::CmpIPredicate::eq, got, c32(want)));
-    i += chunk;
-  }
-  return all;
 }
 
 Value CodeGen::stringTest(const Pred &p, Block *absent) {

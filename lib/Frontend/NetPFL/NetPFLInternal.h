@@ -34,6 +34,7 @@
 #include "mlir/Transforms/Mem2Reg.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -451,6 +452,10 @@ private:
   /// cannot change it). State bit j: the last headers matched elements
   /// [0, j).
   bool stepChain(size_t c, const Protocol &p);
+  /// The tests of simple chains at the current header, by flag: an `or`
+  /// of i1 tests that flushFlags adds to the flag.
+  llvm::MapVector<Value, Value> pendingFlags;
+  void flushFlags();
 
   /// States reachable from `states` by skipping optional elements.
   static uint32_t closure(const Chain &chain, uint32_t states);
@@ -459,15 +464,28 @@ private:
   /// needs is absent or beyond the captured bytes.
   Value predicate(const Pred &p);
 
+  /// `field REL constant` and `field == address`, the shape of most terms,
+  /// or null for other tests: the field is checked and read once per
+  /// header (fieldChunks), so such a term is a comparison and adds no
+  /// block. A thousand alternatives on one field then read it once.
+  Value fieldRelation(const Pred &p);
+
+  /// Whether the field of `ref` is present with `size` bytes inside the
+  /// capture (i1), and its value in chunks of at most 4 bytes: loaded when
+  /// it is, 0 when it is not. The first request at a header step emits the
+  /// checks and the loads into slots; later requests of the step read the
+  /// slots.
+  std::pair<Value, llvm::SmallVector<Value>> fieldChunks(const FieldRef &ref,
+                                                         unsigned size);
+  /// The slots of fieldChunks at the current step (emptied by stepAll):
+  /// the presence flag, then the chunks.
+  std::map<std::string, llvm::SmallVector<Value>> fieldMemo;
+
   /// Offset and length of a recorded field; goes to `absent` when the
   /// header had no such field.
   std::pair<Value, Value> fieldPosition(const FieldRef &ref, Block *absent);
 
   Value arithValue(const Arith &a, Block *absent);
-
-  /// A field of 6 or 16 bytes against an address, as an i1.
-  Value wideEqual(const Arith &f, const std::vector<uint8_t> &bytes,
-                  Block *absent);
 
   /// `field contains "text"`: a search over the captured part of the
   /// field, case-insensitive (ASCII) unless `casesensitive`.

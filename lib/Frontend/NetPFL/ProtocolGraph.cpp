@@ -826,8 +826,10 @@ void CodeGen::emitHeader(unsigned id) {
   bool stepped = false;
   auto stepAll = [&] {
     stepped = false;
+    fieldMemo.clear();
     for (size_t c = 0; c < filter.chains.size(); ++c)
       stepped |= stepChain(c, p);
+    flushFlags();
   };
   if (fastOk && n.tested) {
     // The tests twice: reading the prefix unchecked, and checked.
