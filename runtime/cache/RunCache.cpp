@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -333,13 +334,26 @@ bool netvm::cache::checkEntry(const std::string &path, const Digest &key,
 //===----------------------------------------------------------------------===//
 
 uint64_t netvm::cache::sizeLimit() {
-  if (const char *text = std::getenv("NETVM_CACHE_MAX_MB"); text && *text) {
-    char *end = nullptr;
-    unsigned long long mb = std::strtoull(text, &end, 10);
-    if (end && !*end)
-      return uint64_t(mb) << 20;
+  constexpr uint64_t kDefaultMiB = 256, kMaxMiB = uint64_t(1) << 40;
+  const char *text = std::getenv("NETVM_CACHE_MAX_MB");
+  if (!text || !*text)
+    return kDefaultMiB << 20;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long mb = std::strtoull(text, &end, 10);
+  if (*text >= '0' && *text <= '9' && end && !*end && errno == 0)
+    return uint64_t(std::min<unsigned long long>(mb, kMaxMiB)) << 20;
+  // A setting that is not a number must not pass unnoticed (the cache
+  // would be pruned at a size nobody chose): say so, once a process.
+  static bool warned = false;
+  if (!warned) {
+    warned = true;
+    std::fprintf(stderr,
+                 "warning: NETVM_CACHE_MAX_MB='%s' is not a whole number of "
+                 "MiB; the cache keeps %llu MiB\n",
+                 text, static_cast<unsigned long long>(kDefaultMiB));
   }
-  return uint64_t(256) << 20;
+  return kDefaultMiB << 20;
 }
 
 unsigned netvm::cache::prune(const std::string &dir, uint64_t limit,

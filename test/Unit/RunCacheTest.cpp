@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -154,4 +155,28 @@ TEST(RunCache, PruneRemovesTheLeastRecentlyUsed) {
     std::remove(p.c_str());
   std::remove(other.c_str());
   rmdir(dir);
+}
+
+TEST(RunCache, SizeLimitFromTheEnvironment) {
+  const char *saved = std::getenv("NETVM_CACHE_MAX_MB");
+  std::string old = saved ? saved : "";
+  unsetenv("NETVM_CACHE_MAX_MB");
+  EXPECT_EQ(sizeLimit(), uint64_t(256) << 20);
+  setenv("NETVM_CACHE_MAX_MB", "3", 1);
+  EXPECT_EQ(sizeLimit(), uint64_t(3) << 20);
+  setenv("NETVM_CACHE_MAX_MB", "0", 1);
+  EXPECT_EQ(sizeLimit(), 0u);
+  // Not whole numbers: the default, and a warning (once a process).
+  testing::internal::CaptureStderr();
+  for (const char *bad : {"12MB", "-5", "lots", " 7", "1e3"}) {
+    setenv("NETVM_CACHE_MAX_MB", bad, 1);
+    EXPECT_EQ(sizeLimit(), uint64_t(256) << 20) << bad;
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "warning: NETVM_CACHE_MAX_MB='12MB' is not a whole number "
+                 "of MiB; the cache keeps 256 MiB\n");
+  if (saved)
+    setenv("NETVM_CACHE_MAX_MB", old.c_str(), 1);
+  else
+    unsetenv("NETVM_CACHE_MAX_MB");
 }

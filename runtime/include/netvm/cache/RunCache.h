@@ -87,7 +87,9 @@ bool readEntry(const std::string &path, const Digest &key, std::string &payload,
                std::string &tag);
 
 /// The size the entries of a cache directory may take: $NETVM_CACHE_MAX_MB
-/// mebibytes, else 256 MiB.
+/// mebibytes (a whole number; at most 2^40), else 256 MiB. A value that is
+/// not a whole number gives 256 MiB and a warning on standard error, once
+/// a process.
 uint64_t sizeLimit();
 
 /// Bring the entries of `dir` (files named HEX.run and HEX.o) to at most
