@@ -206,7 +206,9 @@ def NetVMEliminateRedundantLoads
     Packet and info memory are rewritten only by stores, copies and the
     operations that replace the exchange buffer; data memory by this
     NetPE only. Shared memory is left alone: another NetPE may write it at
-    any time.
+    any time. Reusing loads can make later loads' offsets equal (a field
+    at a header length loaded again): the pass then merges equal
+    computations (CSE) and goes again, up to 8 rounds.
 
     ```mlir
     %a = netvm.load packet[%c12] : i16

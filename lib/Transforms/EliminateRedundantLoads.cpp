@@ -17,6 +17,8 @@
 #include "PassUtils.h"
 
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/ScopedHashTable.h"
 
@@ -62,6 +64,10 @@ struct EliminateRedundantLoadsPass
     // Memories some operation of the handler may write.
     bool written[5] = {};
     handler.walk([&](Operation *op) {
+      // The handler itself (walked last) says nothing about its body's
+      // effects: mayWrite would take it for an unknown write.
+      if (op == handler.getOperation())
+        return;
       for (MemSpace space : kSpaces)
         if (mayWrite(op, space))
           written[static_cast<unsigned>(space)] = true;
@@ -69,13 +75,39 @@ struct EliminateRedundantLoadsPass
     written[static_cast<unsigned>(MemSpace::Shared)] = true;
 
     // Memories nobody writes: any dominating load of the same place.
-    DominanceInfo dominance(handler);
+    // Reusing a load can make the offsets of later loads equal (a header
+    // length loaded again for each test, then a field at that length): CSE
+    // then merges their computations, and another round reuses those
+    // loads too. Chains are as deep as a packet's headers.
+    for (unsigned round = 0; round < kMaxRounds; ++round) {
+      DominanceInfo dominance(handler);
+      if (!reuseDominating(handler, dominance, written))
+        break;
+      IRRewriter rewriter(&getContext());
+      bool changed = false;
+      eliminateCommonSubExpressions(rewriter, dominance, handler, &changed);
+      if (!changed)
+        break;
+    }
+
+    // Written memories: within a block, until something may write.
+    for (Block &block : handler.getBody())
+      forwardInBlock(block, written);
+  }
+
+  static constexpr unsigned kMaxRounds = 8;
+
+  /// Replaces each load of an unwritten memory that a load of the same
+  /// place dominates; whether any was.
+  bool reuseDominating(HandlerOp handler, DominanceInfo &dominance,
+                       const bool *written) {
     SmallVector<LoadOp> loads;
     handler.walk([&](LoadOp load) { loads.push_back(load); });
     llvm::DenseMap<Value, SmallVector<LoadOp, 2>> byOffset;
     for (LoadOp load : loads)
       if (!written[static_cast<unsigned>(load.getSpace())])
         byOffset[load.getOffset()].push_back(load);
+    bool any = false;
     for (auto &[offset, group] : byOffset) {
       for (size_t i = 0; i < group.size(); ++i) {
         if (!group[i])
@@ -89,14 +121,12 @@ struct EliminateRedundantLoadsPass
             group[j].erase();
             group[j] = nullptr;
             NETVM_BUMP(numLoads);
+            any = true;
           }
         }
       }
     }
-
-    // Written memories: within a block, until something may write.
-    for (Block &block : handler.getBody())
-      forwardInBlock(block, written);
+    return any;
   }
 
   void forwardInBlock(Block &block, const bool *written) {

@@ -13,6 +13,7 @@ netvm.application @a {
       %v4 = arith.constant 0x0800 : i32
       %v6 = arith.constant 0x86dd : i32
       // CHECK: %[[T:.*]] = netvm.load packet[%{{.*}}] : i16
+      // CHECK-NEXT: %[[E:.*]] = arith.extui %[[T]] : i16 to i32
       %t = netvm.load packet[%c12] : i16
       %e = arith.extui %t : i16 to i32
       %is4 = arith.cmpi eq, %e, %v4 : i32
@@ -20,12 +21,16 @@ netvm.application @a {
     ^ip4:
       netvm.send @o
     ^other:
+      // The second load is the first, and its extension, computed again,
+      // the first's too (CSE after the reuse).
+      // CHECK: ^bb2:
       // CHECK-NOT: netvm.load packet[%c12_i32] : i16
-      // CHECK: %[[E2:.*]] = arith.extui %[[T]] : i16 to i32
+      // CHECK-NOT: arith.extui %{{.*}} : i16 to i32
       %t2 = netvm.load packet[%c12] : i16
       %e2 = arith.extui %t2 : i16 to i32
       // Negative: another width at the same offset is another load.
       // CHECK: netvm.load packet[%{{.*}}] : i8
+      // CHECK: arith.cmpi eq, %[[E]], %c34525_i32
       %b = netvm.load packet[%c12] : i8
       %be = arith.extui %b : i8 to i32
       %is6 = arith.cmpi eq, %e2, %v6 : i32
@@ -107,6 +112,53 @@ netvm.application @a {
     ^x:
       netvm.drop
     ^y:
+      netvm.drop
+    }
+  }
+}
+
+// -----
+
+// A chain: the IPv4 header length loaded again for each test, then a port
+// at that length. Reusing the length loads makes the port offsets equal
+// (CSE merges them), and the next round reuses the port loads: one load
+// of each.
+netvm.application @chain {
+  netvm.pe @p {
+    netvm.port @i push_input
+    netvm.port @o push_output
+    // CHECK-LABEL: netvm.handler push
+    netvm.handler push(%port) {
+      %c14 = arith.constant 14 : i32
+      %c15 = arith.constant 15 : i32
+      %c2 = arith.constant 2 : i32
+      %c80 = arith.constant 80 : i32
+      %c443 = arith.constant 443 : i32
+      // CHECK-COUNT-1: netvm.load packet[%c14_i32]
+      // CHECK-COUNT-1: netvm.load packet[%{{[0-9]+}}]
+      // CHECK-NOT: netvm.load
+      %h = netvm.load packet[%c14] : i8
+      %he = arith.extui %h : i8 to i32
+      %hl = arith.andi %he, %c15 : i32
+      %hb = arith.shli %hl, %c2 : i32
+      %off = arith.addi %hb, %c14 : i32
+      %p = netvm.load packet[%off] : i16
+      %pe = arith.extui %p : i16 to i32
+      %is80 = arith.cmpi eq, %pe, %c80 : i32
+      cf.cond_br %is80, ^yes, ^next
+    ^next:
+      %h2 = netvm.load packet[%c14] : i8
+      %he2 = arith.extui %h2 : i8 to i32
+      %hl2 = arith.andi %he2, %c15 : i32
+      %hb2 = arith.shli %hl2, %c2 : i32
+      %off2 = arith.addi %hb2, %c14 : i32
+      %p2 = netvm.load packet[%off2] : i16
+      %pe2 = arith.extui %p2 : i16 to i32
+      %is443 = arith.cmpi eq, %pe2, %c443 : i32
+      cf.cond_br %is443, ^yes, ^no
+    ^yes:
+      netvm.send @o
+    ^no:
       netvm.drop
     }
   }
