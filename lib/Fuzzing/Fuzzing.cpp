@@ -58,12 +58,13 @@ bool Session::failedWithError(bool failed, llvm::StringRef stage) {
   return failed;
 }
 
-bool Session::optimize(ModuleOp module) {
+bool Session::optimize(ModuleOp module, driver::OptimizeFor target) {
   // The loaders promise a verified module.
   if (failed(verify(module)))
     fail("the loaded module does not verify");
-  if (failedWithError(failed(driver::optimize(module, /*optLevel=*/2)),
-                      "driver::optimize"))
+  if (failedWithError(
+          failed(driver::optimize(module, /*optLevel=*/2, nullptr, target)),
+          "driver::optimize"))
     return false;
   unsigned before = numErrors;
   if (failed(verify(module)) || numErrors != before)

@@ -12,6 +12,8 @@
 #ifndef NETVM_FUZZING_FUZZING_H
 #define NETVM_FUZZING_FUZZING_H
 
+#include "netvm/Driver/Driver.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -20,10 +22,6 @@
 
 #include <cstddef>
 #include <cstdint>
-
-namespace netvm::driver {
-struct Input;
-} // namespace netvm::driver
 
 namespace netvm::fuzzing {
 
@@ -62,7 +60,8 @@ public:
   /// verify (the loaders promise it does), or a module that does not
   /// verify after a successful pipeline, is a failure. Returns whether the
   /// pipeline succeeded.
-  bool optimize(mlir::ModuleOp module);
+  bool optimize(mlir::ModuleOp module,
+                driver::OptimizeFor target = driver::OptimizeFor::Native);
 
   /// Load `input` as the tools do (driver::load; its texts given as
   /// buffers) and optimize it: the optimized module, or null after errors.
