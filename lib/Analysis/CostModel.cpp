@@ -450,8 +450,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     pc.replicable = pc.notReplicable.empty();
     // Host threads may replicate a NetPE whose data memory a flow key
     // partitions (FlowKey.h): the key function runs at the dealer.
-    if (target == CostTarget::Native && writesData && !pc.writesShared &&
-        !coprocessors && !random) {
+    if (target == CostTarget::Native && writesData) {
       FlowKeyProof proof = proveFlowKey(pe);
       if (proof.proved) {
         pc.flowKeyed = true;

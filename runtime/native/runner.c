@@ -35,6 +35,14 @@
  * of threads: a thread takes a slot that is wanted, runs it until a RETIRE
  * mark (or the end), and gives it back.
  *
+ * Replicas by flow key. A stage whose first NetPE keeps data memory that a
+ * flow key partitions (the descriptor's pe_key) and whose other NetPEs
+ * keep none may have several slots too, sharing the instance's data
+ * memory: the dealer calls the key function on every message for that
+ * NetPE and switches to slot (bucket mod slots), so that each bucket is
+ * only ever touched by one slot, in packet order. Such stages keep their
+ * slots (the controller does not move them).
+ *
  * Dynamic allocation. A controller thread observes the rings of the
  * replicable stages (messages waiting, the age of the oldest), runs the
  * policy (netvm_dynamic_decide, a pure function) and sets each stage's
