@@ -100,6 +100,18 @@ void flowKeyedStage(const CostModel &model, PlanStage &s) {
   }
 }
 
+/// The messages per packet the caller deals to a replicated first stage:
+/// 4 packets to a message, but by flow key only runs of packets of one
+/// slot (on K slots, 1 + 1/K + 1/K^2 + 1/K^3 packets on average).
+double batchShare(const PlanStage &s) {
+  if (!s.flowKeyed)
+    return 0.25;
+  double k = double(std::max(1u, s.workers)), run = 0, p = 1;
+  for (int i = 0; i < 4; ++i, p /= k)
+    run += p;
+  return 1 / run;
+}
+
 /// The host's figures for a plan (docs/partitioning.md, "A stage's
 /// throughput"). One stage runs to completion: every thread runs the whole
 /// application, no rings. Several are a pipeline: the caller's thread deals
@@ -137,16 +149,22 @@ void evaluateHost(const CostModel &model, Plan &plan,
       if (i == 0 && s.workers == 1)
         s.cost += model.streamOverhead + model.pipelineOverhead;
       else if (i == 0) // packets dealt four to a message, run in a batch
-        s.cost += model.packetOverhead + model.crossingCost / 4;
+        s.cost += model.packetOverhead + model.crossingCost * batchShare(s);
     }
     total += s.cost;
   }
   // The key function of a stage replicated by flow key runs on the thread
   // that deals to it: the stage before, or the one the runner adds.
+  // So does a SWITCH mark, published at once, each time the next message
+  // goes to another slot: (K - 1) / K of the messages for the keyed NetPE
+  // on K slots, buckets spread evenly.
   auto keyCost = [&](size_t i) {
     const PlanStage &s = plan.stages[i];
-    return s.flowKeyed && s.workers > 1 ? model.pes[s.pes.front()].keyCost
-                                        : 0.0;
+    if (!s.flowKeyed || s.workers < 2)
+      return 0.0;
+    const PECost &c = model.pes[s.pes.front()];
+    return c.keyCost + c.runsPerPacket * model.crossingCost *
+                           double(s.workers - 1) / double(s.workers);
   };
   for (size_t i = 1; i < n; ++i)
     if (plan.stages[i - 1].workers == 1) {
@@ -158,7 +176,8 @@ void evaluateHost(const CostModel &model, Plan &plan,
   if (pipeline) {
     if (plan.stages[0].workers > 1)
       added.push_back({model.streamOverhead + model.pipelineOverhead -
-                           model.packetOverhead + model.crossingCost / 4 +
+                           model.packetOverhead +
+                           model.crossingCost * batchShare(plan.stages[0]) +
                            keyCost(0),
                        -1});
     for (size_t i = 0; i + 1 < n; ++i)
