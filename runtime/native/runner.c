@@ -1686,6 +1686,10 @@ static int build_stages(netvm_runner *r, const netvm_runner_options *options,
       if (why[l] && !example) {
         example = why[l];
         example_pe = why_pe[l];
+      } else if (has_pe && !why[l] && key_pe[l] != NO_STAGE && !example) {
+        example = "keeps state partitioned by a flow key: its stage keeps a "
+                  "fixed number of threads";
+        example_pe = key_pe[l];
       }
       if (managed[l])
         initial += slots[l];
