@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "netvm/Analysis/CostModel.h"
+#include "netvm/Analysis/FlowKey.h"
 
 #include "NetVM/NetVMOps.h"
 #include "netvm/emu/Machine.h"
@@ -407,7 +408,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     runs[d] += 1.0 / numSources;
   std::vector<std::map<std::string, double>> sendsPerRun(n);
   std::vector<double> costPerRun(n, 0), latencyPerRun(n, 0), serialPerRun(n, 0),
-      dramPerRun(n, 0);
+      dramPerRun(n, 0), keyPerRun(n, 0);
   std::vector<std::map<std::string, double>> profiledSends(n);
   double handlerDram = 0;
   for (unsigned i = 0; i < n; ++i) {
@@ -447,6 +448,23 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
       pc.notReplicable = "is in an application that copies packets (ME "
                          "replicas would share one copy pool)";
     pc.replicable = pc.notReplicable.empty();
+    // Host threads may replicate a NetPE whose data memory a flow key
+    // partitions (FlowKey.h): the key function runs at the dealer.
+    if (target == CostTarget::Native && writesData) {
+      FlowKeyProof proof = proveFlowKey(pe);
+      if (proof.proved) {
+        pc.flowKeyed = true;
+        pc.flowKey = std::to_string(proof.buckets) + " buckets of " +
+                     std::to_string(proof.stride) + " bytes";
+        // The key function: its operations, the guards of its packet loads
+        // and the call (on the dealer's thread).
+        keyPerRun[i] = 2;
+        for (Operation *op : proof.slice)
+          keyPerRun[i] += hostCost(op).issue + (isa<LoadOp>(op) ? 0.5 : 0);
+      } else {
+        pc.flowKey = proof.reason;
+      }
+    }
     for (PortOp port : pe.getPorts())
       if (!port.isPush()) {
         pc.replicable = false;
@@ -497,6 +515,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
       pc.cost = costPerRun[i] / packets; // counts are totals already
       pc.latency = latencyPerRun[i] / packets;
       pc.serialCost = serialPerRun[i] / packets;
+      pc.keyCost = pc.runsPerPacket * keyPerRun[i];
       handlerDram += dramPerRun[i] / packets;
       for (auto &[port, count] : profiledSends[i])
         for (unsigned d : routes[{i, port}]) {
@@ -515,6 +534,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
       pc.cost = runs[i] * costPerRun[i];
       pc.latency = runs[i] * latencyPerRun[i];
       pc.serialCost = runs[i] * serialPerRun[i];
+      pc.keyCost = runs[i] * keyPerRun[i];
       handlerDram += runs[i] * dramPerRun[i];
       for (auto &[port, p] : sendsPerRun[i]) {
         model.outputsPerPacket += runs[i] * p * toSinks[{i, port}];

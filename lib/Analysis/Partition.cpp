@@ -70,6 +70,48 @@ std::vector<unsigned> stageOfPEs(const CostModel &model, const Plan &plan) {
 
 double formatRate(double pps) { return pps / 1e6; }
 
+/// Whether stage `s` may be replicated, and why not: every NetPE keeps no
+/// state, or (host) the first one's state is partitioned by a flow key and
+/// the others keep none (the runner's rule, build_stages in
+/// runtime/native/runner.c: no NetPE of the stage sends to the first, so
+/// the dealer sees every message for it).
+void flowKeyedStage(const CostModel &model, PlanStage &s) {
+  s.replicable = true;
+  s.flowKeyed = false;
+  s.notReplicable.clear();
+  for (unsigned pe : s.pes) {
+    const PECost &c = model.pes[pe];
+    if (c.replicable)
+      continue;
+    if (pe == s.pes.front() && c.flowKeyed &&
+        model.target == CostTarget::Native) {
+      s.flowKeyed = true;
+      continue;
+    }
+    s.replicable = false;
+    s.flowKeyed = false;
+    s.notReplicable = "NetPE '" + c.name + "' " + c.notReplicable;
+    if (c.flowKeyed)
+      s.notReplicable += " (by a flow key, but it is not the first NetPE of "
+                         "its stage, or another keeps state)";
+    else if (!c.flowKey.empty())
+      s.notReplicable += " (no flow key: " + c.flowKey + ")";
+    break;
+  }
+}
+
+/// The messages per packet the caller deals to a replicated first stage:
+/// 4 packets to a message, but by flow key only runs of packets of one
+/// slot (on K slots, 1 + 1/K + 1/K^2 + 1/K^3 packets on average).
+double batchShare(const PlanStage &s) {
+  if (!s.flowKeyed)
+    return 0.25;
+  double k = double(std::max(1u, s.workers)), run = 0, p = 1;
+  for (int i = 0; i < 4; ++i, p /= k)
+    run += p;
+  return 1 / run;
+}
+
 /// The host's figures for a plan (docs/partitioning.md, "A stage's
 /// throughput"). One stage runs to completion: every thread runs the whole
 /// application, no rings. Several are a pipeline: the caller's thread deals
@@ -83,7 +125,12 @@ void evaluateHost(const CostModel &model, Plan &plan,
                   const std::vector<double> &cross) {
   std::vector<unsigned> stageOf = stageOfPEs(model, plan);
   size_t n = plan.stages.size();
-  bool pipeline = n > 1;
+  // Replicas by flow key share one instance's data memory: a pipeline
+  // (dealer, slots, merger), never run to completion.
+  for (PlanStage &s : plan.stages)
+    flowKeyedStage(model, s);
+  bool pipeline =
+      n > 1 || (plan.stages[0].flowKeyed && plan.stages[0].workers > 1);
   std::vector<double> internal(n, 0);
   for (const EdgeCost &e : model.edges)
     if (stageOf[e.from] == stageOf[e.to])
@@ -93,16 +140,8 @@ void evaluateHost(const CostModel &model, Plan &plan,
     PlanStage &s = plan.stages[i];
     s.cost = 0;
     s.latency = 0;
-    s.replicable = true;
-    s.notReplicable.clear();
-    for (unsigned pe : s.pes) {
-      const PECost &c = model.pes[pe];
-      s.cost += c.cost;
-      if (!c.replicable && s.replicable) {
-        s.replicable = false;
-        s.notReplicable = "NetPE '" + c.name + "' " + c.notReplicable;
-      }
-    }
+    for (unsigned pe : s.pes)
+      s.cost += model.pes[pe].cost;
     if (!pipeline) {
       s.cost += model.packetOverhead;
     } else {
@@ -110,16 +149,36 @@ void evaluateHost(const CostModel &model, Plan &plan,
       if (i == 0 && s.workers == 1)
         s.cost += model.streamOverhead + model.pipelineOverhead;
       else if (i == 0) // packets dealt four to a message, run in a batch
-        s.cost += model.packetOverhead + model.crossingCost / 4;
+        s.cost += model.packetOverhead + model.crossingCost * batchShare(s);
     }
     total += s.cost;
   }
+  // The key function of a stage replicated by flow key runs on the thread
+  // that deals to it: the stage before, or the one the runner adds.
+  // So does a SWITCH mark, published at once, each time the next message
+  // goes to another slot: (K - 1) / K of the messages for the keyed NetPE
+  // on K slots, buckets spread evenly.
+  auto keyCost = [&](size_t i) {
+    const PlanStage &s = plan.stages[i];
+    if (!s.flowKeyed || s.workers < 2)
+      return 0.0;
+    const PECost &c = model.pes[s.pes.front()];
+    return c.keyCost + c.runsPerPacket * model.crossingCost *
+                           double(s.workers - 1) / double(s.workers);
+  };
+  for (size_t i = 1; i < n; ++i)
+    if (plan.stages[i - 1].workers == 1) {
+      plan.stages[i - 1].cost += keyCost(i);
+      total += keyCost(i);
+    }
   // The stages the runner adds: (cost per input packet, after stage).
   std::vector<std::pair<double, int>> added;
   if (pipeline) {
     if (plan.stages[0].workers > 1)
       added.push_back({model.streamOverhead + model.pipelineOverhead -
-                           model.packetOverhead + model.crossingCost / 4,
+                           model.packetOverhead +
+                           model.crossingCost * batchShare(plan.stages[0]) +
+                           keyCost(0),
                        -1});
     for (size_t i = 0; i + 1 < n; ++i)
       if (plan.stages[i].workers > 1 && plan.stages[i + 1].workers > 1) {
@@ -127,7 +186,8 @@ void evaluateHost(const CostModel &model, Plan &plan,
         for (const EdgeCost &e : model.edges)
           if (stageOf[e.from] <= i && stageOf[e.to] > i)
             messages += e.messagesPerPacket;
-        added.push_back({2 * messages * model.crossingCost, int(i)});
+        added.push_back(
+            {2 * messages * model.crossingCost + keyCost(i + 1), int(i)});
       }
     if (plan.stages[n - 1].workers > 1)
       added.push_back({0, int(n - 1)}); // end marks only, without events
@@ -536,7 +596,7 @@ int splitCandidate(const CostModel &model, const Plan &plan, double minShare) {
       handlers += model.pes[pe].cost;
     int best = -1;
     for (unsigned pe : s.pes)
-      if (!model.pes[pe].replicable &&
+      if (!model.pes[pe].replicable && !model.pes[pe].flowKeyed &&
           model.pes[pe].cost >= minShare * handlers &&
           (best < 0 || model.pes[pe].cost > model.pes[best].cost))
         best = pe;
@@ -568,7 +628,7 @@ void printPlan(const CostModel &model, const Plan &plan,
                        model.unit.c_str(), formatRate(s.rate));
     os << stageNames(model, s);
     if (s.workers > 1)
-      os << " (replicated)";
+      os << (s.flowKeyed ? " (replicated by flow key)" : " (replicated)");
     os << "\n";
   }
   if (me)
@@ -588,7 +648,8 @@ void printPlan(const CostModel &model, const Plan &plan,
     unsigned used = 0;
     for (const PlanStage &s : plan.stages)
       used += s.workers;
-    if (plan.stages.size() == 1)
+    if (plan.stages.size() == 1 &&
+        !(plan.stages[0].flowKeyed && plan.stages[0].workers > 1))
       os << "run as: run to completion on " << used << " thread"
          << (used == 1 ? "" : "s") << "\n";
     else
@@ -606,8 +667,16 @@ void printPlan(const CostModel &model, const Plan &plan,
     if (me)
       os << llvm::format("  + %7.1f latency", c.latency);
     os << (c.measured ? "  measured" : "  estimated");
-    os << (c.replicable ? "  replicable" : "  one worker: " + c.notReplicable)
-       << "\n";
+    if (c.flowKeyed)
+      os << "  replicable by flow key (" << c.flowKey
+         << llvm::format(", key %.1f %s at the dealer)", c.keyCost,
+                         model.unit.c_str());
+    else if (c.replicable)
+      os << "  replicable";
+    else
+      os << "  one worker: " << c.notReplicable
+         << (c.flowKey.empty() ? "" : "; no flow key: " + c.flowKey);
+    os << "\n";
   }
 }
 
@@ -625,8 +694,10 @@ void printPlanDot(const CostModel &model, const Plan &plan,
   for (unsigned i = 0; i < plan.stages.size(); ++i) {
     const PlanStage &s = plan.stages[i];
     os << "  subgraph cluster_" << i << " {\n";
-    os << llvm::format("    label=\"stage %u: %u %s, %.3f Mpps\";\n", i,
-                       s.workers, me ? "ME" : "thread", formatRate(s.rate));
+    os << llvm::format("    label=\"stage %u: %u %s%s, %.3f Mpps%s\";\n", i,
+                       s.workers, me ? "ME" : "thread",
+                       s.workers == 1 ? "" : "s", formatRate(s.rate),
+                       s.flowKeyed && s.workers > 1 ? ", by flow key" : "");
     for (unsigned pe : s.pes)
       os << llvm::format("    pe%u [label=\"%s\\n%.1f %s\"];\n", pe,
                          model.pes[pe].name.c_str(), model.pes[pe].cost,

@@ -35,6 +35,14 @@
  * of threads: a thread takes a slot that is wanted, runs it until a RETIRE
  * mark (or the end), and gives it back.
  *
+ * Replicas by flow key. A stage whose first NetPE keeps data memory that a
+ * flow key partitions (the descriptor's pe_key) and whose other NetPEs
+ * keep none may have several slots too, sharing the instance's data
+ * memory: the dealer calls the key function on every message for that
+ * NetPE and switches to slot (bucket mod slots), so that each bucket is
+ * only ever touched by one slot, in packet order. Such stages keep their
+ * slots (the controller does not move them).
+ *
  * Dynamic allocation. A controller thread observes the rings of the
  * replicable stages (messages waiting, the age of the oldest), runs the
  * policy (netvm_dynamic_decide, a pure function) and sets each stage's
@@ -327,9 +335,14 @@ typedef struct slot {
 typedef struct pstage {
   uint32_t logical;   /* the caller's stage, or NO_STAGE */
   uint32_t num_slots; /* > 1 or dynamic: replicated */
-  int replicated;     /* slots run on pool threads */
-  int managed;        /* the controller moves workers */
-  int deals;          /* the next stage is replicated */
+  /* A replicated stage whose NetPE `key_pe` keeps state partitioned by a
+   * flow key (NO_STAGE: none): the dealer sends every message for that
+   * NetPE to the slot of its bucket (bucket mod slots), so that each
+   * bucket's state is only ever touched by one slot. */
+  uint32_t key_pe;
+  int replicated; /* slots run on pool threads */
+  int managed;    /* the controller moves workers */
+  int deals;      /* the next stage is replicated */
   slot *slots;
   ring *out; /* to the next stage: one per slot of whichever has several */
   uint32_t num_out;
@@ -492,7 +505,8 @@ static void flush_log(netvm_runner *r, event_log *log) {
 /*===- Hooks called by runtime.c
  * -------------------------------------------===*/
 
-static ring *out_ring(netvm_runner *r, netvm_worker *w, uint64_t sequence);
+static ring *out_ring(netvm_runner *r, netvm_worker *w, uint64_t sequence,
+                      uint32_t to, const netvm_exbuf *xb);
 static void out_commit(netvm_runner *r, netvm_worker *w, ring *q);
 
 /* An output (xb) or an exception (site) on worker `w`: deliver it now if
@@ -510,7 +524,7 @@ static int on_event(netvm_worker *w, uint32_t type, uint32_t index,
     if (r->outputs_only && type != NETVM_EVENT_OUTPUT)
       return 0;
     if (w->stage + 1 < r->stages) {
-      ring *q = out_ring(r, w, sequence);
+      ring *q = out_ring(r, w, sequence, NO_STAGE, NULL);
       message *m = ring_reserve(q);
       m->type = type == NETVM_EVENT_OUTPUT ? MSG_OUTPUT : MSG_EXCEPTION;
       m->a = index;
@@ -572,7 +586,7 @@ void netvm_runner_forward(netvm_worker *w, uint32_t to, uint32_t port,
     netvm_worker_count(w, r->app->pe_push[to](&w->ctx, xb, port), xb);
     return;
   }
-  q = out_ring(r, w, xb->sequence);
+  q = out_ring(r, w, xb->sequence, to, xb);
   m = ring_reserve(q);
   m->type = MSG_FORWARD;
   m->a = to;
@@ -766,6 +780,7 @@ static void send_mark(ring *q, uint32_t type, uint32_t a, uint64_t sequence) {
   message *m = ring_reserve(q);
   m->type = type;
   m->a = a;
+  m->drops = m->unconnected = 0;
   m->sequence = sequence;
   ring_commit(q);
   ring_flush(q);
@@ -851,8 +866,39 @@ static ring *deal(netvm_runner *r, pstage *ps, uint64_t sequence) {
   return &ps->out[ps->cur];
 }
 
-static ring *out_ring(netvm_runner *r, netvm_worker *w, uint64_t sequence) {
+/* The bucket of `xb` for flow-keyed NetPE `pe` (its key function on the
+ * buffer about to be delivered to it), or UINT32_MAX (no state touched). */
+static uint32_t flow_bucket(netvm_runner *r, netvm_worker *w, uint32_t pe,
+                            const netvm_exbuf *xb) {
+  uint8_t info[8] = {0};
+  netvm_exbuf k = *xb;
+  k.info = info;
+  k.info_length = 4;
+  k.flags &= ~(uint32_t)NETVM_XB_LISTENED;
+  r->app->pe_key[pe](&w->ctx, &k, 0);
+  return (uint32_t)info[0] << 24 | (uint32_t)info[1] << 16 |
+         (uint32_t)info[2] << 8 | info[3];
+}
+
+/* The slot of a flow-keyed stage a message for NetPE `to` goes to:
+ * messages for its keyed NetPE to the slot of their bucket (a fixed slot,
+ * 0, where the NetPE touches no state), everything else to the slot dealt
+ * to last. */
+static ring *deal_keyed(netvm_runner *r, netvm_worker *w, pstage *ps,
+                        uint32_t to, const netvm_exbuf *xb) {
+  pstage *qs = ps + 1;
+  if (xb && to == qs->key_pe) {
+    uint32_t bucket = flow_bucket(r, w, to, xb);
+    switch_to(ps, bucket == UINT32_MAX ? 0 : bucket % ps->active);
+  }
+  return &ps->out[ps->cur];
+}
+
+static ring *out_ring(netvm_runner *r, netvm_worker *w, uint64_t sequence,
+                      uint32_t to, const netvm_exbuf *xb) {
   pstage *ps = &r->ps[w->stage];
+  if (ps->deals && ps[1].key_pe != NO_STAGE)
+    return deal_keyed(r, w, ps, to, xb);
   if (ps->deals)
     return deal(r, ps, sequence);
   return &ps->out[ps->replicated ? w->slot : 0];
@@ -892,7 +938,8 @@ static void pass_on(netvm_runner *r, netvm_worker *w, message *m) {
     quit_slots(ps);
     return;
   }
-  q = out_ring(r, w, m->sequence);
+  q = out_ring(r, w, m->sequence, m->type == MSG_FORWARD ? m->a : NO_STAGE,
+               m->type == MSG_FORWARD ? &m->xb : NULL);
   out = ring_reserve(q);
   spare = out->xb;
   out->type = m->type;
@@ -919,7 +966,7 @@ static void send_done(netvm_runner *r, netvm_worker *w, slot *sl,
   if (w->stage + 1 == r->stages) {
     deliver_done(r, sequence, drops, unconnected);
   } else {
-    ring *q = out_ring(r, w, sequence);
+    ring *q = out_ring(r, w, sequence, NO_STAGE, NULL);
     message *m = ring_reserve(q);
     m->type = MSG_DONE;
     m->sequence = sequence;
@@ -991,10 +1038,19 @@ static int stage_loop(netvm_runner *r, uint32_t p, uint32_t j) {
       run_dealt_packets(r, w, sl, m);
       break;
     case MSG_SWITCH:
-      if (ps->replicated)
+      /* What this slot dropped of a packet whose later messages went to
+       * another slot (flow-keyed dealing) travels with the mark, so that
+       * the merger counts it with that packet. */
+      if (ps->replicated) {
+        m->drops += sl->pending_drops;
+        m->unconnected += sl->pending_unconnected;
+        sl->pending_drops = sl->pending_unconnected = 0;
         pass_on(r, w, m);
-      else
+      } else {
         ps->merge_cur = m->a;
+        sl->pending_drops += m->drops;
+        sl->pending_unconnected += m->unconnected;
+      }
       break;
     case MSG_RETIRE:
       ring_pop(in);
@@ -1272,7 +1328,7 @@ static void send_control(netvm_runner *r, uint32_t type, uint64_t sequence,
     quit_slots(ps);
     return;
   }
-  q = out_ring(r, w, sequence);
+  q = out_ring(r, w, sequence, NO_STAGE, NULL);
   m = ring_reserve(q);
   m->type = type;
   m->sequence = sequence;
@@ -1300,11 +1356,61 @@ static void run_pipeline(netvm_runner *r, uint32_t source,
   size_t i;
   w->packets += count;
   w->ctx.budget_reset = (int64_t)vm->budget;
-  if (r->ps[0].logical == NO_STAGE) {
+  if (r->ps[0].logical == NO_STAGE && r->ps[1].key_pe != NO_STAGE) {
+    /* The first stage is replicated by flow key: runs of packets of one
+     * slot, up to PACKETS_PER_MESSAGE, each dealt to its bucket's slot. */
+    pstage *ps = &r->ps[0];
+    uint32_t key_pe = r->ps[1].key_pe, next = UINT32_MAX;
+    netvm_exbuf k;
+    memset(&k, 0, sizeof(k));
+    for (i = 0; i < count;) {
+      uint32_t first = 0, run = 0;
+      while (i + run < count && run < PACKETS_PER_MESSAGE) {
+        uint32_t bucket, target;
+        if (run == 0 && next != UINT32_MAX) {
+          /* The packet that ended the last run: its slot is known. */
+          first = next;
+          next = UINT32_MAX;
+          ++run;
+          continue;
+        }
+        k.packet = packets[i + run].data;
+        k.length = k.capacity = packets[i + run].length;
+        k.wire_length = packets[i + run].wire_length
+                            ? packets[i + run].wire_length
+                            : packets[i + run].length;
+        k.seconds = packets[i + run].seconds;
+        k.microseconds = packets[i + run].microseconds;
+        k.sequence = r->sequence + i + run;
+        bucket = flow_bucket(r, w, key_pe, &k);
+        target = bucket == UINT32_MAX ? 0 : bucket % ps->active;
+        if (run == 0) {
+          first = target;
+        } else if (target != first) {
+          next = target;
+          break;
+        }
+        ++run;
+      }
+      switch_to(ps, first);
+      {
+        ring *q = &ps->out[ps->cur];
+        message *m = ring_reserve(q);
+        m->type = MSG_PACKETS;
+        m->a = source;
+        m->b = run;
+        m->packets = packets + i;
+        m->sequence = r->sequence + i;
+        ps->last_seq = m->sequence;
+        out_commit(r, w, q);
+      }
+      i += run;
+    }
+  } else if (r->ps[0].logical == NO_STAGE) {
     /* The first stage is replicated: deal the packets to it. */
     for (i = 0; i < count; i += PACKETS_PER_MESSAGE) {
       uint64_t sequence = r->sequence + i;
-      ring *q = out_ring(r, w, sequence);
+      ring *q = out_ring(r, w, sequence, NO_STAGE, NULL);
       message *m = ring_reserve(q);
       m->type = MSG_PACKETS;
       m->a = source;
@@ -1509,20 +1615,42 @@ static int build_stages(netvm_runner *r, const netvm_runner_options *options,
   uint32_t *slots = calloc(L, sizeof(uint32_t));
   const char **why = calloc(L, sizeof(char *)); /* a stateful NetPE's name */
   uint32_t *why_pe = calloc(L, sizeof(uint32_t));
+  uint32_t *key_pe = calloc(L, sizeof(uint32_t));
   int *managed = calloc(L, sizeof(int));
   int ok = 0;
-  if (!slots || !why || !why_pe || !managed)
+  if (!slots || !why || !why_pe || !key_pe || !managed)
     goto done;
   if (replicas && !options->stage_of_pe) {
     snprintf(error, error_size,
              "replicas of stages need the stages (stage_of_pe) too");
     goto done;
   }
+  /* A stage with state may still be replicated when its only NetPE with
+   * state keeps it partitioned by a flow key (a key function, data memory
+   * only) and comes first in the stage: no NetPE of the stage sends to
+   * it, so the dealer sees every message for it. */
+  for (l = 0; l < L; ++l)
+    key_pe[l] = NO_STAGE;
   for (i = 0; i < app->num_pes; ++i) {
-    uint32_t s = r->stage_of[i];
-    if (!why[s] && state_kind(&app->pes[i])) {
-      why[s] = state_kind(&app->pes[i]);
-      why_pe[s] = i;
+    uint32_t pe = app->pe_order[i], s = r->stage_of[pe];
+    const char *what = state_kind(&app->pes[pe]);
+    int first_of_stage = i == 0 || r->stage_of[app->pe_order[i - 1]] != s;
+    if (what && !why[s] && key_pe[s] == NO_STAGE && first_of_stage &&
+        app->pe_key && app->pe_key[pe] &&
+        (app->pes[pe].flags & NETVM_PE_STATEFUL) == NETVM_PE_WRITES_DATA) {
+      key_pe[s] = pe;
+      continue;
+    }
+    if (what && !why[s]) {
+      why[s] = key_pe[s] != NO_STAGE
+                   ? "keeps state too (a stage replicated by flow key may "
+                     "hold one NetPE with state)"
+               : app->pe_key && app->pe_key[pe] && !first_of_stage
+                   ? "writes its data memory by a flow key, but is not the "
+                     "first NetPE of its stage (a stage replicated by flow "
+                     "key must begin with it)"
+                   : what;
+      why_pe[s] = pe;
     }
   }
   for (l = 0; l < L; ++l) {
@@ -1551,11 +1679,17 @@ static int build_stages(netvm_runner *r, const netvm_runner_options *options,
       int has_pe = 0;
       for (i = 0; i < app->num_pes; ++i)
         has_pe |= r->stage_of[i] == l;
-      managed[l] = has_pe && !why[l];
+      /* Flow-keyed stages keep their slots: moving a bucket to another
+       * slot while a packet of it is in flight would break its order. */
+      managed[l] = has_pe && !why[l] && key_pe[l] == NO_STAGE;
       r->managed += (uint32_t)managed[l];
       if (why[l] && !example) {
         example = why[l];
         example_pe = why_pe[l];
+      } else if (has_pe && !why[l] && key_pe[l] != NO_STAGE && !example) {
+        example = "keeps state partitioned by a flow key: its stage keeps a "
+                  "fixed number of threads";
+        example_pe = key_pe[l];
       }
       if (managed[l])
         initial += slots[l];
@@ -1593,6 +1727,8 @@ static int build_stages(netvm_runner *r, const netvm_runner_options *options,
   r->ps_of_logical = calloc(L, sizeof(uint32_t));
   if (!r->ps || !r->ps_of_logical)
     goto done;
+  for (p = 0; p < 2 * L + 1; ++p)
+    r->ps[p].key_pe = NO_STAGE;
   for (l = 0; l < L; ++l) {
     int rep = slots[l] > 1 || managed[l];
     int prev_rep = l > 0 && (slots[l - 1] > 1 || managed[l - 1]);
@@ -1602,6 +1738,7 @@ static int build_stages(netvm_runner *r, const netvm_runner_options *options,
     r->ps[n].logical = l;
     r->ps[n].replicated = rep;
     r->ps[n].managed = managed[l];
+    r->ps[n].key_pe = rep ? key_pe[l] : NO_STAGE;
     r->ps[n].num_slots =
         managed[l] ? r->pool_size - (r->managed - 1) : slots[l];
     if (managed[l])
@@ -1628,6 +1765,7 @@ done:
   free(slots);
   free(why);
   free(why_pe);
+  free(key_pe);
   free(managed);
   return ok;
 }

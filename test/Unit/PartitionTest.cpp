@@ -86,6 +86,39 @@ TEST(Partition, StatefulNetPEsGetTheirOwnStage) {
   EXPECT_EQ(p.bottleneck, "stage 1 (pe1)");
 }
 
+TEST(Partition, FlowKeyedNetPEIsReplicatedAndItsKeyCostsTheDealer) {
+  // pe1 keeps state a flow key partitions: its stage may be replicated
+  // while it comes first, and the key function runs on pe0's thread.
+  CostModel m = chain({10, 60});
+  m.pes[1].replicable = false;
+  m.pes[1].notReplicable = "writes its data memory";
+  m.pes[1].flowKeyed = true;
+  Plan p;
+  std::string error;
+  ASSERT_TRUE(partition(m, {4, 0}, p, error)) << error;
+  ASSERT_EQ(p.stages.size(), 2u);
+  EXPECT_EQ(workersOf(p), (std::vector<unsigned>{1, 3}));
+  EXPECT_TRUE(p.stages[1].flowKeyed);
+  EXPECT_NEAR(p.throughput, 1e9 / 20, 1e3);
+  double stage0 = p.stages[0].cost;
+  m.pes[1].keyCost = 5;
+  evaluate(m, p);
+  EXPECT_NEAR(p.stages[0].cost, stage0 + 5, 1e-9);
+  // Not first in its stage (a NetPE of the stage would send to it without
+  // the dealer): one worker, and the plan says why.
+  CostModel one = chain({10, 60});
+  one.pes[1] = m.pes[1];
+  Plan whole;
+  whole.target = CostTarget::Native;
+  whole.stages.resize(1);
+  whole.stages[0].pes = {0, 1};
+  evaluate(one, whole);
+  EXPECT_FALSE(whole.stages[0].replicable);
+  EXPECT_NE(whole.stages[0].notReplicable.find("not the first NetPE"),
+            std::string::npos)
+      << whole.stages[0].notReplicable;
+}
+
 TEST(Partition, StatefulBottleneckIsReported) {
   CostModel m = chain({50, 10});
   m.pes[0].replicable = false;

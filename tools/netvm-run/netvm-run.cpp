@@ -979,8 +979,11 @@ createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
           llvm::errs() << "netvm-run: note: " << note << "\n";
       // One stage is the whole application on every thread: the runner's
       // run to completion does that without rings or a dealing thread
-      // (unless --dynamic asks for the pipeline's pool of threads).
-      if (plan.stages.size() == 1 && !dynamicPolicy.getNumOccurrences()) {
+      // (unless --dynamic asks for the pipeline's pool of threads). Replicas
+      // by flow key share one instance: they need the pipeline.
+      bool keyed = plan.stages[0].flowKeyed && plan.stages[0].workers > 1;
+      if (plan.stages.size() == 1 && !keyed &&
+          !dynamicPolicy.getNumOccurrences()) {
         options.pipeline = false;
         options.threads = plan.stages[0].workers;
         options.stages.clear();

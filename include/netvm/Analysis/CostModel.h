@@ -81,6 +81,14 @@ struct PECost {
   bool replicable = true;
   /// Why not, e.g. "writes its data memory" (empty when replicable).
   std::string notReplicable;
+  /// Host: its data memory is partitioned by a flow key (FlowKey.h), so a
+  /// stage it begins may have replicas sharing that memory, each packet
+  /// dealt by its bucket; `flowKey` describes the key, or says why there is
+  /// none (for a NetPE that writes its data memory); `keyCost` is the key
+  /// function's cost per input packet at the dealer (ns).
+  bool flowKeyed = false;
+  std::string flowKey;
+  double keyCost = 0;
   /// On the MEs its packets pass its state in packet order, one context at
   /// a time (the state token: it writes data or shared memory, uses the
   /// lookup coprocessor or draws random numbers).

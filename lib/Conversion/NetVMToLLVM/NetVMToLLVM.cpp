@@ -18,6 +18,7 @@
 #include "netvm/Conversion/NetVMToLLVM.h"
 
 #include "NetVM/NetVMOps.h"
+#include "netvm/Analysis/FlowKey.h"
 #include "netvm/abi.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -91,6 +92,9 @@ struct netvm::NativeLoweringState {
   bool usesTimestamps = false, hasWatchdog = false, usesWireLength = false;
   /// NETVM_PE_* flags of each NetPE.
   std::vector<uint32_t> peFlags;
+  /// Per NetPE: its flow key function (analysis::buildFlowKeyHandler), or
+  /// null; empty when no NetPE has one.
+  std::vector<LLVM::LLVMFuncOp> keyHandlers;
   std::vector<Site> sites;
   /// Handler functions that may run without a current exchange buffer.
   DenseSet<Operation *> mayLackExbuf;
@@ -767,6 +771,16 @@ netvm::prepareNativeLowering(ModuleOp module,
   if (unchecked.wasInterrupted())
     return failure();
 
+  // Flow keys (docs/partitioning.md, "Flow-keyed replicas"): NetPEs whose
+  // data memory is partitioned by a key computed from the packet get a key
+  // handler, which the runtime's dealer calls to choose a replica.
+  if (options.forwardLinks)
+    for (PEOp pe : state->pes) {
+      analysis::FlowKeyProof proof = analysis::proveFlowKey(pe);
+      if (proof.proved)
+        analysis::buildFlowKeyHandler(pe, proof);
+    }
+
   OpBuilder b(ctx);
   Location loc = app.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = b.getI32Type();
@@ -798,14 +812,21 @@ netvm::prepareNativeLowering(ModuleOp module,
   state->handlers.resize(state->pes.size());
   for (auto [index, pe] : llvm::enumerate(state->pes)) {
     for (HandlerOp handler : pe.getBodyBlock()->getOps<HandlerOp>()) {
-      std::string name = state->prefix + state->peNames[index] + "." +
-                         stringifyHandlerKind(handler.getKind()).str();
+      bool key = handler->hasAttr(analysis::kFlowKeyAttr);
+      std::string name =
+          state->prefix + state->peNames[index] + "." +
+          (key ? "key" : stringifyHandlerKind(handler.getKind()).str());
       auto func = LLVM::LLVMFuncOp::create(
           b, handler.getLoc(), name, handlerType, LLVM::Linkage::Internal);
       setNoAlias(func);
       func->setAttr("netvm.pe", b.getI32IntegerAttr(index));
       func->setAttr("netvm.handler",
                     b.getI32IntegerAttr(static_cast<int>(handler.getKind())));
+      if (key) {
+        state->keyHandlers.resize(state->pes.size());
+        state->keyHandlers[index] = func;
+        continue;
+      }
       state->handlers[index][static_cast<unsigned>(handler.getKind())] = func;
       bool lacks = handler.getKind() == HandlerKind::Pull;
       handler.walk(
@@ -827,7 +848,10 @@ netvm::prepareNativeLowering(ModuleOp module,
     for (HandlerOp handler :
          llvm::make_early_inc_range(pe.getBodyBlock()->getOps<HandlerOp>())) {
       LLVM::LLVMFuncOp func =
-          state->handlers[index][static_cast<unsigned>(handler.getKind())];
+          handler->hasAttr(analysis::kFlowKeyAttr)
+              ? state->keyHandlers[index]
+              : state
+                    ->handlers[index][static_cast<unsigned>(handler.getKind())];
       func.getBody().takeBody(handler.getBody());
       Block &entry = func.getBody().front();
       // (port) or () becomes (ctx, xb, port).
@@ -835,7 +859,8 @@ netvm::prepareNativeLowering(ModuleOp module,
       entry.insertArgument(1u, ptr, handler.getLoc());
       if (entry.getNumArguments() == 2)
         entry.addArgument(i32, handler.getLoc());
-      if (options.countHandlerRuns) {
+      if (options.countHandlerRuns &&
+          !handler->hasAttr(analysis::kFlowKeyAttr)) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(&entry);
         Emitter e(b, handler.getLoc());
@@ -1760,6 +1785,16 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
     }
     pePushArr = g.pointerArray(state.prefix + "pe_push", pushHandlers);
   }
+  // Per NetPE: its flow key function, or null; no array when none has one.
+  std::string peKeyArr;
+  if (state.options.forwardLinks && !state.keyHandlers.empty()) {
+    SmallVector<std::string> keys;
+    for (size_t i = 0; i < state.peNames.size(); ++i)
+      keys.push_back(i < state.keyHandlers.size() && state.keyHandlers[i]
+                         ? state.keyHandlers[i].getSymName().str()
+                         : std::string());
+    peKeyArr = g.pointerArray(state.prefix + "pe_key", keys);
+  }
   // A topological order of the NetPEs along push connections (Kahn's
   // algorithm, declaration order among ready NetPEs): the runtime cuts it
   // into pipeline stages.
@@ -1822,10 +1857,10 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
   // netvm_app_desc: {abi_version, num_pes, name, pes, num_sources,
   //   num_sinks, source_names, sink_names, sources, sink_pulls, init,
   //   info_size, shared_size, num_sites, flags, sites, batches, pe_push,
-  //   pe_order}
+  //   pe_order, pe_key}
   auto descType = LLVM::LLVMStructType::getLiteral(
-      ctx, {i32, i32, ptr, ptr, i32, i32, ptr, ptr, ptr, ptr, ptr, i32, i32,
-            i32, i32, ptr, ptr, ptr, ptr});
+      ctx, {i32, i32, ptr, ptr, i32, i32, ptr, ptr, ptr, ptr,
+            ptr, i32, i32, i32, i32, ptr, ptr, ptr, ptr, ptr});
   std::string appNameSym = g.string(state.appName);
   g.global(
       state.options.descriptorSymbol, descType,
@@ -1854,6 +1889,7 @@ LogicalResult netvm::finishNativeLowering(ModuleOp module,
         d = insert(ib, d, addr(ib, batchesArr), 16);
         d = insert(ib, d, addr(ib, pePushArr), 17);
         d = insert(ib, d, addr(ib, peOrderArr), 18);
+        d = insert(ib, d, addr(ib, peKeyArr), 19);
         return d;
       },
       LLVM::Linkage::External);

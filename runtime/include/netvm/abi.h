@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define NETVM_ABI_VERSION 3u
+#define NETVM_ABI_VERSION 4u
 
 /* Exception kinds: the values of the dialect's ExceptionKind enumeration. */
 enum {
@@ -211,6 +211,15 @@ typedef struct netvm_app_desc {
   /* The NetPEs in a topological order of the push connections (NULL
    * unless NETVM_APP_FORWARDED_LINKS). */
   const uint32_t *pe_order;
+  /* Per NetPE: its flow key function, or NULL (the whole array is NULL when
+   * no NetPE has one). A NetPE has one when its data memory is partitioned
+   * by a key computed from the packet (docs/partitioning.md, "Flow-keyed
+   * replicas"): called like its push handler on the exchange buffer about
+   * to be delivered to it, with at least 4 bytes of scratch info memory,
+   * it writes the packet's bucket there (a big-endian word; 0xFFFFFFFF:
+   * the NetPE touches no state for this packet). It reads the packet only,
+   * never faults and has no other effect. */
+  const netvm_handler_fn *pe_key;
 } netvm_app_desc;
 
 /* Layout the generated code relies on (byte offsets on LP64 targets). */
@@ -260,7 +269,9 @@ NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, pe_push) == 104,
                     "descriptor layout");
 NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, pe_order) == 112,
                     "descriptor layout");
-NETVM_STATIC_ASSERT(sizeof(netvm_app_desc) == 120, "descriptor layout");
+NETVM_STATIC_ASSERT(offsetof(netvm_app_desc, pe_key) == 120,
+                    "descriptor layout");
+NETVM_STATIC_ASSERT(sizeof(netvm_app_desc) == 128, "descriptor layout");
 
 /*===- Called by generated code
  * --------------------------------------------===*/

@@ -214,7 +214,10 @@ typedef struct netvm_runner_options {
    * keep no state (netvm_pe_desc.flags & NETVM_PE_STATEFUL clear) may have
    * more than one: packets are dealt to the replicas of a stage a few at a
    * time and put back in arrival order after it, so every sink sees what a
-   * single instance produces. */
+   * single instance produces. A stage whose first NetPE's data memory is
+   * partitioned by a flow key (desc->pe_key) and whose other NetPEs keep
+   * no state may have several too: each message for that NetPE goes to the
+   * replica of its bucket, and the replicas share its data memory. */
   const uint32_t *replicas_of_stage;
   /* Pipeline: move workers between the replicable stages at run time
    * (NULL: a fixed allocation). replicas_of_stage then gives the initial

@@ -72,12 +72,13 @@ netvm.application @ip {
 // CHECK:         llvm.call @__netvm.ip.route.in(
 // CHECK:         llvm.call @__netvm.ip.source.in({{.*}}) {no_inline}
 
-// The descriptor: ABI version 3 and the batch entries; no forwarded links.
+// The descriptor: ABI version 4 and the batch entries; no forwarded links.
 // CHECK: llvm.mlir.global external constant @netvm_app_ip()
-// CHECK:   llvm.mlir.constant(3 : i32)
+// CHECK:   llvm.mlir.constant(4 : i32)
 // CHECK:   llvm.mlir.addressof @__netvm.ip.batches
 // CHECK-NOT: pe_push
 // CHECK-NOT: pe_order
+// CHECK-NOT: pe_key
 
 // ROUNDTRIP: llvm.mlir.global external constant @netvm_app_ip
 
