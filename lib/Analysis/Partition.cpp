@@ -353,12 +353,15 @@ void evaluate(const CostModel &model, Plan &plan) {
       rx = std::max(rx, ordered[std::min<size_t>(
                             plan.receiveWorkers ? plan.receiveWorkers - 1 : 0,
                             ordered.size() - 1)]);
-    double tx = defaultLayout
-                    ? model.outputsPerPacket * pathTime(model.transmitIssue,
-                                                        model.transmitLatency,
-                                                        model.transmitContexts)
-                : pipeline ? model.pipeTransmit
-                           : model.transmitReplicated;
+    double tx =
+        defaultLayout ? model.outputsPerPacket *
+                            pathTime(model.transmitIssue, model.transmitLatency,
+                                     model.transmitContexts)
+        : pipeline
+            ? model.pipeTransmit
+            : model.transmitReplicated +
+                  model.transmitPerRing /
+                      double(plan.stages.empty() ? 1 : plan.stages[0].workers);
     plan.receiveRate = rx > 0 ? clock / rx : INFINITY;
     plan.transmitRate = tx > 0 ? clock / tx : INFINITY;
     // A memory controller serves bursts of commands from many contexts:

@@ -138,12 +138,14 @@ struct CostModel {
   /// ME: a stage takes its work in packet order, a scratch get at a time.
   double orderedGet = 0;
   /// ME, layouts of several MEs (docs/me-backend.md, "Placement"): the
-  /// transmit ME's cycles per packet (8 contexts following the order ring,
-  /// every packet's buffer freed there), and the receive MEs' ordered
-  /// section per packet with 1, 2, 3 receive MEs (the receive tokens and
-  /// the dealer's turn pass between MEs through scratch). Fitted to the
-  /// emulator (bench/me-backend.py, "Layouts of several microengines").
-  double transmitReplicated = 0, replicaOverhead = 0;
+  /// transmit ME's cycles per packet, transmitReplicated +
+  /// transmitPerRing / K with K replicas (8 contexts following the turns,
+  /// every packet's buffer freed there; with fewer rings more contexts
+  /// wait for a ring's ticket), what a replica adds per packet, and the
+  /// receive MEs' ordered section per packet with 1, 2, 3 receive MEs
+  /// (each deals its own packets). Fitted to the emulator
+  /// (bench/me-backend.py, "Layouts of several microengines").
+  double transmitReplicated = 0, transmitPerRing = 0, replicaOverhead = 0;
   std::vector<double> receiveOrdered;
   /// ME: plans of several stages (a pipeline across MEs, docs/me-backend.md
   /// "Stages"); false plans one stage (replicated) only: for an

@@ -106,6 +106,14 @@ struct LineBuilder {
     section.lines.push_back(std::move(line));
   }
   void label(const std::string &name) { section.pendingLabels.push_back(name); }
+  /// A branch whose next `slots` instructions fill its penalty (defer):
+  /// they run whether it is taken or not, and may not be branches,
+  /// ctx_arb or commands with ctx_swap.
+  void deferred(const std::string &text, unsigned slots,
+                const std::string &comment = "") {
+    (*this)(text, comment);
+    section.lines.back().instr.defer = uint8_t(slots);
+  }
   /// Puts the entry in $0.. on a ring in packet order: wait for the put
   /// token (s2), issue the put, pass the token to the next context, then
   /// wait for the put (signal `done`).
@@ -266,12 +274,11 @@ struct Layout {
     return at;
   }
   static constexpr unsigned orderRing = 1, workRing0 = 4, txRing0 = 10;
-  /// The dealer's words: the turn and the round's last replica (two
-  /// words, handed from receive ME to receive ME), the number of replicas
-  /// that get new packets (the replica word, written by a host; 0 or more
-  /// than the stage has: all), the end of input dealt.
-  static constexpr uint32_t turnWord = 0x600, activeWord = 0x608,
-                            endWord = 0x60c;
+  /// The dealer's words: the number of replicas that get new packets
+  /// (the replica word, written by a host; 0 or more than the stage has:
+  /// all), the end of input dealt. (0x600-0x607 held the turn when it
+  /// travelled from receive ME to receive ME; each keeps its own now.)
+  static constexpr uint32_t activeWord = 0x608, endWord = 0x60c;
   /// Status bits of a transmit entry: the packet's last; only free the
   /// buffer (dropped: every buffer of the free ring goes back through the
   /// transmit ME, so that at most that many packets are between receive
@@ -325,11 +332,40 @@ void firstAtEnd(LineBuilder &a) {
   a("bne[@rx_end_pass]");
 }
 
+/// A round of the dealing passes ceil(16 / n) times over replicas 0 .. n - 1
+/// (at least 16 packets, so that the transmit ME reads the order ring at
+/// most once in 16 packets), but once with one replica, so that a
+/// controller that adds replicas to a parked stage is heard at the next
+/// packet (bench/alloc.py: p99 2.6x the peak allocation's with rounds of
+/// 16 there, 1.98x with rounds of 1). passesTable writes the passes after the
+/// first for n = 1..8 into local memory at byte `at` + 4n (window 1);
+/// roundPasses copies the one of n (B-bank register `n`, temporary A-bank
+/// `tmp`) into word 3 of window 0.
+constexpr unsigned roundPackets = 16;
+void passesTable(LineBuilder &a, unsigned at) {
+  a("local_csr_wr[active_lm_addr_1, " + std::to_string(at) + "]",
+    "the passes of a round after the first, by its replicas");
+  for (unsigned n = 1; n <= 8; ++n)
+    a("alu[*l$index1[" + std::to_string(n) + "], --, b, " +
+      std::to_string(n == 1 ? 0 : (roundPackets + n - 1) / n - 1) + "]");
+}
+void roundPasses(LineBuilder &a, unsigned at, const std::string &n,
+                 const std::string &tmp) {
+  a("alu_shf[" + tmp + ", " + std::to_string(at) + ", +, " + n + ", <<2]",
+    "the passes over the replicas: ceil(16 / n)");
+  a("local_csr_wr[active_lm_addr_1, " + tmp + "]");
+  a("alu[" + tmp + ", --, b, *l$index1[0]]");
+  a("alu[*l$index0[3], --, b, " + tmp + "]", "the passes left");
+}
+
 /// A free buffer into a0, a packet received into it under the receive
 /// token (to rx_end at the end of the input), and the work entry's buffer,
 /// length and wire length in $0-$2; the descriptor's status, number and
-/// arrival time stay in $2.. (read).
-void receivePacket(LineBuilder &a, const Layout &l, bool timestamps) {
+/// arrival time stay in $2.. (read). With `putPending`, the context's last
+/// put of work may still be under way (s6): it must have taken its write
+/// registers before they are written again.
+void receivePacket(LineBuilder &a, const Layout &l, bool timestamps,
+                   bool putPending = false) {
   a.label("rx_loop");
   a("scratch[get, $0, " + std::to_string(freeRing) + ", 0, 1], ctx_swap[s3]");
   a("alu[a0, --, b, $0]");
@@ -340,6 +376,10 @@ void receivePacket(LineBuilder &a, const Layout &l, bool timestamps) {
   passRxToken(a, l, 1, "rx_pass1");
   a("ctx_arb[s3]");
   a("br_bset[$2, 0, @rx_end]", "end of input");
+  if (putPending) {
+    a("br_!signal[s6, @rx_put_wait]", "the last put is in");
+    a.label("rx_put_done");
+  }
   a("alu[$0, --, b, a0]");
   a("alu[$1, --, b, $0]", "length");
   a("alu[$2, --, b, $1]", "wire length");
@@ -467,6 +507,10 @@ void stagedReceiveStage(Program &program, const Layout &l, const Buffers &pool,
 /// context, across the receive MEs.
 void receiveStage(Program &program, const Layout &l, const Buffers &pool,
                   unsigned copies, bool timestamps) {
+  // Local memory (window 0 at 0): the turn (the next packet's work ring),
+  // the round's last replica's work ring, -, the passes left in the
+  // round; the passes table at byte 64.
+  constexpr unsigned rxPassesTable = 64;
   CodeSection section;
   section.meMask = ((1u << l.rx) - 1) << rxME;
   section.title = l.rx == 1 ? "ME 0: receive"
@@ -479,10 +523,19 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
     a("local_csr_rd[a5, active_ctx_sts]", "(ME << 3) | context");
   if (l.multi)
     nextReceiveME(a, l);
-  if (l.multi)
+  if (l.multi) {
+    // Each receive ME deals its own packets from its own turn and round.
+    a("alu[a15, a5, and, 7]", "no put of work to wait for yet (s6)");
+    a("alu[a15, a15, or, " + hex(6 << 3) + "]");
+    a("local_csr_wr[same_me_signal, a15]");
     a("local_csr_wr[active_lm_addr_0, 0]",
       "every context: the turn in word 0, the round's last in word 1");
-  if (l.multi) {
+    a("br!=ctx[0, @rx_loop]");
+    a("immed[a4, 0xffffffff]", "past the round: read the replica word");
+    a("alu[*l$index0[0], --, b, a4]");
+    a("alu[*l$index0[1], --, b, 0]");
+    a("alu[*l$index0[3], --, b, 0]");
+    passesTable(a, rxPassesTable);
     a("alu[--, --, b, a5]");
     a("bne[@rx_loop]", "ME 0 context 0 fills the free ring");
     a("immed[a1, " + hex(bufferBase + infoBytes) + "]");
@@ -491,20 +544,9 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
       "context 0 fills the free ring");
   }
   fillFreeRing(a, pool, copies);
-  if (l.multi) {
-    a("immed[a4, 0xffffffff]", "past the round: read the replica word");
-    a("alu[*l$index0[0], --, b, a4]");
-    a("alu[*l$index0[1], --, b, 0]");
-    if (l.rx > 1) {
-      a("alu[$8, --, b, a4]");
-      a("immed[$9, 0]");
-      a("scratch[write, $8, " + hex(Layout::turnWord) +
-        ", 0, 2], ctx_swap[s3]");
-    }
-  }
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
   a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
-  receivePacket(a, l, timestamps);
+  receivePacket(a, l, timestamps, l.multi);
   a("alu[$3, --, b, $2]", "status");
   a("alu[$4, --, b, $3]", "the packet's number: its tag");
   unsigned words = timestamps ? timedEntryWords : entryWords;
@@ -538,38 +580,31 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
   // read from the replica word at the start of each round, goes on the
   // order ring, so that the transmit ME follows the same turns. The turn
   // and n - 1 of the round are local memory words 0 and 1 of the receive
-  // ME whose contexts hold the put token; with several receive MEs they
-  // travel with the token through scratch words turnWord and the next
-  // (context 7 writes them, context 0 of the next ME reads them).
+  // ME: with several receive MEs each deals its blocks of 8 packets from
+  // its own turn and rounds (nothing travels with the put token), and the
+  // transmit ME keeps a copy of each receive ME's turn and round.
   a("ctx_arb[s2]", "put token");
-  if (l.rx > 1) {
-    a("br!=ctx[0, @rx_have_turn]");
-    a("scratch[read, $8, " + hex(Layout::turnWord) + ", 0, 2], ctx_swap[s4]",
-      "the turn, from the previous receive ME");
-    a("alu[*l$index0[0], --, b, $8]");
-    a("alu[*l$index0[1], --, b, $9]");
-    a.label("rx_have_turn");
-  }
-  a("alu[a4, --, b, *l$index0[0]]", "this packet's replica");
-  a("alu[b4, --, b, *l$index0[1]]");
-  a("alu[--, b4, -, a4]");
+  a("alu[a4, --, b, *l$index0[0]]", "this packet's replica's work ring");
+  a("alu[--, *l$index0[1], -, a4]");
   a("bcs[@rx_round]", "the round is over");
   a.label("rx_dealt");
   a("alu[*l$index0[0], a4, +, 1]");
-  a("alu[a5, a4, +, " + std::to_string(Layout::workRing0) + "]");
-  a("scratch[put, $0, a5, 0, " + std::to_string(words) + "], sig_done[s3]",
+  // The next packet's receive need not wait for the put (s6, tested
+  // before the write registers are written again).
+  a("scratch[put, $0, a4, 0, " + std::to_string(words) + "], sig_done[s6]",
     "the replica's work");
-  if (l.rx > 1) {
-    a("br!=ctx[7, @rx_kept_turn]");
-    a("alu[$8, --, b, *l$index0[0]]", "the turn, for the next receive ME");
-    a("alu[$9, --, b, *l$index0[1]]");
-    a("scratch[write, $8, " + hex(Layout::turnWord) + ", 0, 2], ctx_swap[s4]");
-    a.label("rx_kept_turn");
-  }
   passRxToken(a, l, 2, "rx_pass2");
-  a("ctx_arb[s3]");
   a("br[@rx_loop]");
+  a.label("rx_put_wait");
+  a("ctx_arb[s6]");
+  a("br[@rx_put_done]");
   a.label("rx_round");
+  a("alu[b4, *l$index0[3], -, 1]", "another pass of the round?");
+  a("bcs[@rx_new_round]");
+  a("alu[*l$index0[3], --, b, b4]");
+  a("immed[a4, " + std::to_string(Layout::workRing0) + "]");
+  a("br[@rx_dealt]");
+  a.label("rx_new_round");
   a("scratch[read, $10, " + hex(Layout::activeWord) + ", 0, 1], ctx_swap[s4]",
     "a new round: the replicas that get new packets");
   a("alu[b4, $10, -, 1]");
@@ -577,16 +612,20 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
   a("bls[@rx_active]");
   a("immed[b4, " + lastReplica + "]", "0 or too many: all");
   a.label("rx_active");
-  a("alu[*l$index0[1], --, b, b4]");
+  a("alu[*l$index0[1], b4, +, " + std::to_string(Layout::workRing0) + "]",
+    "the round's last work ring");
+  a("alu[b2, b4, +, 1]");
+  roundPasses(a, rxPassesTable, "b2", "a1");
   a("alu[$11, b4, +, 1]");
   a("scratch[put, $11, " + std::to_string(Layout::orderRing) +
         ", 0, 1], ctx_swap[s5]",
     "the round's replicas, for the transmit ME");
-  a("immed[a4, 0]");
+  a("immed[a4, " + std::to_string(Layout::workRing0) + "]");
   a("br[@rx_dealt]");
   // The first context to see the end puts one marker on every work ring
   // and on the order ring; each context that takes one puts it back.
   a.label("rx_end");
+  a("ctx_arb[s6]", "the last put is in");
   a("ctx_arb[s2]");
   firstAtEnd(a);
   endMarker();
@@ -605,11 +644,19 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
 /// The transmit ME of a multi-ME layout (8 contexts): packets in the
 /// receive side's turns, each from its replica's transmit ring. A context
 /// takes the next packet's turn under the turn token (s1) and a ticket of
-/// its ring (local memory: the next ticket of ring k in word 2 + k, the
-/// ticket served in word 8 + k), passes the turn token on, and gets the
-/// packet's entries when its ticket is served, so the rings are read in
-/// parallel and each in order. The transmit token (s2), held from a
-/// packet's first msf[tx] to its last, keeps the packets in input order.
+/// its ring, passes the turn token on, and gets the packet's entries when
+/// its ticket is served, so the rings are read in parallel and each in
+/// order. Local memory: ring k's record at byte 16k (window 1): its next
+/// ticket, the ticket served, its ring number and the waiter (the
+/// same_me_signal value that wakes the context waiting for the next
+/// ticket, 0: none); the turn (16 x the replica: the byte address of its
+/// record), 16 x the round's last replica and the passes left in the round
+/// at byte rxTurns (window 0; with several receive MEs one such copy per
+/// receive ME at rxTurns + 16m, whose third word points at the next ME's).
+/// A context whose ticket is not served yet sleeps on s6 (the first such
+/// context of a ring; any other spins) and the context that serves its
+/// ticket wakes it. The transmit token (s2), held from a packet's first
+/// msf[tx] to its last, keeps the packets in input order.
 void orderedTransmitStage(Program &program, const Layout &l,
                           const Buffers &pool, unsigned copies) {
   CodeSection section;
@@ -620,49 +667,91 @@ void orderedTransmitStage(Program &program, const Layout &l,
                   "local_csr_wr[same_me_signal, " + hex(0x80 | (1 << 3)) + "]",
               passTx =
                   "local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]";
+  constexpr unsigned rxTurns = 128, records = 256, record = 16,
+                     noWaiter = 15 << 3;
   a("immed[b7, 0]", "the transmit token is not held");
-  a("local_csr_wr[active_lm_addr_0, 0]",
-    "every context: the turn in word 0, the round's last in word 1");
+  if (l.rx > 1)
+    a("immed[a6, " + std::to_string(rxTurns) + "]",
+      "the first packet's dealer: receive ME 0");
+  a("local_csr_rd[a7, active_ctx_sts]");
+  a("alu[a7, a7, and, 7]");
+  if (!copies) {
+    // Context c's own free-put signal (s5): no free to wait for yet.
+    a("alu[a5, a7, or, " + hex(5 << 3) + "]");
+    a("local_csr_wr[same_me_signal, a5]");
+  }
+  a("alu[a7, a7, or, " + hex(6 << 3) + "]", "what wakes this context: s6");
+  a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns) + "]",
+    "every context: the (first) dealer's turn and round");
   a("br!=ctx[0, @tx_loop]");
   a("immed[a3, 0xffffffff]", "past the round: read the order ring");
-  a("alu[*l$index0[0], --, b, a3]");
-  for (unsigned w = 1; w < 8 + l.replicas; ++w)
-    a("alu[*l$index0[" + std::to_string(w) + "], --, b, 0]",
-      w == 2 ? "the rings' tickets" : "");
+  for (unsigned k = 0; k < l.replicas; ++k) {
+    a("local_csr_wr[active_lm_addr_1, " + std::to_string(records + record * k) +
+          "]",
+      k ? "" : "the rings' records");
+    a("alu[*l$index1[0], --, b, 0]");
+    a("alu[*l$index1[1], --, b, 0]");
+    a("alu[*l$index1[2], --, b, " + std::to_string(Layout::txRing0 + k) + "]");
+    a("alu[*l$index1[3], --, b, " + hex(noWaiter) + "]");
+  }
+  // A copy of each receive ME's turn and round (with several, each deals
+  // its own blocks of 8 packets, receiveStage): context c's packets c,
+  // c + 8, ... are in blocks of receive MEs 0, 1, .., R - 1, 0, ... (a6:
+  // the copy of its next one).
+  for (unsigned m = 0; m < l.rx; ++m) {
+    a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns + 16 * m) +
+          "]",
+      m ? "" : "receive ME m's turn, round, next and passes at 128 + 16m");
+    a("alu[*l$index0[0], --, b, a3]");
+    a("alu[*l$index0[1], --, b, 0]");
+    if (l.rx > 1)
+      a("alu[*l$index0[2], --, b, " +
+        std::to_string(rxTurns + 16 * ((m + 1) % l.rx)) + "]");
+    a("alu[*l$index0[3], --, b, 0]");
+  }
+  a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns) + "]");
+  passesTable(a, 0);
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
   a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
+  // Serving the next ticket of the ring (window 1) and waking its waiter,
+  // without a branch: with no waiter the record holds noWaiter, a signal
+  // (s15 of context 0) that nothing here waits for.
+  auto serveNext = [&](const std::string &comment) {
+    a("alu[*l$index1[1], b4, +, 1]", comment);
+    a("alu[a4, --, b, *l$index1[3]]");
+    a("local_csr_wr[same_me_signal, a4]", "wake its waiter");
+    a("alu[*l$index1[3], --, b, " + hex(noWaiter) + "]");
+  };
   // The replicas in the receive side's turns (receiveStage).
   a.label("tx_loop");
   a("ctx_arb[s1]", "turn token");
-  a("alu[a3, --, b, *l$index0[0]]", "this packet's replica");
-  a("alu[b3, --, b, *l$index0[1]]");
-  a("alu[--, b3, -, a3]");
+  if (l.rx > 1) {
+    a("local_csr_wr[active_lm_addr_0, a6]", "the turn of this block's dealer");
+    a("alu[a6, --, b, *l$index0[2]]", "the next block's");
+  }
+  a("alu[b3, --, b, *l$index0[0]]", "this packet's replica (x 16)");
+  a("alu[--, *l$index0[1], -, b3]");
   a("bcs[@tx_round]", "the round is over");
   a.label("tx_turn");
-  a("alu[*l$index0[0], a3, +, 1]");
-  a("alu_shf[a4, --, b, a3, <<2]");
-  a("local_csr_wr[active_lm_addr_1, a4]", "window 1: the ring's words");
-  a("alu[b4, --, b, *l$index1[2]]", "a ticket of the ring");
-  a("alu[*l$index1[2], b4, +, 1]");
-  a("alu[a3, a3, +, " + std::to_string(Layout::txRing0) + "]",
-    "its transmit ring");
+  a("alu[*l$index0[0], b3, +, " + std::to_string(record) + "]");
+  a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
+  a("alu[b4, --, b, *l$index1[0]]", "a ticket of the ring");
+  a("alu[*l$index1[0], b4, +, 1]");
+  a("alu[a3, --, b, *l$index1[2]]", "its transmit ring");
   a(passGet);
-  a.label("tx_wait");
-  a("alu[--, b4, -, *l$index1[8]]");
-  a("beq[@tx_entry]", "served");
-  a("ctx_arb[voluntary]");
-  a("br[@tx_wait]");
+  a("alu[--, b4, -, *l$index1[1]]");
+  a("bne[@tx_wait]", "not served yet");
   a.label("tx_entry");
   a("scratch[get, $0, a3, 0, " + std::to_string(entryWords) +
     "], ctx_swap[s3]");
   a("alu[a0, --, b, $0]");
   a("beq[@tx_entry]", "nothing yet");
-  a("alu[--, a0, +, 1]");
-  a("beq[@tx_end_ring]", "the end of the input");
   if (!copies) {
-    // Without copies every entry is its packet's last.
-    a("alu[*l$index1[8], b4, +, 1]", "next ticket");
-    a("br_bset[$3, 9, @tx_drop]", "a buffer to free only");
+    // Without copies every entry is its packet's last; the end marker
+    // carries freeOnly, so the packet path tests one bit.
+    serveNext("next ticket");
+    a.deferred("br_bset[$3, 9, @tx_drop]", 1,
+               "a buffer to free only, or the end");
     a("alu[$0, --, b, $1]", "length");
     a("alu[$1, --, b, $2]", "wire length");
     a("alu[$2, $3, and, 0xff]", "transmit port: the sink");
@@ -672,24 +761,38 @@ void orderedTransmitStage(Program &program, const Layout &l,
     a("msf[tx, $0, a0, 0, 4], sig_done[s4]");
     a(passTx);
     a("ctx_arb[s4]");
-    a.label("tx_free");
-    a("alu[$0, --, b, a0]");
-    a("scratch[put, $0, " + std::to_string(freeRing) + ", 0, 1], ctx_swap[s5]");
-    a("br[@tx_loop]");
+    // The buffer back to the free ring (the put need not complete before
+    // the next packet: s5, tested before $7 is written again).
+    auto freeIt = [&](const std::string &n) {
+      a("br_!signal[s5, @tx_free_wait" + n + "]",
+        "this context's last free is in");
+      a.label("tx_free_put" + n);
+      a.deferred("br[@tx_loop]", 2);
+      a("alu[$7, --, b, a0]");
+      a("scratch[put, $7, " + std::to_string(freeRing) +
+        ", 0, 1], sig_done[s5]");
+      a.label("tx_free_wait" + n);
+      a("ctx_arb[s5]");
+      a("br[@tx_free_put" + n + "]");
+    };
+    freeIt("");
     a.label("tx_token_wait");
     a("ctx_arb[s2]");
     a("br[@tx_send]");
     a.label("tx_drop");
+    a("alu[--, a0, +, 1]");
+    a("beq[@tx_end_ring]", "the end of the input");
     a("ctx_arb[s2]", "keep the transmit token moving");
     a(passTx);
-    a("br[@tx_free]");
-  }
-  if (copies) {
+    freeIt("_drop");
+  } else {
+    a("alu[--, a0, +, 1]");
+    a("beq[@tx_end_ring]", "the end of the input");
     a("alu[b6, --, b, $3]", "the sink | last entry");
     a("alu[--, a0, +, 2]");
     a("beq[@tx_packet_end]");
     a("br_bclr[b6, 8, @tx_kept]");
-    a("alu[*l$index1[8], b4, +, 1]", "the packet's last entry: next ticket");
+    serveNext("the packet's last entry: next ticket");
     a.label("tx_kept");
     a("br_bset[b6, 9, @tx_drop]", "a buffer to free only");
     a("alu[$0, --, b, $1]", "length");
@@ -723,7 +826,7 @@ void orderedTransmitStage(Program &program, const Layout &l,
     a(passTx);
     a("br[@tx_free]");
     a.label("tx_packet_end");
-    a("alu[*l$index1[8], b4, +, 1]", "next ticket");
+    serveNext("next ticket");
     a("alu[--, --, b, b7]");
     a("bne[@tx_pass]");
     a("ctx_arb[s2]", "keep the transmit token moving");
@@ -732,25 +835,50 @@ void orderedTransmitStage(Program &program, const Layout &l,
     a(passTx);
     a("br[@tx_loop]");
   }
+  // Waiting for the ticket: the first waiter of a ring leaves its wake-up
+  // in the record and sleeps; a later one (only when a round has fewer
+  // replicas than 4, 8 contexts sharing them) spins until it is first.
+  // The first waiter is always the next ticket's: it is woken when that
+  // is served.
+  a.label("tx_wait");
+  a("alu[--, *l$index1[3], -, " + hex(noWaiter) + "]");
+  a("bne[@tx_wait_other]");
+  a("alu[*l$index1[3], --, b, a7]", "wake me when my ticket is served");
+  a("ctx_arb[s6]");
+  a("br[@tx_entry]", "served");
+  a.label("tx_wait_other");
+  a("ctx_arb[voluntary]");
+  a("alu[--, b4, -, *l$index1[1]]");
+  a("bne[@tx_wait]");
+  a("br[@tx_entry]", "served");
   a.label("tx_round");
+  a("alu[b3, *l$index0[3], -, 1]", "another pass of the round?");
+  a("bcs[@tx_new_round]");
+  a("alu[*l$index0[3], --, b, b3]");
+  a("immed[b3, " + std::to_string(records) + "]");
+  a("br[@tx_turn]");
+  a.label("tx_new_round");
   a("scratch[get, $0, " + std::to_string(Layout::orderRing) +
     ", 0, 1], ctx_swap[s3]");
   a("alu[b3, --, b, $0]");
-  a("beq[@tx_round]", "the next round has not started");
+  a("beq[@tx_new_round]", "the next round has not started");
   a("alu[--, b3, +, 1]");
   a("beq[@tx_end]");
-  a("alu[b3, b3, -, 1]");
-  a("alu[*l$index0[1], --, b, b3]");
-  a("immed[a3, 0]");
+  roundPasses(a, 0, "b3", "a4");
+  a("alu_shf[b3, --, b, b3, <<4]");
+  a("alu[b3, b3, +, " + std::to_string(records - record) + "]");
+  a("alu[*l$index0[1], --, b, b3]", "the round's last replica's record");
+  a("immed[b3, " + std::to_string(records) + "]");
   a("br[@tx_turn]");
   // The end: the marker back where it was, for the next context.
   a.label("tx_end_ring");
   a("alu[$8, --, b, a0]");
   for (unsigned w = 1; w < entryWords; ++w)
-    a("immed[$" + std::to_string(w + 8) + ", 0]");
+    a("immed[$" + std::to_string(w + 8) + ", " +
+      (w == 3 ? hex(Layout::freeOnly) : std::string("0")) + "]");
   a("scratch[put, $8, a3, 0, " + std::to_string(entryWords) +
     "], ctx_swap[s3]");
-  a("alu[*l$index1[8], b4, +, 1]", "next ticket");
+  serveNext("next ticket");
   a("ctx_arb[kill]");
   a.label("tx_end");
   a("immed[$8, 0xffffffff]");
@@ -1599,12 +1727,43 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     std::string workRingOperand =
         L.staged ? stageRing : replicaRing(a, Layout::workRing0);
     a("ctx_arb[s1]", "work token");
+    // A replica waits for work on its ring's state (br_inp_state, no
+    // scratch command; a jump table picks the ring's instruction), so that
+    // the replicas' empty polls do not load the scratch controller that
+    // their work and transmit rings share. After workSpins empty looks
+    // (a parked replica, or one starved of input) it polls the ring with
+    // gets, which sleep, until work comes (a1: the looks left).
+    bool pollState = L.multi && !L.staged;
+    constexpr unsigned workSpins = 32;
+    if (pollState) {
+      a("alu[b15, a15, -, " + std::to_string(Layout::workRing0) + "]");
+      a("alu_shf[b15, --, b, b15, <<1]", "two instructions a ring");
+      a("immed[a1, " + std::to_string(workSpins) + "]");
+    }
     a.label("get_work");
+    if (pollState) {
+      a("jump[b15, @work_poll]");
+      a.label("work_poll");
+      for (unsigned k = 0; k < L.replicas; ++k) {
+        a("br_!inp_state[scr_ring" + std::to_string(Layout::workRing0 + k) +
+              "_empty, @work_take]",
+          k ? "" : "work on the ring?");
+        section.lines.back().fixed = true;
+        a("br[@work_idle]");
+        section.lines.back().fixed = true;
+      }
+      a.label("work_idle");
+      a("alu[a1, a1, -, 1]");
+      a("beq[@work_take]", "looked long enough: poll with gets");
+      a("ctx_arb[voluntary]");
+      a("br[@get_work]");
+      a.label("work_take");
+    }
     a("scratch[get, $0, " + workRingOperand + ", 0, " +
       std::to_string(timestamps ? timedEntryWords : entryWords) +
       "], ctx_swap[s4]");
     a("alu[a0, --, b, $0]");
-    a("beq[@get_work]", "nothing queued yet");
+    a(pollState ? "beq[@work_take]" : "beq[@get_work]", "nothing queued yet");
     a("local_csr_wr[same_me_signal, " + hex(0x80 | (1 << 3)) + "]");
     a("alu[b0, --, b, $1]");
     a("alu[a1, --, b, $2]");
@@ -2230,7 +2389,8 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       // context, with status bit 1 saying so.
       a("br_bset[$3, 1, @work_end_passed]");
       for (unsigned w = 1; w < entryWords; ++w)
-        a("immed[$" + std::to_string(w) + ", 0]");
+        a("immed[$" + std::to_string(w) + ", " +
+          (w == 3 ? hex(Layout::freeOnly) : std::string("0")) + "]");
       a.orderedPut(replicaRing(a, Layout::txRing0), "s5",
                    "the end, after this replica's packets");
       a("immed[$0, 0xffffffff]");
