@@ -1025,11 +1025,17 @@ createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
       fillFrontCache(object);
     if (compileTime) {
       native::CompileTimes t = native::lastCompileTimes();
+      std::string pipeline;
+      if (t.largeModule)
+        pipeline = "; a large module: the short LLVM pipeline";
+      else if (!t.cached)
+        pipeline = std::string("; the ") + native::pipelineName(t.pipeline) +
+                   " LLVM pipeline";
       llvm::errs() << llvm::formatv(
           "compile time: {0:f2} ms (lowering {1:f2}, translation {2:f2}, "
           "LLVM optimization {3:f2}, code generation {4:f2}{5})\n",
           t.total(), t.lowering, t.translation, t.optimization, t.codegen,
-          t.largeModule ? "; a large module: the short LLVM pipeline" : "");
+          pipeline);
     }
     engine = rt::Engine::native(*compiled, options, error);
   }
