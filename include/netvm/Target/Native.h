@@ -151,6 +151,9 @@ struct CompileTimes {
   double lowering = 0, translation = 0, optimization = 0, codegen = 0;
   /// Looking the object up in the cache (hashing the IR, reading, checking).
   double cache = 0;
+  /// Starting the JIT and making the target machine of the level: the
+  /// first compilation in a process (at that level) only.
+  double setup = 0;
   /// The object came from the compile cache (lowering, translation,
   /// optimization and code generation did not run; codegen is the
   /// linking).
@@ -164,7 +167,7 @@ struct CompileTimes {
   /// descriptor).
   double linking = 0;
   double total() const {
-    return lowering + translation + optimization + codegen + cache;
+    return setup + lowering + translation + optimization + codegen + cache;
   }
 };
 CompileTimes lastCompileTimes();

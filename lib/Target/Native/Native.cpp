@@ -573,24 +573,18 @@ public:
     }
     auto start = std::chrono::steady_clock::now();
     if (!object) {
-      std::unique_ptr<llvm::TargetMachine> &tm =
-          targetMachines[std::min(options.optLevel, 3u)];
-      if (!tm) {
-        auto created = createTargetMachine("", options.optLevel);
-        if (!created)
-          return created.takeError();
-        tm = std::move(*created);
-      }
-      double tmTime = millisSince(start);
+      auto tm = targetMachine(options.optLevel);
+      if (!tm)
+        return tm.takeError();
+      lastTimes.setup += millisSince(start);
       llvm::LLVMContext context;
-      auto llvmModule = generateLLVMIR(module, context, *tm, options);
-      lastTimes.lowering += tmTime;
+      auto llvmModule = generateLLVMIR(module, context, **tm, options);
       if (!llvmModule)
         return llvmModule.takeError();
       start = std::chrono::steady_clock::now();
       llvm::SmallVector<char, 0> bytes;
       llvm::raw_svector_ostream os(bytes);
-      if (llvm::Error err = emitFile(**llvmModule, *tm, FileKind::Object, os))
+      if (llvm::Error err = emitFile(**llvmModule, **tm, FileKind::Object, os))
         return std::move(err);
       llvm::StringRef text(bytes.data(), bytes.size());
       if (!dir.empty())
@@ -615,6 +609,20 @@ public:
   }
 
 private:
+  /// The target machine of `level`, made on first use (the caller holds
+  /// the mutex).
+  llvm::Expected<llvm::TargetMachine *> targetMachine(unsigned level) {
+    std::unique_ptr<llvm::TargetMachine> &tm =
+        targetMachines[std::min(level, 3u)];
+    if (!tm) {
+      auto created = createTargetMachine("", level);
+      if (!created)
+        return created.takeError();
+      tm = std::move(*created);
+    }
+    return tm.get();
+  }
+
   static llvm::Expected<std::unique_ptr<Engine>> create() {
     initializeTargets();
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -695,9 +703,11 @@ llvm::Expected<const netvm_app_desc *>
 netvm::native::jitCompile(mlir::ModuleOp module, const CodegenOptions &options,
                           JitObject *keep) {
   lastTimes = CompileTimes();
+  auto start = std::chrono::steady_clock::now();
   auto engine = Engine::get();
   if (!engine)
     return engine.takeError();
+  lastTimes.setup = millisSince(start);
   return (*engine)->add(module, options, keep);
 }
 
