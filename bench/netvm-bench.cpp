@@ -2029,8 +2029,9 @@ int main(int argc, char **argv) {
   int status = 0;
   if (section == Section::All || section == Section::Filters)
     status = measureFilters(context, traces, dead, os);
-  if (section == Section::Compile)
-    status = measureCompile(context, traces, os);
+  if ((section == Section::All || section == Section::Compile) &&
+      (status == 0 || verifyOnly))
+    status |= measureCompile(context, traces, os);
   if ((section == Section::All || section == Section::FrontEnds) &&
       (status == 0 || verifyOnly))
     status |= measureFrontEnds(context, traces, dead, os);
