@@ -104,7 +104,7 @@ static cl::opt<bool>
     verifyOnly("verify-only",
                cl::desc("Only check that all peers agree on every packet"),
                cl::cat(benchCategory));
-enum class Section { All, Filters, FrontEnds, Optimizer };
+enum class Section { All, Filters, FrontEnds, Optimizer, Compile };
 static cl::opt<Section> section(
     "section", cl::desc("What to measure (default: all)"),
     cl::values(clEnumValN(Section::All, "all", "everything"),
@@ -117,7 +117,12 @@ static cl::opt<Section> section(
                clEnumValN(Section::Optimizer, "optimizer",
                           "the optimizer's effect: IR size at -O0 and -O2 of "
                           "every bundled application and front-end filter, "
-                          "ns/packet at -O0 and -O2 against C")),
+                          "ns/packet at -O0 and -O2 against C"),
+               clEnumValN(Section::Compile, "compile",
+                          "JIT compile latency by phase and ns per packet "
+                          "of the paper's filters (NetIL) and the front-end "
+                          "section's tcpdump expressions, with the lean and "
+                          "LLVM's standard -O2 pipeline side by side")),
     cl::init(Section::All), cl::cat(benchCategory));
 static cl::opt<std::string> examplesDir(
     "examples",
@@ -390,6 +395,10 @@ struct Phases {
   OpCount before, after; // with `count`: before and after -O2
 };
 
+/// Compile with LLVM's standard -O2 pipeline instead of the lean one
+/// (native::CodegenOptions::standardPipeline; the compile section).
+bool standardPipeline = false;
+
 /// Optimize `module` at -O2 and JIT-compile it (without run counters);
 /// keep a copy of the -O2 IR in `keep` if given. Op counts (with `count`)
 /// are not part of the times.
@@ -411,6 +420,7 @@ const netvm_app_desc *optimizeAndJit(ModuleOp module, Phases &phases,
   codegen.lowering.countHandlerRuns = false;
   codegen.useCache = false; // compile latency: always compile
   codegen.lowering.forwardLinks = forwardLinks;
+  codegen.standardPipeline = standardPipeline;
   start = Clock::now();
   auto desc = native::jitCompile(module, codegen);
   double jit = msSince(start);
@@ -501,6 +511,8 @@ bool compileLatency(
   m.jit.translation = med([](const Phases &p) { return p.jit.translation; });
   m.jit.optimization = med([](const Phases &p) { return p.jit.optimization; });
   m.jit.codegen = med([](const Phases &p) { return p.jit.codegen; });
+  m.jit.linking = med([](const Phases &p) { return p.jit.linking; });
+  m.jit.pipeline = runs.front().jit.pipeline;
   return true;
 }
 
@@ -1847,6 +1859,146 @@ int measureOptimizer(MLIRContext &context, std::vector<Trace> &traces,
   return 0;
 }
 
+/// The compile section: for the paper's five filters (NetIL) and the
+/// front-end section's tcpdump expressions, the compile latency by phase
+/// and the JIT code's ns per packet (batch and per call) with the lean
+/// LLVM pipeline and with LLVM's standard -O2 pipeline, side by side in
+/// one run; the two codes and the interpreter must agree on every packet.
+int measureCompile(MLIRContext &context, std::vector<Trace> &traces,
+                   llvm::raw_ostream &os) {
+  std::vector<FrontEndFilter> filters;
+  if (!frontEndFilters(filters))
+    return 1;
+  struct Source {
+    std::string name, kind, text;
+  };
+  std::vector<Source> sources;
+  if (frontEndPairs.empty())
+    for (const Filter &f : kFilters)
+      sources.push_back(
+          {f.name, "NetIL", filterDir + "/" + std::string(f.name) + ".netil"});
+  for (const FrontEndFilter &f : filters)
+    sources.push_back({f.name, "tcpdump", f.tcpdump});
+  auto compileOne = [&](const Source &src, Phases &p,
+                        OwningOpRef<ModuleOp> *keep) {
+    return src.kind == "NetIL"
+               ? compileFiles(context, {src.text}, p, keep)
+               : compileText(context, src.text,
+                             driver::FilterLanguage::PcapFilter, p, keep);
+  };
+  struct Row {
+    Source src;
+    Phases latency[2]; // lean, standard
+    struct PerTrace {
+      uint64_t accepted = 0;
+      double batch[2] = {0, 0}, call[2] = {0, 0};
+    };
+    std::vector<PerTrace> traces;
+  };
+  std::vector<Row> rows;
+  bool failedCheck = false;
+  for (const Source &src : sources) {
+    Row row;
+    row.src = src;
+    Compiled c[2];
+    for (int standard = 0; standard < 2; ++standard) {
+      standardPipeline = standard;
+      Phases unused;
+      c[standard].desc = compileOne(src, unused, &c[standard].module);
+      if (!instantiate(c[standard]))
+        return 1;
+    }
+    auto interp = interpreterOf(c[0]);
+    if (!interp)
+      return 1;
+    for (Trace &t : traces) {
+      std::vector<Verdicts> peers = {jitVerdicts("lean JIT", c[0].vm, t),
+                                     jitVerdicts("standard JIT", c[1].vm, t)};
+      if (!t.copies.empty())
+        peers.push_back(interpreterVerdicts("interpreter", *interp, t));
+      if (disagreements(src.name, t, peers)) {
+        failedCheck = true;
+        continue;
+      }
+      Row::PerTrace result;
+      result.accepted = accepted(peers[0]);
+      if (verifyOnly) {
+        os << llvm::formatv("compile: {0,-12} {1,-8} {2,-16} {3,8} of {4,8} "
+                            "packets accepted by all peers ({5})\n",
+                            src.name, src.kind, t.name, result.accepted,
+                            t.size(), peerNames(peers));
+      } else {
+        // Alternate the two codes, so that both see the same machine.
+        for (int standard = 0; standard < 2; ++standard) {
+          netvm_instance *vm = c[standard].vm;
+          result.batch[standard] = nsPerPacket(
+              [&] {
+                netvm_instance_push_batch(vm, 0, t.packets.data(), t.size());
+              },
+              t.size());
+          result.call[standard] = nsPerPacket(
+              [&] {
+                for (netvm_packet &p : t.packets)
+                  netvm_instance_push_batch(vm, 0, &p, 1);
+              },
+              t.size());
+        }
+      }
+      row.traces.push_back(result);
+    }
+    if (!verifyOnly)
+      for (int standard = 0; standard < 2; ++standard) {
+        standardPipeline = standard;
+        if (!compileLatency(
+                [&](Phases &p) { return compileOne(src, p, nullptr); },
+                row.latency[standard]))
+          return 1;
+      }
+    standardPipeline = false;
+    rows.push_back(std::move(row));
+  }
+  if (failedCheck) {
+    llvm::errs() << "netvm-bench: the lean and standard pipelines' code "
+                    "disagree; no timings\n";
+    return 1;
+  }
+  if (verifyOnly)
+    return 0;
+
+  os << "### Compile latency by LLVM pipeline (ms, warm process, median of "
+     << compiles << ", object cache off; target: total < 5 ms)\n\n"
+     << "| filter | source | LLVM pipeline | total | to optimized netvm IR "
+        "| netvm to LLVM dialect | to LLVM IR | LLVM optimization | code "
+        "generation and linking | of which linking |\n"
+     << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const Row &r : rows)
+    for (int standard = 0; standard < 2; ++standard) {
+      const Phases &m = r.latency[standard];
+      os << llvm::formatv(
+          "| {0} | {1} | {2} | {3:f2} | {4:f2} | {5:f2} | "
+          "{6:f2} | {7:f2} | {8:f2} | {9:f2} |\n",
+          r.src.name, r.src.kind, native::pipelineName(m.jit.pipeline), m.total,
+          m.frontEnd + m.optimize, m.jit.lowering, m.jit.translation,
+          m.jit.optimization, m.jit.codegen, m.jit.linking);
+    }
+  os << "\n### ns per packet by LLVM pipeline (-O2, side by side; lower is "
+        "better)\n\n"
+     << "| filter | source | trace | accepted | batch, lean | batch, "
+        "standard | lean / standard | call, lean | call, standard | lean / "
+        "standard |\n"
+     << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const Row &r : rows)
+    for (size_t ti = 0; ti < r.traces.size(); ++ti) {
+      const Row::PerTrace &p = r.traces[ti];
+      os << llvm::formatv("| {0} | {1} | {2} | {3} | {4:f2} | {5:f2} | {6} | "
+                          "{7:f2} | {8:f2} | {9} |\n",
+                          r.src.name, r.src.kind, traces[ti].name, p.accepted,
+                          p.batch[0], p.batch[1], ratio(p.batch[0], p.batch[1]),
+                          p.call[0], p.call[1], ratio(p.call[0], p.call[1]));
+    }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1877,6 +2029,9 @@ int main(int argc, char **argv) {
   int status = 0;
   if (section == Section::All || section == Section::Filters)
     status = measureFilters(context, traces, dead, os);
+  if ((section == Section::All || section == Section::Compile) &&
+      (status == 0 || verifyOnly))
+    status |= measureCompile(context, traces, os);
   if ((section == Section::All || section == Section::FrontEnds) &&
       (status == 0 || verifyOnly))
     status |= measureFrontEnds(context, traces, dead, os);

@@ -61,7 +61,7 @@ echo
   --netpfl-filters "$root/test/NetPFL/truth-filters.txt" \
   --netbee-trace "$traces/tunnels.pcap" "$@"
 
-# --section filters, frontends or optimizer: only that part of
+# --section filters, frontends, optimizer or compile: only that part of
 # netvm-bench, and no end-to-end runs.
 section=all
 args=("$@")

@@ -1028,11 +1028,19 @@ createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
       fillFrontCache(object);
     if (compileTime) {
       native::CompileTimes t = native::lastCompileTimes();
+      std::string pipeline;
+      if (t.largeModule)
+        pipeline = "; a large module: the short LLVM pipeline";
+      else if (!t.cached)
+        pipeline = std::string("; the ") + native::pipelineName(t.pipeline) +
+                   " LLVM pipeline";
       llvm::errs() << llvm::formatv(
           "compile time: {0:f2} ms (lowering {1:f2}, translation {2:f2}, "
-          "LLVM optimization {3:f2}, code generation {4:f2}{5})\n",
+          "LLVM optimization {3:f2}, code generation {4:f2}{5}{6})\n",
           t.total(), t.lowering, t.translation, t.optimization, t.codegen,
-          t.largeModule ? "; a large module: the short LLVM pipeline" : "");
+          t.setup > 0 ? llvm::formatv(", JIT setup {0:f2}", t.setup).str()
+                      : std::string(),
+          pipeline);
     }
     engine = rt::Engine::native(*compiled, options, error);
   }

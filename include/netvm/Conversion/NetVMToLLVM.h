@@ -33,6 +33,11 @@ class RewritePatternSet;
 
 namespace netvm {
 
+/// The LLVM function attribute the lowering gives batch entries (loops over
+/// a batch of packets, with the application inlined), so that the native
+/// backend can tell their loops from the application's.
+constexpr const char *kBatchEntryAttribute = "netvm-batch-entry";
+
 struct NativeLoweringOptions {
   /// Maintain the per-NetPE `runs` and `sent` counters of netvm_pe_state.
   bool countHandlerRuns = true;

@@ -40,7 +40,25 @@ struct CodegenOptions {
   /// jitCompile: look the object up in, and add it to, the persistent
   /// compile cache (see jitCacheDirectory) instead of always compiling.
   bool useCache = true;
+  /// Give a small module (isSmallModule) LLVM's own pipeline of the level
+  /// instead of the lean one: the yardstick netvm-bench sets the lean
+  /// pipeline against.
+  bool standardPipeline = false;
 };
+
+/// The LLVM pipeline a module gets (docs/native.md, "LLVM's pipelines").
+enum class LLVMPipeline {
+  /// LLVM's own -O0 to -O3 pipeline (PassBuilder): every module at -O0
+  /// and -O3, and a module that is neither small nor large at -O1 and -O2.
+  Standard,
+  /// A small module (isSmallModule) at -O1 and -O2: always-inline, SROA,
+  /// early CSE with memory SSA, InstCombine, CFG simplification.
+  Lean,
+  /// A large module (isLargeModule) at -O1 to -O3: always-inline, SROA,
+  /// early CSE, CFG and instruction simplification; -O0 code generation.
+  Short,
+};
+const char *pipelineName(LLVMPipeline pipeline);
 
 /// The directory of the JIT's persistent compile cache: $NETVM_CACHE_DIR,
 /// else $XDG_CACHE_HOME/netvm/jit, else $HOME/.cache/netvm/jit; empty (no
@@ -89,6 +107,13 @@ llvm::Error emitFile(llvm::Module &llvmModule, llvm::TargetMachine &tm,
 bool isLargeModule(const llvm::Module &llvmModule);
 constexpr unsigned kLargeModuleWeight = 8000;
 
+/// Whether `llvmModule` has at most kSmallModuleWeight instructions
+/// (weighed as isLargeModule does), or is marked as one that was (the
+/// "netvm.lean-module" flag): at -O1 and -O2 it gets the lean pipeline
+/// (LLVMPipeline::Lean).
+bool isSmallModule(const llvm::Module &llvmModule);
+constexpr unsigned kSmallModuleWeight = 2000;
+
 constexpr unsigned kSearchedSwitchCases = 64;
 /// Rewrite every switch of `module` with at least `minCases` cases as a
 /// branch-free binary search of a sorted constant table of its case
@@ -126,6 +151,9 @@ struct CompileTimes {
   double lowering = 0, translation = 0, optimization = 0, codegen = 0;
   /// Looking the object up in the cache (hashing the IR, reading, checking).
   double cache = 0;
+  /// Starting the JIT and making the target machine of the level: the
+  /// first compilation in a process (at that level) only.
+  double setup = 0;
   /// The object came from the compile cache (lowering, translation,
   /// optimization and code generation did not run; codegen is the
   /// linking).
@@ -133,8 +161,13 @@ struct CompileTimes {
   /// The module was large (isLargeModule): the short LLVM pipeline and
   /// -O0 code generation.
   bool largeModule = false;
+  /// The LLVM pipeline the module got.
+  LLVMPipeline pipeline = LLVMPipeline::Standard;
+  /// Of codegen, the JIT linking (adding the object, looking up its
+  /// descriptor).
+  double linking = 0;
   double total() const {
-    return lowering + translation + optimization + codegen + cache;
+    return setup + lowering + translation + optimization + codegen + cache;
   }
 };
 CompileTimes lastCompileTimes();

@@ -459,6 +459,10 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
       b, loc, state.prefix + "batch." + state.sourceNames[source], type,
       LLVM::Linkage::Internal);
   setNoAlias(func);
+  // Its loops are the lowering's, not the application's
+  // (native::isSmallModule).
+  func.setPassthroughAttr(
+      b.getArrayAttr({b.getStringAttr(kBatchEntryAttribute)}));
   OpBuilder::InsertionGuard guard(b);
   Block *entry = func.addEntryBlock(b);
   Value c = entry->getArgument(0), xb = entry->getArgument(1),

@@ -17,11 +17,13 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/SCCIterator.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/CFG.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -41,8 +43,13 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/IPO/AlwaysInliner.h"
+#include "llvm/Transforms/IPO/GlobalDCE.h"
+#include "llvm/Transforms/InstCombine/InstCombine.h"
 #include "llvm/Transforms/Scalar/EarlyCSE.h"
 #include "llvm/Transforms/Scalar/InstSimplifyPass.h"
+#include "llvm/Transforms/Scalar/JumpThreading.h"
+#include "llvm/Transforms/Scalar/LoopPassManager.h"
+#include "llvm/Transforms/Scalar/LoopRotation.h"
 #include "llvm/Transforms/Scalar/SROA.h"
 #include "llvm/Transforms/Scalar/SimplifyCFG.h"
 
@@ -259,8 +266,45 @@ llvm::ModulePassManager largeModulePipeline() {
   return mpm;
 }
 
+/// The lean pipeline of a small module at -O1 and -O2 (docs/native.md,
+/// "LLVM's pipelines"). netvm's optimizer has already folded, merged and
+/// pruned the handlers; what is left for LLVM is inlining the lowering's
+/// always-inline glue and first NetPE into the entries (and dropping what
+/// is then unused), promoting the stack slots, merging the loads the
+/// lowering repeats, peephole and CFG clean-up, and threading the
+/// verdict's phis into their branches and rotating the batch loop, which
+/// keep the batch entry's loop as short as LLVM's -O2 makes it.
+llvm::ModulePassManager leanPipeline() {
+  llvm::ModulePassManager mpm;
+  mpm.addPass(llvm::AlwaysInlinerPass());
+  mpm.addPass(llvm::GlobalDCEPass());
+  llvm::FunctionPassManager fpm;
+  fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
+  fpm.addPass(llvm::EarlyCSEPass(/*UseMemorySSA=*/true));
+  fpm.addPass(llvm::InstCombinePass(
+      llvm::InstCombineOptions().setVerifyFixpoint(false)));
+  fpm.addPass(llvm::SimplifyCFGPass());
+  fpm.addPass(llvm::JumpThreadingPass());
+  fpm.addPass(llvm::createFunctionToLoopPassAdaptor(llvm::LoopRotatePass(),
+                                                    /*UseMemorySSA=*/true));
+  fpm.addPass(llvm::SimplifyCFGPass());
+  mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+  return mpm;
+}
+
+LLVMPipeline choosePipeline(const llvm::Module &module, unsigned level,
+                            bool standard) {
+  if (level == 0)
+    return LLVMPipeline::Standard;
+  if (isLargeModule(module))
+    return LLVMPipeline::Short;
+  if (level < 3 && !standard && isSmallModule(module))
+    return LLVMPipeline::Lean;
+  return LLVMPipeline::Standard;
+}
+
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
-                    unsigned level) {
+                    unsigned level, bool standard) {
   if (level > 0)
     boundInlineChains(module);
   llvm::LoopAnalysisManager lam;
@@ -274,26 +318,25 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm;
-  lastTimes.largeModule = level > 0 && isLargeModule(module);
-  if (lastTimes.largeModule) {
+  LLVMPipeline pipeline = choosePipeline(module, level, standard);
+  lastTimes.pipeline = pipeline;
+  lastTimes.largeModule = pipeline == LLVMPipeline::Short;
+  switch (pipeline) {
+  case LLVMPipeline::Short:
     module.addModuleFlag(llvm::Module::Warning, "netvm.large-module", 1);
     searchLargeSwitches(module);
-  }
-  switch (lastTimes.largeModule ? ~0u : level) {
-  case ~0u:
     mpm = largeModulePipeline();
     break;
-  case 0:
-    mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
+  case LLVMPipeline::Lean:
+    module.addModuleFlag(llvm::Module::Warning, "netvm.lean-module", 1);
+    mpm = leanPipeline();
     break;
-  case 1:
-    mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1);
-    break;
-  case 3:
-    mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-    break;
-  default:
-    mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  case LLVMPipeline::Standard:
+    mpm = level == 0 ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
+                     : pb.buildPerModuleDefaultPipeline(
+                           level == 1   ? llvm::OptimizationLevel::O1
+                           : level == 3 ? llvm::OptimizationLevel::O3
+                                        : llvm::OptimizationLevel::O2);
     break;
   }
   mpm.run(module, mam);
@@ -322,7 +365,7 @@ llvm::Expected<std::unique_ptr<llvm::Module>> netvm::native::generateLLVMIR(
   lastTimes.translation = millisSince(start);
 
   start = std::chrono::steady_clock::now();
-  optimizeModule(*llvmModule, tm, options.optLevel);
+  optimizeModule(*llvmModule, tm, options.optLevel, options.standardPipeline);
   lastTimes.optimization = millisSince(start);
   return llvmModule;
 }
@@ -348,19 +391,60 @@ llvm::Error netvm::native::emitFile(llvm::Module &llvmModule,
   return llvm::Error::success();
 }
 
-bool netvm::native::isLargeModule(const llvm::Module &llvmModule) {
-  if (llvmModule.getModuleFlag("netvm.large-module"))
-    return true;
+/// The instructions of `llvmModule`, a switch counting one per case,
+/// counted up to just above `limit`.
+static unsigned moduleWeight(const llvm::Module &llvmModule, unsigned limit) {
   unsigned weight = 0;
   for (const llvm::Function &f : llvmModule)
     for (const llvm::Instruction &i : llvm::instructions(f)) {
       weight += 1;
       if (auto *sw = llvm::dyn_cast<llvm::SwitchInst>(&i))
         weight += sw->getNumCases();
-      if (weight > kLargeModuleWeight)
-        return true;
+      if (weight > limit)
+        return weight;
     }
+  return weight;
+}
+
+bool netvm::native::isLargeModule(const llvm::Module &llvmModule) {
+  if (llvmModule.getModuleFlag("netvm.large-module"))
+    return true;
+  return moduleWeight(llvmModule, kLargeModuleWeight) > kLargeModuleWeight;
+}
+
+/// Whether `f`'s control flow has a cycle.
+static bool hasLoop(const llvm::Function &f) {
+  for (auto scc = llvm::scc_begin(&f); !scc.isAtEnd(); ++scc)
+    if (scc.hasCycle())
+      return true;
   return false;
+}
+
+bool netvm::native::isSmallModule(const llvm::Module &llvmModule) {
+  if (llvmModule.getModuleFlag("netvm.lean-module"))
+    return true;
+  if (moduleWeight(llvmModule, kSmallModuleWeight) > kSmallModuleWeight)
+    return false;
+  // The lowering's batch entries are loops over the packets; a loop
+  // anywhere else is the application's, which LLVM's loop optimizations
+  // may speed up.
+  for (const llvm::Function &f : llvmModule)
+    if (!f.isDeclaration() && !f.hasFnAttribute(kBatchEntryAttribute) &&
+        hasLoop(f))
+      return false;
+  return true;
+}
+
+const char *netvm::native::pipelineName(LLVMPipeline pipeline) {
+  switch (pipeline) {
+  case LLVMPipeline::Standard:
+    return "standard";
+  case LLVMPipeline::Lean:
+    return "lean";
+  case LLVMPipeline::Short:
+    return "short";
+  }
+  return "?";
 }
 
 //===----------------------------------------------------------------------===//
@@ -413,7 +497,8 @@ std::array<uint8_t, 32> cacheKey(mlir::ModuleOp module,
      << options.lowering.countHandlerRuns << " info "
      << options.lowering.defaultInfoSize << " forward "
      << options.lowering.forwardLinks << " symbol "
-     << options.lowering.descriptorSymbol << "\n";
+     << options.lowering.descriptorSymbol << " standard-pipeline "
+     << options.standardPipeline << "\n";
   // Locations name the exception sites the descriptor carries.
   module->print(os, mlir::OpPrintingFlags().enableDebugInfo(true, false));
   return llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
@@ -488,24 +573,18 @@ public:
     }
     auto start = std::chrono::steady_clock::now();
     if (!object) {
-      std::unique_ptr<llvm::TargetMachine> &tm =
-          targetMachines[std::min(options.optLevel, 3u)];
-      if (!tm) {
-        auto created = createTargetMachine("", options.optLevel);
-        if (!created)
-          return created.takeError();
-        tm = std::move(*created);
-      }
-      double tmTime = millisSince(start);
+      auto tm = targetMachine(options.optLevel);
+      if (!tm)
+        return tm.takeError();
+      lastTimes.setup += millisSince(start);
       llvm::LLVMContext context;
-      auto llvmModule = generateLLVMIR(module, context, *tm, options);
-      lastTimes.lowering += tmTime;
+      auto llvmModule = generateLLVMIR(module, context, **tm, options);
       if (!llvmModule)
         return llvmModule.takeError();
       start = std::chrono::steady_clock::now();
       llvm::SmallVector<char, 0> bytes;
       llvm::raw_svector_ostream os(bytes);
-      if (llvm::Error err = emitFile(**llvmModule, *tm, FileKind::Object, os))
+      if (llvm::Error err = emitFile(**llvmModule, **tm, FileKind::Object, os))
         return std::move(err);
       llvm::StringRef text(bytes.data(), bytes.size());
       if (!dir.empty())
@@ -524,11 +603,26 @@ public:
     auto symbol = jit->lookup(options.lowering.descriptorSymbol);
     if (!symbol)
       return symbol.takeError();
-    lastTimes.codegen += millisSince(start);
+    lastTimes.linking = millisSince(start);
+    lastTimes.codegen += lastTimes.linking;
     return symbol->toPtr<const netvm_app_desc *>();
   }
 
 private:
+  /// The target machine of `level`, made on first use (the caller holds
+  /// the mutex).
+  llvm::Expected<llvm::TargetMachine *> targetMachine(unsigned level) {
+    std::unique_ptr<llvm::TargetMachine> &tm =
+        targetMachines[std::min(level, 3u)];
+    if (!tm) {
+      auto created = createTargetMachine("", level);
+      if (!created)
+        return created.takeError();
+      tm = std::move(*created);
+    }
+    return tm.get();
+  }
+
   static llvm::Expected<std::unique_ptr<Engine>> create() {
     initializeTargets();
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -609,9 +703,11 @@ llvm::Expected<const netvm_app_desc *>
 netvm::native::jitCompile(mlir::ModuleOp module, const CodegenOptions &options,
                           JitObject *keep) {
   lastTimes = CompileTimes();
+  auto start = std::chrono::steady_clock::now();
   auto engine = Engine::get();
   if (!engine)
     return engine.takeError();
+  lastTimes.setup = millisSince(start);
   return (*engine)->add(module, options, keep);
 }
 
