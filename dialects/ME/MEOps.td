@@ -306,6 +306,30 @@ def ME_PacketReadOp : ME_Op<"pkt_read"> {
   let hasVerifier = 1;
 }
 
+def ME_PacketFillOp : ME_Op<"pkt_fill"> {
+  let summary = "read the 16 aligned packet bytes holding an address";
+  let description = [{
+    `dram[read]` of the 2 quadwords at `address` rounded down to 16 into
+    $$12-$$15, the transfer registers of `pkt_read`, and `t_index` set to
+    the register of `address`'s word, for `pkt_next` to take the words in
+    turn: a loop over packet words (the checksum) makes one DRAM round
+    trip every 16 bytes rather than one a word.
+  }];
+  let arguments = (ins I32:$address);
+  let assemblyFormat = "$address attr-dict";
+}
+
+def ME_PacketNextOp : ME_Op<"pkt_next"> {
+  let summary = "the next word `pkt_fill` read (alu[dst, --, b, *$$index++])";
+  let description = [{
+    The DRAM transfer register the context's `t_index` CSR names, then
+    `t_index` moves to the next one: after `pkt_fill` and `t_index` set to
+    12 + the word within the 16 bytes, the words in address order.
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict";
+}
+
 def ME_SendOp : ME_Op<"send", [Terminator]> {
   let summary = "end the handler: the packet leaves through output port `port`";
   let description = [{

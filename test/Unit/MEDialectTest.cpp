@@ -45,9 +45,10 @@ namespace {
 /// values the packet path provides, and the pseudo-instructions the emitter
 /// expands into several rows (or into the packet path's code).
 const char *const structuralOps[] = {
-    "me.func",     "me.arg",       "me.hdr",        "me.setcc", "me.select",
-    "me.pkt_read", "me.switch",    "me.send",       "me.drop",  "me.raise",
-    "me.watchdog", "me.send_copy", "me.state_token"};
+    "me.func",        "me.arg",      "me.hdr",      "me.setcc",
+    "me.select",      "me.pkt_read", "me.switch",   "me.send",
+    "me.drop",        "me.raise",    "me.watchdog", "me.send_copy",
+    "me.state_token", "me.pkt_fill", "me.pkt_next"};
 
 std::vector<const me::InstrInfo *> tableRows() {
   size_t count = 0;

@@ -68,6 +68,10 @@ me.func @p.push attributes {handler = "push", pe = "p"} {
   %pr = me.pkt_read %add, 2, false
   // CHECK: me.pkt_read %[[ADD]], 1, true
   %prs = me.pkt_read %add, 1, true
+  // CHECK: me.pkt_fill %[[ADD]]
+  me.pkt_fill %add
+  // CHECK: me.pkt_next
+  %pn = me.pkt_next
   // CHECK: me.csr_rd "timestamp_low"
   %ts = me.csr_rd "timestamp_low"
   // CHECK: me.csr_wr "byte_index", %[[C30]]

@@ -164,6 +164,39 @@ private:
       place(b, in.b, in.a);
     repairPair(in);
   }
+  /// `dram[read]` of the 2 quadwords at `address` rounded down to
+  /// `~quadMask + 1` bytes into pkt_read's transfer registers, then b15 =
+  /// `address & lowMask`; returns b15.
+  Operand readPacketQuadwords(Operand address, uint32_t quadMask,
+                              uint32_t lowMask, llvm::StringRef comment) {
+    Instr base;
+    base.op = me::Op::AluAndNot;
+    base.dst = temp(Reg::GprA);
+    base.a = address;
+    base.b = Operand::imm();
+    base.imm = quadMask;
+    repairPair(base);
+    emit(base, "", comment.str());
+    Instr read;
+    read.op = me::Op::DramRead;
+    read.dst = Operand::make(OperandClass::XferD, pktReadXfer);
+    read.a = base.dst;
+    read.b = Operand::imm();
+    read.imm = 0;
+    read.count = 2;
+    read.sig = 15;
+    read.sigMode = SigMode::CtxSwap;
+    emit(read);
+    Instr low;
+    low.op = me::Op::AluAnd;
+    low.dst = temp(Reg::GprB);
+    low.a = address;
+    low.b = Operand::imm();
+    low.imm = lowMask;
+    repairPair(low);
+    emit(low);
+    return low.dst;
+  }
   void repairPair(Instr &in) {
     if (checkSourcePair(in.a, in.b).empty())
       return;
@@ -442,36 +475,12 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
         Operand d0 = Operand::make(OperandClass::XferD, pktReadXfer);
         Operand d1 = Operand::make(OperandClass::XferD, pktReadXfer + 1);
         Operand d2 = Operand::make(OperandClass::XferD, pktReadXfer + 2);
-        Instr base;
-        base.op = me::Op::AluAndNot;
-        base.dst = temp(Reg::GprA);
-        base.a = address;
-        base.b = Operand::imm();
-        base.imm = 7;
-        repairPair(base);
-        emit(base, "", "the quadwords holding the bytes");
-        Instr read;
-        read.op = me::Op::DramRead;
-        read.dst = d0;
-        read.a = base.dst;
-        read.b = Operand::imm();
-        read.imm = 0;
-        read.count = 2;
-        read.sig = 15;
-        read.sigMode = SigMode::CtxSwap;
-        emit(read);
-        Instr low;
-        low.op = me::Op::AluAnd;
-        low.dst = temp(Reg::GprB);
-        low.a = address;
-        low.b = Operand::imm();
-        low.imm = 3;
-        repairPair(low);
-        emit(low);
+        Operand low = readPacketQuadwords(address, 7, 3,
+                                          "the quadwords holding the bytes");
         Instr csr;
         csr.op = me::Op::CsrWr;
         csr.csr = static_cast<uint16_t>(Csr::ByteIndex);
-        csr.a = low.dst;
+        csr.a = low;
         emit(csr);
         Instr bit;
         bit.op = me::Op::BrBset;
@@ -503,6 +512,44 @@ LogicalResult FuncEmitter::emitOp(Operation *op, const std::string &next) {
           shr.shiftAmount = 32 - 8 * o.getSize();
           emit(shr);
         }
+        return success();
+      })
+      .Case([&](med::PacketFillOp o) {
+        // t_index = pktReadXfer + the word's place in the 16 bytes.
+        Operand word = readPacketQuadwords(regOf(o.getAddress()).operand(), 15,
+                                           15, "the 16 bytes holding the word");
+        Instr shr;
+        shr.op = me::Op::AluB;
+        shr.dst = word;
+        shr.a = Operand::none();
+        shr.b = word;
+        shr.shift = Shift::Lsr;
+        shr.shiftAmount = 2;
+        emit(shr);
+        Instr add;
+        add.op = me::Op::AluAdd;
+        add.dst = word;
+        add.a = word;
+        add.b = Operand::imm();
+        add.imm = pktReadXfer;
+        repairPair(add);
+        emit(add);
+        Instr csr;
+        csr.op = me::Op::CsrWr;
+        csr.csr = static_cast<uint16_t>(Csr::TIndex);
+        csr.a = word;
+        emit(csr);
+        return success();
+      })
+      .Case([&](med::PacketNextOp o) {
+        Instr in;
+        in.op = me::Op::AluB;
+        in.dst = dstOf(o.getResult());
+        in.a = Operand::none();
+        in.b =
+            Operand::make(OperandClass::Special,
+                          static_cast<unsigned>(SpecialOperand::XferDIndexInc));
+        emit(in);
         return success();
       })
       .Case([&](med::MemOp o) {
