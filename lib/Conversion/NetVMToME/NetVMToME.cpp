@@ -158,6 +158,9 @@ private:
   LogicalResult rangeCheck(Operation *op, MemSpace space, Value offset,
                            Value extent, Location loc);
   LogicalResult lowerChecksum(ChecksumOp op);
+  void continueWordLoop(Location loc, Value next, Value end,
+                        ValueRange loopArgs, Block *loop, ValueRange exitArgs,
+                        Block *exit);
   /// Unsigned n / d and n % d by restoring division, a loop of 32 steps
   /// (the MEs have no divider).
   std::pair<Value, Value> divide(Location loc, Value n, Value d);
@@ -1049,6 +1052,30 @@ LogicalResult HandlerLowering::rangeCheck(Operation *op, MemSpace space,
   return success();
 }
 
+/// Ends a loop body over packet words that pkt_fill reads 16 bytes at a
+/// time and pkt_next takes in turn: back to `loop` with `loopArgs` while
+/// the word at `next` is in the 16 bytes read; otherwise to `exit` with
+/// `exitArgs` when `next` has reached `end`, else a pkt_fill of the next 16
+/// bytes and back to `loop`.
+void HandlerLowering::continueWordLoop(Location loc, Value next, Value end,
+                                       ValueRange loopArgs, Block *loop,
+                                       ValueRange exitArgs, Block *exit) {
+  Block *body = b.getInsertionBlock();
+  Region &region = func.getBody();
+  Block *more = b.createBlock(&region, std::next(Region::iterator(body)));
+  Block *refill = b.createBlock(&region, std::next(Region::iterator(more)));
+  b.setInsertionPointToEnd(body);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bne"), b.getStringAttr("and"),
+                       next, constant(15, loc), loopArgs, ValueRange(), loop,
+                       more);
+  b.setInsertionPointToEnd(more);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"),
+                       next, end, exitArgs, ValueRange(), exit, refill);
+  b.setInsertionPointToEnd(refill);
+  med::PacketFillOp::create(b, loc, next);
+  med::BrOp::create(b, loc, loopArgs, loop);
+}
+
 LogicalResult HandlerLowering::lowerChecksum(ChecksumOp op) {
   // A loop over the packet words that hold the range, bytes outside the
   // range masked off. The words come 16 bytes to a DRAM read (pkt_fill
@@ -1078,8 +1105,6 @@ LogicalResult HandlerLowering::lowerChecksum(ChecksumOp op) {
   Region &region = func.getBody();
   Block *loop = b.createBlock(&region, region.end(), {i32, i32}, {loc, loc});
   Block *body = b.createBlock(&region, region.end());
-  Block *more = b.createBlock(&region, region.end());
-  Block *refill = b.createBlock(&region, region.end());
   Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
   b.setInsertionPointToEnd(entry);
   med::PacketFillOp::create(b, loc, first);
@@ -1099,17 +1124,8 @@ LogicalResult HandlerLowering::lowerChecksum(ChecksumOp op) {
   Value halves = alu(loc, "+", shifted(loc, "b", Value(), word, ">>", 16),
                      fieldClear(loc, 0x3, word, 0));
   Value added = alu(loc, "+", sum, halves);
-  // The next word is in the 16 bytes read unless it starts new ones.
-  med::CmpBrOp::create(b, loc, b.getStringAttr("bne"), b.getStringAttr("and"),
-                       next, constant(15, loc), ValueRange{next, added},
-                       ValueRange(), loop, more);
-  b.setInsertionPointToEnd(more);
-  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"),
-                       next, end, ValueRange{added}, ValueRange(), done,
-                       refill);
-  b.setInsertionPointToEnd(refill);
-  med::PacketFillOp::create(b, loc, next);
-  med::BrOp::create(b, loc, ValueRange{next, added}, loop);
+  continueWordLoop(loc, next, end, ValueRange{next, added}, loop,
+                   ValueRange{added}, done);
   b.setInsertionPointToEnd(done);
   Value total = done->getArgument(0);
   for (int i = 0; i < 2; ++i)
@@ -1527,11 +1543,14 @@ LogicalResult HandlerLowering::lowerHash(HashOp op) {
 LogicalResult HandlerLowering::lowerPacketCrc(PacketCrcOp op) {
   // Whole words through the CRC unit (crc_be folds a word most
   // significant byte first into the context's remainder), the last 1-3
-  // bytes bit by bit in the ALU.
+  // bytes bit by bit in the ALU. From a word-aligned start the words come
+  // 16 bytes to a DRAM read (pkt_fill, pkt_next, as the checksum's);
+  // otherwise one read a word (pkt_read aligns them).
   Location loc = op.getLoc();
   Type i32 = b.getI32Type();
   bool crc32 = op.getKind() == CrcKind::Crc32;
   uint32_t poly = crc32 ? 0xEDB88320u : 0x82F63B78u;
+  StringRef unit = crc32 ? "crc_32" : "crc_32c";
   Value length = get(op.getLength());
   auto [start, end] =
       packetSpan(loc, get(op.getOffset()), length, op.getInBounds());
@@ -1540,6 +1559,9 @@ LogicalResult HandlerLowering::lowerPacketCrc(PacketCrcOp op) {
   med::CsrWriteOp::create(b, loc, "crc_remainder", constant(0xffffffff, loc));
   Region &region = func.getBody();
   Block *entry = b.getInsertionBlock();
+  Block *fastEntry = b.createBlock(&region, region.end());
+  Block *fastLoop = b.createBlock(&region, region.end(), {i32}, {loc});
+  Block *fastBody = b.createBlock(&region, region.end());
   Block *wordLoop = b.createBlock(&region, region.end(), {i32}, {loc});
   Block *wordBody = b.createBlock(&region, region.end());
   Block *tail = b.createBlock(&region, region.end());
@@ -1548,7 +1570,24 @@ LogicalResult HandlerLowering::lowerPacketCrc(PacketCrcOp op) {
   Block *byteBody = b.createBlock(&region, region.end());
   Block *done = b.createBlock(&region, region.end(), {i32}, {loc});
   b.setInsertionPointToEnd(entry);
-  med::BrOp::create(b, loc, ValueRange{start}, wordLoop);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("beq"), b.getStringAttr("and"),
+                       start, constant(3, loc), ValueRange(), ValueRange{start},
+                       fastEntry, wordLoop);
+  // Aligned: fast(p), done with the words when p >= wordsEnd.
+  b.setInsertionPointToEnd(fastEntry);
+  med::PacketFillOp::create(b, loc, start);
+  med::BrOp::create(b, loc, ValueRange{start}, fastLoop);
+  b.setInsertionPointToEnd(fastLoop);
+  Value f = fastLoop->getArgument(0);
+  med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), f,
+                       wordsEnd, ValueRange(), ValueRange(), tail, fastBody);
+  b.setInsertionPointToEnd(fastBody);
+  med::CrcOp::create(b, loc, i32, unit, true,
+                     med::PacketNextOp::create(b, loc, i32));
+  Value fNext = alu(loc, "+", f, constant(4, loc));
+  continueWordLoop(loc, fNext, wordsEnd, ValueRange{fNext}, fastLoop,
+                   ValueRange(), tail);
+  // Unaligned: a read a word.
   b.setInsertionPointToEnd(wordLoop);
   Value p = wordLoop->getArgument(0);
   med::CmpBrOp::create(b, loc, b.getStringAttr("bcc"), b.getStringAttr("-"), p,
@@ -1556,7 +1595,7 @@ LogicalResult HandlerLowering::lowerPacketCrc(PacketCrcOp op) {
   b.setInsertionPointToEnd(wordBody);
   Value word = med::PacketReadOp::create(b, loc, i32, p, b.getI32IntegerAttr(4),
                                          b.getBoolAttr(false));
-  med::CrcOp::create(b, loc, i32, crc32 ? "crc_32" : "crc_32c", true, word);
+  med::CrcOp::create(b, loc, i32, unit, true, word);
   med::BrOp::create(b, loc, ValueRange{alu(loc, "+", p, constant(4, loc))},
                     wordLoop);
   b.setInsertionPointToEnd(tail);
