@@ -170,6 +170,7 @@ int main(int argc, char **argv) {
 
   me::CodeGenOptions codegen;
   codegen.machine = machine;
+  codegen.dynamicReplicas = true; // the controller writes the replica word
   if (!me::parsePlacement("*" + std::to_string(mes), codegen.placement,
                           error)) {
     llvm::errs() << "netvm-alloc-bench: " << error << "\n";

@@ -285,9 +285,9 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
                            dma + machine.dramCommandCycles;
     model.transmitIssue = 40;
     model.orderedGet = machine.scratchLatency + 20;
-    model.transmitReplicated = 42;
-    model.transmitPerRing = 48;
-    model.replicaOverhead = 50;
+    model.transmitReplicated = 34;
+    model.transmitPerRing = 50;
+    model.replicaOverhead = 25;
     model.pipePut = 30;
     model.pipePass = 40;
     model.pipeReplicaPut = 40;
@@ -296,7 +296,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     model.pipeSerialScale = 1.17;
     model.pipeStateHold = 220;
     model.pipeStateBusy = 0.85;
-    model.receiveOrdered = {50, 40, 40};
+    model.receiveOrdered = {41, 40, 40};
     model.transmitLatency = 2 * machine.scratchLatency + machine.txLatency +
                             dma + machine.dramCommandCycles;
     // A scratch ring put on one side and a get with the header prefetch on

@@ -162,6 +162,13 @@ static cl::opt<std::string> mePlacement(
              "'rx=2;*3' (2 receive MEs, every NetPE on 3 replicas); "
              "docs/me-backend.md, \"Placement\""),
     cl::value_desc("spec"), cl::cat(netcCategory));
+static cl::opt<bool> meDynamicReplicas(
+    "me-dynamic-replicas",
+    cl::desc("--target=me: replicas read a replica word (scratch 0x608) at "
+             "each round, so that a controller may park and wake them "
+             "(docs/me-backend.md); without it they take packets in a fixed "
+             "turn, which is faster"),
+    cl::cat(netcCategory));
 static cl::opt<bool> meCodeRanges(
     "me-code-ranges",
     cl::desc("--target=me: print where each NetPE's code is (ME, first and "
@@ -489,6 +496,7 @@ int main(int argc, char **argv) {
     netvm::me::CodeGenOptions meOptions;
     meOptions.defaultInfoSize = infoSize;
     meOptions.machine.maxPacketBytes = netvm::me::compiledMaxPacketBytes;
+    meOptions.dynamicReplicas = meDynamicReplicas;
     if (!mePlacement.empty()) {
       if (workers.getNumOccurrences()) {
         llvm::errs() << "netc: --me-placement and --workers both choose the "

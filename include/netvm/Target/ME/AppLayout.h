@@ -53,6 +53,14 @@ struct CodeGenOptions {
   Placement placement;
   /// Info memory size when no NetPE declares more (bytes, at least 64).
   unsigned defaultInfoSize = 64;
+  /// Layouts of replicas (several MEs on the stage of every NetPE): the
+  /// receive side reads the stage's replica word (AppLayout::Stage) at
+  /// each round, so that a controller (netvm/emu/Allocation.h) may park
+  /// and wake replicas, and the transmit ME follows the rounds through the
+  /// order ring. Off (the default), replicas are dealt packets in a fixed
+  /// turn that the transmit ME follows on its own, two instructions a
+  /// packet cheaper, and the stage has no replica word.
+  bool dynamicReplicas = false;
 };
 
 /// Event kinds of the event log (AppLayout::eventLog).
@@ -111,7 +119,8 @@ struct AppLayout {
   /// the first `n` of them in turn, where n is read from the scratch word
   /// `replicaWord` (0, or more than `maxReplicas`: all). A host may write
   /// it at any time to park replicas (they finish what they were dealt)
-  /// or wake them; packet order at the sinks holds either way.
+  /// or wake them; packet order at the sinks holds either way. Only with
+  /// CodeGenOptions::dynamicReplicas; otherwise 0 (a fixed turn).
   struct Stage {
     std::vector<unsigned> pes;
     std::vector<unsigned> mes;

@@ -231,6 +231,10 @@ void transmitStage(Program &program, const Buffers &pool, unsigned copies,
 struct Layout {
   bool multi = false;
   unsigned rx = 1, replicas = 1;
+  /// Replicas in a fixed turn (CodeGenOptions::dynamicReplicas off): every
+  /// receive ME deals its packets to replicas 0 .. K-1 in turn and the
+  /// transmit ME follows without the replica word or the order ring.
+  bool fixedTurn = false;
   /// A pipeline of several stages (docs/me-backend.md, "Stages"): stage s
   /// on stageMEs[s] MEs from stageFirst[s], taking its work from ring
   /// stageRing0 + s; the last one's outputs go to stagedTxRing. Every
@@ -528,14 +532,30 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
     a("alu[a15, a5, and, 7]", "no put of work to wait for yet (s6)");
     a("alu[a15, a15, or, " + hex(6 << 3) + "]");
     a("local_csr_wr[same_me_signal, a15]");
-    a("local_csr_wr[active_lm_addr_0, 0]",
-      "every context: the turn in word 0, the round's last in word 1");
-    a("br!=ctx[0, @rx_loop]");
-    a("immed[a4, 0xffffffff]", "past the round: read the replica word");
-    a("alu[*l$index0[0], --, b, a4]");
-    a("alu[*l$index0[1], --, b, 0]");
-    a("alu[*l$index0[3], --, b, 0]");
-    passesTable(a, rxPassesTable);
+    if (l.fixedTurn) {
+      // Packet j goes to replica j mod K. Context c of receive ME m takes
+      // packets j = 8m + c (a5), then every 8R: a4 is its next packet's
+      // work ring.
+      a("alu[a4, --, b, a5]", "a fixed turn: this context's first packet");
+      a.label("rx_first_ring");
+      a("alu[--, a4, -, " + std::to_string(l.replicas) + "]");
+      a("bcs[@rx_first_ring_done]");
+      a("alu[a4, a4, -, " + std::to_string(l.replicas) + "]");
+      a("br[@rx_first_ring]");
+      a.label("rx_first_ring_done");
+      a("alu[a4, a4, +, " + std::to_string(Layout::workRing0) + "]",
+        "its replica's work ring");
+      a("br!=ctx[0, @rx_loop]");
+    } else {
+      a("local_csr_wr[active_lm_addr_0, 0]",
+        "every context: the turn in word 0, the round's last in word 1");
+      a("br!=ctx[0, @rx_loop]");
+      a("immed[a4, 0xffffffff]", "past the round: read the replica word");
+      a("alu[*l$index0[0], --, b, a4]");
+      a("alu[*l$index0[1], --, b, 0]");
+      a("alu[*l$index0[3], --, b, 0]");
+      passesTable(a, rxPassesTable);
+    }
     a("alu[--, --, b, a5]");
     a("bne[@rx_loop]", "ME 0 context 0 fills the free ring");
     a("immed[a1, " + hex(bufferBase + infoBytes) + "]");
@@ -583,45 +603,66 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
   // ME: with several receive MEs each deals its blocks of 8 packets from
   // its own turn and rounds (nothing travels with the put token), and the
   // transmit ME keeps a copy of each receive ME's turn and round.
-  a("ctx_arb[s2]", "put token");
-  a("alu[a4, --, b, *l$index0[0]]", "this packet's replica's work ring");
-  a("alu[--, *l$index0[1], -, a4]");
-  a("bcs[@rx_round]", "the round is over");
-  a.label("rx_dealt");
-  a("alu[*l$index0[0], a4, +, 1]");
-  // The next packet's receive need not wait for the put (s6, tested
-  // before the write registers are written again).
-  a("scratch[put, $0, a4, 0, " + std::to_string(words) + "], sig_done[s6]",
-    "the replica's work");
-  passRxToken(a, l, 2, "rx_pass2");
-  a("br[@rx_loop]");
+  if (l.fixedTurn) {
+    a("ctx_arb[s2]", "put token");
+    // The next packet's receive need not wait for the put (s6, tested
+    // before the write registers are written again).
+    a("scratch[put, $0, a4, 0, " + std::to_string(words) + "], sig_done[s6]",
+      "the replica's work");
+    passRxToken(a, l, 2, "rx_pass2");
+    unsigned step = 8 * l.rx % l.replicas;
+    if (step) {
+      a("alu[a4, a4, +, " + std::to_string(step) + "]",
+        "the next packet's: 8R later");
+      a("alu[--, a4, -, " + std::to_string(Layout::workRing0 + l.replicas) +
+        "]");
+      a("bcs[@rx_loop]");
+      a("alu[a4, a4, -, " + std::to_string(l.replicas) + "]");
+    }
+    a("br[@rx_loop]");
+  } else {
+    a("ctx_arb[s2]", "put token");
+    a("alu[a4, --, b, *l$index0[0]]", "this packet's replica's work ring");
+    a("alu[--, *l$index0[1], -, a4]");
+    a("bcs[@rx_round]", "the round is over");
+    a.label("rx_dealt");
+    a("alu[*l$index0[0], a4, +, 1]");
+    // The next packet's receive need not wait for the put (s6, tested
+    // before the write registers are written again).
+    a("scratch[put, $0, a4, 0, " + std::to_string(words) + "], sig_done[s6]",
+      "the replica's work");
+    passRxToken(a, l, 2, "rx_pass2");
+    a("br[@rx_loop]");
+  }
   a.label("rx_put_wait");
   a("ctx_arb[s6]");
   a("br[@rx_put_done]");
-  a.label("rx_round");
-  a("alu[b4, *l$index0[3], -, 1]", "another pass of the round?");
-  a("bcs[@rx_new_round]");
-  a("alu[*l$index0[3], --, b, b4]");
-  a("immed[a4, " + std::to_string(Layout::workRing0) + "]");
-  a("br[@rx_dealt]");
-  a.label("rx_new_round");
-  a("scratch[read, $10, " + hex(Layout::activeWord) + ", 0, 1], ctx_swap[s4]",
-    "a new round: the replicas that get new packets");
-  a("alu[b4, $10, -, 1]");
-  a("alu[--, b4, -, " + lastReplica + "]");
-  a("bls[@rx_active]");
-  a("immed[b4, " + lastReplica + "]", "0 or too many: all");
-  a.label("rx_active");
-  a("alu[*l$index0[1], b4, +, " + std::to_string(Layout::workRing0) + "]",
-    "the round's last work ring");
-  a("alu[b2, b4, +, 1]");
-  roundPasses(a, rxPassesTable, "b2", "a1");
-  a("alu[$11, b4, +, 1]");
-  a("scratch[put, $11, " + std::to_string(Layout::orderRing) +
-        ", 0, 1], ctx_swap[s5]",
-    "the round's replicas, for the transmit ME");
-  a("immed[a4, " + std::to_string(Layout::workRing0) + "]");
-  a("br[@rx_dealt]");
+  if (!l.fixedTurn) {
+    a.label("rx_round");
+    a("alu[b4, *l$index0[3], -, 1]", "another pass of the round?");
+    a("bcs[@rx_new_round]");
+    a("alu[*l$index0[3], --, b, b4]");
+    a("immed[a4, " + std::to_string(Layout::workRing0) + "]");
+    a("br[@rx_dealt]");
+    a.label("rx_new_round");
+    a("scratch[read, $10, " + hex(Layout::activeWord) + ", 0, 1], ctx_swap[s4]",
+      "a new round: the replicas that get new packets");
+    a("alu[b4, $10, -, 1]");
+    a("alu[--, b4, -, " + lastReplica + "]");
+    a("bls[@rx_active]");
+    a("immed[b4, " + lastReplica + "]", "0 or too many: all");
+    a.label("rx_active");
+    a("alu[*l$index0[1], b4, +, " + std::to_string(Layout::workRing0) + "]",
+      "the round's last work ring");
+    a("alu[b2, b4, +, 1]");
+    roundPasses(a, rxPassesTable, "b2", "a1");
+    a("alu[$11, b4, +, 1]");
+    a("scratch[put, $11, " + std::to_string(Layout::orderRing) +
+          ", 0, 1], ctx_swap[s5]",
+      "the round's replicas, for the transmit ME");
+    a("immed[a4, " + std::to_string(Layout::workRing0) + "]");
+    a("br[@rx_dealt]");
+  }
   // The first context to see the end puts one marker on every work ring
   // and on the order ring; each context that takes one puts it back.
   a.label("rx_end");
@@ -667,10 +708,16 @@ void orderedTransmitStage(Program &program, const Layout &l,
                   "local_csr_wr[same_me_signal, " + hex(0x80 | (1 << 3)) + "]",
               passTx =
                   "local_csr_wr[same_me_signal, " + hex(0x80 | (2 << 3)) + "]";
-  constexpr unsigned rxTurns = 128, records = 256, record = 16,
-                     noWaiter = 15 << 3;
+  // With a fixed turn a record is 32 bytes: word 4 is the next replica's
+  // record (the next turn).
+  constexpr unsigned rxTurns = 128, records = 256, noWaiter = 15 << 3;
+  const unsigned record = l.fixedTurn ? 32 : 16;
+  // With a fixed turn every receive ME deals by the packet's number, so
+  // one turn serves them all; otherwise the transmit ME keeps a copy of
+  // each receive ME's.
+  const unsigned dealers = l.fixedTurn ? 1 : l.rx;
   a("immed[b7, 0]", "the transmit token is not held");
-  if (l.rx > 1)
+  if (dealers > 1)
     a("immed[a6, " + std::to_string(rxTurns) + "]",
       "the first packet's dealer: receive ME 0");
   a("local_csr_rd[a7, active_ctx_sts]");
@@ -693,24 +740,32 @@ void orderedTransmitStage(Program &program, const Layout &l,
     a("alu[*l$index1[1], --, b, 0]");
     a("alu[*l$index1[2], --, b, " + std::to_string(Layout::txRing0 + k) + "]");
     a("alu[*l$index1[3], --, b, " + hex(noWaiter) + "]");
+    if (l.fixedTurn)
+      a("alu[*l$index1[4], --, b, " +
+        std::to_string(records + record * ((k + 1) % l.replicas)) + "]");
   }
   // A copy of each receive ME's turn and round (with several, each deals
   // its own blocks of 8 packets, receiveStage): context c's packets c,
   // c + 8, ... are in blocks of receive MEs 0, 1, .., R - 1, 0, ... (a6:
   // the copy of its next one).
-  for (unsigned m = 0; m < l.rx; ++m) {
+  for (unsigned m = 0; m < dealers; ++m) {
     a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns + 16 * m) +
           "]",
       m ? "" : "receive ME m's turn, round, next and passes at 128 + 16m");
-    a("alu[*l$index0[0], --, b, a3]");
+    if (l.fixedTurn)
+      a("alu[*l$index0[0], --, b, " + std::to_string(records) + "]",
+        "replica 0 first");
+    else
+      a("alu[*l$index0[0], --, b, a3]");
     a("alu[*l$index0[1], --, b, 0]");
-    if (l.rx > 1)
+    if (dealers > 1)
       a("alu[*l$index0[2], --, b, " +
         std::to_string(rxTurns + 16 * ((m + 1) % l.rx)) + "]");
     a("alu[*l$index0[3], --, b, 0]");
   }
   a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns) + "]");
-  passesTable(a, 0);
+  if (!l.fixedTurn)
+    passesTable(a, 0);
   a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
   a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
   // Serving the next ticket of the ring (window 1) and waking its waiter,
@@ -725,16 +780,22 @@ void orderedTransmitStage(Program &program, const Layout &l,
   // The replicas in the receive side's turns (receiveStage).
   a.label("tx_loop");
   a("ctx_arb[s1]", "turn token");
-  if (l.rx > 1) {
+  if (dealers > 1) {
     a("local_csr_wr[active_lm_addr_0, a6]", "the turn of this block's dealer");
     a("alu[a6, --, b, *l$index0[2]]", "the next block's");
   }
-  a("alu[b3, --, b, *l$index0[0]]", "this packet's replica (x 16)");
-  a("alu[--, *l$index0[1], -, b3]");
-  a("bcs[@tx_round]", "the round is over");
-  a.label("tx_turn");
-  a("alu[*l$index0[0], b3, +, " + std::to_string(record) + "]");
-  a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
+  if (l.fixedTurn) {
+    a("alu[b3, --, b, *l$index0[0]]", "this packet's replica's record");
+    a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
+    a("alu[*l$index0[0], --, b, *l$index1[4]]", "the next turn");
+  } else {
+    a("alu[b3, --, b, *l$index0[0]]", "this packet's replica (x 16)");
+    a("alu[--, *l$index0[1], -, b3]");
+    a("bcs[@tx_round]", "the round is over");
+    a.label("tx_turn");
+    a("alu[*l$index0[0], b3, +, " + std::to_string(record) + "]");
+    a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
+  }
   a("alu[b4, --, b, *l$index1[0]]", "a ticket of the ring");
   a("alu[*l$index1[0], b4, +, 1]");
   a("alu[a3, --, b, *l$index1[2]]", "its transmit ring");
@@ -851,25 +912,27 @@ void orderedTransmitStage(Program &program, const Layout &l,
   a("alu[--, b4, -, *l$index1[1]]");
   a("bne[@tx_wait]");
   a("br[@tx_entry]", "served");
-  a.label("tx_round");
-  a("alu[b3, *l$index0[3], -, 1]", "another pass of the round?");
-  a("bcs[@tx_new_round]");
-  a("alu[*l$index0[3], --, b, b3]");
-  a("immed[b3, " + std::to_string(records) + "]");
-  a("br[@tx_turn]");
-  a.label("tx_new_round");
-  a("scratch[get, $0, " + std::to_string(Layout::orderRing) +
-    ", 0, 1], ctx_swap[s3]");
-  a("alu[b3, --, b, $0]");
-  a("beq[@tx_new_round]", "the next round has not started");
-  a("alu[--, b3, +, 1]");
-  a("beq[@tx_end]");
-  roundPasses(a, 0, "b3", "a4");
-  a("alu_shf[b3, --, b, b3, <<4]");
-  a("alu[b3, b3, +, " + std::to_string(records - record) + "]");
-  a("alu[*l$index0[1], --, b, b3]", "the round's last replica's record");
-  a("immed[b3, " + std::to_string(records) + "]");
-  a("br[@tx_turn]");
+  if (!l.fixedTurn) {
+    a.label("tx_round");
+    a("alu[b3, *l$index0[3], -, 1]", "another pass of the round?");
+    a("bcs[@tx_new_round]");
+    a("alu[*l$index0[3], --, b, b3]");
+    a("immed[b3, " + std::to_string(records) + "]");
+    a("br[@tx_turn]");
+    a.label("tx_new_round");
+    a("scratch[get, $0, " + std::to_string(Layout::orderRing) +
+      ", 0, 1], ctx_swap[s3]");
+    a("alu[b3, --, b, $0]");
+    a("beq[@tx_new_round]", "the next round has not started");
+    a("alu[--, b3, +, 1]");
+    a("beq[@tx_end]");
+    roundPasses(a, 0, "b3", "a4");
+    a("alu_shf[b3, --, b, b3, <<4]");
+    a("alu[b3, b3, +, " + std::to_string(records - record) + "]");
+    a("alu[*l$index0[1], --, b, b3]", "the round's last replica's record");
+    a("immed[b3, " + std::to_string(records) + "]");
+    a("br[@tx_turn]");
+  }
   // The end: the marker back where it was, for the next context.
   a.label("tx_end_ring");
   a("alu[$8, --, b, a0]");
@@ -880,6 +943,10 @@ void orderedTransmitStage(Program &program, const Layout &l,
     "], ctx_swap[s3]");
   serveNext("next ticket");
   a("ctx_arb[kill]");
+  if (l.fixedTurn) {
+    program.code.push_back(std::move(section));
+    return;
+  }
   a.label("tx_end");
   a("immed[$8, 0xffffffff]");
   a("scratch[put, $8, " + std::to_string(Layout::orderRing) +
@@ -1020,6 +1087,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     }
     // One receive ME and one ME for every NetPE: the default layout.
     L.multi = !L.staged && (L.rx > 1 || L.replicas > 1);
+    L.fixedTurn = L.multi && !options.dynamicReplicas;
   }
   for (SourceOp s : sources)
     layout.sources.push_back(s.getSymName().str());
@@ -1512,7 +1580,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     receiveStage(program, L, pool, copyBuffers, timestamps);
     removeBranchesToNext(program.code.back());
     AppLayout::Stage stage;
-    stage.replicaWord = Layout::activeWord;
+    stage.replicaWord = L.fixedTurn ? 0 : Layout::activeWord;
     stage.maxReplicas = L.replicas;
     for (unsigned k = 0; k < L.replicas; ++k) {
       stage.mes.push_back(L.firstReplica() + k);
