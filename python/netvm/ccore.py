@@ -31,7 +31,8 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _netvm
 
-__all__ = ["Schema", "Channels", "Chain", "ChainRun", "place"]
+__all__ = ["Schema", "Channels", "Chain", "ChainRun", "place",
+           "ResourceManager"]
 
 
 class Schema:
@@ -155,3 +156,49 @@ def place(schema: Schema, query: Optional[str] = None, *,
     return dict(_netvm.ccore_place(schema._schema, query, list(subscribers),
                                    dict(params or {}), float(rate_gbps),
                                    busy_mes, keep_spare))
+
+
+class ResourceManager:
+    """The resource manager's table of running chains (docs/ccore.md,
+    "Resource manager and placement"): each chain placed is kept with the
+    MEs or host thread it holds, its control-store words and predicted
+    load; a new chain goes on what is left or is refused with the reason
+    (which resource, how much it needs, how much is free); removing a
+    chain frees what it held. Bookkeeping only: it does not run chains."""
+
+    def __init__(self, host_threads: int = 2, keep_spare: bool = True):
+        self._manager = _netvm.CCoreResourceManager(host_threads, keep_spare)
+
+    def add(self, schema: Schema, name: str, query: Optional[str] = None, *,
+            subscribers: Iterable[Tuple[int, str]] = (),
+            params: Optional[Mapping[str, int]] = None,
+            rate_gbps: float = 0.0, side: str = "auto") -> Dict[str, object]:
+        """Places chain `name` (side 'auto', 'me' or 'host'): a dict with
+        ``where`` ('me', 'host' or 'refused'), ``reason`` and ``id``."""
+        return dict(self._manager.add(schema._schema, name, query,
+                                      list(subscribers), dict(params or {}),
+                                      float(rate_gbps), side))
+
+    def remove(self, name: str) -> bool:
+        """Removes a running chain and frees what it held (False: none of
+        that name)."""
+        return self._manager.remove(name)
+
+    def table(self) -> List[Dict[str, object]]:
+        """One dict per running chain, in the order they were placed."""
+        return [dict(row) for row in self._manager.table()]
+
+    @property
+    def free_mes(self) -> int:
+        return self._manager.free_mes
+
+    @property
+    def spare_me(self) -> int:
+        return self._manager.spare_me
+
+    @property
+    def free_host_threads(self) -> int:
+        return self._manager.free_host_threads
+
+    def __str__(self) -> str:
+        return self._manager.text()

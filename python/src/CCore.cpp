@@ -297,6 +297,61 @@ nb::dict place(const PySchema &s, const std::optional<std::string> &query,
   return d;
 }
 
+/// The resource manager's table of running chains (docs/ccore.md).
+struct PyManager {
+  PyManager(unsigned hostThreads, bool keepSpare)
+      : manager(netvm::me::MachineConfig(), hostThreads, keepSpare) {}
+  cc::ResourceManager manager;
+
+  nb::dict add(const PySchema &s, const std::string &name,
+               const std::optional<std::string> &query,
+               const std::vector<std::pair<uint32_t, std::string>> &subs,
+               const std::map<std::string, uint32_t> &params, double rateGbps,
+               const std::string &side) {
+    cc::ChainDemand demand;
+    if (side == "me")
+      demand.side = cc::ChainDemand::Side::ME;
+    else if (side == "host")
+      demand.side = cc::ChainDemand::Side::Host;
+    else if (side != "auto")
+      throw std::invalid_argument("side '" + side +
+                                  "': expected 'auto', 'me' or 'host'");
+    Stage stage;
+    buildStage(s, query, subs, params, /*specialize=*/true, stage);
+    demand.rateGbps = rateGbps;
+    demand.messageBytes = stage.queries.front().format->size;
+    unsigned id = 0;
+    cc::Placement p =
+        manager.add(name, stage.app, demand, &id, query ? *query : "multicast");
+    nb::dict d;
+    d["where"] = cc::whereName(p.where);
+    d["reason"] = p.reason;
+    d["id"] = p.where == cc::Placement::Where::Refused ? 0 : id;
+    return d;
+  }
+
+  std::vector<nb::dict> table() const {
+    std::vector<nb::dict> rows;
+    for (const cc::RunningChain &c : manager.chains()) {
+      nb::dict d;
+      d["id"] = c.id;
+      d["name"] = c.name;
+      d["description"] = c.description;
+      d["stages"] = c.stages;
+      d["where"] = cc::whereName(c.where);
+      d["mes"] = c.mes;
+      d["host_threads"] = c.hostThreads;
+      d["code_words"] = c.codeWords;
+      d["rate_gbps"] = c.rateGbps;
+      d["estimate"] = c.estimate;
+      d["budget"] = c.budget;
+      d["load"] = c.load;
+      rows.push_back(d);
+    }
+    return rows;
+  }
+};
+
 } // namespace
 
 namespace netvm::python {
@@ -402,6 +457,27 @@ void bindCCore(nb::module_ &m) {
       .def("run", &PyChain::run, "messages"_a, "swap"_a, "swap_at"_a,
            "swap_same"_a, "reconfigure"_a, "auto_specialize"_a, "stable_us"_a,
            "stable_messages"_a);
+
+  nb::class_<PyManager>(m, "CCoreResourceManager",
+                        "The resource manager's table of running chains.")
+      .def(nb::init<unsigned, bool>(), "host_threads"_a, "keep_spare"_a)
+      .def("add", &PyManager::add, "schema"_a, "name"_a, "query"_a,
+           "subscribers"_a, "params"_a, "rate_gbps"_a, "side"_a)
+      .def(
+          "remove",
+          [](PyManager &m, const std::string &name) {
+            return m.manager.remove(name);
+          },
+          "name"_a)
+      .def("table", &PyManager::table)
+      .def_prop_ro("free_mes",
+                   [](const PyManager &m) { return m.manager.freeMEs(); })
+      .def_prop_ro("spare_me",
+                   [](const PyManager &m) { return m.manager.spareME(); })
+      .def_prop_ro(
+          "free_host_threads",
+          [](const PyManager &m) { return m.manager.freeHostThreads(); })
+      .def("text", [](const PyManager &m) { return m.manager.text(); });
 
   m.def("ccore_place", &place, "schema"_a, "query"_a, "subscribers"_a,
         "params"_a, "rate_gbps"_a, "busy_mes"_a, "keep_spare"_a);

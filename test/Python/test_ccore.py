@@ -102,7 +102,7 @@ def test_place(schema):
     me = ccore.place(schema, "from flight select price > 500", rate_gbps=1.0)
     assert me["where"] == "me" and 0 < me["me_cycles"] <= me["budget_cycles"]
     host = ccore.place(schema, "from flight select price > 500", busy_mes=6)
-    assert host["where"] == "host" and "MEs: the chain needs 3" in \
+    assert host["where"] == "host" and "MEs: needs 3, 1 free (of 8" in \
         host["reason"]
     refused = ccore.place(schema, "from flight select price > 500",
                           rate_gbps=1000.0)
@@ -110,6 +110,48 @@ def test_place(schema):
     assert refused["reason"].startswith("does not fit: MEs:")
     with pytest.raises(ValueError, match="no field 'colour'"):
         ccore.place(schema, "from flight select colour == 1")
+
+
+def test_resource_manager_table(schema):
+    manager = ccore.ResourceManager(host_threads=1)
+    assert manager.spare_me == 3 and manager.free_mes == 7
+    select = "from flight select price > 500"
+    a = manager.add(schema, "a", select, rate_gbps=1.0)
+    b = manager.add(schema, "b", "from flight project flightno, price",
+                    rate_gbps=1.0)
+    assert (a["where"], a["id"], b["where"], b["id"]) == ("me", 1, "me", 2)
+    assert manager.free_mes == 1
+    c = manager.add(schema, "c", select, side="me")
+    assert c["where"] == "refused" and c["reason"] == (
+        "does not fit: MEs: needs 3, 1 free (of 8; 1 kept spare for "
+        "hot-swaps); host: not asked for")
+    full = manager.add(schema, "c", select)
+    assert full["where"] == "host" and full["id"] == 3
+    assert manager.remove("c")
+    d = manager.add(schema, "d", select)
+    assert d["where"] == "host" and d["id"] == 4
+    assert manager.free_host_threads == 0
+    refused = manager.add(schema, "x", select)
+    assert refused["where"] == "refused" and refused["reason"].endswith(
+        "host: needs 1 thread, 0 free")
+    assert manager.add(schema, "d", select)["reason"] == \
+        "a chain named 'd' is running"
+    rows = manager.table()
+    assert [(r["name"], r["where"], r["mes"], r["host_threads"])
+            for r in rows] == [("a", "me", [0, 1, 2], []),
+                               ("b", "me", [4, 5, 6], []),
+                               ("d", "host", [], [0])]
+    assert rows[0]["code_words"] > 0 and rows[2]["code_words"] == 0
+    assert 0 < rows[0]["load"] < 1
+    assert rows[0]["load"] == pytest.approx(rows[0]["estimate"] /
+                                            rows[0]["budget"])
+    assert manager.remove("a") and not manager.remove("a")
+    assert manager.free_mes == 4
+    e = manager.add(schema, "e", select, side="me")
+    assert e["where"] == "me" and e["id"] == 5
+    assert [r["mes"] for r in manager.table()] == [[4, 5, 6], [], [0, 1, 2]]
+    assert "free: 1 of 8 MEs (ME 3 kept spare), 0 of 1 host threads" in \
+        str(manager)
 
 
 TABLE3 = ("from flight select price >= $p and bags <= $b and status < $s "

@@ -37,12 +37,15 @@ static cl::SubCommand decodeCmd("decode", "Print the messages of a pcap file");
 static cl::SubCommand
     chainCmd("chain", "Run a chain (an ME stage, a host stage) over "
                       "generated messages on the emulator, with a hot-swap");
+static cl::SubCommand
+    placeCmd("place", "Place chains on one machine with the resource manager, "
+                      "remove some, and print its table of running chains");
 
 static cl::opt<std::string> schemaPath("schema", cl::desc("The schema file"),
                                        cl::value_desc("file.ccs"), cl::Required,
                                        cl::sub(compileCmd), cl::sub(genCmd),
                                        cl::sub(decodeCmd), cl::sub(chainCmd),
-                                       cl::cat(category));
+                                       cl::sub(placeCmd), cl::cat(category));
 static cl::opt<std::string>
     output("o",
            cl::desc("Output file (compile: default standard output; chain: the "
@@ -127,7 +130,7 @@ static cl::opt<double> rateGbps(
     cl::desc("Offer the messages at this line rate (Gbit/s); the receive "
              "side drops what its buffers cannot hold (default 0: "
              "lossless, as fast as the chain takes them)"),
-    cl::init(0), cl::sub(chainCmd), cl::cat(category));
+    cl::init(0), cl::sub(chainCmd), cl::sub(placeCmd), cl::cat(category));
 static cl::opt<std::string> placementMode(
     "placement",
     cl::desc("Where the first stage (--me-query or the subscribers) runs: me "
@@ -142,8 +145,29 @@ static cl::opt<unsigned>
             cl::init(0), cl::sub(chainCmd), cl::cat(category));
 static cl::opt<bool>
     noSpare("no-spare",
-            cl::desc("With --placement=auto: keep no ME idle for hot-swaps"),
-            cl::sub(chainCmd), cl::cat(category));
+            cl::desc("With --placement=auto, and place: keep no ME idle for "
+                     "hot-swaps"),
+            cl::sub(chainCmd), cl::sub(placeCmd), cl::cat(category));
+// place
+static cl::list<std::string> placeAdd(
+    "add",
+    cl::desc("Place a chain: its name, optionally where it may go (me, host; "
+             "default auto) and its offered rate, then its query "
+             "(repeatable; taken in command-line order with --remove)"),
+    cl::value_desc("name[@me|@host][:gbps]=query"), cl::sub(placeCmd),
+    cl::cat(category));
+static cl::list<std::string>
+    placeRemove("remove", cl::desc("Remove a running chain (repeatable)"),
+                cl::value_desc("name"), cl::sub(placeCmd), cl::cat(category));
+static cl::opt<unsigned>
+    hostThreads("host-threads",
+                cl::desc("Host threads the manager may give chains "
+                         "(default 2)"),
+                cl::init(2), cl::sub(placeCmd), cl::cat(category));
+static cl::opt<std::string>
+    placeJson("json", cl::desc("Write the final table as JSON to this file"),
+              cl::value_desc("file.json"), cl::sub(placeCmd),
+              cl::cat(category));
 static cl::opt<std::string> reportPath(
     "report",
     cl::desc("Write the resource report (per-ME and per-host-thread load, "
@@ -805,6 +829,70 @@ static int decodeMain(const Schema &schema) {
   return 0;
 }
 
+/// place: the operations in command-line order; each prints one line, a
+/// refusal with its reason (not an error: the table stays as it was), and
+/// the table after the last one.
+static int placeMain(const Schema &schema) {
+  netvm::me::MachineConfig machine;
+  netvm::ccore::ResourceManager manager(machine, hostThreads, !noSpare);
+  std::vector<std::pair<unsigned, std::string>> ops;
+  for (unsigned i = 0; i < placeAdd.size(); ++i)
+    ops.push_back({placeAdd.getPosition(i), "+" + placeAdd[i]});
+  for (unsigned i = 0; i < placeRemove.size(); ++i)
+    ops.push_back({placeRemove.getPosition(i), "-" + placeRemove[i]});
+  std::sort(ops.begin(), ops.end());
+  if (ops.empty())
+    return fail("place needs --add (and --remove) operations");
+  for (auto &[position, op] : ops) {
+    if (op[0] == '-') {
+      std::string name = op.substr(1);
+      if (!manager.remove(name))
+        return fail("--remove " + name + ": no chain of that name is running");
+      llvm::outs() << "removed  " << name << "\n";
+      continue;
+    }
+    auto [head, query] = llvm::StringRef(op).drop_front().split('=');
+    auto [nameSide, rate] = head.split(':');
+    auto [name, side] = nameSide.split('@');
+    netvm::ccore::ChainDemand demand;
+    if (side == "me")
+      demand.side = netvm::ccore::ChainDemand::Side::ME;
+    else if (side == "host")
+      demand.side = netvm::ccore::ChainDemand::Side::Host;
+    else if (!side.empty())
+      return fail("--add " + op.substr(1) + ": expected @me or @host");
+    demand.rateGbps = rateGbps;
+    if (!rate.empty() &&
+        (rate.getAsDouble(demand.rateGbps) || demand.rateGbps < 0))
+      return fail("--add " + op.substr(1) + ": '" + rate.str() +
+                  "' is not a rate in Gbit/s");
+    if (name.empty() || query.empty())
+      return fail("--add " + op.substr(1) + ": expected name=query");
+    HandlerOptions options;
+    options.specialize = true;
+    options.name = "me_stage";
+    std::string error, q = query.str();
+    HandlerApp app;
+    std::vector<Query> queries;
+    if (!emitHandlerApp(schema, &q, {}, options, app, queries, error))
+      return fail(error);
+    demand.messageBytes = queries.front().format->size;
+    Placement placed = manager.add(name.str(), app, demand, nullptr, q);
+    llvm::outs() << (placed.where == Placement::Where::Refused ? "refused  "
+                                                               : "placed   ")
+                 << name << ": " << placed.reason << "\n";
+  }
+  llvm::outs() << manager.text();
+  if (!placeJson.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(placeJson, ec);
+    if (ec)
+      return fail(placeJson + ": " + ec.message());
+    out << manager.toJSON();
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -816,10 +904,11 @@ int main(int argc, char **argv) {
       "  netvm-ccore gen --schema S.ccs --format F -n N -o out.pcap\n"
       "  netvm-ccore decode --schema S.ccs in.pcap\n"
       "  netvm-ccore chain --schema S.ccs --me-query Q [--host-query Q] "
-      "[--swap=spare|in-place] [--auto-specialize[=T]]\n");
-  if (!compileCmd && !genCmd && !decodeCmd && !chainCmd)
-    return fail("give a subcommand: compile, gen, decode or chain (see "
-                "--help)");
+      "[--swap=spare|in-place] [--auto-specialize[=T]]\n"
+      "  netvm-ccore place --schema S.ccs --add 'name=Q' [--remove name]...\n");
+  if (!compileCmd && !genCmd && !decodeCmd && !chainCmd && !placeCmd)
+    return fail("give a subcommand: compile, gen, decode, chain or place "
+                "(see --help)");
   std::string error;
   std::optional<Schema> schema = loadSchema(schemaPath, error);
   if (!schema)
@@ -830,5 +919,7 @@ int main(int argc, char **argv) {
     return genMain(*schema);
   if (chainCmd)
     return chainMain(*schema);
+  if (placeCmd)
+    return placeMain(*schema);
   return decodeMain(*schema);
 }
