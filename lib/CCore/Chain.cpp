@@ -146,6 +146,11 @@ class VectorOutput final : public me::PacketOutput {
 public:
   explicit VectorOutput(ChainRun &run) : out(run.fromMEs), run(run) {}
   void transmit(const me::Transmission &t) override {
+    if (returnPath && t.port == 1) {
+      returnPath->feedback(t.bytes, t.length, t.cycle);
+      ++run.controlMessages;
+      return;
+    }
     out.emplace_back(t.bytes, t.bytes + t.length);
     run.fromMEsCycles.push_back(t.cycle);
     run.fromMEsTags.push_back(t.hasTag ? t.tag : ~uint64_t(0));
@@ -159,6 +164,8 @@ public:
   }
   /// Per input message, its last output's cycle, or `none`.
   static constexpr uint64_t none = ~uint64_t(0);
+  /// Reliable UDP's sender: transmit port 1 leads to it.
+  ReliableSender *returnPath = nullptr;
   std::vector<uint64_t> lastOutput;
 
 private:
@@ -692,12 +699,31 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
       return false;
     }
   }
+  std::unique_ptr<ReliableSender> sender;
+  if (control.reliable.enabled) {
+    if (swapping || !control.params.empty() || autoSpec.enabled) {
+      error = "reliable UDP with retransmission: no swap, reconfiguration or "
+              "automatic specialization";
+      return false;
+    }
+    if (machine.lineRateGbps <= 0) {
+      error = "reliable UDP with retransmission needs a line rate (the "
+              "sender is timed by the wire)";
+      return false;
+    }
+    sender = std::make_unique<ReliableSender>(
+        messages, control.reliable, machine.clockMHz, machine.lineRateGbps);
+  }
   me::Emulator emulator(machine);
   if (!emulator.load(meStage.image, error))
     return false;
   VectorInput input(messages);
   VectorOutput output(run);
-  emulator.setInput(&input);
+  output.returnPath = sender.get();
+  if (sender)
+    emulator.setInput(sender.get());
+  else
+    emulator.setInput(&input);
   emulator.setOutput(&output);
   run.codeWords.assign(machine.numMEs, 0);
   for (unsigned me = 0; me < machine.numMEs; ++me)
@@ -724,7 +750,18 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
     error = "host control: " + controller->failure;
     return false;
   }
-  if (!input.over()) {
+  if (sender) {
+    run.reliable = sender->report();
+    if (run.reliable.acknowledged < messages.size()) {
+      error = "reliable UDP: " + std::to_string(run.reliable.acknowledged) +
+              " of " + std::to_string(messages.size()) +
+              " messages acknowledged when the " +
+              (run.reliable.gaveUp
+                   ? "sender gave up at cycle " + std::to_string(run.cycles)
+                   : "machine stopped (" + run.stats.stopReason + ")");
+      return false;
+    }
+  } else if (!input.over()) {
     // Never a silent loss: the machine stopped with messages not offered.
     error = "the machine stopped (" + run.stats.stopReason + ") after " +
             std::to_string(run.stats.packetsOffered) + " of " +
@@ -770,7 +807,8 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
       }
     }
   }
-  measureLatency(messages, output.lastOutput, machine, run);
+  if (!sender) // the tags are the fragments' numbers
+    measureLatency(messages, output.lastOutput, machine, run);
   if (!hostStage) {
     run.outputs = run.fromMEs;
     return true;

@@ -98,6 +98,39 @@ static cl::opt<unsigned>
                       "(default 0)"),
              cl::init(0), cl::sub(genCmd), cl::sub(chainCmd),
              cl::cat(category));
+static cl::opt<bool> rudpRetransmit(
+    "rudp-retransmit",
+    cl::desc("With --rudp: reliable UDP with retransmission (go-back-N: "
+             "NACKs, cumulative ACKs, a timeout) instead of loss reporting; "
+             "the sender is a host-side model timed by --rate-gbps "
+             "(docs/ccore.md, \"Retransmission\")"),
+    cl::sub(chainCmd), cl::cat(category));
+static cl::opt<unsigned>
+    rudpWindow("rudp-window",
+               cl::desc("With --rudp-retransmit: messages in flight at most "
+                        "(default 8)"),
+               cl::init(8), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<double> rudpTimeout(
+    "rudp-timeout",
+    cl::desc("With --rudp-retransmit: emulated us without an ACK before the "
+             "oldest unacknowledged message is resent (default 200)"),
+    cl::init(200), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<unsigned> rudpReorder(
+    "rudp-reorder",
+    cl::desc("With --rudp-retransmit: percentage of fragments the network "
+             "delays behind the next one (default 0)"),
+    cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<unsigned> rudpControlLoss(
+    "rudp-control-loss",
+    cl::desc("With --rudp-retransmit: percentage of ACKs and NACKs the return "
+             "path loses (default 0)"),
+    cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::list<uint64_t> rudpDrop(
+    "rudp-drop",
+    cl::desc("With --rudp-retransmit: the network loses the first sending of "
+             "fragment K of the stream (counted from 0 over every message's "
+             "fragments; repeatable)"),
+    cl::value_desc("K"), cl::sub(chainCmd), cl::cat(category));
 // chain
 static cl::opt<std::string> meQuery("me-query",
                                     cl::desc("The ME stage's query"),
@@ -505,10 +538,22 @@ static int chainMain(const Schema &schema) {
     if (autoSpecialize.getNumOccurrences() || placementMode != "me")
       return fail("--rudp runs with --placement=me and without "
                   "--auto-specialize");
-    if (!addReassembler(firstApp, *queries.front().format, rudpPayload,
-                        error) ||
-        !addReassembler(secondApp, *queries.front().format, rudpPayload, error))
+    if (rudpRetransmit &&
+        (swapMode != "none" || !reconfigure.empty() || rateGbps <= 0))
+      return fail("--rudp-retransmit needs --rate-gbps (the sender is timed "
+                  "by the wire) and runs without --swap and --reconfigure");
+    if (rudpLoss > 100 || rudpReorder > 100 || rudpControlLoss > 100)
+      return fail("--rudp-loss, --rudp-reorder and --rudp-control-loss are "
+                  "percentages (0-100)");
+    if (!rudpWindow || rudpTimeout <= 0)
+      return fail("--rudp-window and --rudp-timeout must be positive");
+    if (!addReassembler(firstApp, *queries.front().format, rudpPayload, error,
+                        rudpRetransmit) ||
+        !addReassembler(secondApp, *queries.front().format, rudpPayload, error,
+                        rudpRetransmit))
       return fail(error);
+  } else if (rudpRetransmit) {
+    return fail("--rudp-retransmit needs --rudp=N");
   }
   netvm::me::MachineConfig machine;
   if (rateGbps < 0)
@@ -642,8 +687,23 @@ static int chainMain(const Schema &schema) {
     }
   }
   size_t messageCount = messages.size();
-  if (rudpPayload && !toFragments(messages, error))
+  std::vector<std::vector<uint8_t>> sent;
+  if (rudpRetransmit) {
+    // The sender model fragments and paces them itself.
+    ReliableOptions &r = control.reliable;
+    r.enabled = true;
+    r.payload = rudpPayload;
+    r.window = rudpWindow;
+    r.timeoutCycles = uint64_t(rudpTimeout * machine.clockMHz);
+    r.idleCycles = std::max<uint64_t>(r.timeoutCycles / 20, 1);
+    r.lossPercent = rudpLoss;
+    r.reorderPercent = rudpReorder;
+    r.controlLossPercent = rudpControlLoss;
+    r.seed = seed;
+    r.dropFirst.assign(rudpDrop.begin(), rudpDrop.end());
+  } else if (rudpPayload && !toFragments(messages, error)) {
     return fail(error);
+  }
   ChainRun run;
   if (onHost) {
     std::unique_ptr<netvm::rt::Engine> first = compileForHost(firstApp, error);
@@ -676,7 +736,32 @@ static int chainMain(const Schema &schema) {
   if (!runChain(meStage, host.get(), messages, machine, control, run, error))
     return fail(error);
   llvm::outs() << "messages in         " << messageCount << "\n";
-  if (rudpPayload && !run.dataMemory.empty()) {
+  if (rudpRetransmit && !run.dataMemory.empty()) {
+    RudpCounters c = rudpCounters(run.dataMemory.back());
+    const ReliableReport &r = run.reliable;
+    double us = double(r.doneCycle) / machine.clockMHz;
+    llvm::outs() << "reliable UDP        " << r.fragmentsSent
+                 << " fragments sent (" << r.fragmentsResent << " resent, "
+                 << r.fragmentsLost << " lost, " << r.fragmentsReordered
+                 << " reordered), " << r.messagesResent << " messages resent, "
+                 << r.timeouts << " timeouts, " << r.idleGaps << " idle gaps\n"
+                 << "receiver            " << c.messagesDelivered
+                 << " messages delivered in order, " << c.fragmentsRejected
+                 << " fragments rejected (duplicate, late or out of order), "
+                 << c.nacksSent << " NACKs, " << c.acksSent << " ACKs sent\n"
+                 << "return path         " << run.controlMessages
+                 << " control messages, " << r.controlLost << " lost, "
+                 << r.nacksReceived << " NACKs and " << r.acksReceived
+                 << " ACKs received\n"
+                 << "goodput             " << r.acknowledged
+                 << " messages acknowledged at cycle " << r.doneCycle << ", "
+                 << llvm::format("%.1f",
+                                 us ? double(r.messageBytes) * 8 / us : 0.0)
+                 << " Mbit/s, "
+                 << llvm::format("%.0f",
+                                 us ? double(r.acknowledged) * 1e6 / us : 0.0)
+                 << " messages/s\n";
+  } else if (rudpPayload && !run.dataMemory.empty()) {
     RudpCounters c = rudpCounters(run.dataMemory.back());
     llvm::outs() << "reliable UDP        " << messages.size()
                  << " fragments in, " << c.messagesDelivered

@@ -17,6 +17,7 @@
 #define NETVM_CCORE_CHAIN_H
 
 #include "netvm/CCore/Query.h"
+#include "netvm/CCore/Transport.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/emu/Emulator.h"
@@ -171,6 +172,12 @@ struct ChainControl {
   SwapRequest swap;
   std::vector<ParamChange> params;
   AutoSpecialize autoSpecialize;
+  /// Reliable UDP with retransmission (the ME stage starts with a reliable
+  /// reassembler, addReassembler): the messages go through the sender
+  /// model at the machine's line rate; what the MEs send to transmit port
+  /// 1 is its return path. Not with a swap, reconfiguration or automatic
+  /// specialization.
+  ReliableOptions reliable;
 };
 
 /// One switch of the handler's code that automatic specialization made:
@@ -224,6 +231,10 @@ struct ChainRun {
   unsigned handlerME = netvm::ccore::handlerME;
   std::vector<uint64_t> handlerMessages;
   std::vector<uint32_t> codeWords;
+  /// With retransmission: the sender's figures and the control messages
+  /// the MEs transmitted (the return path, not in `fromMEs`).
+  ReliableReport reliable;
+  uint64_t controlMessages = 0;
   /// Each NetPE's data memory at the end of the run (ME stage).
   std::vector<std::vector<uint8_t>> dataMemory;
   me::Stats stats;
