@@ -2,12 +2,16 @@
 //
 // The resource manager's table of running chains (netvm/CCore/Chain.h):
 // placing until a chain is refused with its reason, removing one and
-// placing again, and the table's values.
+// placing again, and the table's values. Reliable UDP with retransmission
+// (netvm/CCore/Transport.h) through runChain on the emulator: the output
+// is the messages sent, whatever the network loses or reorders, and the
+// counts of a lost tail message and a lost middle fragment.
 //
 //===----------------------------------------------------------------------===//
 
 #include "netvm/CCore/Chain.h"
 #include "netvm/CCore/Query.h"
+#include "netvm/CCore/Transport.h"
 #include "netvm/ccore/Message.h"
 
 #include <gtest/gtest.h>
@@ -161,4 +165,124 @@ TEST_F(CCoreResourceManager, RefusesOverBudgetAndWithoutSpare) {
   EXPECT_EQ(manager.chains()[1].load, 0.0); // no rate: no predicted load
   EXPECT_EQ(manager.add("z", handler("from flight"), demand).where,
             Placement::Where::Refused);
+}
+
+namespace {
+
+/// Runs `count` 64-byte messages relayed behind the reliable reassembler
+/// (16-byte fragments: four a message) at `gbps`; the outputs must be the
+/// messages.
+struct CCoreReliableUDP : Fixture {
+  void run(const ReliableOptions &options, uint64_t count, double gbps,
+           ChainRun &out) {
+    GenerateOptions generate;
+    generate.count = count;
+    messages = generateMessages(*schema.format("flight"), generate);
+    HandlerApp app = handler("from flight");
+    std::string error;
+    ASSERT_TRUE(addReassembler(app, *schema.format("flight"), 16, error,
+                               /*reliable=*/true))
+        << error;
+    netvm::me::MachineConfig machine;
+    machine.lineRateGbps = gbps;
+    netvm::me::CompiledApp image;
+    ASSERT_TRUE(compileForME(app, machine, image, error)) << error;
+    ChainControl control;
+    control.reliable = options;
+    control.reliable.enabled = true;
+    control.reliable.payload = 16;
+    ASSERT_TRUE(
+        runChain(image, nullptr, messages, machine, control, out, error))
+        << error;
+    EXPECT_EQ(out.outputs, messages);
+    counters = rudpCounters(out.dataMemory.back());
+    EXPECT_EQ(counters.messagesDelivered, count);
+    EXPECT_EQ(out.reliable.acknowledged, count);
+    EXPECT_EQ(out.reliable.fragmentsSent - out.reliable.fragmentsResent,
+              4 * count);
+    EXPECT_EQ(out.controlMessages, counters.acksSent + counters.nacksSent);
+  }
+  std::vector<std::vector<uint8_t>> messages;
+  RudpCounters counters;
+};
+
+} // namespace
+
+TEST_F(CCoreReliableUDP, CleanLinkResendsNothing) {
+  ChainRun r;
+  run(ReliableOptions(), 50, 0.02, r);
+  EXPECT_EQ(r.reliable.fragmentsSent, 200u);
+  EXPECT_EQ(r.reliable.fragmentsResent, 0u);
+  EXPECT_EQ(r.reliable.timeouts, 0u);
+  EXPECT_EQ(counters.acksSent, 50u);
+  EXPECT_EQ(counters.nacksSent, 0u);
+  EXPECT_EQ(counters.fragmentsRejected, 0u);
+  EXPECT_EQ(r.reliable.acksReceived, 50u);
+  EXPECT_GT(r.reliable.doneCycle, 0u);
+  EXPECT_LE(r.reliable.doneCycle, r.cycles);
+}
+
+TEST_F(CCoreReliableUDP, LostTailIsRecoveredByTheTimeout) {
+  ReliableOptions o;
+  o.dropFirst = {199}; // the last message's last fragment
+  ChainRun r;
+  run(o, 50, 0.02, r);
+  EXPECT_EQ(r.reliable.fragmentsLost, 1u);
+  EXPECT_EQ(r.reliable.timeouts, 1u);
+  EXPECT_EQ(r.reliable.goBacks, 0u);
+  EXPECT_EQ(r.reliable.messagesResent, 1u);
+  EXPECT_EQ(r.reliable.fragmentsResent, 4u);
+  EXPECT_EQ(counters.nacksSent, 0u);
+  EXPECT_EQ(counters.fragmentsRejected, 3u); // its three duplicates
+  EXPECT_EQ(counters.acksSent, 50u);
+  // Recovered no sooner than a timeout after the loss.
+  EXPECT_GT(r.reliable.doneCycle, o.timeoutCycles);
+}
+
+TEST_F(CCoreReliableUDP, LostMiddleFragmentIsNackedOnce) {
+  ReliableOptions o;
+  o.dropFirst = {101}; // message 25's second fragment
+  ChainRun r;
+  run(o, 50, 0.02, r);
+  EXPECT_EQ(counters.nacksSent, 1u);
+  EXPECT_EQ(r.reliable.nacksReceived, 1u);
+  EXPECT_EQ(r.reliable.goBacks, 1u);
+  EXPECT_EQ(r.reliable.timeouts, 0u);
+  EXPECT_GE(r.reliable.messagesResent, 1u);
+}
+
+TEST_F(CCoreReliableUDP, HeavyLossReorderingAndLostControlMessages) {
+  for (unsigned loss : {5u, 20u}) {
+    ReliableOptions o;
+    o.lossPercent = loss;
+    o.reorderPercent = 10;
+    o.controlLossPercent = 10;
+    o.seed = loss;
+    ChainRun r;
+    run(o, 120, 0.05, r);
+    EXPECT_GT(r.reliable.fragmentsLost, 0u) << loss;
+    EXPECT_GT(r.reliable.fragmentsReordered, 0u) << loss;
+    EXPECT_GT(r.reliable.fragmentsResent, 0u) << loss;
+    EXPECT_GT(counters.nacksSent, 0u) << loss;
+    EXPECT_GT(counters.fragmentsRejected, 0u) << loss;
+  }
+}
+
+TEST_F(CCoreReliableUDP, NeedsALineRate) {
+  GenerateOptions generate;
+  generate.count = 2;
+  std::vector<std::vector<uint8_t>> messages =
+      generateMessages(*schema.format("flight"), generate);
+  HandlerApp app = handler("from flight");
+  std::string error;
+  ASSERT_TRUE(addReassembler(app, *schema.format("flight"), 16, error, true));
+  netvm::me::MachineConfig machine;
+  netvm::me::CompiledApp image;
+  ASSERT_TRUE(compileForME(app, machine, image, error)) << error;
+  ChainControl control;
+  control.reliable.enabled = true;
+  ChainRun r;
+  EXPECT_FALSE(runChain(image, nullptr, messages, machine, control, r, error));
+  EXPECT_EQ(error, "reliable UDP with retransmission needs a line rate (the "
+                   "sender is timed by the wire)");
 }
