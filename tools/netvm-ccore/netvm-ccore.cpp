@@ -103,8 +103,9 @@ static cl::opt<bool> rudpRetransmit(
     cl::desc("With --rudp: reliable UDP with retransmission (go-back-N: "
              "NACKs, cumulative ACKs, a timeout) instead of loss reporting; "
              "the sender is a host-side model timed by --rate-gbps "
-             "(docs/ccore.md, \"Retransmission\")"),
-    cl::sub(chainCmd), cl::cat(category));
+             "(docs/ccore.md, \"Retransmission\"); compile: the "
+             "reassembler of that protocol"),
+    cl::sub(chainCmd), cl::sub(compileCmd), cl::cat(category));
 static cl::opt<unsigned>
     rudpWindow("rudp-window",
                cl::desc("With --rudp-retransmit: messages in flight at most "
@@ -372,7 +373,8 @@ static int compileMain(const Schema &schema) {
     if (!format)
       return fail("compile --rudp needs --format, a format of the schema");
     std::string netil, error;
-    if (!emitReassembler(*format, rudpPayload, peName, netil, error))
+    if (!emitReassembler(*format, rudpPayload, peName, netil, error,
+                         rudpRetransmit))
       return fail(error);
     if (output.empty() || output == "-") {
       llvm::outs() << netil;
