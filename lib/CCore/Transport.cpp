@@ -3,7 +3,8 @@
 // The reassembler NetPE of netvm/CCore/Transport.h. Everything about the
 // format is a constant of its code (the fragment count, each fragment's
 // length and place), so it needs no loop and no computed offset: one
-// branch per fragment index, which the ME back end takes as it is.
+// branch per fragment index, which the ME back end takes as it is. And
+// ReliableSender, the go-back-N sender of retransmission.
 //
 //===----------------------------------------------------------------------===//
 

@@ -163,7 +163,8 @@ static cl::opt<double> rateGbps(
     "rate-gbps",
     cl::desc("Offer the messages at this line rate (Gbit/s); the receive "
              "side drops what its buffers cannot hold (default 0: "
-             "lossless, as fast as the chain takes them)"),
+             "lossless, as fast as the chain takes them); place: each "
+             "--add's rate unless it gives its own"),
     cl::init(0), cl::sub(chainCmd), cl::sub(placeCmd), cl::cat(category));
 static cl::opt<std::string> placementMode(
     "placement",

@@ -1,10 +1,12 @@
 //===- Transport.h - Reliable UDP reassembly as a handler -------*- C++ -*-===//
 //
-// The receiving side of the C-CORE layer's reliable UDP (docs/ccore.md,
-// "Reliable UDP"): a NetPE that reassembles the fragments of one sender's
+// The C-CORE layer's reliable UDP (docs/ccore.md, "Reliable UDP"): the
+// receiving side, a NetPE that reassembles the fragments of one sender's
 // messages (netvm/ccore/Message.h, fragmentMessages) and reports what it
-// lost, compiled like every handler for the host or an ME, and put in
-// front of a chain's first stage.
+// lost or, with retransmission, NACKs gaps and ACKs deliveries, compiled
+// like every handler for the host or an ME and put in front of a chain's
+// first stage; and the sending side of retransmission, a go-back-N sender
+// modelled on the host and timed by the emulator's wire.
 //
 //===----------------------------------------------------------------------===//
 
