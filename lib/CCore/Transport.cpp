@@ -55,7 +55,7 @@ bool emitReassembler(const Format &format, uint32_t payload,
   uint32_t full = count == 32 ? 0xFFFFFFFFu : (1u << count) - 1;
   std::ostringstream os;
   // Data memory word at `a` plus `delta`, stored back.
-  auto bump = [&](uint32_t a, const char *delta) {
+  auto bump = [&](uint32_t a, const std::string &delta) {
     os << "  push " << a << "\n  umload.32\n"
        << delta << "  push " << a << "\n  mstore.32\n";
   };
@@ -111,8 +111,9 @@ bool emitReassembler(const Format &format, uint32_t payload,
     os << "  jump gap\n";
   } else {
     os << "; a later message: the ones before it are lost\n";
-    bump(RudpCounters::lost, "  push 20\n  umload.32\n  add\n  push 0\n"
-                             "  umload.32\n  sub\n");
+    bump(RudpCounters::lost, "  push " + std::to_string(sequenceAddress) +
+                                 "\n  umload.32\n  add\n  push 0\n"
+                                 "  umload.32\n  sub\n");
     load(sequenceAddress);
     os << "  push " << RudpCounters::next << "\n  mstore.32\n"
        << "  push 0\n  push " << RudpCounters::mask << "\n  mstore.32\n";
