@@ -246,6 +246,17 @@ bool addReassembler(HandlerApp &app, const Format &format, uint32_t payload,
   return true;
 }
 
+ReliableOptions reliableOptions(uint32_t payload, uint32_t window,
+                                double timeoutMicros, double clockMHz) {
+  ReliableOptions r;
+  r.enabled = true;
+  r.payload = payload;
+  r.window = window;
+  r.timeoutCycles = uint64_t(timeoutMicros * clockMHz);
+  r.idleCycles = std::max<uint64_t>(r.timeoutCycles / 20, 1);
+  return r;
+}
+
 ReliableSender::ReliableSender(
     const std::vector<std::vector<uint8_t>> &messages,
     const ReliableOptions &options, double clockMHz, double lineRateGbps)

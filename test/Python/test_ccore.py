@@ -1,5 +1,6 @@
 """netvm.ccore: channels, chains across the MEs and the host, swaps,
-reconfiguration, the resource report and placement (docs/ccore.md)."""
+reconfiguration, the resource report, placement and the table of running
+chains, reliable UDP with retransmission (docs/ccore.md)."""
 
 import struct
 
@@ -152,6 +153,52 @@ def test_resource_manager_table(schema):
     assert [r["mes"] for r in manager.table()] == [[4, 5, 6], [], [0, 1, 2]]
     assert "free: 1 of 8 MEs (ME 3 kept spare), 0 of 1 host threads" in \
         str(manager)
+
+
+TICKS = """format tick id 3 size 64 {
+  u32 seq;
+  u32 price;
+  bytes pad[48];
+}
+"""
+
+
+def test_reliable_udp_retransmission():
+    ticks = ccore.Schema(TICKS, "<ticks>")
+    messages = ticks.generate("tick", 60, ranges={"price": (0, 1000)})
+    chain = ccore.Chain(ticks, "from tick", rudp=16, retransmit=True,
+                        rate_gbps=0.02)
+    clean = chain.run(messages)
+    assert clean.outputs == messages
+    assert clean.rudp["fragments_sent"] == 240
+    assert clean.rudp["fragments_resent"] == 0
+    assert clean.rudp["acks_sent"] == 60 and clean.rudp["nacks_sent"] == 0
+    for loss in (5, 20):
+        run = chain.run(messages, loss=loss, reorder=10, control_loss=10,
+                        seed=loss)
+        assert run.outputs == messages          # in order, byte for byte
+        r = run.rudp
+        assert r["delivered"] == 60 and r["acknowledged"] == 60
+        assert r["fragments_sent"] - r["fragments_resent"] == 240
+        assert r["fragments_lost"] > 0 and r["nacks_sent"] > 0
+        assert r["control_messages"] == r["nacks_sent"] + r["acks_sent"]
+    tail = chain.run(messages, drop=[239])    # the last message's last
+    assert tail.outputs == messages           # fragment: the timeout
+    assert (tail.rudp["timeouts"], tail.rudp["messages_resent"],
+            tail.rudp["fragments_resent"], tail.rudp["rejected"]) == \
+        (1, 1, 4, 3)
+    with pytest.raises(ValueError, match="runs without swap"):
+        chain.run(messages, swap="spare")
+    reporting = ccore.Chain(ticks, "from tick", rudp=16)
+    lossy = reporting.run(messages, loss=10)
+    assert lossy.rudp["delivered"] + lossy.rudp["lost"] <= 60
+    assert lossy.rudp["lost"] > 0 and len(lossy.outputs) < 60
+    with pytest.raises(ValueError, match="need retransmit"):
+        reporting.run(messages, reorder=5)
+    with pytest.raises(RuntimeError, match="needs a line rate"):
+        ccore.Chain(ticks, "from tick", rudp=16, retransmit=True).run(messages)
+    with pytest.raises(ValueError, match="retransmit needs rudp"):
+        ccore.Chain(ticks, "from tick", retransmit=True)
 
 
 TABLE3 = ("from flight select price >= $p and bags <= $b and status < $s "

@@ -690,15 +690,10 @@ static int chainMain(const Schema &schema) {
     }
   }
   size_t messageCount = messages.size();
-  std::vector<std::vector<uint8_t>> sent;
   if (rudpRetransmit) {
     // The sender model fragments and paces them itself.
     ReliableOptions &r = control.reliable;
-    r.enabled = true;
-    r.payload = rudpPayload;
-    r.window = rudpWindow;
-    r.timeoutCycles = uint64_t(rudpTimeout * machine.clockMHz);
-    r.idleCycles = std::max<uint64_t>(r.timeoutCycles / 20, 1);
+    r = reliableOptions(rudpPayload, rudpWindow, rudpTimeout, machine.clockMHz);
     r.lossPercent = rudpLoss;
     r.reorderPercent = rudpReorder;
     r.controlLossPercent = rudpControlLoss;

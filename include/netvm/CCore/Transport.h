@@ -93,6 +93,12 @@ struct ReliableOptions {
   uint64_t giveUpCycles = 4000000000ull;
 };
 
+/// Enabled options for fragments of `payload` bytes, `window` messages in
+/// flight and a timeout of `timeoutMicros` emulated us at `clockMHz`, with
+/// idle gaps of a twentieth of it (the tool's and Python's defaults).
+ReliableOptions reliableOptions(uint32_t payload, uint32_t window,
+                                double timeoutMicros, double clockMHz);
+
 struct ReliableReport {
   uint64_t messages = 0, messageBytes = 0;
   /// Fragments put on the wire (first sends and resends), resent, lost by
