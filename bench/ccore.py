@@ -24,12 +24,17 @@ emulated one (exact, no repeats needed) from `netvm-ccore chain`:
            through a spare ME and in place, at several points of a run
   RUDP     reliable UDP: the select behind the reassembler on the ME,
            messages of 600 bytes in fragments of 600, 256 and 100 bytes
+  Retx     reliable UDP with retransmission (go-back-N) at 0, 5 and 20%
+           fragment loss: fragments sent and resent, NACKs, ACKs,
+           timeouts, goodput and messages/s (emulated, from the sender's
+           first fragment to the last ACK it received)
   Auto     automatic specialization over time on the Table 3 workload
            (Python API): input throughput per 50 us window while the
            generic handler runs, after the swap to the specialized one,
            back to generic at a parameter change and specialized again
 
 Usage: bench/ccore.py [--build build] [-n MESSAGES] [--plot DIR]
+                      [--only-retransmission]
 Prints markdown tables; results in bench/README.md ("C-CORE"). With
 --plot DIR (needs matplotlib) it draws DIR/ccore-tables.png (Tables 1
 and 2: rate out and drops against rate in), DIR/ccore-figure3.png and
@@ -101,8 +106,13 @@ def main():
     ap.add_argument("-n", type=int, default=2000, help="messages per run")
     ap.add_argument("--plot", metavar="DIR",
                     help="draw ccore-tables.png and ccore-figure3.png here")
+    ap.add_argument("--only-retransmission", action="store_true",
+                    help="run the retransmission table only")
     args = ap.parse_args()
     tool = os.path.join(args.build, "bin", "netvm-ccore")
+    if args.only_retransmission:
+        retransmission(tool)
+        return
 
     print("### Table 1: select on the MEs, project on the host "
           f"({args.n} messages of 600 bytes, specialized select)\n")
@@ -231,7 +241,65 @@ def main():
         print(f"| {payload} | {r['fragments']} | {200 / seconds:.0f} | "
               f"{200 * 600 * 8 / seconds / 1e6:.1f} | {r['busy']:.0f} |")
 
+    retransmission(tool)
     auto_specialization(args.build, args.plot)
+
+
+TICKS = """format tick id 3 size 64 {
+  u32 seq;
+  u32 price;
+  bytes pad[48];
+}
+"""
+
+
+def retransmission(tool):
+    """Reliable UDP with retransmission at 0, 5 and 20% loss."""
+    print("\n### Reliable UDP with retransmission (go-back-N, window 8 "
+          "messages; a relay behind the reassembler on the ME)\n")
+    print("| messages | fragments | offered (Gbit/s) | timeout (us) | loss "
+          "| sent | resent | NACKs | ACKs | timeouts | rejected "
+          "| goodput (Mbit/s) | messages/s | sent / needed |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:"
+          "|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        ticks = os.path.join(tmp, "ticks.ccs")
+        with open(ticks, "w") as f:
+            f.write(TICKS)
+        cases = [(ticks, "tick", 64, 16, 1000, 0.02, 200),
+                 (SCHEMA, "flight", 600, 256, 200, 0.01, 1000)]
+        for schema, fmt, size, payload, n, gbps, timeout in cases:
+            for loss, extra in ((0, ""), (5, ""), (20, ""),
+                                (20, "reorder 10%, control loss 10%")):
+                args = [f"--rudp={payload}", "--rudp-retransmit",
+                        f"--rate-gbps={gbps}", f"--rudp-loss={loss}",
+                        f"--rudp-timeout={timeout}"]
+                if extra:
+                    args += ["--rudp-reorder=10", "--rudp-control-loss=10"]
+                cmd = [tool, "chain", "--schema", schema, "-n", str(n),
+                       "--me-query", f"from {fmt}"] + args
+                out = subprocess.run(cmd, capture_output=True, text=True)
+                if out.returncode != 0:
+                    sys.exit(f"ccore bench: {' '.join(cmd)} failed:\n"
+                             f"{out.stderr}")
+                t = out.stdout
+
+                def num(pattern):
+                    return float(re.search(pattern, t).group(1))
+                sent = num(r"(\d+) fragments sent")
+                needed = n * -(-size // payload)
+                label = f"{loss}%" + (f", {extra}" if extra else "")
+                cells = [num(p) for p in (
+                    r"\((\d+) resent", r"(\d+) NACKs, ", r"(\d+) ACKs sent",
+                    r"(\d+) timeouts", r"(\d+) fragments rejected")]
+                goodput = num(r"goodput .*?, ([\d.]+) Mbit/s")
+                rate = num(r"Mbit/s, (\d+) messages/s")
+                print(f"| {n} x {size} B | {-(-size // payload)} x "
+                      f"{payload} B | {gbps} | {timeout} | {label} "
+                      f"| {sent:.0f} | "
+                      + " | ".join(f"{c:.0f}" for c in cells)
+                      + f" | {goodput:.1f} | {rate:.0f} "
+                      f"| {sent / needed:.2f} |")
 
 
 AUTO_WINDOW_US = 50

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 
 namespace netvm::ccore {
@@ -145,6 +146,11 @@ class VectorOutput final : public me::PacketOutput {
 public:
   explicit VectorOutput(ChainRun &run) : out(run.fromMEs), run(run) {}
   void transmit(const me::Transmission &t) override {
+    if (returnPath && t.port == 1) {
+      returnPath->feedback(t.bytes, t.length, t.cycle);
+      ++run.controlMessages;
+      return;
+    }
     out.emplace_back(t.bytes, t.bytes + t.length);
     run.fromMEsCycles.push_back(t.cycle);
     run.fromMEsTags.push_back(t.hasTag ? t.tag : ~uint64_t(0));
@@ -158,6 +164,8 @@ public:
   }
   /// Per input message, its last output's cycle, or `none`.
   static constexpr uint64_t none = ~uint64_t(0);
+  /// Reliable UDP's sender: transmit port 1 leads to it.
+  ReliableSender *returnPath = nullptr;
   std::vector<uint64_t> lastOutput;
 
 private:
@@ -691,12 +699,31 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
       return false;
     }
   }
+  std::unique_ptr<ReliableSender> sender;
+  if (control.reliable.enabled) {
+    if (swapping || !control.params.empty() || autoSpec.enabled) {
+      error = "reliable UDP with retransmission: no swap, reconfiguration or "
+              "automatic specialization";
+      return false;
+    }
+    if (machine.lineRateGbps <= 0) {
+      error = "reliable UDP with retransmission needs a line rate (the "
+              "sender is timed by the wire)";
+      return false;
+    }
+    sender = std::make_unique<ReliableSender>(
+        messages, control.reliable, machine.clockMHz, machine.lineRateGbps);
+  }
   me::Emulator emulator(machine);
   if (!emulator.load(meStage.image, error))
     return false;
   VectorInput input(messages);
   VectorOutput output(run);
-  emulator.setInput(&input);
+  output.returnPath = sender.get();
+  if (sender)
+    emulator.setInput(sender.get());
+  else
+    emulator.setInput(&input);
   emulator.setOutput(&output);
   run.codeWords.assign(machine.numMEs, 0);
   for (unsigned me = 0; me < machine.numMEs; ++me)
@@ -723,7 +750,18 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
     error = "host control: " + controller->failure;
     return false;
   }
-  if (!input.over()) {
+  if (sender) {
+    run.reliable = sender->report();
+    if (run.reliable.acknowledged < messages.size()) {
+      error = "reliable UDP: " + std::to_string(run.reliable.acknowledged) +
+              " of " + std::to_string(messages.size()) +
+              " messages acknowledged when the " +
+              (run.reliable.gaveUp
+                   ? "sender gave up at cycle " + std::to_string(run.cycles)
+                   : "machine stopped (" + run.stats.stopReason + ")");
+      return false;
+    }
+  } else if (!input.over()) {
     // Never a silent loss: the machine stopped with messages not offered.
     error = "the machine stopped (" + run.stats.stopReason + ") after " +
             std::to_string(run.stats.packetsOffered) + " of " +
@@ -769,7 +807,8 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
       }
     }
   }
-  measureLatency(messages, output.lastOutput, machine, run);
+  if (!sender) // the tags are the fragments' numbers
+    measureLatency(messages, output.lastOutput, machine, run);
   if (!hostStage) {
     run.outputs = run.fromMEs;
     return true;
@@ -1057,10 +1096,16 @@ Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
   me::CompiledApp app;
   unsigned needed =
       request.busyMEs + request.stageMEs + (request.keepSpare ? 1 : 0);
-  if (needed > machine.numMEs) {
-    why << "MEs: the chain needs " << request.stageMEs
-        << (request.keepSpare ? " and a spare" : "") << " beside the "
-        << request.busyMEs << " in use, the machine has " << machine.numMEs;
+  unsigned kept = request.keepSpare ? 1 : 0;
+  if (!request.allowME) {
+    why << "MEs: not asked for";
+  } else if (needed > machine.numMEs) {
+    unsigned used = std::min(machine.numMEs, request.busyMEs + kept);
+    why << "MEs: needs " << request.stageMEs << ", " << machine.numMEs - used
+        << " free (of " << machine.numMEs;
+    if (kept)
+      why << "; 1 kept spare for hot-swaps";
+    why << ")";
   } else if (!compileForME(handler, machine, app, meError)) {
     std::string first = meError.substr(0, meError.find('\n'));
     why << "MEs: it does not compile for them (" << first << ")";
@@ -1084,8 +1129,10 @@ Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
     }
   }
   std::string hostError;
-  if (request.freeHostThreads == 0) {
-    why << "; host: no free thread";
+  if (!request.allowHost) {
+    why << "; host: not asked for";
+  } else if (request.freeHostThreads == 0) {
+    why << "; host: needs 1 thread, 0 free";
   } else if (!estimate(handler, analysis::CostTarget::Native, p.hostNanoseconds,
                        hostError)) {
     why << "; host: " << hostError.substr(0, hostError.find('\n'));
@@ -1146,6 +1193,196 @@ Specializer specializerFor(const Schema &schema,
                               app, queries, error) &&
                compileForME(app, machine, out, error);
       };
+}
+
+ResourceManager::ResourceManager(const me::MachineConfig &machine,
+                                 unsigned hostThreads, bool keepSpare)
+    : machine(machine), meOwner(machine.numMEs, 0),
+      threadOwner(hostThreads, 0) {
+  // The default layout's spare (SwapRequest::spareME) when the machine has
+  // it, else its last ME.
+  if (keepSpare && machine.numMEs > 0)
+    spare = machine.numMEs > 3 ? 3 : int(machine.numMEs) - 1;
+}
+
+unsigned ResourceManager::freeMEs() const {
+  unsigned n = 0;
+  for (unsigned me = 0; me < meOwner.size(); ++me)
+    n += meOwner[me] == 0 && int(me) != spare;
+  return n;
+}
+
+unsigned ResourceManager::freeHostThreads() const {
+  return unsigned(std::count(threadOwner.begin(), threadOwner.end(), 0u));
+}
+
+std::vector<uint32_t> ResourceManager::controlStoreUse() const {
+  std::vector<uint32_t> words(meOwner.size(), 0);
+  for (const RunningChain &c : table)
+    if (c.mes.size() > 1)
+      words[c.mes[1]] = c.codeWords;
+  return words;
+}
+
+Placement ResourceManager::add(const std::string &name,
+                               const HandlerApp &handler,
+                               const ChainDemand &demand, unsigned *id,
+                               const std::string &description) {
+  for (const RunningChain &c : table)
+    if (c.name == name) {
+      Placement p;
+      p.reason = "a chain named '" + name + "' is running";
+      return p;
+    }
+  PlacementRequest request;
+  request.rateGbps = demand.rateGbps;
+  request.messageBytes = demand.messageBytes;
+  request.stageMEs = demand.stageMEs;
+  request.keepSpare = spare >= 0;
+  request.busyMEs = machine.numMEs - freeMEs() - (spare >= 0 ? 1 : 0);
+  request.freeHostThreads = freeHostThreads();
+  request.allowHost = demand.side != ChainDemand::Side::ME;
+  request.allowME = demand.side != ChainDemand::Side::Host;
+  Placement p = placeChain(handler, request, machine);
+  if (p.where == Placement::Where::Refused)
+    return p;
+  RunningChain c;
+  c.id = nextId++;
+  c.name = name;
+  c.description = description;
+  c.where = p.where;
+  c.rateGbps = demand.rateGbps;
+  std::istringstream nvapp(handler.nvapp);
+  std::string line;
+  while (std::getline(nvapp, line))
+    c.stages += line.rfind("pe ", 0) == 0;
+  c.stages = std::max(c.stages, 1u);
+  if (p.where == Placement::Where::ME) {
+    for (unsigned me = 0; me < meOwner.size() && c.mes.size() < demand.stageMEs;
+         ++me)
+      if (meOwner[me] == 0 && int(me) != spare) {
+        meOwner[me] = c.id;
+        c.mes.push_back(me);
+      }
+    c.codeWords = p.codeWords;
+    c.estimate = p.meCycles;
+    c.budget = p.budgetCycles;
+  } else {
+    for (unsigned t = 0; t < threadOwner.size(); ++t)
+      if (threadOwner[t] == 0) {
+        threadOwner[t] = c.id;
+        c.hostThreads.push_back(t);
+        break;
+      }
+    c.estimate = p.hostNanoseconds;
+    c.budget = p.budgetNanoseconds;
+  }
+  c.load = c.budget > 0 ? c.estimate / c.budget : 0;
+  if (id)
+    *id = c.id;
+  table.push_back(std::move(c));
+  return p;
+}
+
+bool ResourceManager::remove(const std::string &name) {
+  auto it = std::find_if(table.begin(), table.end(),
+                         [&](const RunningChain &c) { return c.name == name; });
+  if (it == table.end())
+    return false;
+  for (unsigned &owner : meOwner)
+    if (owner == it->id)
+      owner = 0;
+  for (unsigned &owner : threadOwner)
+    if (owner == it->id)
+      owner = 0;
+  table.erase(it);
+  return true;
+}
+
+/// `s` as the inside of a JSON string.
+static std::string jsonEscape(const std::string &s) {
+  std::ostringstream os;
+  for (char ch : s) {
+    unsigned char u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\')
+      os << '\\' << ch;
+    else if (u < 0x20)
+      os << "\\u" << std::hex << std::setw(4) << std::setfill('0')
+         << unsigned(u) << std::dec << std::setfill(' ');
+    else
+      os << ch;
+  }
+  return os.str();
+}
+
+/// "0,1,2" or "-".
+static std::string listOf(const std::vector<unsigned> &items) {
+  std::string s;
+  for (unsigned i : items)
+    s += (s.empty() ? "" : ",") + std::to_string(i);
+  return s.empty() ? "-" : s;
+}
+
+std::string ResourceManager::text() const {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(3);
+  os << "id  name            where  MEs       threads  words  estimate    "
+        "budget      load\n";
+  for (const RunningChain &c : table) {
+    bool me = c.where == Placement::Where::ME;
+    std::string name = c.name.size() > 15 ? c.name.substr(0, 15) : c.name;
+    os << std::left << std::setw(4) << c.id << std::setw(16) << name
+       << std::setw(7) << whereName(c.where) << std::setw(10) << listOf(c.mes)
+       << std::setw(9) << listOf(c.hostThreads) << std::setw(7) << c.codeWords;
+    std::ostringstream estimate, budget;
+    estimate.setf(std::ios::fixed);
+    budget.setf(std::ios::fixed);
+    estimate.precision(1);
+    budget.precision(1);
+    estimate << c.estimate << (me ? " cyc" : " ns");
+    if (c.budget > 0)
+      budget << c.budget << (me ? " cyc" : " ns");
+    else
+      budget << "-";
+    os << std::setw(12) << estimate.str() << std::setw(12) << budget.str()
+       << std::right << c.load << "\n";
+  }
+  os << "free: " << freeMEs() << " of " << machine.numMEs << " MEs";
+  if (spare >= 0)
+    os << " (ME " << spare << " kept spare)";
+  os << ", " << freeHostThreads() << " of " << threadOwner.size()
+     << " host threads\n";
+  return os.str();
+}
+
+std::string ResourceManager::toJSON() const {
+  std::ostringstream os;
+  auto list = [&](const std::vector<unsigned> &items) {
+    os << "[";
+    for (size_t i = 0; i < items.size(); ++i)
+      os << (i ? ", " : "") << items[i];
+    os << "]";
+  };
+  os << "{\n  \"chains\": [";
+  for (size_t i = 0; i < table.size(); ++i) {
+    const RunningChain &c = table[i];
+    os << (i ? "," : "") << "\n    {\"id\": " << c.id << ", \"name\": \""
+       << jsonEscape(c.name) << "\", \"description\": \""
+       << jsonEscape(c.description) << "\", \"stages\": " << c.stages
+       << ", \"where\": \"" << whereName(c.where) << "\", \"mes\": ";
+    list(c.mes);
+    os << ", \"host_threads\": ";
+    list(c.hostThreads);
+    os << ", \"code_words\": " << c.codeWords
+       << ", \"rate_gbps\": " << c.rateGbps << ", \"estimate\": " << c.estimate
+       << ", \"budget\": " << c.budget << ", \"load\": " << c.load << "}";
+  }
+  os << "\n  ],\n  \"free_mes\": " << freeMEs() << ", \"spare_me\": " << spare
+     << ", \"free_host_threads\": " << freeHostThreads()
+     << ", \"mes\": " << machine.numMEs
+     << ", \"host_threads\": " << threadOwner.size() << "\n}\n";
+  return os.str();
 }
 
 } // namespace netvm::ccore

@@ -31,7 +31,8 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _netvm
 
-__all__ = ["Schema", "Channels", "Chain", "ChainRun", "place"]
+__all__ = ["Schema", "Channels", "Chain", "ChainRun", "place",
+           "ResourceManager"]
 
 
 class Schema:
@@ -94,13 +95,21 @@ class ChainRun:
     ``receive_drops``, ``cycles``, ``micros``, ``mean_latency_us`` (with a
     line rate), ``swap`` (a dict, or None), ``reconfigurations`` (one dict
     per handler a change reached), ``auto_swaps`` (automatic
-    specialization's switches, dicts) and ``report``, the resource
-    report."""
+    specialization's switches, dicts), ``report``, the resource
+    report, and behind reliable UDP ``rudp``: the receiver's counts
+    (``delivered``, ``lost``, ``rejected``, ``nacks_sent``,
+    ``acks_sent``) and with retransmission the sender's
+    (``fragments_sent``, ``fragments_resent``, ``fragments_lost``,
+    ``fragments_reordered``, ``messages_resent``, ``timeouts``,
+    ``go_backs``, ``acks_received``, ``nacks_received``,
+    ``control_lost``, ``idle_gaps``, ``acknowledged``, ``done_cycle``,
+    ``control_messages``)."""
 
     def __init__(self, raw: dict):
         self.__dict__.update(raw)
         self.report = json.loads(raw["report"])
         self.swap = raw.get("swap")
+        self.rudp = raw.get("rudp")
 
     def __repr__(self) -> str:
         return (f"<ChainRun {len(self.outputs)} outputs, {self.cycles} "
@@ -110,24 +119,33 @@ class ChainRun:
 class Chain:
     """A chain: an ME stage (a query, or a multicast of `subscribers`,
     pairs (stream id, query)) on the emulator's MEs and an optional host
-    stage (JIT). Compiled when made; run as often as wanted."""
+    stage (JIT). Compiled when made; run as often as wanted. With `rudp`
+    (fragment payload bytes) the messages travel as reliable-UDP fragments
+    reassembled on the ME in front of the stage: loss reporting, or with
+    `retransmit` go-back-N retransmission (needs `rate_gbps`; docs/ccore.md,
+    "Retransmission")."""
 
     def __init__(self, schema: Schema, query: Optional[str] = None, *,
                  subscribers: Iterable[Tuple[int, str]] = (),
                  host_query: Optional[str] = None,
                  params: Optional[Mapping[str, int]] = None,
-                 specialize: bool = False, rate_gbps: float = 0.0):
+                 specialize: bool = False, rate_gbps: float = 0.0,
+                 rudp: int = 0, retransmit: bool = False):
         self.schema = schema
+        self.rudp = rudp
         self._chain = _netvm.CCoreChain(schema._schema, query,
                                         list(subscribers), host_query,
                                         dict(params or {}), specialize,
-                                        float(rate_gbps))
+                                        float(rate_gbps), rudp, retransmit)
 
     def run(self, messages: Iterable[bytes], *, swap: Optional[str] = None,
             swap_at: int = 100000, swap_same: bool = False,
             reconfigure: Iterable[Tuple[str, int, int]] = (),
             auto_specialize: bool = False, stable_us: float = 100.0,
-            stable_messages: int = 0) -> ChainRun:
+            stable_messages: int = 0, loss: int = 0, reorder: int = 0,
+            control_loss: int = 0, window: int = 8,
+            timeout_us: float = 200.0, seed: int = 1,
+            drop: Iterable[int] = ()) -> ChainRun:
         """Runs `messages` through the chain on a fresh emulator. `swap`
         ('spare' or 'in-place') hot-swaps the ME stage to its other form
         (generic <-> specialized; the same with `swap_same`) at ME cycle
@@ -136,7 +154,21 @@ class Chain:
         the specialized form once the generic one's parameters have been
         stable for `stable_us` emulated microseconds and `stable_messages`
         messages, and the generic form back at a later reconfiguration
-        (``auto_swaps`` of the run lists the switches)."""
+        (``auto_swaps`` of the run lists the switches). Behind reliable
+        UDP (`rudp`), without those: the network loses `loss` percent of
+        the fragments (from `seed`) and, with retransmission, delays
+        `reorder` percent behind the next one, loses `control_loss`
+        percent of the ACKs and NACKs and the first sending of each
+        fragment in `drop` (stream ordinals); the sender keeps `window`
+        messages in flight and resends after `timeout_us` without an
+        ACK."""
+        if self.rudp:
+            if swap or list(reconfigure) or auto_specialize:
+                raise ValueError("a chain behind reliable UDP runs without "
+                                 "swap, reconfigure and auto_specialize")
+            return ChainRun(self._chain.run_reliable(
+                [bytes(m) for m in messages], window, float(timeout_us),
+                loss, reorder, control_loss, seed, list(drop)))
         return ChainRun(self._chain.run([bytes(m) for m in messages], swap,
                                         swap_at, swap_same,
                                         list(reconfigure), auto_specialize,
@@ -155,3 +187,49 @@ def place(schema: Schema, query: Optional[str] = None, *,
     return dict(_netvm.ccore_place(schema._schema, query, list(subscribers),
                                    dict(params or {}), float(rate_gbps),
                                    busy_mes, keep_spare))
+
+
+class ResourceManager:
+    """The resource manager's table of running chains (docs/ccore.md,
+    "Resource manager and placement"): each chain placed is kept with the
+    MEs or host thread it holds, its control-store words and predicted
+    load; a new chain goes on what is left or is refused with the reason
+    (which resource, how much it needs, how much is free); removing a
+    chain frees what it held. Bookkeeping only: it does not run chains."""
+
+    def __init__(self, host_threads: int = 2, keep_spare: bool = True):
+        self._manager = _netvm.CCoreResourceManager(host_threads, keep_spare)
+
+    def add(self, schema: Schema, name: str, query: Optional[str] = None, *,
+            subscribers: Iterable[Tuple[int, str]] = (),
+            params: Optional[Mapping[str, int]] = None,
+            rate_gbps: float = 0.0, side: str = "auto") -> Dict[str, object]:
+        """Places chain `name` (side 'auto', 'me' or 'host'): a dict with
+        ``where`` ('me', 'host' or 'refused'), ``reason`` and ``id``."""
+        return dict(self._manager.add(schema._schema, name, query,
+                                      list(subscribers), dict(params or {}),
+                                      float(rate_gbps), side))
+
+    def remove(self, name: str) -> bool:
+        """Removes a running chain and frees what it held (False: none of
+        that name)."""
+        return self._manager.remove(name)
+
+    def table(self) -> List[Dict[str, object]]:
+        """One dict per running chain, in the order they were placed."""
+        return [dict(row) for row in self._manager.table()]
+
+    @property
+    def free_mes(self) -> int:
+        return self._manager.free_mes
+
+    @property
+    def spare_me(self) -> int:
+        return self._manager.spare_me
+
+    @property
+    def free_host_threads(self) -> int:
+        return self._manager.free_host_threads
+
+    def __str__(self) -> str:
+        return self._manager.text()

@@ -10,6 +10,7 @@
 
 #include "netvm/CCore/Chain.h"
 #include "netvm/CCore/Query.h"
+#include "netvm/CCore/Transport.h"
 #include "netvm/ccore/Message.h"
 
 #include <nanobind/nanobind.h>
@@ -115,8 +116,9 @@ public:
           std::vector<std::pair<uint32_t, std::string>> subscribers,
           std::optional<std::string> hostQuery,
           std::map<std::string, uint32_t> params, bool specialize,
-          double rateGbps)
-      : schema(s.schema), specialize(specialize), query(query), params(params) {
+          double rateGbps, uint32_t rudp, bool retransmit)
+      : schema(s.schema), specialize(specialize), query(query), params(params),
+        rudp(rudp), retransmit(retransmit) {
     for (const auto &[stream, text] : subscribers)
       this->subscribers.push_back({text, stream});
     if (rateGbps < 0)
@@ -124,6 +126,13 @@ public:
     machine.lineRateGbps = rateGbps;
     buildStage(s, query, subscribers, params, specialize, stage);
     std::string error;
+    if (retransmit && !rudp)
+      throw std::invalid_argument("retransmit needs rudp (the payload)");
+    if (rudp && (stage.queries.front().join ||
+                 !cc::addReassembler(stage.app, *stage.queries.front().format,
+                                     rudp, error, retransmit)))
+      throw std::invalid_argument(
+          error.empty() ? "rudp carries one format; a join reads two" : error);
     if (!cc::compileForME(stage.app, machine, meStage, error))
       throw std::invalid_argument(error);
     if (hostQuery) {
@@ -150,6 +159,9 @@ public:
                bool autoSpecialize, double stableMicros,
                uint64_t stableMessages) {
     cc::ChainControl control;
+    if (rudp)
+      throw std::invalid_argument("a chain behind reliable UDP runs with "
+                                  "run_reliable");
     if (autoSpecialize) {
       if (specialize || swap)
         throw std::invalid_argument(
@@ -193,7 +205,50 @@ public:
                                 control.params, error))
         throw std::invalid_argument("the ME stage has no parameter $" + name);
     }
-    Messages in = toMessages(messages);
+    return execute(control, toMessages(messages));
+  }
+
+  /// Reliable UDP with retransmission (docs/ccore.md, "Retransmission"),
+  /// or loss reporting over fragments the network lost `loss` percent of.
+  nb::dict runReliable(const std::vector<nb::bytes> &messages, uint32_t window,
+                       double timeoutMicros, unsigned loss, unsigned reorder,
+                       unsigned controlLoss, uint64_t seed,
+                       const std::vector<uint64_t> &drop) {
+    if (!rudp)
+      throw std::invalid_argument("the chain has no reliable UDP (rudp=0)");
+    if (loss > 100 || reorder > 100 || controlLoss > 100)
+      throw std::invalid_argument(
+          "loss, reorder and control_loss are percentages (0-100)");
+    cc::ChainControl control;
+    if (!retransmit) {
+      if (reorder || controlLoss || !drop.empty())
+        throw std::invalid_argument("reorder, control_loss and drop need "
+                                    "retransmit");
+      cc::FragmentOptions options;
+      options.payload = rudp;
+      options.lossPercent = loss;
+      options.seed = seed;
+      std::string error;
+      Messages fragments;
+      if (!cc::fragmentMessages(toMessages(messages), options, fragments,
+                                error))
+        throw std::invalid_argument(error);
+      return execute(control, fragments);
+    }
+    if (!window || timeoutMicros <= 0)
+      throw std::invalid_argument("window and timeout_us must be positive");
+    cc::ReliableOptions &r = control.reliable;
+    r = cc::reliableOptions(rudp, window, timeoutMicros, machine.clockMHz);
+    r.lossPercent = loss;
+    r.reorderPercent = reorder;
+    r.controlLossPercent = controlLoss;
+    r.seed = seed;
+    r.dropFirst = drop;
+    return execute(control, toMessages(messages));
+  }
+
+private:
+  nb::dict execute(cc::ChainControl &control, const Messages &in) {
     cc::ChainRun result;
     std::string error;
     bool ok;
@@ -257,6 +312,33 @@ public:
     d["auto_swaps"] = autoSwaps;
     d["report"] =
         cc::toJSON(cc::resourceReport(result, meStage, control, machine));
+    if (rudp && !result.dataMemory.empty()) {
+      cc::RudpCounters c = cc::rudpCounters(result.dataMemory.back());
+      nb::dict r;
+      r["delivered"] = c.messagesDelivered;
+      r["lost"] = c.messagesLost;
+      r["rejected"] = c.fragmentsRejected;
+      r["nacks_sent"] = c.nacksSent;
+      r["acks_sent"] = c.acksSent;
+      if (control.reliable.enabled) {
+        const cc::ReliableReport &s = result.reliable;
+        r["fragments_sent"] = s.fragmentsSent;
+        r["fragments_resent"] = s.fragmentsResent;
+        r["fragments_lost"] = s.fragmentsLost;
+        r["fragments_reordered"] = s.fragmentsReordered;
+        r["messages_resent"] = s.messagesResent;
+        r["timeouts"] = s.timeouts;
+        r["go_backs"] = s.goBacks;
+        r["acks_received"] = s.acksReceived;
+        r["nacks_received"] = s.nacksReceived;
+        r["control_lost"] = s.controlLost;
+        r["idle_gaps"] = s.idleGaps;
+        r["acknowledged"] = s.acknowledged;
+        r["done_cycle"] = s.doneCycle;
+        r["control_messages"] = result.controlMessages;
+      }
+      d["rudp"] = r;
+    }
     return d;
   }
 
@@ -271,6 +353,8 @@ private:
   netvm::me::CompiledApp meStage;
   std::unique_ptr<netvm::me::CompiledApp> next;
   std::unique_ptr<netvm::rt::Engine> host;
+  uint32_t rudp = 0;
+  bool retransmit = false;
 };
 
 nb::dict place(const PySchema &s, const std::optional<std::string> &query,
@@ -296,6 +380,61 @@ nb::dict place(const PySchema &s, const std::optional<std::string> &query,
   d["code_words"] = p.codeWords;
   return d;
 }
+
+/// The resource manager's table of running chains (docs/ccore.md).
+struct PyManager {
+  PyManager(unsigned hostThreads, bool keepSpare)
+      : manager(netvm::me::MachineConfig(), hostThreads, keepSpare) {}
+  cc::ResourceManager manager;
+
+  nb::dict add(const PySchema &s, const std::string &name,
+               const std::optional<std::string> &query,
+               const std::vector<std::pair<uint32_t, std::string>> &subs,
+               const std::map<std::string, uint32_t> &params, double rateGbps,
+               const std::string &side) {
+    cc::ChainDemand demand;
+    if (side == "me")
+      demand.side = cc::ChainDemand::Side::ME;
+    else if (side == "host")
+      demand.side = cc::ChainDemand::Side::Host;
+    else if (side != "auto")
+      throw std::invalid_argument("side '" + side +
+                                  "': expected 'auto', 'me' or 'host'");
+    Stage stage;
+    buildStage(s, query, subs, params, /*specialize=*/true, stage);
+    demand.rateGbps = rateGbps;
+    demand.messageBytes = stage.queries.front().format->size;
+    unsigned id = 0;
+    cc::Placement p =
+        manager.add(name, stage.app, demand, &id, query ? *query : "multicast");
+    nb::dict d;
+    d["where"] = cc::whereName(p.where);
+    d["reason"] = p.reason;
+    d["id"] = p.where == cc::Placement::Where::Refused ? 0 : id;
+    return d;
+  }
+
+  std::vector<nb::dict> table() const {
+    std::vector<nb::dict> rows;
+    for (const cc::RunningChain &c : manager.chains()) {
+      nb::dict d;
+      d["id"] = c.id;
+      d["name"] = c.name;
+      d["description"] = c.description;
+      d["stages"] = c.stages;
+      d["where"] = cc::whereName(c.where);
+      d["mes"] = c.mes;
+      d["host_threads"] = c.hostThreads;
+      d["code_words"] = c.codeWords;
+      d["rate_gbps"] = c.rateGbps;
+      d["estimate"] = c.estimate;
+      d["budget"] = c.budget;
+      d["load"] = c.load;
+      rows.push_back(d);
+    }
+    return rows;
+  }
+};
 
 } // namespace
 
@@ -396,12 +535,36 @@ void bindCCore(nb::module_ &m) {
       .def(nb::init<const PySchema &, std::optional<std::string>,
                     std::vector<std::pair<uint32_t, std::string>>,
                     std::optional<std::string>, std::map<std::string, uint32_t>,
-                    bool, double>(),
+                    bool, double, uint32_t, bool>(),
            "schema"_a, "query"_a, "subscribers"_a, "host_query"_a, "params"_a,
-           "specialize"_a, "rate_gbps"_a)
+           "specialize"_a, "rate_gbps"_a, "rudp"_a, "retransmit"_a)
       .def("run", &PyChain::run, "messages"_a, "swap"_a, "swap_at"_a,
            "swap_same"_a, "reconfigure"_a, "auto_specialize"_a, "stable_us"_a,
-           "stable_messages"_a);
+           "stable_messages"_a)
+      .def("run_reliable", &PyChain::runReliable, "messages"_a, "window"_a,
+           "timeout_us"_a, "loss"_a, "reorder"_a, "control_loss"_a, "seed"_a,
+           "drop"_a);
+
+  nb::class_<PyManager>(m, "CCoreResourceManager",
+                        "The resource manager's table of running chains.")
+      .def(nb::init<unsigned, bool>(), "host_threads"_a, "keep_spare"_a)
+      .def("add", &PyManager::add, "schema"_a, "name"_a, "query"_a,
+           "subscribers"_a, "params"_a, "rate_gbps"_a, "side"_a)
+      .def(
+          "remove",
+          [](PyManager &m, const std::string &name) {
+            return m.manager.remove(name);
+          },
+          "name"_a)
+      .def("table", &PyManager::table)
+      .def_prop_ro("free_mes",
+                   [](const PyManager &m) { return m.manager.freeMEs(); })
+      .def_prop_ro("spare_me",
+                   [](const PyManager &m) { return m.manager.spareME(); })
+      .def_prop_ro(
+          "free_host_threads",
+          [](const PyManager &m) { return m.manager.freeHostThreads(); })
+      .def("text", [](const PyManager &m) { return m.manager.text(); });
 
   m.def("ccore_place", &place, "schema"_a, "query"_a, "subscribers"_a,
         "params"_a, "rate_gbps"_a, "busy_mes"_a, "keep_spare"_a);

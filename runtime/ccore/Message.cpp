@@ -554,13 +554,9 @@ bool fragmentMessages(const std::vector<std::vector<uint8_t>> &messages,
     return false;
   }
   std::mt19937_64 random(options.seed);
-  auto put16 = [](std::vector<uint8_t> &f, size_t at, uint32_t v) {
-    f[at] = uint8_t(v >> 8);
-    f[at + 1] = uint8_t(v);
-  };
   for (size_t k = 0; k < messages.size(); ++k) {
     const std::vector<uint8_t> &m = messages[k];
-    size_t count = (m.size() + options.payload - 1) / options.payload;
+    uint32_t count = fragmentCount(m.size(), options.payload);
     if (m.size() < headerBytes || m.size() > 0xFFFF ||
         count > rudpMaxFragments) {
       error = "message " + std::to_string(k) + " (" + std::to_string(m.size()) +
@@ -568,26 +564,35 @@ bool fragmentMessages(const std::vector<std::vector<uint8_t>> &messages,
               " fragments of " + std::to_string(options.payload) + " bytes";
       return false;
     }
-    uint32_t sequence = options.firstSequence + uint32_t(k);
-    for (size_t i = 0; i < count; ++i) {
-      size_t from = i * options.payload;
-      size_t length = std::min<size_t>(options.payload, m.size() - from);
+    for (uint32_t i = 0; i < count; ++i) {
       if (options.lossPercent && random() % 100 < options.lossPercent)
         continue;
-      std::vector<uint8_t> f(rudpHeaderBytes + length);
-      std::copy(m.begin(), m.begin() + 4, f.begin()); // the stream id
-      for (int b = 0; b < 4; ++b)
-        f[4 + b] = uint8_t(sequence >> (24 - 8 * b));
-      put16(f, 8, uint32_t(i));
-      put16(f, 10, uint32_t(count));
-      put16(f, 12, uint32_t(length));
-      put16(f, 14, uint32_t(m.size()));
-      std::copy(m.begin() + from, m.begin() + from + length,
-                f.begin() + rudpHeaderBytes);
-      fragments.push_back(std::move(f));
+      fragments.emplace_back();
+      makeFragment(m, options.firstSequence + uint32_t(k), i, options.payload,
+                   fragments.back());
     }
   }
   return true;
+}
+
+void makeFragment(const std::vector<uint8_t> &m, uint32_t sequence,
+                  uint32_t index, uint32_t payload, std::vector<uint8_t> &f) {
+  size_t from = size_t(index) * payload;
+  size_t length = std::min<size_t>(payload, m.size() - from);
+  auto put16 = [&](size_t at, uint32_t v) {
+    f[at] = uint8_t(v >> 8);
+    f[at + 1] = uint8_t(v);
+  };
+  f.assign(rudpHeaderBytes + length, 0);
+  std::copy(m.begin(), m.begin() + 4, f.begin()); // the stream id
+  for (int b = 0; b < 4; ++b)
+    f[4 + b] = uint8_t(sequence >> (24 - 8 * b));
+  put16(8, index);
+  put16(10, fragmentCount(m.size(), payload));
+  put16(12, uint32_t(length));
+  put16(14, uint32_t(m.size()));
+  std::copy(m.begin() + from, m.begin() + from + length,
+            f.begin() + rudpHeaderBytes);
 }
 
 } // namespace netvm::ccore

@@ -1,5 +1,6 @@
 """netvm.ccore: channels, chains across the MEs and the host, swaps,
-reconfiguration, the resource report and placement (docs/ccore.md)."""
+reconfiguration, the resource report, placement and the table of running
+chains, reliable UDP with retransmission (docs/ccore.md)."""
 
 import struct
 
@@ -102,7 +103,7 @@ def test_place(schema):
     me = ccore.place(schema, "from flight select price > 500", rate_gbps=1.0)
     assert me["where"] == "me" and 0 < me["me_cycles"] <= me["budget_cycles"]
     host = ccore.place(schema, "from flight select price > 500", busy_mes=6)
-    assert host["where"] == "host" and "MEs: the chain needs 3" in \
+    assert host["where"] == "host" and "MEs: needs 3, 1 free (of 8" in \
         host["reason"]
     refused = ccore.place(schema, "from flight select price > 500",
                           rate_gbps=1000.0)
@@ -110,6 +111,94 @@ def test_place(schema):
     assert refused["reason"].startswith("does not fit: MEs:")
     with pytest.raises(ValueError, match="no field 'colour'"):
         ccore.place(schema, "from flight select colour == 1")
+
+
+def test_resource_manager_table(schema):
+    manager = ccore.ResourceManager(host_threads=1)
+    assert manager.spare_me == 3 and manager.free_mes == 7
+    select = "from flight select price > 500"
+    a = manager.add(schema, "a", select, rate_gbps=1.0)
+    b = manager.add(schema, "b", "from flight project flightno, price",
+                    rate_gbps=1.0)
+    assert (a["where"], a["id"], b["where"], b["id"]) == ("me", 1, "me", 2)
+    assert manager.free_mes == 1
+    c = manager.add(schema, "c", select, side="me")
+    assert c["where"] == "refused" and c["reason"] == (
+        "does not fit: MEs: needs 3, 1 free (of 8; 1 kept spare for "
+        "hot-swaps); host: not asked for")
+    full = manager.add(schema, "c", select)
+    assert full["where"] == "host" and full["id"] == 3
+    assert manager.remove("c")
+    d = manager.add(schema, "d", select)
+    assert d["where"] == "host" and d["id"] == 4
+    assert manager.free_host_threads == 0
+    refused = manager.add(schema, "x", select)
+    assert refused["where"] == "refused" and refused["reason"].endswith(
+        "host: needs 1 thread, 0 free")
+    assert manager.add(schema, "d", select)["reason"] == \
+        "a chain named 'd' is running"
+    rows = manager.table()
+    assert [(r["name"], r["where"], r["mes"], r["host_threads"])
+            for r in rows] == [("a", "me", [0, 1, 2], []),
+                               ("b", "me", [4, 5, 6], []),
+                               ("d", "host", [], [0])]
+    assert rows[0]["code_words"] > 0 and rows[2]["code_words"] == 0
+    assert 0 < rows[0]["load"] < 1
+    assert rows[0]["load"] == pytest.approx(rows[0]["estimate"] /
+                                            rows[0]["budget"])
+    assert manager.remove("a") and not manager.remove("a")
+    assert manager.free_mes == 4
+    e = manager.add(schema, "e", select, side="me")
+    assert e["where"] == "me" and e["id"] == 5
+    assert [r["mes"] for r in manager.table()] == [[4, 5, 6], [], [0, 1, 2]]
+    assert "free: 1 of 8 MEs (ME 3 kept spare), 0 of 1 host threads" in \
+        str(manager)
+
+
+TICKS = """format tick id 3 size 64 {
+  u32 seq;
+  u32 price;
+  bytes pad[48];
+}
+"""
+
+
+def test_reliable_udp_retransmission():
+    ticks = ccore.Schema(TICKS, "<ticks>")
+    messages = ticks.generate("tick", 60, ranges={"price": (0, 1000)})
+    chain = ccore.Chain(ticks, "from tick", rudp=16, retransmit=True,
+                        rate_gbps=0.02)
+    clean = chain.run(messages)
+    assert clean.outputs == messages
+    assert clean.rudp["fragments_sent"] == 240
+    assert clean.rudp["fragments_resent"] == 0
+    assert clean.rudp["acks_sent"] == 60 and clean.rudp["nacks_sent"] == 0
+    for loss in (5, 20):
+        run = chain.run(messages, loss=loss, reorder=10, control_loss=10,
+                        seed=loss)
+        assert run.outputs == messages          # in order, byte for byte
+        r = run.rudp
+        assert r["delivered"] == 60 and r["acknowledged"] == 60
+        assert r["fragments_sent"] - r["fragments_resent"] == 240
+        assert r["fragments_lost"] > 0 and r["nacks_sent"] > 0
+        assert r["control_messages"] == r["nacks_sent"] + r["acks_sent"]
+    tail = chain.run(messages, drop=[239])    # the last message's last
+    assert tail.outputs == messages           # fragment: the timeout
+    assert (tail.rudp["timeouts"], tail.rudp["messages_resent"],
+            tail.rudp["fragments_resent"], tail.rudp["rejected"]) == \
+        (1, 1, 4, 3)
+    with pytest.raises(ValueError, match="runs without swap"):
+        chain.run(messages, swap="spare")
+    reporting = ccore.Chain(ticks, "from tick", rudp=16)
+    lossy = reporting.run(messages, loss=10)
+    assert lossy.rudp["delivered"] + lossy.rudp["lost"] <= 60
+    assert lossy.rudp["lost"] > 0 and len(lossy.outputs) < 60
+    with pytest.raises(ValueError, match="need retransmit"):
+        reporting.run(messages, reorder=5)
+    with pytest.raises(RuntimeError, match="needs a line rate"):
+        ccore.Chain(ticks, "from tick", rudp=16, retransmit=True).run(messages)
+    with pytest.raises(ValueError, match="retransmit needs rudp"):
+        ccore.Chain(ticks, "from tick", retransmit=True)
 
 
 TABLE3 = ("from flight select price >= $p and bags <= $b and status < $s "

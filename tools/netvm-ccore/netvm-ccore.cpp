@@ -37,12 +37,15 @@ static cl::SubCommand decodeCmd("decode", "Print the messages of a pcap file");
 static cl::SubCommand
     chainCmd("chain", "Run a chain (an ME stage, a host stage) over "
                       "generated messages on the emulator, with a hot-swap");
+static cl::SubCommand
+    placeCmd("place", "Place chains on one machine with the resource manager, "
+                      "remove some, and print its table of running chains");
 
 static cl::opt<std::string> schemaPath("schema", cl::desc("The schema file"),
                                        cl::value_desc("file.ccs"), cl::Required,
                                        cl::sub(compileCmd), cl::sub(genCmd),
                                        cl::sub(decodeCmd), cl::sub(chainCmd),
-                                       cl::cat(category));
+                                       cl::sub(placeCmd), cl::cat(category));
 static cl::opt<std::string>
     output("o",
            cl::desc("Output file (compile: default standard output; chain: the "
@@ -95,6 +98,40 @@ static cl::opt<unsigned>
                       "(default 0)"),
              cl::init(0), cl::sub(genCmd), cl::sub(chainCmd),
              cl::cat(category));
+static cl::opt<bool> rudpRetransmit(
+    "rudp-retransmit",
+    cl::desc("With --rudp: reliable UDP with retransmission (go-back-N: "
+             "NACKs, cumulative ACKs, a timeout) instead of loss reporting; "
+             "the sender is a host-side model timed by --rate-gbps "
+             "(docs/ccore.md, \"Retransmission\"); compile: the "
+             "reassembler of that protocol"),
+    cl::sub(chainCmd), cl::sub(compileCmd), cl::cat(category));
+static cl::opt<unsigned>
+    rudpWindow("rudp-window",
+               cl::desc("With --rudp-retransmit: messages in flight at most "
+                        "(default 8)"),
+               cl::init(8), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<double> rudpTimeout(
+    "rudp-timeout",
+    cl::desc("With --rudp-retransmit: emulated us without an ACK before the "
+             "oldest unacknowledged message is resent (default 200)"),
+    cl::init(200), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<unsigned> rudpReorder(
+    "rudp-reorder",
+    cl::desc("With --rudp-retransmit: percentage of fragments the network "
+             "delays behind the next one (default 0)"),
+    cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<unsigned> rudpControlLoss(
+    "rudp-control-loss",
+    cl::desc("With --rudp-retransmit: percentage of ACKs and NACKs the return "
+             "path loses (default 0)"),
+    cl::init(0), cl::sub(chainCmd), cl::cat(category));
+static cl::list<uint64_t> rudpDrop(
+    "rudp-drop",
+    cl::desc("With --rudp-retransmit: the network loses the first sending of "
+             "fragment K of the stream (counted from 0 over every message's "
+             "fragments; repeatable)"),
+    cl::value_desc("K"), cl::sub(chainCmd), cl::cat(category));
 // chain
 static cl::opt<std::string> meQuery("me-query",
                                     cl::desc("The ME stage's query"),
@@ -126,8 +163,9 @@ static cl::opt<double> rateGbps(
     "rate-gbps",
     cl::desc("Offer the messages at this line rate (Gbit/s); the receive "
              "side drops what its buffers cannot hold (default 0: "
-             "lossless, as fast as the chain takes them)"),
-    cl::init(0), cl::sub(chainCmd), cl::cat(category));
+             "lossless, as fast as the chain takes them); place: each "
+             "--add's rate unless it gives its own"),
+    cl::init(0), cl::sub(chainCmd), cl::sub(placeCmd), cl::cat(category));
 static cl::opt<std::string> placementMode(
     "placement",
     cl::desc("Where the first stage (--me-query or the subscribers) runs: me "
@@ -142,8 +180,29 @@ static cl::opt<unsigned>
             cl::init(0), cl::sub(chainCmd), cl::cat(category));
 static cl::opt<bool>
     noSpare("no-spare",
-            cl::desc("With --placement=auto: keep no ME idle for hot-swaps"),
-            cl::sub(chainCmd), cl::cat(category));
+            cl::desc("With --placement=auto, and place: keep no ME idle for "
+                     "hot-swaps"),
+            cl::sub(chainCmd), cl::sub(placeCmd), cl::cat(category));
+// place
+static cl::list<std::string> placeAdd(
+    "add",
+    cl::desc("Place a chain: its name, optionally where it may go (me, host; "
+             "default auto) and its offered rate, then its query "
+             "(repeatable; taken in command-line order with --remove)"),
+    cl::value_desc("name[@me|@host][:gbps]=query"), cl::sub(placeCmd),
+    cl::cat(category));
+static cl::list<std::string>
+    placeRemove("remove", cl::desc("Remove a running chain (repeatable)"),
+                cl::value_desc("name"), cl::sub(placeCmd), cl::cat(category));
+static cl::opt<unsigned>
+    hostThreads("host-threads",
+                cl::desc("Host threads the manager may give chains "
+                         "(default 2)"),
+                cl::init(2), cl::sub(placeCmd), cl::cat(category));
+static cl::opt<std::string>
+    placeJson("json", cl::desc("Write the final table as JSON to this file"),
+              cl::value_desc("file.json"), cl::sub(placeCmd),
+              cl::cat(category));
 static cl::opt<std::string> reportPath(
     "report",
     cl::desc("Write the resource report (per-ME and per-host-thread load, "
@@ -315,7 +374,8 @@ static int compileMain(const Schema &schema) {
     if (!format)
       return fail("compile --rudp needs --format, a format of the schema");
     std::string netil, error;
-    if (!emitReassembler(*format, rudpPayload, peName, netil, error))
+    if (!emitReassembler(*format, rudpPayload, peName, netil, error,
+                         rudpRetransmit))
       return fail(error);
     if (output.empty() || output == "-") {
       llvm::outs() << netil;
@@ -481,10 +541,22 @@ static int chainMain(const Schema &schema) {
     if (autoSpecialize.getNumOccurrences() || placementMode != "me")
       return fail("--rudp runs with --placement=me and without "
                   "--auto-specialize");
-    if (!addReassembler(firstApp, *queries.front().format, rudpPayload,
-                        error) ||
-        !addReassembler(secondApp, *queries.front().format, rudpPayload, error))
+    if (rudpRetransmit &&
+        (swapMode != "none" || !reconfigure.empty() || rateGbps <= 0))
+      return fail("--rudp-retransmit needs --rate-gbps (the sender is timed "
+                  "by the wire) and runs without --swap and --reconfigure");
+    if (rudpLoss > 100 || rudpReorder > 100 || rudpControlLoss > 100)
+      return fail("--rudp-loss, --rudp-reorder and --rudp-control-loss are "
+                  "percentages (0-100)");
+    if (!rudpWindow || rudpTimeout <= 0)
+      return fail("--rudp-window and --rudp-timeout must be positive");
+    if (!addReassembler(firstApp, *queries.front().format, rudpPayload, error,
+                        rudpRetransmit) ||
+        !addReassembler(secondApp, *queries.front().format, rudpPayload, error,
+                        rudpRetransmit))
       return fail(error);
+  } else if (rudpRetransmit) {
+    return fail("--rudp-retransmit needs --rudp=N");
   }
   netvm::me::MachineConfig machine;
   if (rateGbps < 0)
@@ -618,8 +690,18 @@ static int chainMain(const Schema &schema) {
     }
   }
   size_t messageCount = messages.size();
-  if (rudpPayload && !toFragments(messages, error))
+  if (rudpRetransmit) {
+    // The sender model fragments and paces them itself.
+    ReliableOptions &r = control.reliable;
+    r = reliableOptions(rudpPayload, rudpWindow, rudpTimeout, machine.clockMHz);
+    r.lossPercent = rudpLoss;
+    r.reorderPercent = rudpReorder;
+    r.controlLossPercent = rudpControlLoss;
+    r.seed = seed;
+    r.dropFirst.assign(rudpDrop.begin(), rudpDrop.end());
+  } else if (rudpPayload && !toFragments(messages, error)) {
     return fail(error);
+  }
   ChainRun run;
   if (onHost) {
     std::unique_ptr<netvm::rt::Engine> first = compileForHost(firstApp, error);
@@ -652,7 +734,32 @@ static int chainMain(const Schema &schema) {
   if (!runChain(meStage, host.get(), messages, machine, control, run, error))
     return fail(error);
   llvm::outs() << "messages in         " << messageCount << "\n";
-  if (rudpPayload && !run.dataMemory.empty()) {
+  if (rudpRetransmit && !run.dataMemory.empty()) {
+    RudpCounters c = rudpCounters(run.dataMemory.back());
+    const ReliableReport &r = run.reliable;
+    double us = double(r.doneCycle) / machine.clockMHz;
+    llvm::outs() << "reliable UDP        " << r.fragmentsSent
+                 << " fragments sent (" << r.fragmentsResent << " resent, "
+                 << r.fragmentsLost << " lost, " << r.fragmentsReordered
+                 << " reordered), " << r.messagesResent << " messages resent, "
+                 << r.timeouts << " timeouts, " << r.idleGaps << " idle gaps\n"
+                 << "receiver            " << c.messagesDelivered
+                 << " messages delivered in order, " << c.fragmentsRejected
+                 << " fragments rejected (duplicate, late or out of order), "
+                 << c.nacksSent << " NACKs, " << c.acksSent << " ACKs sent\n"
+                 << "return path         " << run.controlMessages
+                 << " control messages, " << r.controlLost << " lost, "
+                 << r.nacksReceived << " NACKs and " << r.acksReceived
+                 << " ACKs received\n"
+                 << "goodput             " << r.acknowledged
+                 << " messages acknowledged at cycle " << r.doneCycle << ", "
+                 << llvm::format("%.1f",
+                                 us ? double(r.messageBytes) * 8 / us : 0.0)
+                 << " Mbit/s, "
+                 << llvm::format("%.0f",
+                                 us ? double(r.acknowledged) * 1e6 / us : 0.0)
+                 << " messages/s\n";
+  } else if (rudpPayload && !run.dataMemory.empty()) {
     RudpCounters c = rudpCounters(run.dataMemory.back());
     llvm::outs() << "reliable UDP        " << messages.size()
                  << " fragments in, " << c.messagesDelivered
@@ -805,6 +912,70 @@ static int decodeMain(const Schema &schema) {
   return 0;
 }
 
+/// place: the operations in command-line order; each prints one line, a
+/// refusal with its reason (not an error: the table stays as it was), and
+/// the table after the last one.
+static int placeMain(const Schema &schema) {
+  netvm::me::MachineConfig machine;
+  netvm::ccore::ResourceManager manager(machine, hostThreads, !noSpare);
+  std::vector<std::pair<unsigned, std::string>> ops;
+  for (unsigned i = 0; i < placeAdd.size(); ++i)
+    ops.push_back({placeAdd.getPosition(i), "+" + placeAdd[i]});
+  for (unsigned i = 0; i < placeRemove.size(); ++i)
+    ops.push_back({placeRemove.getPosition(i), "-" + placeRemove[i]});
+  std::sort(ops.begin(), ops.end());
+  if (ops.empty())
+    return fail("place needs --add (and --remove) operations");
+  for (auto &[position, op] : ops) {
+    if (op[0] == '-') {
+      std::string name = op.substr(1);
+      if (!manager.remove(name))
+        return fail("--remove " + name + ": no chain of that name is running");
+      llvm::outs() << "removed  " << name << "\n";
+      continue;
+    }
+    auto [head, query] = llvm::StringRef(op).drop_front().split('=');
+    auto [nameSide, rate] = head.split(':');
+    auto [name, side] = nameSide.split('@');
+    netvm::ccore::ChainDemand demand;
+    if (side == "me")
+      demand.side = netvm::ccore::ChainDemand::Side::ME;
+    else if (side == "host")
+      demand.side = netvm::ccore::ChainDemand::Side::Host;
+    else if (!side.empty())
+      return fail("--add " + op.substr(1) + ": expected @me or @host");
+    demand.rateGbps = rateGbps;
+    if (!rate.empty() &&
+        (rate.getAsDouble(demand.rateGbps) || demand.rateGbps < 0))
+      return fail("--add " + op.substr(1) + ": '" + rate.str() +
+                  "' is not a rate in Gbit/s");
+    if (name.empty() || query.empty())
+      return fail("--add " + op.substr(1) + ": expected name=query");
+    HandlerOptions options;
+    options.specialize = true;
+    options.name = "me_stage";
+    std::string error, q = query.str();
+    HandlerApp app;
+    std::vector<Query> queries;
+    if (!emitHandlerApp(schema, &q, {}, options, app, queries, error))
+      return fail(error);
+    demand.messageBytes = queries.front().format->size;
+    Placement placed = manager.add(name.str(), app, demand, nullptr, q);
+    llvm::outs() << (placed.where == Placement::Where::Refused ? "refused  "
+                                                               : "placed   ")
+                 << name << ": " << placed.reason << "\n";
+  }
+  llvm::outs() << manager.text();
+  if (!placeJson.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(placeJson, ec);
+    if (ec)
+      return fail(placeJson + ": " + ec.message());
+    out << manager.toJSON();
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -816,10 +987,11 @@ int main(int argc, char **argv) {
       "  netvm-ccore gen --schema S.ccs --format F -n N -o out.pcap\n"
       "  netvm-ccore decode --schema S.ccs in.pcap\n"
       "  netvm-ccore chain --schema S.ccs --me-query Q [--host-query Q] "
-      "[--swap=spare|in-place] [--auto-specialize[=T]]\n");
-  if (!compileCmd && !genCmd && !decodeCmd && !chainCmd)
-    return fail("give a subcommand: compile, gen, decode or chain (see "
-                "--help)");
+      "[--swap=spare|in-place] [--auto-specialize[=T]]\n"
+      "  netvm-ccore place --schema S.ccs --add 'name=Q' [--remove name]...\n");
+  if (!compileCmd && !genCmd && !decodeCmd && !chainCmd && !placeCmd)
+    return fail("give a subcommand: compile, gen, decode, chain or place "
+                "(see --help)");
   std::string error;
   std::optional<Schema> schema = loadSchema(schemaPath, error);
   if (!schema)
@@ -830,5 +1002,7 @@ int main(int argc, char **argv) {
     return genMain(*schema);
   if (chainCmd)
     return chainMain(*schema);
+  if (placeCmd)
+    return placeMain(*schema);
   return decodeMain(*schema);
 }

@@ -17,6 +17,7 @@
 #define NETVM_CCORE_CHAIN_H
 
 #include "netvm/CCore/Query.h"
+#include "netvm/CCore/Transport.h"
 #include "netvm/Runtime/Engine.h"
 #include "netvm/Target/ME/AppLayout.h"
 #include "netvm/emu/Emulator.h"
@@ -171,6 +172,12 @@ struct ChainControl {
   SwapRequest swap;
   std::vector<ParamChange> params;
   AutoSpecialize autoSpecialize;
+  /// Reliable UDP with retransmission (the ME stage starts with a reliable
+  /// reassembler, addReassembler): the messages go through the sender
+  /// model at the machine's line rate; what the MEs send to transmit port
+  /// 1 is its return path. Not with a swap, reconfiguration or automatic
+  /// specialization.
+  ReliableOptions reliable;
 };
 
 /// One switch of the handler's code that automatic specialization made:
@@ -224,6 +231,10 @@ struct ChainRun {
   unsigned handlerME = netvm::ccore::handlerME;
   std::vector<uint64_t> handlerMessages;
   std::vector<uint32_t> codeWords;
+  /// With retransmission: the sender's figures and the control messages
+  /// the MEs transmitted (the return path, not in `fromMEs`).
+  ReliableReport reliable;
+  uint64_t controlMessages = 0;
   /// Each NetPE's data memory at the end of the run (ME stage).
   std::vector<std::vector<uint8_t>> dataMemory;
   me::Stats stats;
@@ -321,6 +332,8 @@ struct PlacementRequest {
   unsigned busyMEs = 0;
   /// Host threads free for a host stage.
   unsigned freeHostThreads = 1;
+  /// False: the host only, or the MEs only (the other side is not tried).
+  bool allowME = true, allowHost = true;
 };
 struct Placement {
   enum class Where { ME, Host, Refused } where = Where::Refused;
@@ -333,6 +346,74 @@ struct Placement {
 Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
                      const me::MachineConfig &machine);
 const char *whereName(Placement::Where where);
+
+/// The resource manager's table of running chains (docs/ccore.md,
+/// "Resource manager"): it keeps every chain it placed with what it holds,
+/// places each new chain on what is left (placeChain's rule: the MEs, else
+/// the host, else refused with each resource's need and what is free) and
+/// frees a chain's resources when it is removed. One ME of the machine is
+/// kept idle for hot-swaps (the spare) unless told otherwise; a chain on
+/// the MEs holds `stageMEs` MEs (receive, handler, transmit), one on the
+/// host one host thread. The table is bookkeeping: it does not run chains.
+struct ChainDemand {
+  /// Offered rate (Gbit/s; 0: none) and message size.
+  double rateGbps = 0;
+  uint32_t messageBytes = 600;
+  unsigned stageMEs = 3;
+  /// Where the chain may go: auto (the rule), me or host only.
+  enum class Side { Auto, ME, Host } side = Side::Auto;
+};
+struct RunningChain {
+  unsigned id = 0;
+  std::string name;
+  /// What it runs: its handlers (NetPEs) and the query text, for reports.
+  unsigned stages = 0;
+  std::string description;
+  Placement::Where where = Placement::Where::Refused;
+  /// The MEs (ascending; the handler ME is the second) or host threads it
+  /// holds.
+  std::vector<unsigned> mes, hostThreads;
+  /// The handler ME's instructions of control store (MEs).
+  uint32_t codeWords = 0;
+  double rateGbps = 0;
+  /// The cost model's estimate per message on its side, the budget the
+  /// rate leaves (0: no rate) and the predicted load: estimate over budget
+  /// (the handler ME's or the host thread's share; 0 without a rate).
+  double estimate = 0, budget = 0, load = 0;
+};
+class ResourceManager {
+public:
+  ResourceManager(const me::MachineConfig &machine, unsigned hostThreads = 2,
+                  bool keepSpare = true);
+  /// Places `handler` as chain `name` (unique): on success adds it to the
+  /// table and returns its placement (`id` gets its number); refused (or a
+  /// name in use) leaves the table as it was, with the reason.
+  Placement add(const std::string &name, const HandlerApp &handler,
+                const ChainDemand &demand, unsigned *id = nullptr,
+                const std::string &description = "");
+  /// Removes a chain by name and frees what it held; false if unknown.
+  bool remove(const std::string &name);
+  const std::vector<RunningChain> &chains() const { return table; }
+  /// Free MEs (the spare not counted), the spare (or -1), free host
+  /// threads.
+  unsigned freeMEs() const;
+  int spareME() const { return spare; }
+  unsigned freeHostThreads() const;
+  /// Control store words each ME holds (0: free or spare).
+  std::vector<uint32_t> controlStoreUse() const;
+  /// The table as text (one line per chain, then the free resources) and as
+  /// a JSON object.
+  std::string text() const;
+  std::string toJSON() const;
+
+private:
+  me::MachineConfig machine;
+  int spare = -1;
+  /// Per ME and host thread, the chain id holding it (0: free).
+  std::vector<unsigned> meOwner, threadOwner;
+  std::vector<RunningChain> table;
+  unsigned nextId = 1;
+};
 
 } // namespace netvm::ccore
 

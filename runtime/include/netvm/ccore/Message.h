@@ -191,6 +191,25 @@ struct FragmentOptions {
   uint32_t firstSequence = 0;
 };
 
+/// Fragment `index` of `message` (sequence number `sequence`, fragments of
+/// `payload` bytes), written into `fragment`. The message fits (checked by
+/// the caller: at least a header, at most rudpMaxFragments fragments).
+void makeFragment(const std::vector<uint8_t> &message, uint32_t sequence,
+                  uint32_t index, uint32_t payload,
+                  std::vector<uint8_t> &fragment);
+/// Fragments of a message of `length` bytes.
+inline uint32_t fragmentCount(size_t length, uint32_t payload) {
+  return payload ? uint32_t((length + payload - 1) / payload) : 0;
+}
+
+/// The return path of reliable UDP with retransmission (docs/ccore.md,
+/// "Retransmission"): the receiver's control messages are 8 bytes, a kind
+/// and a sequence number (big-endian words). ACK n: every message before n
+/// was delivered; NACK n: a later message's fragment came while n was
+/// expected, resend from n. An idle gap of the sender is a fragment header
+/// with fragment count 0 (its wire length is the gap).
+constexpr uint32_t rudpAck = 1, rudpNack = 2, rudpControlBytes = 8;
+
 /// The fragments of `messages` in order (message k has sequence number
 /// firstSequence + k), less the lost ones. False with `error` if a
 /// message is shorter than a C-CORE header or needs more than
