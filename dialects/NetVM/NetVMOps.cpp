@@ -688,6 +688,33 @@ LogicalResult CoproExbufOp::verify() {
 #define GET_OP_CLASSES
 #include "NetVM/NetVMOps.cpp.inc"
 
+static bool multipleOf4(Value v, unsigned depth) {
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return c.getZExtValue() % 4 == 0;
+  if (depth > 8)
+    return false;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  if (auto shl = dyn_cast<arith::ShLIOp>(def))
+    return matchPattern(shl.getRhs(), m_ConstantInt(&c)) &&
+           c.getZExtValue() >= 2 && c.getZExtValue() < 32;
+  if (auto mul = dyn_cast<arith::MulIOp>(def))
+    return multipleOf4(mul.getLhs(), depth + 1) ||
+           multipleOf4(mul.getRhs(), depth + 1);
+  if (auto add = dyn_cast<arith::AddIOp>(def))
+    return multipleOf4(add.getLhs(), depth + 1) &&
+           multipleOf4(add.getRhs(), depth + 1);
+  if (auto andi = dyn_cast<arith::AndIOp>(def))
+    return (matchPattern(andi.getRhs(), m_ConstantInt(&c)) ||
+            matchPattern(andi.getLhs(), m_ConstantInt(&c))) &&
+           (c.getZExtValue() & 3) == 0;
+  return false;
+}
+
+bool netvm::isMultipleOf4(Value v) { return multipleOf4(v, 0); }
+
 bool netvm::isExecutableOp(Operation *op) {
   // Values are integers of at most 64 bits.
   auto integer = [](Type t) {

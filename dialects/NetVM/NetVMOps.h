@@ -73,6 +73,10 @@ namespace netvm {
 /// the front ends and the optimizer hold nothing else; an .mlir input with
 /// anything else is refused by every engine alike.
 bool isExecutableOp(mlir::Operation *op);
+/// Whether the IR shows `v` to be a multiple of 4: a constant, a shift
+/// left by 2 or more, a product with such a factor, a sum of two such, or
+/// a mask that clears the low two bits (memory offsets of whole words).
+bool isMultipleOf4(mlir::Value v);
 /// The largest data, info and shared memory a NetPE may declare (NetIL's
 /// limit, 64 MiB).
 constexpr uint32_t kMaxMemorySize = 64u << 20;

@@ -294,7 +294,7 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     model.pipeTransmit = 100;
     model.pipeReceive = {50, 90, 100};
     model.pipeSerialScale = 1.17;
-    model.pipeStateHold = 220;
+    model.pipeStateHold = 160;
     model.pipeStateBusy = 0.85;
     model.receiveOrdered = {41, 40, 40};
     model.transmitLatency = 2 * machine.scratchLatency + machine.txLatency +

@@ -24,32 +24,6 @@ using namespace netvm;
 
 namespace {
 
-/// Whether `v` is a multiple of 4 the IR shows.
-bool alignedTo4(Value v, unsigned depth = 0) {
-  APInt c;
-  if (matchPattern(v, m_ConstantInt(&c)))
-    return c.getZExtValue() % 4 == 0;
-  if (depth > 8)
-    return false;
-  Operation *def = v.getDefiningOp();
-  if (!def)
-    return false;
-  if (auto shl = dyn_cast<arith::ShLIOp>(def))
-    return matchPattern(shl.getRhs(), m_ConstantInt(&c)) &&
-           c.getZExtValue() >= 2 && c.getZExtValue() < 32;
-  if (auto mul = dyn_cast<arith::MulIOp>(def))
-    return alignedTo4(mul.getLhs(), depth + 1) ||
-           alignedTo4(mul.getRhs(), depth + 1);
-  if (auto add = dyn_cast<arith::AddIOp>(def))
-    return alignedTo4(add.getLhs(), depth + 1) &&
-           alignedTo4(add.getRhs(), depth + 1);
-  if (auto andi = dyn_cast<arith::AndIOp>(def))
-    return (matchPattern(andi.getRhs(), m_ConstantInt(&c)) ||
-            matchPattern(andi.getLhs(), m_ConstantInt(&c))) &&
-           (c.getZExtValue() & 3) == 0;
-  return false;
-}
-
 /// A counter: the store, its load and the value added.
 struct Counter {
   LoadOp load;
@@ -70,7 +44,8 @@ std::optional<Counter> counterOf(StoreOp store) {
     if (!load || load.getSpace() != store.getSpace() || !load->hasOneUse() ||
         load.getOffset() != store.getOffset() ||
         load.getInBounds() != store.getInBounds() ||
-        load->getBlock() != store->getBlock() || !alignedTo4(store.getOffset()))
+        load->getBlock() != store->getBlock() ||
+        !isMultipleOf4(store.getOffset()))
       continue;
     // Nothing between may write or read the word.
     bool clean = true;

@@ -625,6 +625,10 @@ Value HandlerLowering::sramLoad(Location loc, uint32_t base, Value offset,
                         words == 2 ? read.getResult(1) : Value(), n, size);
   }
   Value address = alu(loc, "+", get(offset), constant(base, loc));
+  if (size == 4 && isMultipleOf4(offset) && base % 4 == 0)
+    return med::MemOp::create(b, loc, TypeRange{b.getI32Type()}, "sram", "read",
+                              address, zero, ValueRange(), 1)
+        .getResult(0);
   Value aligned = alu(loc, "and~", address, constant(3, loc));
   auto read =
       med::MemOp::create(b, loc, SmallVector<Type>(2, b.getI32Type()), "sram",
@@ -925,6 +929,16 @@ LogicalResult HandlerLowering::lowerStore(StoreOp op) {
   auto c = constantOf(op.getOffset());
   if (c)
     enterState(loc, op.getSpace());
+  if (!c && size == 4 && isMultipleOf4(op.getOffset()) &&
+      space->first % 4 == 0) {
+    // A whole word (a counter indexed by a hash, say): one write.
+    enterState(loc, op.getSpace());
+    med::MemOp::create(
+        b, loc, TypeRange(), "sram", "write",
+        alu(loc, "+", get(op.getOffset()), constant(space->first, loc)),
+        constant(0, loc), ValueRange{get(op.getValue())}, 1);
+    return success();
+  }
   if (!c)
     return storeBytes(op, op.getSpace(), get(op.getOffset()),
                       get(op.getValue()), size);
