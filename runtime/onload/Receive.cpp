@@ -632,8 +632,8 @@ void Receiver::hostWork(netvm_emu_host *host, uint64_t now) {
 
 bool Receiver::idle() const {
   // A session's live wire never ends: its contexts put no markers.
-  if ((!hooks && markers < config.rxMEs * 8) || !pending.empty() || !inFlight.empty() ||
-      !device.empty() || !reorder.empty())
+  if ((!hooks && markers < config.rxMEs * 8) || !pending.empty() ||
+      !inFlight.empty() || !device.empty() || !reorder.empty())
     return false;
   for (const UpRing &r : up)
     if (!r.consumer.empty() || r.landedTail != r.sentTail)

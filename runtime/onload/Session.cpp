@@ -61,7 +61,8 @@ std::unique_ptr<Session> Session::open(const OnloadConfig &config,
     return nullptr;
   }
   if (config.upRingBytes % hostif::slotAlign || config.upRingBytes < 8 * 1024 ||
-      config.downRingBytes % hostif::slotAlign || config.downRingBytes < 4 * 64) {
+      config.downRingBytes % hostif::slotAlign ||
+      config.downRingBytes < 4 * 64) {
     error = "the UP ring must be a multiple of 64 bytes and at least 8 KB, "
             "the DOWN ring a multiple of 64 bytes and at least 256";
     return nullptr;
@@ -139,10 +140,10 @@ bool Session::runUntil(const std::function<bool(uint64_t)> &done,
                        const char *what, std::string &error) {
   if (done(now()))
     return true;
-  size_t outstanding = wire->frames.size() + sends->frames.size() -
-                       std::min<size_t>(wire->frames.size() +
-                                            sends->frames.size(),
-                                        totals.received + totals.transmitted);
+  size_t outstanding =
+      wire->frames.size() + sends->frames.size() -
+      std::min<size_t>(wire->frames.size() + sends->frames.size(),
+                       totals.received + totals.transmitted);
   wanted = &done;
   deadline = now() + cycleBudget(outstanding);
   timedOut = false;
@@ -389,10 +390,9 @@ bool Session::controlBlockCount(int socket, uint32_t &count) const {
       size_t(socket) >= sockets.size())
     return false;
   std::vector<uint8_t> word;
-  if (!machine->readMemory(me::Memory::Sram,
-                           controlBlocks + uint32_t(socket) * controlBlockBytes +
-                               4,
-                           4, word))
+  if (!machine->readMemory(
+          me::Memory::Sram,
+          controlBlocks + uint32_t(socket) * controlBlockBytes + 4, 4, word))
     return false;
   count = uint32_t(word[0]) << 24 | uint32_t(word[1]) << 16 |
           uint32_t(word[2]) << 8 | word[3];

@@ -100,7 +100,7 @@ private:
   DmaEngine ownDma;
   DmaEngine &dma; // a session's is shared with its receive side
   uint64_t ownFree = 0;
-  uint64_t &hostFree; // ... and so is the host's time
+  uint64_t &hostFree;    // ... and so is the host's time
   RingProducer producer; // the host's side of the DOWN ring
   RingConsumer consumer; // the NP's
   std::vector<uint8_t> down;
