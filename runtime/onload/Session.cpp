@@ -381,8 +381,18 @@ bool Session::flush(std::string &error) {
 }
 
 bool Session::compute(uint64_t cycles, std::string &error) {
+  // The program runs while the host has nothing else to do: the driver's
+  // and the stack's work (interrupts, protocol) preempts it, so it ends
+  // `cycles` plus the host work that came in between after it began.
   totals.computeCycles += cycles;
-  return busy(cycles, "compute", error);
+  auto hostWork = [this] {
+    return rxResult->host.busyCycles + txResult->host.busyCycles;
+  };
+  uint64_t start = std::max(now(), shared->hostFree), before = hostWork();
+  std::function<bool(uint64_t)> done = [&](uint64_t at) {
+    return at >= start + cycles + (hostWork() - before);
+  };
+  return runUntil(done, "compute", error);
 }
 
 bool Session::controlBlockCount(int socket, uint32_t &count) const {

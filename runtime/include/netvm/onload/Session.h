@@ -129,8 +129,9 @@ public:
   /// Runs the machine until everything fed has been handled and every
   /// datagram sent has left the fabric.
   bool flush(std::string &error);
-  /// The program's own work between calls: the host processor is busy for
-  /// `cycles` while the NP goes on (a think time).
+  /// The program's own work between calls (a think time): `cycles` of the
+  /// host processor, which the driver and stack preempt (interrupts,
+  /// protocol work) while the NP goes on.
   bool compute(uint64_t cycles, std::string &error);
   /// The emulated clock: the cycle the machine stands at.
   uint64_t now() const;
