@@ -66,6 +66,10 @@ namespace netvm::onload {
 /// per bound port into SRAM, before the run.
 bool setUpSockets(me::Emulator &emulator, const std::vector<uint16_t> &ports,
                   std::string &error);
+/// The same for one socket (a session's bind: the others' control blocks
+/// and their counters stay as they are).
+bool setUpSocket(me::Emulator &emulator, unsigned socket, uint16_t port,
+                 std::string &error);
 
 /// Writes the control block of socket `socket` at `block` in SRAM, with
 /// the transmit header template of `header` (its addresses and ports).

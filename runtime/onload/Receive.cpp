@@ -735,21 +735,25 @@ std::vector<uint32_t> takeDone(netvm_emu_host *host) {
 
 bool setUpSockets(me::Emulator &emulator, const std::vector<uint16_t> &ports,
                   std::string &error) {
-  for (size_t i = 0; i < ports.size(); ++i) {
-    uint32_t block = controlBlocks + uint32_t(i) * controlBlockBytes;
-    uint8_t entry[4] = {uint8_t(block >> 24), uint8_t(block >> 16),
-                        uint8_t(block >> 8), uint8_t(block)};
-    Datagram header;
-    header.srcIp = 0x0a000002;
-    header.dstIp = 0x0a000001;
-    header.srcPort = ports[i];
-    header.dstPort = 5000;
-    if (!emulator.writeMemory(me::Memory::Sram, portTable + 4 * ports[i], entry,
-                              4, error) ||
-        !writeControlBlock(emulator, block, unsigned(i), header, error))
+  for (size_t i = 0; i < ports.size(); ++i)
+    if (!setUpSocket(emulator, unsigned(i), ports[i], error))
       return false;
-  }
   return true;
+}
+
+bool setUpSocket(me::Emulator &emulator, unsigned socket, uint16_t port,
+                 std::string &error) {
+  uint32_t block = controlBlocks + socket * controlBlockBytes;
+  uint8_t entry[4] = {uint8_t(block >> 24), uint8_t(block >> 16),
+                      uint8_t(block >> 8), uint8_t(block)};
+  Datagram header;
+  header.srcIp = 0x0a000002;
+  header.dstIp = 0x0a000001;
+  header.srcPort = port;
+  header.dstPort = 5000;
+  return emulator.writeMemory(me::Memory::Sram, portTable + 4 * port, entry, 4,
+                              error) &&
+         writeControlBlock(emulator, block, socket, header, error);
 }
 
 bool writeControlBlock(me::Emulator &emulator, uint32_t block, unsigned socket,

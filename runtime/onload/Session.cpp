@@ -138,6 +138,10 @@ uint64_t Session::now() const { return machine->cycle(); }
 
 bool Session::runUntil(const std::function<bool(uint64_t)> &done,
                        const char *what, std::string &error) {
+  if (!failure.empty()) {
+    error = "the stack failed earlier: " + failure;
+    return false;
+  }
   if (done(now()))
     return true;
   size_t outstanding =
@@ -150,6 +154,14 @@ bool Session::runUntil(const std::function<bool(uint64_t)> &done,
   machine->run();
   wanted = nullptr;
   ++totals.runs;
+  if (!checkRun(what, cycleBudget(outstanding), error)) {
+    failure = error; // the machine is not in a state to go on
+    return false;
+  }
+  return true;
+}
+
+bool Session::checkRun(const char *what, uint64_t budget, std::string &error) {
   const me::Stats &st = machine->stats();
   if (st.faults.size() > faultsSeen) {
     const me::Fault &f = st.faults[faultsSeen];
@@ -165,8 +177,8 @@ bool Session::runUntil(const std::function<bool(uint64_t)> &done,
     return false;
   }
   if (timedOut) {
-    error = std::string(what) + " did not finish in " +
-            std::to_string(cycleBudget(outstanding)) + " cycles";
+    error = std::string(what) + " did not finish in " + std::to_string(budget) +
+            " cycles";
     return false;
   }
   if (rxResult->corrupted) {
@@ -199,12 +211,9 @@ Session::Bind Session::bind(unsigned port, int &socket, std::string &error) {
     return Bind::Full;
   }
   // The port table entry and the socket's control block go into SRAM
-  // (the machine stands still between calls).
-  std::vector<uint16_t> ports;
-  for (const Socket &s : sockets)
-    ports.push_back(s.port);
-  ports.push_back(uint16_t(port));
-  if (!setUpSockets(*machine, ports, error))
+  // (the machine stands still between calls); the other sockets' blocks,
+  // and the MEs' counts in them, stay as they are.
+  if (!setUpSocket(*machine, unsigned(sockets.size()), uint16_t(port), error))
     return Bind::Full;
   Socket s;
   s.port = uint16_t(port);

@@ -7,6 +7,7 @@ answers every datagram."""
 import errno
 import ipaddress
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -255,6 +256,9 @@ def test_echo_example(tmp_path):
              str(out)], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         assert f"{design}: echoed 18 datagrams, 18 frames left" in done.stdout
+        clock = re.search(rf"{design}: clock (\d+) cycles; receive latency "
+                          r"(\d+), send latency (\d+) cycles", done.stdout)
+        assert clock and all(int(g) > 0 for g in clock.groups())
         echoed = [check_frame(f) for f in read_pcap(out)]
         expected = [(("10.0.0.2", 7), (f"10.9.0.{1 + i % 3}", 2000 + i),
                      f"ping {i} ".encode() * (1 + i % 9))

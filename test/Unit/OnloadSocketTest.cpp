@@ -26,16 +26,21 @@ namespace {
 
 const char *const designs[] = {"emu-nic", "softnic", "onloader"};
 
-/// A stack of `design` through the C API, its image assembled here.
-netvm_onload_stack *openStack(const char *design) {
+/// A stack of `design` through the C API, its image assembled here: the
+/// design's program, or `program` if given.
+netvm_onload_stack *openStack(const char *design,
+                              const std::string &program = "") {
   netvm_onload_options o;
   netvm_onload_options_init(&o);
   o.design = design;
-  size_t length = 0;
-  EXPECT_EQ(netvm_onload_program(&o, nullptr, 0, &length), NETVM_ONLOAD_OK);
-  std::string text(length + 1, '\0');
-  netvm_onload_program(&o, text.data(), text.size(), &length);
-  text.resize(length);
+  std::string text = program;
+  if (text.empty()) {
+    size_t length = 0;
+    EXPECT_EQ(netvm_onload_program(&o, nullptr, 0, &length), NETVM_ONLOAD_OK);
+    text.assign(length + 1, '\0');
+    netvm_onload_program(&o, text.data(), text.size(), &length);
+    text.resize(length);
+  }
   me::AssemblerOptions options;
   me::Image image;
   std::vector<std::string> errors;
@@ -395,6 +400,13 @@ TEST(OnloadSocket, NpStateCarriesOverFromCallToCall) {
                 round);
       EXPECT_EQ(st.fed, k);
       EXPECT_EQ(st.cycles, clock(s));
+      // A socket bound mid-session leaves the others' blocks alone.
+      int c = -1;
+      ASSERT_EQ(netvm_onload_bind(s, 9100 + round, &c), NETVM_ONLOAD_OK);
+      if (d == "onloader") {
+        ASSERT_EQ(netvm_onload_np_count(s, a, &count), NETVM_ONLOAD_OK);
+        EXPECT_EQ(count, aGot);
+      }
     }
     netvm_onload_close(s);
   }
@@ -549,5 +561,29 @@ TEST(OnloadSocket, ComputeOverlapsTheNpAndChargesTheClock) {
   ASSERT_EQ(netvm_onload_stats_get(s, &st), NETVM_ONLOAD_OK);
   EXPECT_EQ(st.compute_cycles, 2'000'000u);
   EXPECT_EQ(st.received, 10u);
+  netvm_onload_close(s);
+}
+
+// A machine that cannot finish a call fails it within the budget, and the
+// stack stays failed: no call runs the broken machine again.
+TEST(OnloadSocket, AStuckMachineFailsOnceAndForAll) {
+  // MEs that stop at once: nothing fed is ever received.
+  netvm_onload_stack *s =
+      openStack("softnic", ".me 0\n.ctx_enable 1\n    ctx_arb[kill]\n");
+  ASSERT_NE(s, nullptr);
+  int a = -1;
+  ASSERT_EQ(netvm_onload_bind(s, 9000, &a), NETVM_ONLOAD_OK);
+  feed(s, request(0, 9000, 64));
+  std::vector<uint8_t> got;
+  netvm_onload_address from{};
+  EXPECT_EQ(recvAll(s, a, got, from), NETVM_ONLOAD_FAILED);
+  std::string first = netvm_onload_error(s);
+  EXPECT_NE(first.find("recv did not finish in 22000000 cycles"),
+            std::string::npos)
+      << first;
+  EXPECT_GE(clock(s), 22'000'000u);
+  EXPECT_EQ(netvm_onload_flush(s), NETVM_ONLOAD_FAILED);
+  EXPECT_EQ(std::string(netvm_onload_error(s)),
+            "the stack failed earlier: " + first);
   netvm_onload_close(s);
 }

@@ -155,6 +155,9 @@ private:
   /// within a budget; `what` names the call in errors.
   bool runUntil(const std::function<bool(uint64_t)> &done, const char *what,
                 std::string &error);
+  /// After a run: a fault, a machine that stopped, a budget exceeded or a
+  /// stray datagram is an error.
+  bool checkRun(const char *what, uint64_t budget, std::string &error);
   /// The host processor is busy for `cycles` from now (after what it is
   /// busy with): the machine runs until then.
   bool busy(uint64_t cycles, const char *what, std::string &error);
@@ -190,6 +193,8 @@ private:
   uint64_t deadline = 0;
   bool timedOut = false;
   size_t faultsSeen = 0;
+  /// Why the machine failed; every later call that runs it fails too.
+  std::string failure;
   SessionStats totals;
 };
 

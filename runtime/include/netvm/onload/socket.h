@@ -42,7 +42,8 @@ enum netvm_onload_status {
   NETVM_ONLOAD_NO_SPACE = -3,
   /* A file could not be read. */
   NETVM_ONLOAD_IO = -4,
-  /* The emulated stack failed (an ME fault, a run that did not finish). */
+  /* The emulated stack failed (an ME fault, a call whose run did not
+   * finish); the stack stays failed. */
   NETVM_ONLOAD_FAILED = -5
 };
 
