@@ -7,9 +7,11 @@ interface features, and prints Markdown: receive and transmit throughput
 and host cycles per datagram against datagram size, onloader over softnic, the
 effect of each interface feature on small messages, polling against
 interrupts, the user-buffer mapping cache, a per-stage latency breakdown
-of one message at low load (wire to socket and back), drops above saturation, and the issue's
-targets marked met or missed. Every figure is emulated (exact and
-repeatable), not timed. With --plot DIR it draws DIR/onload.png.
+of one message at low load (wire to socket and back), drops above
+saturation, echo servers over the socket API on one persistent machine
+(round trips and bursts), and the issue's targets marked met or missed.
+Every figure is emulated (exact and repeatable), not timed. With --plot
+DIR it draws DIR/onload.png.
 
 Usage: bench/onload.py [--build build] [--count N] [--plot DIR]
 Results: bench/README.md ("Onload layer (issue 17)").
@@ -234,6 +236,9 @@ def main():
     targets.append(("no datagram lost or corrupted below saturation; every "
                     "drop counted above", "checked in every run", ok))
 
+    # 6. A socket session: one machine for a program's whole life.
+    session(args, rx)
+
     print("\n### Targets\n")
     print("| target | measured | |")
     print("|---|---|---|")
@@ -243,6 +248,77 @@ def main():
     if args.plot:
         plot(rx, tx, args.plot)
     return 0
+
+
+def session(args, rx):
+    """Echo servers through the socket API (netvm.onload), each stack one
+    emulated machine: round trips one at a time, a burst echoed, and
+    receive alone against netvm-onload's figure."""
+    sys.path.insert(0, os.path.join(args.build, "python"))
+    try:
+        from netvm import onload
+    except ImportError as e:
+        print(f"\n(socket session skipped: {e})")
+        return
+    clock = 600e6
+    print("\n### A socket session on one machine\n")
+    print("Echo servers over the socket API (`netvm.onload`), each stack one "
+          "emulated machine for its life; the clock runs across calls. "
+          "Round trip: a request fed, `recv`, `send` back, `flush` until the "
+          "reply left the fabric, 200 in a row (the next fed when the reply "
+          "has left). Burst: "
+          f"{args.count} requests fed at once, each received and answered "
+          "in turn, then a flush. Receive: the same datagrams read one "
+          "`recv` at a time, against `netvm-onload`'s receive run above "
+          "(the same host work; the session's rate is over its whole "
+          "clock). Payload 64 B, replies checked byte for byte.\n")
+    print("| design | round trip us | round trips/s | host cycles per round "
+          "trip | burst echoed kdgram/s | session receive kdgram/s | "
+          "netvm-onload receive kdgram/s |")
+    print("|---|---|---|---|---|---|---|")
+    src, dst = ("10.0.0.1", 5000), ("10.0.0.2", 7)
+    for d in DESIGNS:
+        # Round trips, one at a time.
+        st = onload.Stack(d)
+        sock = st.bind(7)
+        start, trips = st.now, 200
+        for k in range(trips):
+            payload = k.to_bytes(4, "big") + bytes(60)
+            st.feed(onload.udp_frame(src, dst, payload))
+            data, sender = sock.recvfrom(2048)
+            sock.send(sender, data)
+            st.flush()
+            if st.transmitted()[-1][42:] != payload:
+                sys.exit(f"onload.py: session {d}: a wrong reply")
+        rt_cycles = st.now - start
+        host = st.stats()["host"]["busy_cycles"]
+        # A burst.
+        st = onload.Stack(d)
+        sock = st.bind(7)
+        payloads = [k.to_bytes(4, "big") + bytes(60)
+                    for k in range(args.count)]
+        st.feed([onload.udp_frame(src, dst, p) for p in payloads])
+        while (got := sock.recvfrom(2048)) is not None:
+            sock.send(got[1], got[0])
+        replies = st.transmitted()
+        if sorted(f[42:] for f in replies) != sorted(payloads):
+            sys.exit(f"onload.py: session {d}: burst replies differ")
+        burst = args.count / (st.now / clock)
+        # Receive alone.
+        st = onload.Stack(d)
+        sock = st.bind(9000)
+        st.feed([onload.udp_frame(src, ("10.0.0.2", 9000), p)
+                 for p in payloads])
+        got = 0
+        while sock.recv(2048) is not None:
+            got += 1
+        if got != args.count:
+            sys.exit(f"onload.py: session {d}: lost datagrams")
+        recv = got / (st.now / clock)
+        print(f"| {d} | {rt_cycles / trips / clock * 1e6:.1f} | "
+              f"{trips / (rt_cycles / clock) / 1e3:.1f} k | "
+              f"{host / trips:.0f} | {burst / 1e3:.1f} | {recv / 1e3:.1f} | "
+              f"{rx[d][64]['datagrams_per_second'] / 1e3:.1f} |")
 
 
 def plot(rx, tx, directory):

@@ -11,7 +11,8 @@
  *
  * Feeds the frames of the pcap file to a stack of the design, answers
  * every datagram for the port to its sender, prints every frame that left
- * as hexadecimal (one a line) and, on standard error, what the host did.
+ * as hexadecimal (one a line) and, on standard error, what the host did and
+ * the session's emulated clock and latencies.
  */
 
 #include "netvm/onload/socket.h"
@@ -95,6 +96,19 @@ int main(int argc, char **argv) {
           (unsigned long long)(stats.drop_host_checksum +
                                stats.drop_host_no_socket +
                                stats.drop_host_not_udp));
+  /* One machine ran the whole session: its clock, and the means of a
+   * datagram's way from the wire to recv's return and of a reply's from
+   * send to the wire, in emulated cycles. */
+  fprintf(stderr,
+          "%s: clock %llu cycles; receive latency %llu, send latency %llu "
+          "cycles a datagram\n",
+          argv[1], (unsigned long long)stats.cycles,
+          (unsigned long long)(stats.received ? stats.receive_latency_cycles /
+                                                    stats.received
+                                              : 0),
+          (unsigned long long)(stats.transmitted ? stats.send_latency_cycles /
+                                                       stats.transmitted
+                                                 : 0));
   netvm_onload_close(stack);
   return 0;
 }

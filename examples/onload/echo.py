@@ -6,8 +6,8 @@ the design's transmit path.
         --design=onloader --port=7 in.pcap out.pcap
 
 reads the frames of in.pcap onto the wire, answers each datagram for the
-port, writes the frames that left to out.pcap and prints what it did and
-what it cost the host.
+port, writes the frames that left to out.pcap and prints what it did,
+what it cost the host and the session's emulated clock and latencies.
 """
 
 import argparse
@@ -53,6 +53,15 @@ def main(argv=None) -> int:
     print(f"{args.design}: echoed {echoed} datagrams, {len(frames)} frames "
           f"left; host cycles {stats['host']['busy_cycles']}, dropped "
           f"{sum(v for k, v in stats['drops'].items())}")
+    # The whole session ran on one emulated machine: its clock, and the
+    # mean way of a datagram from the wire to recv and of a reply from
+    # send to the wire.
+    mean = lambda total, n: total // n if n else 0
+    print(f"{args.design}: clock {stats['cycles']} cycles; receive latency "
+          f"{mean(stats['receive_latency_cycles'], stats['received'])}, "
+          f"send latency "
+          f"{mean(stats['send_latency_cycles'], stats['transmitted'])} "
+          "cycles a datagram")
     return 0
 
 

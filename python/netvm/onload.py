@@ -14,9 +14,14 @@
     stack.transmitted()                     # the frames that left, as bytes
     stack.stats()                           # host cycles, drops by place, ...
 
-recv never waits: with nothing queued for the socket the emulator runs the
-receive path over the frames on the wire, and None means it gave the
-socket nothing (the wire is empty). Every figure is emulated (exact).
+A stack is one emulated machine for its whole life: what is on the NP
+(control blocks, rings, buffers, work in flight) carries over from call to
+call, and every call runs it on along one emulated clock (stack.now;
+stack.compute(cycles) is the program's own work between calls). recv
+never waits longer than the wire lasts: with nothing queued for the socket
+the machine runs until a datagram reaches it or everything fed has been
+handled, and None means the socket got nothing. Every figure is emulated
+(exact).
 """
 
 from __future__ import annotations
@@ -96,9 +101,28 @@ class Stack:
                 self._check(self._stack.feed(bytes(frame)))
 
     def flush(self) -> None:
-        """Runs the receive path over the wire and the transmit path over
-        the sends not yet run."""
+        """Runs the stack's machine until everything fed has been handled
+        and every datagram sent has left."""
         self._check(self._stack.flush())
+
+    def compute(self, cycles: int) -> None:
+        """The program's own work between calls: the host is busy for
+        `cycles` emulated cycles while the NP goes on."""
+        if cycles < 0:
+            raise ValueError(f"negative cycles: {cycles}")
+        self._check(self._stack.compute(cycles))
+
+    @property
+    def now(self) -> int:
+        """The emulated clock, in cycles (frames fed now reach the wire at
+        this cycle)."""
+        return self._stack.now()
+
+    def transmitted_at(self) -> List[int]:
+        """The cycle each frame of transmitted() left the fabric (sends
+        are flushed first)."""
+        self.flush()
+        return self._stack.transmitted_at()
 
     def transmitted(self) -> List[bytes]:
         """Every frame that left the fabric so far, in the order it left
@@ -146,9 +170,18 @@ class Socket:
         got = self.recvmsg(bufsize)
         return None if got is None else got[0]
 
+    def np_count(self) -> int:
+        """Onloader: the datagram count the receiving MEs keep in this
+        socket's control block in SRAM (ValueError in other designs)."""
+        status, count = self._stack._stack.np_count(self.number)
+        if status != 0:
+            raise ValueError("only the onloader keeps control blocks")
+        return count
+
     def send(self, address: Address, data: bytes) -> None:
         """Sends `data` (at most 1472 bytes) to (ip, port) through the
-        design's transmit path; it leaves at the next flush."""
+        design's transmit path: the host takes it up as the machine runs
+        on; flush() (or transmitted()) waits until it has left."""
         ip, port = address
         if not 0 <= port <= 0xffff:
             raise ValueError(f"port {port} is out of range (1-65535)")

@@ -127,6 +127,9 @@ nb::dict toDict(const netvm_onload_stats &s) {
   d["runs"] = s.runs;
   d["cycles"] = s.cycles;
   d["clock_mhz"] = s.clock_mhz;
+  d["receive_latency_cycles"] = s.receive_latency_cycles;
+  d["send_latency_cycles"] = s.send_latency_cycles;
+  d["compute_cycles"] = s.compute_cycles;
   return d;
 }
 
@@ -198,6 +201,40 @@ void bindOnload(nb::module_ &m) {
             return std::make_tuple(status, frames);
           },
           "(status, frames)")
+      .def(
+          "compute",
+          [](PyStack &s, uint64_t cycles) {
+            return netvm_onload_compute(s.stack, cycles);
+          },
+          "cycles"_a, "status")
+      .def(
+          "now",
+          [](PyStack &s) {
+            uint64_t cycle = 0;
+            netvm_onload_now(s.stack, &cycle);
+            return cycle;
+          },
+          "The emulated clock (cycles).")
+      .def(
+          "transmitted_at",
+          [](PyStack &s) {
+            std::vector<uint64_t> at;
+            uint64_t cycle = 0;
+            for (size_t i = 0; netvm_onload_transmitted_at(
+                                   s.stack, i, &cycle) == NETVM_ONLOAD_OK;
+                 ++i)
+              at.push_back(cycle);
+            return at;
+          },
+          "The cycle each transmitted frame left, so far.")
+      .def(
+          "np_count",
+          [](PyStack &s, int socket) {
+            uint64_t count = 0;
+            int status = netvm_onload_np_count(s.stack, socket, &count);
+            return std::make_tuple(status, count);
+          },
+          "socket"_a, "(status, the MEs' datagram count)")
       .def(
           "stats",
           [](PyStack &s) {

@@ -18,6 +18,7 @@
 using namespace netvm::me;
 
 PacketInput::~PacketInput() = default;
+bool PacketInput::live() const { return false; }
 PacketOutput::~PacketOutput() = default;
 void PacketOutput::transmit(const Transmission &t) {
   transmit(t.bytes, t.length, t.wireLength, t.port, t.cycle);
@@ -1190,6 +1191,10 @@ bool Emulator::Impl::pullPacket(unsigned port, uint64_t arrival,
     packet.port = -1;
   }
   if (!rx.input->next(packet)) {
+    if (rx.input->live()) {
+      spare.push_back(std::move(packet));
+      return false; // nothing for now: asked again when a run resumes
+    }
     rx.done = true;
     inputDone = std::all_of(rxPorts.begin(), rxPorts.end(),
                             [](const RxPort &p) { return p.done; });
@@ -1218,12 +1223,17 @@ bool Emulator::Impl::pullPacket(unsigned port, uint64_t arrival,
 void Emulator::Impl::fillRbuf(uint64_t time) {
   if (config.lineRateGbps > 0)
     return;
-  // The ports with input take turns.
-  while (!inputDone && rbuf.size() < config.rbufElements) {
+  // The ports with input take turns; live ports with nothing for now
+  // end the round when none gave a packet.
+  unsigned empty = 0;
+  while (!inputDone && rbuf.size() < config.rbufElements &&
+         empty < rxPorts.size()) {
     unsigned port = nextRxPort;
     nextRxPort = (nextRxPort + 1) % unsigned(rxPorts.size());
-    if (!rxPorts[port].done)
-      pullPacket(port, time);
+    if (!rxPorts[port].done && pullPacket(port, time))
+      empty = 0;
+    else
+      ++empty;
   }
 }
 
@@ -1283,32 +1293,13 @@ void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
                          uint64_t progressCycles) {
   const uint64_t q = config.quantum;
   const uint64_t qMask = (q & (q - 1)) == 0 ? q - 1 : 0; // 0: not a power of 2
-  for (RxPort &rx : rxPorts)
-    rx.done = rx.input == nullptr;
-  if (rxPorts.empty())
-    rxPorts.emplace_back(); // no input: every receive ends at once
-  inputDone = std::all_of(rxPorts.begin(), rxPorts.end(),
-                          [](const RxPort &p) { return p.done; });
-  if (config.lineRateGbps > 0) {
-    // Each port's first packet arrives at cycle 0; each arrival reads the
-    // next.
-    for (unsigned port = 0; port < rxPorts.size(); ++port) {
-      if (rxPorts[port].done)
-        continue;
-      Event first;
-      first.kind = EventKind::Arrival;
-      first.aux = port;
-      rxPorts[port].arrivalPending = true;
-      ++arrivalsPending;
-      schedule(std::move(first));
-    }
-  } else {
-    fillRbuf(0);
-  }
-  running = true;
   uint64_t t = 0, nextProgress = progressCycles;
+  if (paused)
+    resume(t, nextProgress);
+  else
+    start();
+  running = true;
   bool limited = false, stalled = false, interrupted = false;
-  lastEffect = 0;
   for (;;) {
     if (config.maxCycles && t >= config.maxCycles) {
       limited = true;
@@ -1339,12 +1330,65 @@ void Emulator::Impl::run(void (*progress)(uint64_t, void *), void *user,
       progress(t, user);
       nextProgress = t + progressCycles;
     }
+    if (pauseRequested) {
+      // Kept as it is: the next run() continues from here.
+      pauseRequested = false;
+      paused = true;
+      resumeAt = t;
+      running = false;
+      stats.cycles = t;
+      stats.stopReason = "paused";
+      return;
+    }
     next = std::min(next, nextEventTime());
     if (next == never)
       break;
     if (next > t)
       t = next - (qMask ? next & qMask : next % q);
   }
+  paused = false;
+  runEnd(limited, stalled, interrupted);
+}
+
+void Emulator::Impl::resume(uint64_t &t, uint64_t &nextProgress) {
+  t = resumeAt;
+  nextProgress += t;
+  // The time paused is no stall; live inputs may have more now.
+  lastEffect = std::max(lastEffect, t);
+  paused = false;
+  for (RxPort &rx : rxPorts)
+    if (rx.input && !rx.done)
+      fillRbuf(t);
+  serveRx(t);
+}
+
+void Emulator::Impl::start() {
+  for (RxPort &rx : rxPorts)
+    rx.done = rx.input == nullptr;
+  if (rxPorts.empty())
+    rxPorts.emplace_back(); // no input: every receive ends at once
+  inputDone = std::all_of(rxPorts.begin(), rxPorts.end(),
+                          [](const RxPort &p) { return p.done; });
+  if (config.lineRateGbps > 0) {
+    // Each port's first packet arrives at cycle 0; each arrival reads the
+    // next.
+    for (unsigned port = 0; port < rxPorts.size(); ++port) {
+      if (rxPorts[port].done)
+        continue;
+      Event first;
+      first.kind = EventKind::Arrival;
+      first.aux = port;
+      rxPorts[port].arrivalPending = true;
+      ++arrivalsPending;
+      schedule(std::move(first));
+    }
+  } else {
+    fillRbuf(0);
+  }
+  lastEffect = 0;
+}
+
+void Emulator::Impl::runEnd(bool limited, bool stalled, bool interrupted) {
   running = false;
   uint64_t endCycle = limited ? config.maxCycles : lastActivity;
   finish(endCycle);
@@ -1479,6 +1523,8 @@ void Emulator::run(void (*progress)(uint64_t, void *), void *user,
                    uint64_t progressCycles) {
   impl->run(progress, user, progressCycles);
 }
+void Emulator::pause() { impl->pauseRequested = true; }
+uint64_t Emulator::cycle() const { return impl->resumeAt; }
 void Emulator::requestStop() {
   impl->stopRequested.store(true, std::memory_order_relaxed);
 }

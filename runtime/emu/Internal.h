@@ -211,6 +211,11 @@ public:
   bool load(const Image &image, std::string &error);
   void run(void (*progress)(uint64_t, void *), void *user,
            uint64_t progressCycles);
+  /// run()'s parts: the first run's set-up, a paused run's resumption,
+  /// and the end of a run that stops.
+  void start();
+  void resume(uint64_t &t, uint64_t &nextProgress);
+  void runEnd(bool limited, bool stalled, bool interrupted);
   std::string dumpRegisters() const;
 
   // Execute.cpp
@@ -329,6 +334,9 @@ public:
   /// requestStop).
   uint64_t lastEffect = 0;
   std::atomic<bool> stopRequested{false};
+  /// Emulator::pause: asked for, and the cycle a paused run resumes at.
+  bool pauseRequested = false, paused = false;
+  uint64_t resumeAt = 0;
 
   // The host interface.
   netvm_emu_host_fn hostFn = nullptr;

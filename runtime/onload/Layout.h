@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,40 +66,72 @@ namespace netvm::onload {
 /// per bound port into SRAM, before the run.
 bool setUpSockets(me::Emulator &emulator, const std::vector<uint16_t> &ports,
                   std::string &error);
+/// The same for one socket (a session's bind: the others' control blocks
+/// and their counters stay as they are).
+bool setUpSocket(me::Emulator &emulator, unsigned socket, uint16_t port,
+                 std::string &error);
 
 /// Writes the control block of socket `socket` at `block` in SRAM, with
 /// the transmit header template of `header` (its addresses and ports).
 bool writeControlBlock(me::Emulator &emulator, uint32_t block, unsigned socket,
                        const Datagram &header, std::string &error);
 
-/// What a Session (Session.cpp) hooks into a run in place of the modelled
-/// application: the recv() and send() calls and their costs are the
-/// session's; the runs charge the rest of the host's work.
+/// What a Session (Session.cpp) hooks into its machine's two directions in
+/// place of the modelled application: the recv() and send() calls and
+/// their costs are the session's; the sides charge the rest of the host's
+/// work.
 struct SessionHooks {
-  /// Receive: a datagram reached the socket bound to `port`.
+  /// Receive: a datagram of frame `number` (its place on the wire)
+  /// reached the socket bound to `port` at cycle `at`.
   std::function<void(uint16_t port, uint32_t srcIp, uint16_t srcPort,
-                     const uint8_t *payload, uint32_t length)>
+                     const uint8_t *payload, uint32_t length, uint32_t number,
+                     uint64_t at)>
       deliver;
   /// Transmit: the control block each datagram's header comes from
-  /// (onloader), and the blocks to write before the run.
+  /// (onloader; the session writes the blocks into SRAM).
   std::vector<uint32_t> blocks;
-  std::vector<std::pair<uint32_t, std::pair<unsigned, Datagram>>> templates;
-  /// Transmit: a frame left the fabric (datagram `seq`, or UINT32_MAX if
-  /// its buffer held none).
-  std::function<void(uint32_t seq, const uint8_t *bytes, size_t length)>
+  /// Transmit: a frame left the fabric at `cycle` (datagram `seq`, or
+  /// UINT32_MAX if its buffer held none).
+  std::function<void(uint32_t seq, const uint8_t *bytes, size_t length,
+                     uint64_t cycle)>
       transmitted;
-  /// Emulated cycles after which a run is stopped as stuck (0: none).
-  uint64_t maxCycles = 0;
 };
 
-/// runReceive and runTransmit with a session's hooks (null: the modelled
-/// application).
-bool receiveRun(const OnloadConfig &config, const me::Image &image,
-                const Traffic &traffic, const SessionHooks *hooks,
-                OnloadResult &result, std::string &error);
-bool transmitRun(const OnloadConfig &config, const me::Image &image,
-                 const Traffic &traffic, const SessionHooks *hooks,
-                 OnloadResult &result, std::string &error);
+/// What the two directions of a session's machine share: one DMA engine
+/// and one host processor (its driver, stack and the program take turns).
+struct SharedHost {
+  explicit SharedHost(const OnloadConfig &config)
+      : dma(config.dma, config.features.pipelinedDma) {}
+  hostif::DmaEngine dma;
+  uint64_t hostFree = 0; // the host is busy until then
+};
+
+/// One direction of a session's machine (Session.cpp): its NP side and
+/// host, looked at every tick by the session's host function; the traffic
+/// it was made with grows as the program feeds and sends.
+class Side {
+public:
+  virtual ~Side();
+  /// One look at the machine at the host's clock.
+  virtual void step(netvm_emu_host *host) = 0;
+  /// Nothing outstanding at `now`: every frame fed has been taken and
+  /// handled (receive), every datagram sent has left (transmit).
+  virtual bool idle(uint64_t now) const = 0;
+  /// A socket was bound to `port` (the next socket number).
+  virtual void bound(uint16_t port) { (void)port; }
+  /// The transmit side's output (the frames that leave), else null.
+  virtual me::PacketOutput *output() { return nullptr; }
+};
+std::unique_ptr<Side> receiveSide(const OnloadConfig &config,
+                                  const Traffic &traffic,
+                                  const SessionHooks &hooks,
+                                  OnloadResult &result, SharedHost &shared);
+std::unique_ptr<Side> transmitSide(const OnloadConfig &config,
+                                   const Traffic &traffic,
+                                   const SessionHooks &hooks,
+                                   OnloadResult &result, SharedHost &shared);
+/// The MEs' drop counters (scratch, statsAddress) into `drops`.
+void readMeDrops(const me::Emulator &emulator, Drops &drops);
 
 /// Counts datagram `seq` (whose checks passed) as delivered unless it was
 /// already; false for a duplicate (counted).
@@ -131,13 +164,17 @@ std::vector<uint32_t> takeDone(netvm_emu_host *host);
 /// The frames of `traffic`, in order, as the fabric's input.
 class TrafficInput : public me::PacketInput {
 public:
-  explicit TrafficInput(const Traffic &traffic) : traffic(traffic) {}
+  explicit TrafficInput(const Traffic &traffic, bool live = false)
+      : traffic(traffic), isLive(live) {}
   ~TrafficInput() override;
   bool next(me::InputPacket &packet) override;
+  /// A session's wire: frames fed later are read when the machine resumes.
+  bool live() const override { return isLive; }
 
 private:
   const Traffic &traffic;
   size_t index = 0;
+  bool isLive;
 };
 } // namespace netvm::onload
 

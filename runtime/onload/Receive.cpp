@@ -72,7 +72,7 @@ namespace {
 
 /// When a message passed each point (ME cycles).
 struct Track {
-  uint32_t seq = 0;
+  uint32_t seq = 0, number = 0; // number: the frame's place on the wire
   uint64_t rx = 0, done = 0, got = 0, landed = 0, visible = 0, start = 0;
   bool verified = false; // softnic: the MEs checked the UDP checksum
 };
@@ -105,12 +105,15 @@ struct Transfer {
   std::vector<std::pair<Placement, Entry>> messages;
 };
 
-class Receiver {
+class Receiver : public Side {
 public:
   Receiver(const OnloadConfig &config, const Traffic &traffic,
-           const SessionHooks *hooks, OnloadResult &result)
+           const SessionHooks *hooks, OnloadResult &result,
+           SharedHost *shared = nullptr)
       : config(config), traffic(traffic), hooks(hooks), result(result),
-        dma(config.dma, config.features.pipelinedDma) {
+        ownDma(config.dma, config.features.pipelinedDma),
+        dma(shared ? shared->dma : ownDma),
+        hostFree(shared ? shared->hostFree : ownFree) {
     unsigned rings =
         config.design == Design::Onloader ? traffic.boundPorts.size() : 1;
     for (unsigned i = 0; i < rings; ++i)
@@ -126,6 +129,17 @@ public:
 
   uint64_t call(netvm_emu_host *host);
   void finish(const me::Stats &stats);
+  // A session's side.
+  void step(netvm_emu_host *host) override { call(host); }
+  bool idle(uint64_t now) const override {
+    return nextNumber == traffic.frames.size() && idle() && hostFree <= now;
+  }
+  void bound(uint16_t port) override {
+    if (config.design == Design::Onloader)
+      up.emplace_back(config.upRingBytes);
+    unsigned index = unsigned(sockets.size());
+    sockets[port] = index;
+  }
 
 private:
   void start(netvm_emu_host *host);
@@ -155,7 +169,10 @@ private:
   const Traffic &traffic;
   const SessionHooks *hooks; // null: the modelled application
   OnloadResult &result;
-  DmaEngine dma;
+  DmaEngine ownDma;
+  DmaEngine &dma; // a session's is shared with its transmit side
+  uint64_t ownFree = 0;
+  uint64_t &hostFree; // ... and so is the host's time
   std::vector<UpRing> up;
   std::map<uint16_t, unsigned> sockets;
   std::vector<bool> seen;
@@ -170,7 +187,7 @@ private:
   std::multimap<uint64_t, std::pair<unsigned, uint32_t>> heads; // PIO HEADs
   bool started = false;
   unsigned markers = 0;
-  uint64_t hostFree = 0, nextPoll = 0, lastUpdate = 0;
+  uint64_t nextPoll = 0, lastUpdate = 0;
   uint64_t interruptAt = UINT64_MAX;
   bool interruptsOn = true;
   StageSums stageSums;
@@ -213,7 +230,7 @@ void Receiver::deliver(const uint8_t *payload, uint32_t length, uint16_t port,
                        uint64_t at) {
   if (hooks) {
     // A session: the datagram goes to the program's socket queue.
-    hooks->deliver(port, srcIp, srcPort, payload, length);
+    hooks->deliver(port, srcIp, srcPort, payload, length, track.number, at);
     ++result.delivered;
     result.deliveredBytes += length;
     account(track, at);
@@ -325,6 +342,7 @@ void Receiver::take(netvm_emu_host *host, uint64_t now) {
     e.info = w[2];
     e.track.rx = w[3];
     e.track.done = w[4];
+    e.track.number = w[5];
     e.track.got = now;
     e.track.verified = config.design == Design::SoftNic && e.info == 1;
     e.bytes.resize(e.length);
@@ -613,8 +631,9 @@ void Receiver::hostWork(netvm_emu_host *host, uint64_t now) {
 }
 
 bool Receiver::idle() const {
-  if (markers < config.rxMEs * 8 || !pending.empty() || !inFlight.empty() ||
-      !device.empty() || !reorder.empty())
+  // A session's live wire never ends: its contexts put no markers.
+  if ((!hooks && markers < config.rxMEs * 8) || !pending.empty() ||
+      !inFlight.empty() || !device.empty() || !reorder.empty())
     return false;
   for (const UpRing &r : up)
     if (!r.consumer.empty() || r.landedTail != r.sentTail)
@@ -631,7 +650,7 @@ uint64_t Receiver::call(netvm_emu_host *host) {
   if (config.design != Design::EmuNic)
     schedule(now);
   hostWork(host, now);
-  if (idle() && hostFree <= now) {
+  if (!hooks && idle() && hostFree <= now) {
     // Stop the transmitting contexts too.
     stopTransmitters(host, config);
     return 0;
@@ -716,21 +735,25 @@ std::vector<uint32_t> takeDone(netvm_emu_host *host) {
 
 bool setUpSockets(me::Emulator &emulator, const std::vector<uint16_t> &ports,
                   std::string &error) {
-  for (size_t i = 0; i < ports.size(); ++i) {
-    uint32_t block = controlBlocks + uint32_t(i) * controlBlockBytes;
-    uint8_t entry[4] = {uint8_t(block >> 24), uint8_t(block >> 16),
-                        uint8_t(block >> 8), uint8_t(block)};
-    Datagram header;
-    header.srcIp = 0x0a000002;
-    header.dstIp = 0x0a000001;
-    header.srcPort = ports[i];
-    header.dstPort = 5000;
-    if (!emulator.writeMemory(me::Memory::Sram, portTable + 4 * ports[i], entry,
-                              4, error) ||
-        !writeControlBlock(emulator, block, unsigned(i), header, error))
+  for (size_t i = 0; i < ports.size(); ++i)
+    if (!setUpSocket(emulator, unsigned(i), ports[i], error))
       return false;
-  }
   return true;
+}
+
+bool setUpSocket(me::Emulator &emulator, unsigned socket, uint16_t port,
+                 std::string &error) {
+  uint32_t block = controlBlocks + socket * controlBlockBytes;
+  uint8_t entry[4] = {uint8_t(block >> 24), uint8_t(block >> 16),
+                      uint8_t(block >> 8), uint8_t(block)};
+  Datagram header;
+  header.srcIp = 0x0a000002;
+  header.dstIp = 0x0a000001;
+  header.srcPort = port;
+  header.dstPort = 5000;
+  return emulator.writeMemory(me::Memory::Sram, portTable + 4 * port, entry, 4,
+                              error) &&
+         writeControlBlock(emulator, block, socket, header, error);
 }
 
 bool writeControlBlock(me::Emulator &emulator, uint32_t block, unsigned socket,
@@ -742,21 +765,37 @@ bool writeControlBlock(me::Emulator &emulator, uint32_t block, unsigned socket,
   return emulator.writeMemory(me::Memory::Sram, block, cb, sizeof(cb), error);
 }
 
+Side::~Side() = default;
+
+std::unique_ptr<Side> receiveSide(const OnloadConfig &config,
+                                  const Traffic &traffic,
+                                  const SessionHooks &hooks,
+                                  OnloadResult &result, SharedHost &shared) {
+  return std::make_unique<Receiver>(config, traffic, &hooks, result, &shared);
+}
+
+void readMeDrops(const me::Emulator &emulator, Drops &drops) {
+  std::vector<uint8_t> counters;
+  if (!emulator.readMemory(me::Memory::Scratch, statsAddress, 20, counters))
+    return;
+  auto word = [&](uint32_t at) {
+    return uint32_t(counters[at]) << 24 | uint32_t(counters[at + 1]) << 16 |
+           uint32_t(counters[at + 2]) << 8 | counters[at + 3];
+  };
+  drops.meNotUdp = word(statNotUdp);
+  drops.meFragment = word(statFragment);
+  drops.meChecksum = word(statChecksum);
+  drops.meNoSocket = word(statNoSocket);
+  drops.meMalformed = word(statMalformed);
+}
+
 bool runReceive(const OnloadConfig &config, const me::Image &image,
                 const Traffic &traffic, OnloadResult &result,
                 std::string &error) {
-  return receiveRun(config, image, traffic, nullptr, result, error);
-}
-
-bool receiveRun(const OnloadConfig &config, const me::Image &image,
-                const Traffic &traffic, const SessionHooks *hooks,
-                OnloadResult &result, std::string &error) {
   result = OnloadResult();
   result.offered = traffic.frames.size();
   me::MachineConfig machine = onloadMachine(config);
   machine.lineRateGbps = config.lineRateGbps;
-  if (hooks && hooks->maxCycles)
-    machine.maxCycles = hooks->maxCycles;
   if (config.buffers == 0 || config.buffers > freeRingWords ||
       bufferBase + uint64_t(config.buffers) * bufferBytes > machine.dramBytes) {
     error = "between 1 and " + std::to_string(freeRingWords) +
@@ -774,24 +813,13 @@ bool receiveRun(const OnloadConfig &config, const me::Image &image,
     return false;
   TrafficInput input(traffic);
   emulator.setInput(&input);
-  Receiver receiver(config, traffic, hooks, result);
+  Receiver receiver(config, traffic, nullptr, result);
   emulator.attachHost(&Receiver::step, &receiver, 0);
   emulator.run();
   const me::Stats &stats = emulator.stats();
   receiver.finish(stats);
   result.drops.fabric = stats.packetsDropped;
-  std::vector<uint8_t> counters;
-  if (emulator.readMemory(me::Memory::Scratch, statsAddress, 20, counters)) {
-    auto word = [&](uint32_t at) {
-      return uint32_t(counters[at]) << 24 | uint32_t(counters[at + 1]) << 16 |
-             uint32_t(counters[at + 2]) << 8 | counters[at + 3];
-    };
-    result.drops.meNotUdp = word(statNotUdp);
-    result.drops.meFragment = word(statFragment);
-    result.drops.meChecksum = word(statChecksum);
-    result.drops.meNoSocket = word(statNoSocket);
-    result.drops.meMalformed = word(statMalformed);
-  }
+  readMeDrops(emulator, result.drops);
   return true;
 }
 

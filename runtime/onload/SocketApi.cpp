@@ -227,6 +227,42 @@ int netvm_onload_flush(netvm_onload_stack *stack) {
   return NETVM_ONLOAD_OK;
 }
 
+int netvm_onload_compute(netvm_onload_stack *stack, uint64_t cycles) {
+  if (!stack)
+    return NETVM_ONLOAD_INVALID;
+  std::string error;
+  if (!stack->session->compute(cycles, error))
+    return stack->fail(NETVM_ONLOAD_FAILED, error);
+  return NETVM_ONLOAD_OK;
+}
+
+int netvm_onload_now(const netvm_onload_stack *stack, uint64_t *cycle) {
+  if (!stack || !cycle)
+    return NETVM_ONLOAD_INVALID;
+  *cycle = stack->session->now();
+  return NETVM_ONLOAD_OK;
+}
+
+int netvm_onload_transmitted_at(const netvm_onload_stack *stack, size_t index,
+                                uint64_t *cycle) {
+  if (!stack || !cycle)
+    return NETVM_ONLOAD_INVALID;
+  const std::vector<uint64_t> &at = stack->session->transmittedAt();
+  if (index >= at.size())
+    return NETVM_ONLOAD_INVALID;
+  *cycle = at[index];
+  return NETVM_ONLOAD_OK;
+}
+
+int netvm_onload_np_count(const netvm_onload_stack *stack, int socket,
+                          uint64_t *count) {
+  uint32_t n = 0;
+  if (!stack || !count || !stack->session->controlBlockCount(socket, n))
+    return NETVM_ONLOAD_INVALID;
+  *count = n;
+  return NETVM_ONLOAD_OK;
+}
+
 int netvm_onload_transmitted_count(netvm_onload_stack *stack, size_t *count) {
   if (!stack)
     return NETVM_ONLOAD_INVALID;
@@ -296,5 +332,8 @@ int netvm_onload_stats_get(netvm_onload_stack *stack, netvm_onload_stats *out) {
   out->runs = s.runs;
   out->cycles = s.cycles;
   out->clock_mhz = s.clockMHz;
+  out->receive_latency_cycles = s.receiveLatencyCycles;
+  out->send_latency_cycles = s.sendLatencyCycles;
+  out->compute_cycles = s.computeCycles;
   return status;
 }

@@ -43,12 +43,15 @@ struct Read {
   int entry = -1;
 };
 
-class Transmitter : public me::PacketOutput {
+class Transmitter : public me::PacketOutput, public Side {
 public:
   Transmitter(const OnloadConfig &config, const Traffic &traffic,
-              const SessionHooks *hooks, OnloadResult &result)
+              const SessionHooks *hooks, OnloadResult &result,
+              SharedHost *shared = nullptr)
       : config(config), traffic(traffic), hooks(hooks), result(result),
-        dma(config.dma, config.features.pipelinedDma),
+        ownDma(config.dma, config.features.pipelinedDma),
+        dma(shared ? shared->dma : ownDma),
+        hostFree(shared ? shared->hostFree : ownFree),
         producer(config.downRingBytes), consumer(config.downRingBytes),
         down(config.downRingBytes), freelist(config.downRingBytes / 64),
         times(traffic.datagrams.size()), seen(traffic.datagrams.size()) {
@@ -61,6 +64,20 @@ public:
   }
   void transmit(const me::Transmission &t) override;
   void finish(const me::Stats &stats);
+  // A session's side: the program's sends grow the traffic.
+  void step(netvm_emu_host *host) override {
+    if (times.size() < traffic.frames.size()) {
+      times.resize(traffic.frames.size());
+      seen.resize(traffic.frames.size());
+    }
+    call(host);
+  }
+  bool idle(uint64_t) const override {
+    return result.delivered + result.corrupted + result.duplicates >=
+               traffic.frames.size() &&
+           direct.empty();
+  }
+  me::PacketOutput *output() override { return this; }
 
 private:
   uint64_t call(netvm_emu_host *host);
@@ -80,7 +97,10 @@ private:
   const Traffic &traffic;
   const SessionHooks *hooks; // null: the modelled application
   OnloadResult &result;
-  DmaEngine dma;
+  DmaEngine ownDma;
+  DmaEngine &dma; // a session's is shared with its receive side
+  uint64_t ownFree = 0;
+  uint64_t &hostFree;    // ... and so is the host's time
   RingProducer producer; // the host's side of the DOWN ring
   RingConsumer consumer; // the NP's
   std::vector<uint8_t> down;
@@ -95,7 +115,7 @@ private:
   std::vector<Times> times;
   std::vector<bool> seen;
   uint32_t next = 0;
-  uint64_t hostFree = 0, lastHead = 0;
+  uint64_t lastHead = 0;
   uint32_t committed = 0, sentHead = 0;
   unsigned headsInFlight = 0;
   uint64_t lastTransmit = 0;
@@ -113,7 +133,7 @@ void Transmitter::transmit(const me::Transmission &t) {
     auto it = holding.find(t.dramAddress);
     if (it != holding.end())
       seq = it->second;
-    hooks->transmitted(seq, t.bytes, t.length);
+    hooks->transmitted(seq, t.bytes, t.length, t.cycle);
   } else if (t.length >= 46)
     seq = uint32_t(t.bytes[42]) << 24 | uint32_t(t.bytes[43]) << 16 |
           uint32_t(t.bytes[44]) << 8 | t.bytes[45];
@@ -310,9 +330,9 @@ void Transmitter::npSide(netvm_emu_host *host, uint64_t now) {
 
 uint64_t Transmitter::call(netvm_emu_host *host) {
   uint64_t now = netvm_emu_host_now(host);
-  if (!started) {
+  if (!started && !hooks) {
     // A buffer for each receiving context, so that it reaches the end of
-    // the (empty) input and stops.
+    // the (empty) input and stops (a session's receive side runs).
     started = true;
     for (unsigned i = 0; i < config.rxMEs * 8; ++i) {
       uint32_t buffer = bufferBase + i * bufferBytes;
@@ -322,7 +342,8 @@ uint64_t Transmitter::call(netvm_emu_host *host) {
   if (config.design != Design::EmuNic)
     npSide(host, now);
   hostSend(host, now);
-  if (result.delivered + result.corrupted + result.duplicates >=
+  if (!hooks &&
+      result.delivered + result.corrupted + result.duplicates >=
           traffic.frames.size() &&
       !markersSent) {
     // Every frame has left: stop the transmitting contexts.
@@ -343,20 +364,20 @@ void Transmitter::finish(const me::Stats &stats) {
     result.missing += !s;
 }
 
+std::unique_ptr<Side> transmitSide(const OnloadConfig &config,
+                                   const Traffic &traffic,
+                                   const SessionHooks &hooks,
+                                   OnloadResult &result, SharedHost &shared) {
+  return std::make_unique<Transmitter>(config, traffic, &hooks, result,
+                                       &shared);
+}
+
 bool runTransmit(const OnloadConfig &config, const me::Image &image,
                  const Traffic &traffic, OnloadResult &result,
                  std::string &error) {
-  return transmitRun(config, image, traffic, nullptr, result, error);
-}
-
-bool transmitRun(const OnloadConfig &config, const me::Image &image,
-                 const Traffic &traffic, const SessionHooks *hooks,
-                 OnloadResult &result, std::string &error) {
   result = OnloadResult();
   result.offered = traffic.frames.size();
   me::MachineConfig machine = onloadMachine(config);
-  if (hooks && hooks->maxCycles)
-    machine.maxCycles = hooks->maxCycles;
   if (config.txBuffers == 0 ||
       config.txBuffers > fromHostWords / txEntryWords - 16 ||
       txBufferBase + uint64_t(config.txBuffers) * bufferBytes >
@@ -374,16 +395,11 @@ bool transmitRun(const OnloadConfig &config, const me::Image &image,
   if (!emulator.load(image, error) ||
       !setUpSockets(emulator, traffic.boundPorts, error))
     return false;
-  if (hooks)
-    for (const auto &[block, header] : hooks->templates)
-      if (!writeControlBlock(emulator, block, header.first, header.second,
-                             error))
-        return false;
   // Nothing arrives: the receiving contexts stop at once.
   Traffic none;
   TrafficInput input(none);
   emulator.setInput(&input);
-  Transmitter transmitter(config, traffic, hooks, result);
+  Transmitter transmitter(config, traffic, nullptr, result);
   emulator.setOutput(&transmitter);
   emulator.attachHost(&Transmitter::step, &transmitter, 0);
   emulator.run();

@@ -7,6 +7,7 @@ answers every datagram."""
 import errno
 import ipaddress
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -255,6 +256,9 @@ def test_echo_example(tmp_path):
              str(out)], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         assert f"{design}: echoed 18 datagrams, 18 frames left" in done.stdout
+        clock = re.search(rf"{design}: clock (\d+) cycles; receive latency "
+                          r"(\d+), send latency (\d+) cycles", done.stdout)
+        assert clock and all(int(g) > 0 for g in clock.groups())
         echoed = [check_frame(f) for f in read_pcap(out)]
         expected = [(("10.0.0.2", 7), (f"10.9.0.{1 + i % 3}", 2000 + i),
                      f"ping {i} ".encode() * (1 + i % 9))
@@ -263,3 +267,72 @@ def test_echo_example(tmp_path):
             sorted(expected)
         outputs[design] = sorted(read_pcap(out))
     assert outputs["emu-nic"] == outputs["softnic"] == outputs["onloader"]
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_one_machine_for_the_session(design):
+    """NP state carries over from call to call: the onloader MEs' count in
+    the socket's control block and every design's drop counters accumulate
+    over rounds of feeds and recvs, and the clock only moves on."""
+    stack = onload.Stack(design)
+    sock = stack.bind(9000)
+    clock, received, k = stack.now, 0, 0
+    for round_ in range(1, 4):
+        want = []
+        for i in range(round_):
+            payload = bytes((k * 3 + b) & 0xff for b in range(10 + 40 * i))
+            src = ("10.2.0.1", 6000 + k)
+            k += 1
+            want.append((payload, src))
+            stack.feed(onload.udp_frame(src, ("10.0.0.2", 9000), payload))
+        stack.feed(onload.udp_frame(("10.2.0.9", 1), ("10.0.0.2", 9000),
+                                    b"bad", bad_checksum=True))
+        for payload, src in want:
+            assert sock.recvfrom(2048) == (payload, src)
+            received += 1
+            assert stack.now > clock
+            clock = stack.now
+        assert sock.recv() is None
+        if design == "onloader":
+            assert sock.np_count() == received
+        else:
+            with pytest.raises(ValueError):
+                sock.np_count()
+        st = stack.stats()
+        where = "host_checksum" if design == "emu-nic" else "me_checksum"
+        assert st["drops"][where] == round_
+        assert st["cycles"] == stack.now
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_echo_round_trips_on_one_time_line(design):
+    """A request fed, received, answered and flushed, five times with some
+    think time between: each reply leaves after its request was fed and
+    after the previous reply, byte for byte the request's payload."""
+    stack = onload.Stack(design)
+    sock = stack.bind(7)
+    left_before, trips = 0, []
+    for k in range(5):
+        payload = f"round {k}".encode() * 8
+        fed = stack.now
+        assert fed >= left_before
+        stack.feed(onload.udp_frame(("10.3.0.1", 2000 + k), ("10.0.0.2", 7),
+                                    payload))
+        data, sender = sock.recvfrom(2048)
+        assert data == payload and sender == ("10.3.0.1", 2000 + k)
+        sock.send(sender, data)
+        stack.flush()
+        left = stack.transmitted_at()[k]
+        assert left > fed and left > left_before
+        left_before = left
+        trips.append(left - fed)
+        frame = stack.transmitted()[k]
+        assert frame[42:] == payload
+        assert frame[34:36] == (7).to_bytes(2, "big")
+        assert frame[36:38] == (2000 + k).to_bytes(2, "big")
+        stack.compute(10_000)
+    st = stack.stats()
+    assert st["compute_cycles"] == 50_000
+    assert 0 < st["receive_latency_cycles"] < sum(trips)
+    with pytest.raises(ValueError):
+        stack.compute(-1)

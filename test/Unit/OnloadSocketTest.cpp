@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 using namespace netvm;
@@ -25,16 +26,21 @@ namespace {
 
 const char *const designs[] = {"emu-nic", "softnic", "onloader"};
 
-/// A stack of `design` through the C API, its image assembled here.
-netvm_onload_stack *openStack(const char *design) {
+/// A stack of `design` through the C API, its image assembled here: the
+/// design's program, or `program` if given.
+netvm_onload_stack *openStack(const char *design,
+                              const std::string &program = "") {
   netvm_onload_options o;
   netvm_onload_options_init(&o);
   o.design = design;
-  size_t length = 0;
-  EXPECT_EQ(netvm_onload_program(&o, nullptr, 0, &length), NETVM_ONLOAD_OK);
-  std::string text(length + 1, '\0');
-  netvm_onload_program(&o, text.data(), text.size(), &length);
-  text.resize(length);
+  std::string text = program;
+  if (text.empty()) {
+    size_t length = 0;
+    EXPECT_EQ(netvm_onload_program(&o, nullptr, 0, &length), NETVM_ONLOAD_OK);
+    text.assign(length + 1, '\0');
+    netvm_onload_program(&o, text.data(), text.size(), &length);
+    text.resize(length);
+  }
   me::AssemblerOptions options;
   me::Image image;
   std::vector<std::string> errors;
@@ -292,4 +298,292 @@ TEST(OnloadSocket, SentFramesAreIdenticalAcrossDesignsAndChecksumsHold) {
   }
   EXPECT_EQ(frames["emu-nic"], frames["softnic"]);
   EXPECT_EQ(frames["softnic"], frames["onloader"]);
+}
+
+namespace {
+
+/// A datagram of `n` bytes from 10.0.1.(k % 5):4000+k to `port`, its bytes
+/// a function of k; bad checksum if asked.
+onload::Datagram request(unsigned k, uint16_t port, size_t n,
+                         bool bad = false) {
+  onload::Datagram d;
+  d.srcIp = 0x0a000100 + k % 5;
+  d.srcPort = uint16_t(4000 + k);
+  d.dstPort = port;
+  d.payload.resize(n);
+  for (size_t b = 0; b < n; ++b)
+    d.payload[b] = uint8_t(k * 11 + b * 5);
+  d.badChecksum = bad;
+  return d;
+}
+
+void feed(netvm_onload_stack *s, const onload::Datagram &d) {
+  std::vector<uint8_t> f = onload::buildFrame(d);
+  ASSERT_EQ(netvm_onload_feed(s, f.data(), f.size()), NETVM_ONLOAD_OK);
+}
+
+/// recv into 2048 bytes; the datagram's payload, or nothing on WouldBlock.
+int recvAll(netvm_onload_stack *s, int sock, std::vector<uint8_t> &got,
+            netvm_onload_address &from) {
+  got.assign(2048, 0);
+  size_t length = 0;
+  int status =
+      netvm_onload_recv(s, sock, got.data(), got.size(), &length, &from);
+  got.resize(status == NETVM_ONLOAD_OK ? length : 0);
+  return status;
+}
+
+uint64_t clock(netvm_onload_stack *s) {
+  uint64_t c = 0;
+  EXPECT_EQ(netvm_onload_now(s, &c), NETVM_ONLOAD_OK);
+  return c;
+}
+
+} // namespace
+
+// One machine for the session's life: what the MEs count in a socket's
+// control block (SRAM) and in their drop counters (scratch) accumulates
+// over calls; with a fresh machine per call each figure would restart.
+TEST(OnloadSocket, NpStateCarriesOverFromCallToCall) {
+  for (const char *design : designs) {
+    SCOPED_TRACE(design);
+    std::string d = design;
+    netvm_onload_stack *s = openStack(design);
+    ASSERT_NE(s, nullptr);
+    int a = -1, b = -1;
+    ASSERT_EQ(netvm_onload_bind(s, 9000, &a), NETVM_ONLOAD_OK);
+    ASSERT_EQ(netvm_onload_bind(s, 9001, &b), NETVM_ONLOAD_OK);
+    unsigned k = 0;
+    uint64_t last = clock(s), aGot = 0;
+    for (unsigned round = 1; round <= 4; ++round) {
+      // Each round: `round` datagrams for a, one for b, one bad checksum.
+      std::vector<onload::Datagram> want;
+      for (unsigned i = 0; i < round; ++i) {
+        want.push_back(request(k++, 9000, 20 + 30 * i));
+        feed(s, want.back());
+      }
+      feed(s, request(k++, 9001, 64));
+      feed(s, request(k++, 9000, 100, true));
+      for (const onload::Datagram &w : want) {
+        std::vector<uint8_t> got;
+        netvm_onload_address from{};
+        ASSERT_EQ(recvAll(s, a, got, from), NETVM_ONLOAD_OK)
+            << netvm_onload_error(s);
+        EXPECT_EQ(got, w.payload);
+        EXPECT_EQ(from.ip, w.srcIp);
+        EXPECT_EQ(from.port, w.srcPort);
+        ++aGot;
+        uint64_t now = clock(s);
+        EXPECT_GT(now, last); // every call takes emulated time
+        last = now;
+      }
+      std::vector<uint8_t> got;
+      netvm_onload_address from{};
+      ASSERT_EQ(recvAll(s, b, got, from), NETVM_ONLOAD_OK);
+      EXPECT_EQ(got.size(), 64u);
+      EXPECT_EQ(recvAll(s, a, got, from), NETVM_ONLOAD_WOULD_BLOCK);
+      uint64_t count = 0;
+      if (d == "onloader") {
+        // The MEs' own count in a's control block: every datagram so far.
+        ASSERT_EQ(netvm_onload_np_count(s, a, &count), NETVM_ONLOAD_OK);
+        EXPECT_EQ(count, aGot) << "round " << round;
+        ASSERT_EQ(netvm_onload_np_count(s, b, &count), NETVM_ONLOAD_OK);
+        EXPECT_EQ(count, round);
+      } else {
+        EXPECT_EQ(netvm_onload_np_count(s, a, &count), NETVM_ONLOAD_INVALID);
+      }
+      netvm_onload_stats st;
+      ASSERT_EQ(netvm_onload_stats_get(s, &st), NETVM_ONLOAD_OK);
+      // Bad checksums counted at the design's place, over all rounds.
+      EXPECT_EQ(st.drop_me_checksum + st.drop_host_checksum, round);
+      EXPECT_EQ(d == "emu-nic" ? st.drop_host_checksum : st.drop_me_checksum,
+                round);
+      EXPECT_EQ(st.fed, k);
+      EXPECT_EQ(st.cycles, clock(s));
+      // A socket bound mid-session leaves the others' blocks alone.
+      int c = -1;
+      ASSERT_EQ(netvm_onload_bind(s, 9100 + round, &c), NETVM_ONLOAD_OK);
+      if (d == "onloader") {
+        ASSERT_EQ(netvm_onload_np_count(s, a, &count), NETVM_ONLOAD_OK);
+        EXPECT_EQ(count, aGot);
+      }
+    }
+    netvm_onload_close(s);
+  }
+}
+
+// Receive and send in flight on one machine: a datagram fed before a send
+// is still delivered after it, byte for byte, and the sent frame leaves.
+TEST(OnloadSocket, AFrameFedBeforeASendIsDeliveredAfterIt) {
+  for (const char *design : designs) {
+    SCOPED_TRACE(design);
+    netvm_onload_stack *s = openStack(design);
+    ASSERT_NE(s, nullptr);
+    int a = -1;
+    ASSERT_EQ(netvm_onload_bind(s, 9000, &a), NETVM_ONLOAD_OK);
+    onload::Datagram in = request(1, 9000, 300);
+    feed(s, in);
+    std::vector<uint8_t> out(200);
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = uint8_t(i ^ 0x5a);
+    ASSERT_EQ(netvm_onload_send(s, a, 0x0a000001, 5000, out.data(), out.size()),
+              NETVM_ONLOAD_OK);
+    ASSERT_EQ(netvm_onload_flush(s), NETVM_ONLOAD_OK) << netvm_onload_error(s);
+    size_t count = 0;
+    ASSERT_EQ(netvm_onload_transmitted_count(s, &count), NETVM_ONLOAD_OK);
+    ASSERT_EQ(count, 1u);
+    const uint8_t *f = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(netvm_onload_transmitted(s, 0, &f, &n), NETVM_ONLOAD_OK);
+    onload::Datagram o;
+    o.srcIp = 0x0a000002;
+    o.dstIp = 0x0a000001;
+    o.srcPort = 9000;
+    o.dstPort = 5000;
+    o.payload = out;
+    EXPECT_EQ(std::vector<uint8_t>(f, f + n), onload::buildFrame(o));
+    std::vector<uint8_t> got;
+    netvm_onload_address from{};
+    ASSERT_EQ(recvAll(s, a, got, from), NETVM_ONLOAD_OK);
+    EXPECT_EQ(got, in.payload);
+    EXPECT_EQ(recvAll(s, a, got, from), NETVM_ONLOAD_WOULD_BLOCK);
+    netvm_onload_close(s);
+  }
+}
+
+// Echo round trips on one time line: request fed, recv, reply sent and
+// flushed; each reply leaves after its request was fed, the clock only
+// moves on, and the latency of a round trip is reported.
+TEST(OnloadSocket, EchoRoundTripsRunOnOneTimeLine) {
+  std::map<std::string, uint64_t> latency, hostCycles;
+  for (const char *design : designs) {
+    SCOPED_TRACE(design);
+    netvm_onload_stack *s = openStack(design);
+    ASSERT_NE(s, nullptr);
+    int a = -1;
+    ASSERT_EQ(netvm_onload_bind(s, 7, &a), NETVM_ONLOAD_OK);
+    uint64_t lastLeft = 0;
+    std::vector<uint64_t> trips;
+    for (unsigned k = 0; k < 6; ++k) {
+      onload::Datagram in = request(k, 7, 64);
+      uint64_t fed = clock(s);
+      EXPECT_GE(fed, lastLeft);
+      feed(s, in);
+      std::vector<uint8_t> got;
+      netvm_onload_address from{};
+      ASSERT_EQ(recvAll(s, a, got, from), NETVM_ONLOAD_OK)
+          << netvm_onload_error(s);
+      ASSERT_EQ(got, in.payload);
+      ASSERT_EQ(
+          netvm_onload_send(s, a, from.ip, from.port, got.data(), got.size()),
+          NETVM_ONLOAD_OK);
+      ASSERT_EQ(netvm_onload_flush(s), NETVM_ONLOAD_OK);
+      uint64_t left = 0;
+      ASSERT_EQ(netvm_onload_transmitted_at(s, k, &left), NETVM_ONLOAD_OK);
+      EXPECT_GT(left, fed);
+      EXPECT_GT(left, lastLeft);
+      lastLeft = left;
+      trips.push_back(left - fed);
+      const uint8_t *f = nullptr;
+      size_t n = 0;
+      ASSERT_EQ(netvm_onload_transmitted(s, k, &f, &n), NETVM_ONLOAD_OK);
+      onload::Datagram reply;
+      reply.srcIp = 0x0a000002;
+      reply.dstIp = in.srcIp;
+      reply.srcPort = 7;
+      reply.dstPort = in.srcPort;
+      reply.payload = in.payload;
+      EXPECT_EQ(std::vector<uint8_t>(f, f + n), onload::buildFrame(reply));
+      // Some think time between round trips.
+      ASSERT_EQ(netvm_onload_compute(s, 5000), NETVM_ONLOAD_OK);
+    }
+    size_t count = 0;
+    EXPECT_EQ(netvm_onload_transmitted_at(s, 6, &lastLeft),
+              NETVM_ONLOAD_INVALID);
+    ASSERT_EQ(netvm_onload_transmitted_count(s, &count), NETVM_ONLOAD_OK);
+    EXPECT_EQ(count, 6u);
+    netvm_onload_stats st;
+    ASSERT_EQ(netvm_onload_stats_get(s, &st), NETVM_ONLOAD_OK);
+    EXPECT_EQ(st.compute_cycles, 6u * 5000);
+    EXPECT_GT(st.receive_latency_cycles, 0u);
+    EXPECT_GT(st.send_latency_cycles, 0u);
+    // A round trip covers a receive and a send.
+    uint64_t sum = 0;
+    for (uint64_t t : trips)
+      sum += t;
+    EXPECT_GT(sum, st.receive_latency_cycles);
+    latency[design] = sum / trips.size();
+    hostCycles[design] = st.host_cycles;
+    std::printf("%s: echo round trips", design);
+    for (uint64_t t : trips)
+      std::printf(" %llu", (unsigned long long)t);
+    std::printf(" cycles; host %llu cycles\n",
+                (unsigned long long)st.host_cycles);
+    netvm_onload_close(s);
+  }
+  // One small datagram at a time the three are close in latency (emu-nic's
+  // host does everything, but at once); the host's work is what the
+  // designs move to the MEs.
+  EXPECT_LT(latency["onloader"], latency["softnic"]);
+  EXPECT_LT(hostCycles["onloader"], hostCycles["softnic"]);
+  EXPECT_LT(hostCycles["softnic"], hostCycles["emu-nic"]);
+}
+
+// compute(): the program works while the NP goes on (and the host's own
+// work preempts it). Datagrams fed before it are delivered during it, so
+// the recv calls after it only cost their own charges (a system call and
+// a mapping each, onloader).
+TEST(OnloadSocket, ComputeOverlapsTheNpAndChargesTheClock) {
+  netvm_onload_stack *s = openStack("onloader");
+  ASSERT_NE(s, nullptr);
+  int a = -1;
+  ASSERT_EQ(netvm_onload_bind(s, 9000, &a), NETVM_ONLOAD_OK);
+  for (unsigned k = 0; k < 10; ++k)
+    feed(s, request(k, 9000, 500));
+  uint64_t before = clock(s);
+  ASSERT_EQ(netvm_onload_compute(s, 2'000'000), NETVM_ONLOAD_OK);
+  uint64_t after = clock(s);
+  EXPECT_GE(after, before + 2'000'000);
+  // An interrupt, a wakeup and a HEAD write at most came in between.
+  EXPECT_LT(after, before + 2'000'000 + 10'000);
+  for (unsigned k = 0; k < 10; ++k) {
+    std::vector<uint8_t> got;
+    netvm_onload_address from{};
+    ASSERT_EQ(recvAll(s, a, got, from), NETVM_ONLOAD_OK);
+    EXPECT_EQ(got, request(k, 9000, 500).payload);
+  }
+  // 1000 (system call) + 100 (cached mapping) each, and a look of the host
+  // (50 cycles) and a quantum (16) at most past each.
+  uint64_t spent = clock(s) - after;
+  EXPECT_GE(spent, 10u * 1100);
+  EXPECT_LE(spent, 10u * (1100 + 66));
+  netvm_onload_stats st;
+  ASSERT_EQ(netvm_onload_stats_get(s, &st), NETVM_ONLOAD_OK);
+  EXPECT_EQ(st.compute_cycles, 2'000'000u);
+  EXPECT_EQ(st.received, 10u);
+  netvm_onload_close(s);
+}
+
+// A machine that cannot finish a call fails it within the budget, and the
+// stack stays failed: no call runs the broken machine again.
+TEST(OnloadSocket, AStuckMachineFailsOnceAndForAll) {
+  // MEs that stop at once: nothing fed is ever received.
+  netvm_onload_stack *s =
+      openStack("softnic", ".me 0\n.ctx_enable 1\n    ctx_arb[kill]\n");
+  ASSERT_NE(s, nullptr);
+  int a = -1;
+  ASSERT_EQ(netvm_onload_bind(s, 9000, &a), NETVM_ONLOAD_OK);
+  feed(s, request(0, 9000, 64));
+  std::vector<uint8_t> got;
+  netvm_onload_address from{};
+  EXPECT_EQ(recvAll(s, a, got, from), NETVM_ONLOAD_FAILED);
+  std::string first = netvm_onload_error(s);
+  EXPECT_NE(first.find("recv did not finish in 22000000 cycles"),
+            std::string::npos)
+      << first;
+  EXPECT_GE(clock(s), 22'000'000u);
+  EXPECT_EQ(netvm_onload_flush(s), NETVM_ONLOAD_FAILED);
+  EXPECT_EQ(std::string(netvm_onload_error(s)),
+            "the stack failed earlier: " + first);
+  netvm_onload_close(s);
 }

@@ -47,6 +47,12 @@ public:
   /// empty, but may hold the buffer of an earlier packet (the emulator
   /// recycles them): assign or swap into packet.bytes, do not append.
   virtual bool next(InputPacket &packet) = 0;
+  /// Asked when next() returned false: true if the input is live (a wire
+  /// more packets may come on later, such as a socket session's), so that
+  /// the port is not over, only empty for now; receives wait, and the
+  /// emulator asks again when a paused run resumes (Emulator::pause).
+  /// Lossless input only (no line rate). False by default: the end.
+  virtual bool live() const;
 };
 
 /// A packet that left the media switch fabric (msf[tx]).
@@ -228,6 +234,17 @@ public:
   /// stop reason is then "interrupted"): safe from a signal handler or
   /// another thread.
   void requestStop();
+  /// From a host, input or output callback: the running machine stops at
+  /// the end of the current quantum with the stop reason "paused", its
+  /// whole state kept (contexts, memories, rings, commands and events in
+  /// flight, the host's next call); the next run() resumes it from that
+  /// cycle, after reading live inputs again (PacketInput::live). The
+  /// statistics of a paused machine are current but for the idle and
+  /// stall attribution, which a run that ends computes; `cycles` is the
+  /// cycle it paused at. Memory may be written (writeMemory) while paused.
+  void pause();
+  /// The cycle the machine paused at (0 before the first run).
+  uint64_t cycle() const;
 
   /// Attaches host-side code: `fn` runs first at cycle `firstCycle`, then
   /// whenever it asks (runtime/include/netvm/emu/host.h). Before run().

@@ -42,7 +42,8 @@ enum netvm_onload_status {
   NETVM_ONLOAD_NO_SPACE = -3,
   /* A file could not be read. */
   NETVM_ONLOAD_IO = -4,
-  /* The emulated stack failed (an ME fault, a run that did not finish). */
+  /* The emulated stack failed (an ME fault, a call whose run did not
+   * finish); the stack stays failed. */
   NETVM_ONLOAD_FAILED = -5
 };
 
@@ -81,8 +82,12 @@ typedef struct netvm_onload_stats {
   uint64_t drop_host_not_udp, drop_host_fragment, drop_host_checksum,
       drop_host_no_socket, drop_host_malformed;
   uint64_t dma_transfers, dma_bytes, tail_updates, head_updates;
-  uint64_t runs, cycles; /* emulator runs, emulated cycles */
+  uint64_t runs, cycles; /* machine runs, the emulated clock (cycles) */
   double clock_mhz;
+  /* Summed over datagrams received: frame fed to recv's return; over
+   * frames transmitted: send to leaving the fabric; the program's own
+   * work (netvm_onload_compute). Cycles. */
+  uint64_t receive_latency_cycles, send_latency_cycles, compute_cycles;
 } netvm_onload_stats;
 
 void netvm_onload_options_init(netvm_onload_options *options);
@@ -122,14 +127,33 @@ int netvm_onload_recv(netvm_onload_stack *stack, int socket, void *buffer,
                       netvm_onload_address *from);
 
 /* Sends `length` bytes (at most 1472) from `socket` to `ip`:`port` (host
- * byte order) through the design's transmit path; the frame leaves at the
- * next flush (netvm_onload_flush, _transmitted_count, _stats). */
+ * byte order) through the design's transmit path: the host takes it up as
+ * the machine runs on (any later call that waits or takes time), and a
+ * flush (netvm_onload_flush, _transmitted_count, _stats) waits until it
+ * has left. */
 int netvm_onload_send(netvm_onload_stack *stack, int socket, uint32_t ip,
                       uint16_t port, const void *data, size_t length);
 
-/* Runs the receive path over the wire and the transmit path over the
- * sends not yet run. */
+/* Runs the stack's machine until everything fed has been handled and
+ * every datagram sent has left. */
 int netvm_onload_flush(netvm_onload_stack *stack);
+
+/* The program's own work between calls: the host processor is busy for
+ * `cycles` while the NP goes on (think time on the emulated clock). */
+int netvm_onload_compute(netvm_onload_stack *stack, uint64_t cycles);
+
+/* The emulated clock: the cycle the stack's machine stands at (a frame
+ * fed now reaches the wire at this cycle). */
+int netvm_onload_now(const netvm_onload_stack *stack, uint64_t *cycle);
+
+/* The cycle frame `index` (netvm_onload_transmitted) left the fabric. */
+int netvm_onload_transmitted_at(const netvm_onload_stack *stack, size_t index,
+                                uint64_t *cycle);
+
+/* Onloader: the datagram count the receiving MEs keep in `socket`'s
+ * control block in SRAM (NETVM_ONLOAD_INVALID in other designs). */
+int netvm_onload_np_count(const netvm_onload_stack *stack, int socket,
+                          uint64_t *count);
 
 /* The frames that left, after a flush: how many, and frame `index` (its
  * bytes stay valid until the stack is closed). */
