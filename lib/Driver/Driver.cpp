@@ -434,6 +434,16 @@ LogicalResult netvm::driver::optimize(
     handlers.addPass(createNetVMMergeTests());
     handlers.addPass(createNetVMFormSwitches());
     handlers.addPass(createCanonicalizerPass());
+    // Merged tests and switches leave flags decided on one edge and
+    // compares repeated on joined paths (NetPFL's per-header flags): fold
+    // them and thread the jumps through the tests of a flag.
+    handlers.addPass(createSCCPPass());
+    handlers.addPass(createNetVMSimplifyBranches());
+    handlers.addPass(createNetVMSimplify());
+    handlers.addPass(createCSEPass());
+    handlers.addPass(createNetVMSimplifyBranches());
+    handlers.addPass(createNetVMSimplify());
+    handlers.addPass(createCSEPass());
   }
   // On the MEs, counters need no packet order (and no state token).
   if (optLevel > 0 && target == OptimizeFor::ME)

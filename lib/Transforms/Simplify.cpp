@@ -218,6 +218,79 @@ struct DecideCompare : public OpRewritePattern<arith::CmpIOp> {
   }
 };
 
+/// A flag widened and compared with 0 or 1 is the flag or its negation:
+/// (zext(c) != 0) is c, (zext(c) == 0) is !c (NetPFL's per-term flags).
+struct CompareFlag : public OpRewritePattern<arith::CmpIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::CmpIOp op,
+                                PatternRewriter &rw) const override {
+    using P = arith::CmpIPredicate;
+    auto ext = op.getLhs().getDefiningOp<arith::ExtUIOp>();
+    std::optional<uint64_t> c = constantOf(op.getRhs());
+    if (!ext || !ext.getIn().getType().isInteger(1) || !c || *c > 1 ||
+        (op.getPredicate() != P::eq && op.getPredicate() != P::ne))
+      return failure();
+    bool same = (op.getPredicate() == P::ne) == (*c == 0);
+    if (same) {
+      rw.replaceOp(op, ext.getIn());
+      return success();
+    }
+    rw.replaceOpWithNewOp<arith::XOrIOp>(
+        op, ext.getIn(), arith::ConstantIntOp::create(rw, op.getLoc(), 1, 1));
+    return success();
+  }
+};
+
+/// An integer operation whose operands are constants or selects of
+/// constants on one condition becomes a select of the two folded results:
+/// (c ? 26 : -1) + 4 is c ? 30 : 3, (c ? 4 : 0) == 4 is c. (NetPFL's slow
+/// copies of a header pick its fields' offsets by the length they found.)
+struct FoldIntoSelect : public RewritePattern {
+  FoldIntoSelect(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rw) const override {
+    if (!isa<arith::AddIOp, arith::SubIOp, arith::AndIOp, arith::OrIOp,
+             arith::XOrIOp, arith::CmpIOp>(op) ||
+        op->getNumOperands() != 2)
+      return failure();
+    Value condition;
+    SmallVector<Attribute> onTrue, onFalse;
+    for (Value v : op->getOperands()) {
+      Attribute c;
+      if (matchPattern(v, m_Constant(&c))) {
+        onTrue.push_back(c);
+        onFalse.push_back(c);
+        continue;
+      }
+      auto sel = v.getDefiningOp<arith::SelectOp>();
+      Attribute t, f;
+      if (!sel || !matchPattern(sel.getTrueValue(), m_Constant(&t)) ||
+          !matchPattern(sel.getFalseValue(), m_Constant(&f)) ||
+          (condition && condition != sel.getCondition()))
+        return failure();
+      condition = sel.getCondition();
+      onTrue.push_back(t);
+      onFalse.push_back(f);
+    }
+    if (!condition)
+      return failure();
+    SmallVector<OpFoldResult> t, f;
+    if (failed(op->fold(onTrue, t)) || failed(op->fold(onFalse, f)) ||
+        t.size() != 1 || f.size() != 1 || !isa<Attribute>(t[0]) ||
+        !isa<Attribute>(f[0]))
+      return failure();
+    Type type = op->getResult(0).getType();
+    Location loc = op->getLoc();
+    Value a = arith::ConstantOp::create(rw, loc, type,
+                                        cast<TypedAttr>(cast<Attribute>(t[0])));
+    Value b = arith::ConstantOp::create(rw, loc, type,
+                                        cast<TypedAttr>(cast<Attribute>(f[0])));
+    rw.replaceOpWithNewOp<arith::SelectOp>(op, condition, a, b);
+    return success();
+  }
+};
+
 struct SimplifyPass : public netvm::impl::NetVMSimplifyBase<SimplifyPass> {
   void runOnOperation() override {
     MLIRContext *context = &getContext();
@@ -225,7 +298,7 @@ struct SimplifyPass : public netvm::impl::NetVMSimplifyBase<SimplifyPass> {
     patterns.add<SimplifyMask, SimplifyShift<arith::ShRUIOp>,
                  SimplifyShift<arith::ShLIOp>, StrengthReduce<arith::MulIOp>,
                  StrengthReduce<arith::DivUIOp>, StrengthReduce<arith::RemUIOp>,
-                 DecideCompare>(context);
+                 DecideCompare, CompareFlag, FoldIntoSelect>(context);
     for (RegisteredOperationName op : context->getRegisteredOperations())
       if (op.getDialectNamespace() == "arith")
         op.getCanonicalizationPatterns(patterns, context);
@@ -239,7 +312,8 @@ struct SimplifyPass : public netvm::impl::NetVMSimplifyBase<SimplifyPass> {
     NETVM_BUMP(numMasks, listener.applied("SimplifyMask"));
     NETVM_BUMP(numShifts, listener.applied("SimplifyShift"));
     NETVM_BUMP(numStrength, listener.applied("StrengthReduce"));
-    NETVM_BUMP(numCompares, listener.applied("DecideCompare"));
+    NETVM_BUMP(numCompares, listener.applied("DecideCompare") +
+                                listener.applied("CompareFlag"));
     NETVM_BUMP(numErased, listener.erased);
   }
 };

@@ -89,6 +89,140 @@ struct SingleCaseSwitch : public OpRewritePattern<cf::SwitchOp> {
   }
 };
 
+/// Points the true (or false) edge of `op` at `to`, with no operands.
+void redirectEdge(PatternRewriter &rw, cf::CondBranchOp op, bool onTrue,
+                  Block *to) {
+  if (onTrue)
+    rw.replaceOpWithNewOp<cf::CondBranchOp>(op, op.getCondition(), to,
+                                            ValueRange(), op.getFalseDest(),
+                                            op.getFalseDestOperands());
+  else
+    rw.replaceOpWithNewOp<cf::CondBranchOp>(
+        op, op.getCondition(), op.getTrueDest(), op.getTrueDestOperands(), to,
+        ValueRange());
+}
+
+/// A block that only tests its one argument: `^b(%a): [%c = arith.cmpi
+/// ne|eq, %a, 0;] cf.cond_br %c (or %a), ^t, ^f`, with no operands on its
+/// edges. Returns its destinations, the true one first for a nonzero %a.
+std::optional<std::pair<Block *, Block *>> flagTest(Block *b) {
+  if (b->getNumArguments() != 1 || !b->getArgument(0).hasOneUse())
+    return std::nullopt;
+  auto br = dyn_cast<cf::CondBranchOp>(b->getTerminator());
+  if (!br || br.getNumOperands() != 1 || br.getTrueDest() == b ||
+      br.getFalseDest() == b)
+    return std::nullopt;
+  Value arg = b->getArgument(0);
+  if (br.getCondition() == arg && &b->front() == br.getOperation())
+    return std::make_pair(br.getTrueDest(), br.getFalseDest());
+  auto cmp = br.getCondition().getDefiningOp<arith::CmpIOp>();
+  if (!cmp || cmp->getBlock() != b || &b->front() != cmp.getOperation() ||
+      cmp->getNextNode() != br.getOperation() || !cmp->hasOneUse() ||
+      cmp.getLhs() != arg || !matchPattern(cmp.getRhs(), m_Zero()))
+    return std::nullopt;
+  if (cmp.getPredicate() == arith::CmpIPredicate::ne)
+    return std::make_pair(br.getTrueDest(), br.getFalseDest());
+  if (cmp.getPredicate() == arith::CmpIPredicate::eq)
+    return std::make_pair(br.getFalseDest(), br.getTrueDest());
+  return std::nullopt;
+}
+
+/// Jump threading through such a block: a jump to it with a constant goes
+/// straight to the destination the constant decides; with the zero
+/// extension of a condition, it becomes a branch on that condition.
+/// (NetPFL's flags: a header's test result passed to the block that
+/// decides the verdict.)
+struct ThreadThroughFlagTest : public OpRewritePattern<cf::BranchOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(cf::BranchOp op,
+                                PatternRewriter &rw) const override {
+    auto test = flagTest(op.getDest());
+    if (!test || op.getNumOperands() != 1)
+      return failure();
+    auto [ifSet, ifClear] = *test;
+    Value v = op.getOperand(0);
+    APInt c;
+    if (matchPattern(v, m_ConstantInt(&c))) {
+      rw.replaceOpWithNewOp<cf::BranchOp>(op, c.isZero() ? ifClear : ifSet);
+      return success();
+    }
+    if (auto ext = v.getDefiningOp<arith::ExtUIOp>())
+      if (ext.getIn().getType().isInteger(1)) {
+        rw.replaceOpWithNewOp<cf::CondBranchOp>(op, ext.getIn(), ifSet,
+                                                ifClear);
+        return success();
+      }
+    return failure();
+  }
+};
+
+/// The same for an edge of a conditional branch that passes a constant.
+struct ThreadEdgeThroughFlagTest : public OpRewritePattern<cf::CondBranchOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(cf::CondBranchOp op,
+                                PatternRewriter &rw) const override {
+    for (bool onTrue : {true, false}) {
+      Block *dest = onTrue ? op.getTrueDest() : op.getFalseDest();
+      OperandRange args =
+          onTrue ? op.getTrueDestOperands() : op.getFalseDestOperands();
+      auto test = flagTest(dest);
+      APInt c;
+      if (!test || args.size() != 1 ||
+          !matchPattern(args[0], m_ConstantInt(&c)))
+        continue;
+      Block *to = c.isZero() ? test->second : test->first;
+      redirectEdge(rw, op, onTrue, to);
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// Whether a block reachable from `from` without passing through `stop`
+/// uses an argument of `stop`.
+bool usesArgumentsBelow(Block *from, Block *stop) {
+  SmallVector<Block *> work{from};
+  llvm::SmallPtrSet<Block *, 16> seen{stop, from};
+  while (!work.empty()) {
+    Block *b = work.pop_back_val();
+    for (Operation &op : *b)
+      for (Value v : op.getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(v);
+            arg && arg.getOwner() == stop)
+          return true;
+    for (Block *s : b->getSuccessors())
+      if (seen.insert(s).second)
+        work.push_back(s);
+  }
+  return false;
+}
+
+/// A branch on %c to a block that only branches on %c again goes straight
+/// to the second branch's destination on that side (NetPFL's header
+/// versions: the fast and the slow copy join, then the same length test
+/// picks the tests to run). The destination must not use the joined
+/// block's arguments.
+struct ThreadRepeatedCondition : public OpRewritePattern<cf::CondBranchOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(cf::CondBranchOp op,
+                                PatternRewriter &rw) const override {
+    for (bool onTrue : {true, false}) {
+      Block *join = onTrue ? op.getTrueDest() : op.getFalseDest();
+      auto again = dyn_cast<cf::CondBranchOp>(&join->front());
+      if (join == op->getBlock() || !again ||
+          again.getCondition() != op.getCondition() ||
+          again.getNumOperands() != 1)
+        continue;
+      Block *to = onTrue ? again.getTrueDest() : again.getFalseDest();
+      if (to == join || usesArgumentsBelow(to, join))
+        continue;
+      redirectEdge(rw, op, onTrue, to);
+      return success();
+    }
+    return failure();
+  }
+};
+
 /// Switches with at least this many cases have their successors' arguments
 /// pruned by pruneSwitchArguments before the region simplifier runs.
 constexpr unsigned kManyCases = 64;
@@ -227,7 +361,8 @@ struct SimplifyBranchesPass
     cf::CondBranchOp::getCanonicalizationPatterns(patterns, context);
     cf::SwitchOp::getCanonicalizationPatterns(patterns, context);
     arith::SelectOp::getCanonicalizationPatterns(patterns, context);
-    patterns.add<SingleCaseSwitch>(context);
+    patterns.add<SingleCaseSwitch, ThreadThroughFlagTest,
+                 ThreadEdgeThroughFlagTest, ThreadRepeatedCondition>(context);
     ThreadCounter counter;
     GreedyRewriteConfig config;
     config.setListener(&counter);
@@ -256,6 +391,40 @@ struct SimplifyBranchesPass
     auto replaceBelow = [&](Value v, Block *edge, Attribute value) {
       if (!edge->getSinglePredecessor())
         return;
+      auto below = [&](OpOperand &use) {
+        return dominance.dominates(edge, use.getOwner()->getBlock());
+      };
+      // A select on the condition takes its known side below the edge.
+      if (auto flag = dyn_cast<IntegerAttr>(value);
+          flag && v.getType().isInteger(1))
+        for (Operation *user : llvm::make_early_inc_range(v.getUsers()))
+          if (auto sel = dyn_cast<arith::SelectOp>(user);
+              sel && sel.getCondition() == v)
+            sel.getResult().replaceUsesWithIf(flag.getValue().isOne()
+                                                  ? sel.getTrueValue()
+                                                  : sel.getFalseValue(),
+                                              below);
+      // The inverse compare of the same operands is known too.
+      if (auto cmp = v.getDefiningOp<arith::CmpIOp>()) {
+        auto inverse = arith::invertPredicate(cmp.getPredicate());
+        auto flag = cast<IntegerAttr>(value);
+        Value negated;
+        for (Operation *user : cmp.getLhs().getUsers()) {
+          auto other = dyn_cast<arith::CmpIOp>(user);
+          if (!other || other == cmp || other.getPredicate() != inverse ||
+              other.getLhs() != cmp.getLhs() || other.getRhs() != cmp.getRhs())
+            continue;
+          if (!negated) {
+            b.setInsertionPointToStart(edge);
+            negated = arith::ConstantOp::create(
+                b, v.getLoc(),
+                IntegerAttr::get(flag.getType(), flag.getValue().isZero()));
+          }
+          other.getResult().replaceUsesWithIf(negated, below);
+        }
+        if (negated && negated.use_empty())
+          negated.getDefiningOp()->erase();
+      }
       Value known;
       v.replaceUsesWithIf(
           [&]() -> Value {

@@ -250,3 +250,61 @@ netvm.application @a {
     }
   }
 }
+
+// A widened flag compared with 0, and operations on selects of constants
+// on one condition.
+netvm.application @flags {
+  // CHECK-LABEL: netvm.pe @flag
+  // CHECK: %[[C:.*]] = arith.cmpi eq
+  // CHECK-NOT: arith.extui %[[C]]
+  // CHECK: cf.cond_br %[[C]]
+  netvm.pe @flag {
+    netvm.port @i push_input
+    netvm.port @o push_output
+    netvm.handler push(%port) {
+      %c0 = arith.constant 0 : i32
+      %c8 = arith.constant 8 : i32
+      %b = netvm.load packet[%c0] : i8
+      %x = arith.extui %b : i8 to i32
+      %c = arith.cmpi eq, %x, %c8 : i32
+      %z = arith.extui %c : i1 to i32
+      %nz = arith.cmpi ne, %z, %c0 : i32
+      cf.cond_br %nz, ^s, ^d
+    ^s:
+      netvm.send @o
+    ^d:
+      netvm.drop
+    }
+  }
+
+  // (c ? 26 : -1) + 4 is c ? 30 : 3, and (c ? 4 : 0) == 4 is c.
+  // CHECK-LABEL: netvm.pe @selects
+  // CHECK: %[[C:.*]] = arith.cmpi uge
+  // CHECK: arith.select %[[C]], %c30_i32, %c3_i32
+  // CHECK-NOT: arith.select %[[C]], %c4_i32
+  // CHECK: netvm.store %{{.*}}, data
+  // CHECK: cf.cond_br %[[C]]
+  netvm.pe @selects {
+    netvm.port @i push_input
+    netvm.port @o push_output
+    netvm.handler push(%port) {
+      %c0 = arith.constant 0 : i32
+      %c4 = arith.constant 4 : i32
+      %c15 = arith.constant 15 : i32
+      %c26 = arith.constant 26 : i32
+      %cm1 = arith.constant -1 : i32
+      %len = netvm.pkt_len
+      %c = arith.cmpi uge, %len, %c15 : i32
+      %at = arith.select %c, %c26, %cm1 : i32
+      %end = arith.addi %at, %c4 : i32
+      netvm.store %end, data[%c0] : i32
+      %n = arith.select %c, %c4, %c0 : i32
+      %is = arith.cmpi eq, %n, %c4 : i32
+      cf.cond_br %is, ^s, ^d
+    ^s:
+      netvm.send @o
+    ^d:
+      netvm.drop
+    }
+  }
+}
