@@ -60,6 +60,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <memory>
@@ -392,8 +393,18 @@ struct Phases {
   double optimize = 0; // netvm's -O2 pipeline
   native::CompileTimes jit;
   double total = 0;
+  // CPU time of the compiling thread over the whole compilation (with
+  // compileLatency): what a loaded machine changes least.
+  double cpu = 0;
   OpCount before, after; // with `count`: before and after -O2
 };
+
+/// CPU time of the calling thread, in ms.
+double threadCpuMs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 /// Compile with LLVM's standard -O2 pipeline instead of the lean one
 /// (native::CodegenOptions::standardPipeline; the compile section).
@@ -500,9 +511,12 @@ bool compileLatency(
     const std::function<const netvm_app_desc *(Phases &)> &compileOnce,
     Phases &m) {
   std::vector<Phases> runs(compiles);
-  for (Phases &p : runs)
+  for (Phases &p : runs) {
+    double cpu = threadCpuMs();
     if (!compileOnce(p))
       return false;
+    p.cpu = threadCpuMs() - cpu;
+  }
   auto med = [&](double (*get)(const Phases &)) {
     std::vector<double> v;
     for (const Phases &p : runs)
@@ -512,6 +526,7 @@ bool compileLatency(
   m.frontEnd = med([](const Phases &p) { return p.frontEnd; });
   m.optimize = med([](const Phases &p) { return p.optimize; });
   m.total = med([](const Phases &p) { return p.total; });
+  m.cpu = med([](const Phases &p) { return p.cpu; });
   m.jit.lowering = med([](const Phases &p) { return p.jit.lowering; });
   m.jit.translation = med([](const Phases &p) { return p.jit.translation; });
   m.jit.optimization = med([](const Phases &p) { return p.jit.optimization; });
@@ -2002,8 +2017,8 @@ int measureCompile(MLIRContext &context, std::vector<Trace> &traces,
      << compiles << ", object cache off; target: total < 5 ms)\n\n"
      << "| filter | source | LLVM pipeline | total | to optimized netvm IR "
         "| netvm to LLVM dialect | to LLVM IR | LLVM optimization | code "
-        "generation and linking | of which linking |\n"
-     << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+        "generation and linking | of which linking | total, CPU time |\n"
+     << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const Row &r : rows)
     for (int variant : {0, 2, 1}) {
       const Phases &m = r.latency[variant];
@@ -2011,11 +2026,11 @@ int measureCompile(MLIRContext &context, std::vector<Trace> &traces,
       if (m.jit.deferred)
         name += ", batch entries";
       os << llvm::formatv("| {0} | {1} | {2} | {3:f2} | {4:f2} | {5:f2} | "
-                          "{6:f2} | {7:f2} | {8:f2} | {9:f2} |\n",
+                          "{6:f2} | {7:f2} | {8:f2} | {9:f2} | {10:f2} |\n",
                           r.src.name, r.src.kind, name, m.total,
                           m.frontEnd + m.optimize, m.jit.lowering,
                           m.jit.translation, m.jit.optimization, m.jit.codegen,
-                          m.jit.linking);
+                          m.jit.linking, m.cpu);
     }
   os << "\n### ns per packet by LLVM pipeline (-O2, side by side; lower is "
         "better)\n\n"

@@ -765,8 +765,8 @@ public:
       lastTimes.optimization = millisSince(start);
       start = std::chrono::steady_clock::now();
       llvm::SmallVector<char, 0> bytes;
-      llvm::raw_svector_ostream os(bytes);
-      if (llvm::Error err = emitFile(**llvmModule, **tm, FileKind::Object, os))
+      if (llvm::Error err = emitObject(**llvmModule, **tm, options.optLevel,
+                                       lastTimes.pipeline, bytes))
         return std::move(err);
       llvm::StringRef text(bytes.data(), bytes.size());
       if (!dir.empty())
@@ -822,8 +822,8 @@ public:
       if (!tm)
         return tm.takeError();
       optimizeModule(**module, **tm, level, /*standard=*/false);
-      llvm::raw_svector_ostream os(bytes);
-      if (llvm::Error err = emitFile(**module, **tm, FileKind::Object, os))
+      if (llvm::Error err =
+              emitObject(**module, **tm, level, lastTimes.pipeline, bytes))
         return std::move(err);
     }
     lastTimes = times;
@@ -836,6 +836,33 @@ public:
   llvm::orc::LLJIT &getJIT() { return *jit; }
 
 private:
+  /// The object of `module`, optimized with `pipeline`, into `bytes`.
+  /// The lean pipeline's modules reuse one code generation pass manager
+  /// per level (making its hundred-odd passes took about 0.4 ms a
+  /// module); others get emitFile's. The caller holds codegenMutex.
+  llvm::Error emitObject(llvm::Module &module, llvm::TargetMachine &tm,
+                         unsigned level, LLVMPipeline pipeline,
+                         llvm::SmallVectorImpl<char> &bytes) {
+    if (pipeline != LLVMPipeline::Lean) {
+      llvm::raw_svector_ostream os(bytes);
+      return emitFile(module, tm, FileKind::Object, os);
+    }
+    CodegenPipeline &cg = codegenPipelines[std::min(level, 3u)];
+    if (!cg.pm) {
+      cg.os = std::make_unique<llvm::raw_svector_ostream>(cg.bytes);
+      cg.pm = std::make_unique<llvm::legacy::PassManager>();
+      if (tm.addPassesToEmitFile(*cg.pm, *cg.os, nullptr,
+                                 llvm::CodeGenFileType::ObjectFile)) {
+        cg.pm.reset();
+        return llvm::createStringError("the target cannot emit objects");
+      }
+    }
+    cg.bytes.clear();
+    cg.pm->run(module);
+    bytes.assign(cg.bytes.begin(), cg.bytes.end());
+    return llvm::Error::success();
+  }
+
   /// Define the deferred entries `part` in the JIT: each name a lazy
   /// re-export (a stub) of its definition, which DeferredEntries provides.
   llvm::Error addDeferred(DeferredPart part, unsigned level,
@@ -957,6 +984,13 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> jit;
   /// For LLVM's optimizer, one per -O level, made on first use.
   std::unique_ptr<llvm::TargetMachine> targetMachines[4];
+  /// emitObject's pass managers, one per level, made on first use.
+  struct CodegenPipeline {
+    llvm::SmallVector<char, 0> bytes;
+    std::unique_ptr<llvm::raw_svector_ostream> os;
+    std::unique_ptr<llvm::legacy::PassManager> pm;
+  };
+  CodegenPipeline codegenPipelines[4];
   /// Held by add(); codegenMutex also by compilations of deferred entries
   /// (on the thread that first calls one), for the target machines.
   std::mutex mutex, codegenMutex;
