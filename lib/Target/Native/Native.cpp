@@ -18,6 +18,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/SCCIterator.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Config/llvm-config.h"
@@ -64,6 +65,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <functional>
 #include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -409,27 +411,84 @@ std::optional<DeferredPart> splitDeferred(llvm::Module &module,
     f->setName(descriptor + "." + f->getName());
     part.names.push_back(f->getName().str());
   }
+  // What the deferred entries use, directly or through constants and
+  // other functions: the copy holds only that (the batch entries, the
+  // descriptor and its tables stay behind).
+  llvm::SmallPtrSet<const llvm::GlobalValue *, 32> needed;
+  llvm::SmallPtrSet<const llvm::Constant *, 32> seen;
+  llvm::SmallVector<const llvm::GlobalValue *> work(moved.begin(), moved.end());
+  std::function<void(const llvm::Value *)> use = [&](const llvm::Value *v) {
+    if (auto *g = llvm::dyn_cast<llvm::GlobalValue>(v))
+      work.push_back(g);
+    else if (auto *c = llvm::dyn_cast<llvm::Constant>(v);
+             c && seen.insert(c).second)
+      for (const llvm::Value *operand : c->operands())
+        use(operand);
+  };
+  while (!work.empty()) {
+    const llvm::GlobalValue *g = work.pop_back_val();
+    if (!needed.insert(g).second)
+      continue;
+    if (auto *f = llvm::dyn_cast<llvm::Function>(g)) {
+      for (const llvm::Instruction &i : llvm::instructions(*f))
+        for (const llvm::Value *operand : i.operands())
+          use(operand);
+    } else if (auto *var = llvm::dyn_cast<llvm::GlobalVariable>(g);
+               var && var->hasInitializer()) {
+      use(var->getInitializer());
+    }
+  }
   llvm::ValueToValueMapTy map;
-  std::unique_ptr<llvm::Module> side = llvm::CloneModule(module, map);
-  for (llvm::GlobalValue &g : side->global_values())
+  std::unique_ptr<llvm::Module> side =
+      llvm::CloneModule(module, map, [&](const llvm::GlobalValue *g) {
+        return needed.contains(g);
+      });
+  for (llvm::GlobalValue &g :
+       llvm::make_early_inc_range(side->global_values())) {
     if (!g.isDeclaration())
       g.setLinkage(llvm::GlobalValue::InternalLinkage);
+    else if (g.use_empty())
+      g.eraseFromParent();
+  }
   for (llvm::Function *f : moved) {
     auto *copy = llvm::cast<llvm::Function>(map[f]);
     copy->setName(f->getName() + kImplSuffix);
     copy->setLinkage(llvm::GlobalValue::ExternalLinkage);
     f->deleteBody(); // now an external declaration
   }
-  // Only what the deferred entries use (the descriptor and the other
-  // entries go), so that the bitcode is small and quick to read back.
-  {
-    llvm::ModuleAnalysisManager mam;
-    mam.registerPass([] { return llvm::PassInstrumentationAnalysis(); });
-    llvm::GlobalDCEPass().run(*side, mam);
-  }
   llvm::raw_string_ostream os(part.bitcode);
   llvm::WriteBitcodeToFile(*side, os);
   return part;
+}
+} // namespace
+
+namespace {
+/// The JIT's one function that does nothing (taking the context), which
+/// split modules call instead of their own empty init functions.
+constexpr const char *kEmptyFunction = "netvm_jit_empty";
+extern "C" void netvmJitEmpty(netvm_ctx *) {}
+
+/// Make the uses of `module`'s empty init functions (internal, taking a
+/// pointer, `ret void` alone: an application without init handlers) the
+/// JIT's kEmptyFunction, so that code generation does not make one more
+/// function. Only for split modules, whose objects the front cache (whose
+/// shared objects cannot see the JIT's symbols) never links.
+void shareEmptyFunctions(llvm::Module &module) {
+  llvm::Function *shared = nullptr;
+  for (llvm::Function &f : llvm::make_early_inc_range(module)) {
+    if (f.isDeclaration() || !f.hasLocalLinkage() || f.size() != 1 ||
+        f.front().size() != 1 ||
+        !llvm::isa<llvm::ReturnInst>(f.front().front()) ||
+        !f.getReturnType()->isVoidTy() || f.arg_size() != 1 ||
+        !f.getArg(0)->getType()->isPointerTy())
+      continue;
+    if (!shared)
+      shared = llvm::Function::Create(f.getFunctionType(),
+                                      llvm::GlobalValue::ExternalLinkage,
+                                      kEmptyFunction, module);
+    f.replaceAllUsesWith(shared);
+    f.eraseFromParent();
+  }
 }
 } // namespace
 
@@ -758,6 +817,8 @@ public:
                                      ? kSourceEntryAttribute
                                      : kFastLoopAttribute,
                                  options.lowering.descriptorSymbol);
+      if (deferred)
+        shareEmptyFunctions(**llvmModule);
       lastTimes.translation += millisSince(start);
       start = std::chrono::steady_clock::now();
       optimizeModule(**llvmModule, **tm, options.optLevel,
@@ -968,6 +1029,7 @@ private:
     NETVM_SYMBOL(netvm_copro_invoke);
     NETVM_SYMBOL(netvm_copro_attach);
 #undef NETVM_SYMBOL
+    define(kEmptyFunction, reinterpret_cast<const void *>(&netvmJitEmpty));
     if (llvm::Error err =
             j.getMainJITDylib().define(llvm::orc::absoluteSymbols(symbols)))
       return std::move(err);
