@@ -463,6 +463,9 @@ const netvm_app_desc *Application::jit() {
   mlir::OwningOpRef<mlir::ModuleOp> clone = state->optimized->clone();
   native::CodegenOptions options;
   options.optLevel = level;
+  // Instances push packets one at a time through the per-call entries;
+  // the batch entries' fast loops are compiled if something runs them.
+  options.eager = native::JitEntries::PerCall;
   jitted = collecting(*state->context, state->sourceMgr, "JIT compilation",
                       [&](std::string &error) -> const netvm_app_desc * {
                         auto desc = native::jitCompile(*clone, options);

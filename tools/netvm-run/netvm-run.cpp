@@ -275,6 +275,22 @@ static cl::opt<bool>
     compileTime("compile-time",
                 cl::desc("Report how long JIT compilation took, by phase"),
                 cl::cat(runCategory));
+enum class JitEntriesChoice { Auto, All, Batch, PerCall };
+static cl::opt<JitEntriesChoice> jitEntries(
+    "jit-entries",
+    cl::desc("Native code: which entries to compile before the first packet "
+             "(the others when first called; docs/native.md)"),
+    cl::init(JitEntriesChoice::Auto),
+    cl::values(
+        clEnumValN(JitEntriesChoice::Auto, "auto",
+                   "the per-call entries when the run listens to each packet "
+                   "(-w, packet lines, -v, --results), else the batch "
+                   "entries (default)"),
+        clEnumValN(JitEntriesChoice::All, "all", "all of them at once"),
+        clEnumValN(JitEntriesChoice::Batch, "batch", "the batch entries"),
+        clEnumValN(JitEntriesChoice::PerCall, "per-call",
+                   "the per-call entries")),
+    cl::cat(runCategory));
 static cl::opt<unsigned> threads(
     "j",
     cl::desc("Native code: threads to run packets on (default 1). Stateless "
@@ -933,8 +949,9 @@ static void fillFrontCache(const native::JitObject &compiled) {
 
 /// The engine of the options for the optimized `module`, or null after an
 /// error message (`status`: the exit status).
-static std::unique_ptr<rt::Engine>
-createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
+static std::unique_ptr<rt::Engine> createEngine(ModuleOp module,
+                                                ModuleOp loaded, unsigned level,
+                                                bool listens, int &status) {
   rt::EngineOptions options;
   options.watchdogBudget = watchdog;
   options.defaultInfoSize = infoSize;
@@ -1016,6 +1033,24 @@ createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
     codegen.optLevel = level;
     codegen.lowering.defaultInfoSize = infoSize;
     codegen.lowering.forwardLinks = options.pipeline;
+    // Compile the entries the run calls: the batch entries' fast loops when
+    // nobody listens, else the per-call entries (the batch entries call
+    // them for every packet then); the others on first use, if ever.
+    switch (jitEntries) {
+    case JitEntriesChoice::Auto:
+      codegen.eager =
+          listens ? native::JitEntries::PerCall : native::JitEntries::Batch;
+      break;
+    case JitEntriesChoice::All:
+      codegen.eager = native::JitEntries::All;
+      break;
+    case JitEntriesChoice::Batch:
+      codegen.eager = native::JitEntries::Batch;
+      break;
+    case JitEntriesChoice::PerCall:
+      codegen.eager = native::JitEntries::PerCall;
+      break;
+    }
     native::JitObject object;
     bool fill = frontCacheKey && !options.pipeline;
     auto compiled =
@@ -1040,7 +1075,13 @@ createEngine(ModuleOp module, ModuleOp loaded, unsigned level, int &status) {
           t.total(), t.lowering, t.translation, t.optimization, t.codegen,
           t.setup > 0 ? llvm::formatv(", JIT setup {0:f2}", t.setup).str()
                       : std::string(),
-          pipeline);
+          pipeline + (t.deferred
+                          ? std::string("; the ") +
+                                (codegen.eager == native::JitEntries::Batch
+                                     ? "per-call entries"
+                                     : "batch entries' fast loops") +
+                                " on first use"
+                          : std::string()));
     }
     engine = rt::Engine::native(*compiled, options, error);
   }
@@ -1189,8 +1230,12 @@ static int run(int argc, char **argv) {
   // counts the matches, as tcpdump -c counts what its filter accepts.
   bool isFilter = input->kind != driver::Input::Kind::Files;
   int status = 1;
-  std::unique_ptr<rt::Engine> engine =
-      createEngine(*module, loaded ? *loaded : ModuleOp(), level, status);
+  // Whether the runtime listens to every packet (outputs to write, packet
+  // lines, results): which entries to compile first.
+  bool listens = !writePattern.empty() || verbose || resultsFormat || json ||
+                 dumpData || pullCount > 0 || (isFilter && !quiet);
+  std::unique_ptr<rt::Engine> engine = createEngine(
+      *module, loaded ? *loaded : ModuleOp(), level, listens, status);
   if (!engine)
     return status;
   if (!reader)
@@ -1319,6 +1364,16 @@ static int run(int argc, char **argv) {
         source, *reader, streamOptions, perPacket ? &fn : nullptr,
         lines ? rt::ResultDetail::Verdicts : rt::ResultDetail::Full, stats,
         error);
+  }
+  if (compileTime && selectedEngine() == EngineKind::Native) {
+    native::DeferredCompiles deferred = native::deferredCompiles();
+    if (deferred.count)
+      llvm::errs() << llvm::formatv("compile time: {0} deferred "
+                                    "entr{1} compiled on first use, {2:f2} "
+                                    "ms\n",
+                                    deferred.count,
+                                    deferred.count == 1 ? "y" : "ies",
+                                    deferred.milliseconds);
   }
   // A read error (a trace cut mid-record) comes after what was read, as
   // with tcpdump: the packets and the summary first, then the error, which

@@ -37,6 +37,12 @@ namespace netvm {
 /// a batch of packets, with the application inlined), so that the native
 /// backend can tell their loops from the application's.
 constexpr const char *kBatchEntryAttribute = "netvm-batch-entry";
+/// Marks the per-call entry of a source (netvm_entry_fn) and, with
+/// NativeLoweringOptions::separateFastLoops, the fast loop of a batch
+/// entry: the pieces the JIT may compile on first use
+/// (native::JitEntries, docs/native.md).
+constexpr const char *kSourceEntryAttribute = "netvm-source-entry";
+constexpr const char *kFastLoopAttribute = "netvm-fast-loop";
 
 struct NativeLoweringOptions {
   /// Maintain the per-NetPE `runs` and `sent` counters of netvm_pe_state.
@@ -49,6 +55,11 @@ struct NativeLoweringOptions {
   /// direct calls, and list the push handlers in the descriptor, so that
   /// the runtime can run NetPEs on different threads (pipeline mode).
   bool forwardLinks = false;
+  /// Put each batch entry's fast loop (the one with the application
+  /// inlined) in a function of its own, marked kFastLoopAttribute, which
+  /// the batch entry calls once per batch; the JIT can then compile it on
+  /// first use while the per-call entries are compiled at once.
+  bool separateFastLoops = false;
 };
 
 /// Per-application facts the conversion patterns need (routes, indices,

@@ -31,6 +31,23 @@ class TargetMachine;
 
 namespace netvm::native {
 
+/// Which entries of an application jitCompile compiles before it returns;
+/// the others are compiled on their first call (docs/native.md, "Compile
+/// only what runs"). The module holds the application twice, inlined into
+/// the per-call entries and into the batch entries' fast loops, and a
+/// caller runs one of them: compiling the other later, if ever, halves the
+/// code generation.
+enum class JitEntries {
+  /// Everything now (one object): what every caller got before.
+  All,
+  /// The batch entries now; the per-call entries (which the batch entries
+  /// call when the runtime listens: outputs, events) on first use.
+  Batch,
+  /// The per-call entries and the batch entries' slow loops now; the
+  /// batch entries' fast loops (nobody listening) on first use.
+  PerCall,
+};
+
 struct CodegenOptions {
   /// LLVM optimization level, 0 to 3.
   unsigned optLevel = 2;
@@ -44,6 +61,10 @@ struct CodegenOptions {
   /// instead of the lean one: the yardstick netvm-bench sets the lean
   /// pipeline against.
   bool standardPipeline = false;
+  /// jitCompile: what to compile before returning (the rest on first use).
+  /// Only small modules at -O1 and -O2 (the lean pipeline) are split, and
+  /// only without forwarded links; others are compiled whole.
+  JitEntries eager = JitEntries::All;
 };
 
 /// The LLVM pipeline a module gets (docs/native.md, "LLVM's pipelines").
@@ -166,11 +187,23 @@ struct CompileTimes {
   /// Of codegen, the JIT linking (adding the object, looking up its
   /// descriptor).
   double linking = 0;
+  /// The module was split (CodegenOptions::eager): its other entries are
+  /// compiled on first use (deferredCompiles() says when).
+  bool deferred = false;
   double total() const {
     return setup + lowering + translation + optimization + codegen + cache;
   }
 };
 CompileTimes lastCompileTimes();
+
+/// The deferred entries (CodegenOptions::eager) compiled on first use so far
+/// in this process, on any thread, and the milliseconds they took (from
+/// the cached bitcode or object to linked code).
+struct DeferredCompiles {
+  unsigned count = 0;
+  double milliseconds = 0;
+};
+DeferredCompiles deferredCompiles();
 
 } // namespace netvm::native
 

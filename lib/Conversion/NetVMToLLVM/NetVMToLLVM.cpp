@@ -463,6 +463,18 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
   // (native::isSmallModule).
   func.setPassthroughAttr(
       b.getArrayAttr({b.getStringAttr(kBatchEntryAttribute)}));
+  // The fast loop, in a function of its own if asked (the JIT may then
+  // compile it on first use): the batch entry calls it once per batch.
+  LLVM::LLVMFuncOp fastFunc;
+  if (state.options.separateFastLoops) {
+    fastFunc = LLVM::LLVMFuncOp::create(
+        b, loc, state.prefix + "fast." + state.sourceNames[source], type,
+        LLVM::Linkage::Internal);
+    setNoAlias(fastFunc);
+    fastFunc.setPassthroughAttr(
+        b.getArrayAttr({b.getStringAttr(kBatchEntryAttribute),
+                        b.getStringAttr(kFastLoopAttribute)}));
+  }
   OpBuilder::InsertionGuard guard(b);
   Block *entry = func.addEntryBlock(b);
   Value c = entry->getArgument(0), xb = entry->getArgument(1),
@@ -478,26 +490,48 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
   SmallVector<Type> headerTypes(1 + numAcc, i64);
   SmallVector<Location> headerLocs(1 + numAcc, loc);
 
-  Block *fastPre = b.createBlock(&region, region.end());
+  // With a separate fast loop, its blocks and arguments are those of
+  // fastFunc, and the batch entry's fastCall calls it.
+  Region &fastRegion = fastFunc ? fastFunc.getBody() : region;
+  Block *fastPre = fastFunc ? fastFunc.addEntryBlock(b)
+                            : b.createBlock(&region, region.end());
   Block *fastHeader =
-      b.createBlock(&region, region.end(), headerTypes, headerLocs);
-  Block *fastBody = b.createBlock(&region, region.end());
-  Block *fastExit = b.createBlock(&region, region.end());
+      b.createBlock(&fastRegion, fastRegion.end(), headerTypes, headerLocs);
+  Block *fastBody = b.createBlock(&fastRegion, fastRegion.end());
+  Block *fastExit = b.createBlock(&fastRegion, fastRegion.end());
+  Block *fastCall = fastFunc ? b.createBlock(&region, region.end()) : fastPre;
   Block *slowHeader = b.createBlock(&region, region.end(), {i64}, {loc});
   Block *slowBody = b.createBlock(&region, region.end());
   Block *exit = b.createBlock(&region, region.end());
 
   b.setInsertionPointToEnd(entry);
-  // The fast loop works on a copy of the buffer on its own stack: its
-  // address costs no register.
-  Value local = LLVM::AllocaOp::create(
-      b, loc, ptr, LLVM::LLVMArrayType::get(e.i8(), sizeof(netvm_exbuf)),
-      e.c32(1), alignof(netvm_exbuf));
   Value first = e.load(e.i64(), xb, offsetof(netvm_exbuf, sequence));
   Value hooks = e.load(e.i32(), c, offsetof(netvm_ctx, hooks));
   LLVM::CondBrOp::create(
       b, loc, e.icmp(LLVM::ICmpPredicate::ne, hooks, e.c32(0)), slowHeader,
-      ValueRange{e.c64(0)}, fastPre, ValueRange(), kUnlikely);
+      ValueRange{e.c64(0)}, fastCall, ValueRange(), kUnlikely);
+  if (fastFunc) {
+    b.setInsertionPointToEnd(fastCall);
+    LLVM::CallOp::create(b, loc, fastFunc, ValueRange{c, xb, packets, count});
+    LLVM::BrOp::create(b, loc, ValueRange(), exit);
+  }
+  // In the fast loop: the function's arguments.
+  Value batchCtx = c, batchXb = xb, batchPackets = packets;
+  if (fastFunc) {
+    c = fastPre->getArgument(0);
+    xb = fastPre->getArgument(1);
+    packets = fastPre->getArgument(2);
+    count = fastPre->getArgument(3);
+  }
+  // The fast loop works on a copy of the buffer on its own stack: its
+  // address costs no register.
+  if (fastFunc)
+    b.setInsertionPointToEnd(fastPre);
+  else
+    b.setInsertionPoint(entry->getTerminator());
+  Value local = LLVM::AllocaOp::create(
+      b, loc, ptr, LLVM::LLVMArrayType::get(e.i8(), sizeof(netvm_exbuf)),
+      e.c32(1), alignof(netvm_exbuf));
 
   auto packetAt = [&](Value i) {
     return e.gep(packets,
@@ -602,9 +636,16 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
               8 * k);
     }
   }
-  LLVM::BrOp::create(b, loc, ValueRange(), exit);
+  if (fastFunc)
+    LLVM::ReturnOp::create(b, loc, ValueRange());
+  else
+    LLVM::BrOp::create(b, loc, ValueRange(), exit);
 
   // Slow loop: the source entry on a fully set-up buffer.
+  c = batchCtx;
+  xb = batchXb;
+  packets = batchPackets;
+  count = entry->getArgument(3);
   b.setInsertionPointToEnd(slowHeader);
   Value j = slowHeader->getArgument(0);
   LLVM::CondBrOp::create(b, loc, e.icmp(LLVM::ICmpPredicate::ult, j, count),
@@ -896,6 +937,8 @@ netvm::prepareNativeLowering(ModuleOp module,
         LLVM::LLVMFuncOp::create(b, loc, state->prefix + "source." + name,
                                  entryType, LLVM::Linkage::Internal);
     setNoAlias(func);
+    func.setPassthroughAttr(
+        b.getArrayAttr({b.getStringAttr(kSourceEntryAttribute)}));
     Block *entry = func.addEntryBlock(b);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(entry);

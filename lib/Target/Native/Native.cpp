@@ -18,10 +18,15 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/SCCIterator.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/IndirectionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/LazyReexports.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/InstIterator.h"
@@ -52,11 +57,15 @@
 #include "llvm/Transforms/Scalar/LoopRotation.h"
 #include "llvm/Transforms/Scalar/SROA.h"
 #include "llvm/Transforms/Scalar/SimplifyCFG.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <array>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <functional>
 #include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -343,9 +352,12 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
 }
 } // namespace
 
-llvm::Expected<std::unique_ptr<llvm::Module>> netvm::native::generateLLVMIR(
-    mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
-    llvm::TargetMachine &tm, const CodegenOptions &options) {
+namespace {
+/// Lowering to the LLVM dialect and translation to LLVM IR: the first half
+/// of generateLLVMIR.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
+                  llvm::TargetMachine &tm, const CodegenOptions &options) {
   auto start = std::chrono::steady_clock::now();
   if (mlir::failed(lowerToLLVMDialect(module, options.lowering)))
     return llvm::createStringError("lowering to the LLVM dialect failed");
@@ -363,9 +375,131 @@ llvm::Expected<std::unique_ptr<llvm::Module>> netvm::native::generateLLVMIR(
   llvmModule->setDataLayout(tm.createDataLayout());
   llvmModule->setTargetTriple(tm.getTargetTriple());
   lastTimes.translation = millisSince(start);
+  return llvmModule;
+}
 
-  start = std::chrono::steady_clock::now();
-  optimizeModule(*llvmModule, tm, options.optLevel, options.standardPipeline);
+/// The deferred entries split off a module (splitDeferred): their stubs'
+/// names, which the module declares, and a module of their own, as bitcode,
+/// defining each as its stub's name with kImplSuffix.
+struct DeferredPart {
+  std::vector<std::string> names;
+  std::string bitcode;
+};
+constexpr const char *kImplSuffix = "$impl";
+
+/// Move the definitions of the functions of `module` marked `attribute`
+/// into a module of their own: `module` keeps external declarations of
+/// them, renamed after `descriptor` (unique in the JIT), and the new
+/// module defines them (with kImplSuffix) and internal copies of every
+/// other global, of which its optimizer keeps what they use. Everything
+/// in the application's code is a function or a constant, so copies
+/// behave as the originals.
+std::optional<DeferredPart> splitDeferred(llvm::Module &module,
+                                          llvm::StringRef attribute,
+                                          llvm::StringRef descriptor) {
+  std::vector<llvm::Function *> moved;
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration() && f.hasFnAttribute(attribute))
+      moved.push_back(&f);
+  if (moved.empty())
+    return std::nullopt;
+  for (llvm::GlobalVariable &g : module.globals())
+    if (!g.isConstant())
+      return std::nullopt;
+  DeferredPart part;
+  for (llvm::Function *f : moved) {
+    f->setName(descriptor + "." + f->getName());
+    part.names.push_back(f->getName().str());
+  }
+  // What the deferred entries use, directly or through constants and
+  // other functions: the copy holds only that (the batch entries, the
+  // descriptor and its tables stay behind).
+  llvm::SmallPtrSet<const llvm::GlobalValue *, 32> needed;
+  llvm::SmallPtrSet<const llvm::Constant *, 32> seen;
+  llvm::SmallVector<const llvm::GlobalValue *> work(moved.begin(), moved.end());
+  std::function<void(const llvm::Value *)> use = [&](const llvm::Value *v) {
+    if (auto *g = llvm::dyn_cast<llvm::GlobalValue>(v))
+      work.push_back(g);
+    else if (auto *c = llvm::dyn_cast<llvm::Constant>(v);
+             c && seen.insert(c).second)
+      for (const llvm::Value *operand : c->operands())
+        use(operand);
+  };
+  while (!work.empty()) {
+    const llvm::GlobalValue *g = work.pop_back_val();
+    if (!needed.insert(g).second)
+      continue;
+    if (auto *f = llvm::dyn_cast<llvm::Function>(g)) {
+      for (const llvm::Instruction &i : llvm::instructions(*f))
+        for (const llvm::Value *operand : i.operands())
+          use(operand);
+    } else if (auto *var = llvm::dyn_cast<llvm::GlobalVariable>(g);
+               var && var->hasInitializer()) {
+      use(var->getInitializer());
+    }
+  }
+  llvm::ValueToValueMapTy map;
+  std::unique_ptr<llvm::Module> side =
+      llvm::CloneModule(module, map, [&](const llvm::GlobalValue *g) {
+        return needed.contains(g);
+      });
+  for (llvm::GlobalValue &g :
+       llvm::make_early_inc_range(side->global_values())) {
+    if (!g.isDeclaration())
+      g.setLinkage(llvm::GlobalValue::InternalLinkage);
+    else if (g.use_empty())
+      g.eraseFromParent();
+  }
+  for (llvm::Function *f : moved) {
+    auto *copy = llvm::cast<llvm::Function>(map[f]);
+    copy->setName(f->getName() + kImplSuffix);
+    copy->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    f->deleteBody(); // now an external declaration
+  }
+  llvm::raw_string_ostream os(part.bitcode);
+  llvm::WriteBitcodeToFile(*side, os);
+  return part;
+}
+} // namespace
+
+namespace {
+/// The JIT's one function that does nothing (taking the context), which
+/// split modules call instead of their own empty init functions.
+constexpr const char *kEmptyFunction = "netvm_jit_empty";
+extern "C" void netvmJitEmpty(netvm_ctx *) {}
+
+/// Make the uses of `module`'s empty init functions (internal, taking a
+/// pointer, `ret void` alone: an application without init handlers) the
+/// JIT's kEmptyFunction, so that code generation does not make one more
+/// function. Only for split modules, whose objects the front cache (whose
+/// shared objects cannot see the JIT's symbols) never links.
+void shareEmptyFunctions(llvm::Module &module) {
+  llvm::Function *shared = nullptr;
+  for (llvm::Function &f : llvm::make_early_inc_range(module)) {
+    if (f.isDeclaration() || !f.hasLocalLinkage() || f.size() != 1 ||
+        f.front().size() != 1 ||
+        !llvm::isa<llvm::ReturnInst>(f.front().front()) ||
+        !f.getReturnType()->isVoidTy() || f.arg_size() != 1 ||
+        !f.getArg(0)->getType()->isPointerTy())
+      continue;
+    if (!shared)
+      shared = llvm::Function::Create(f.getFunctionType(),
+                                      llvm::GlobalValue::ExternalLinkage,
+                                      kEmptyFunction, module);
+    f.replaceAllUsesWith(shared);
+    f.eraseFromParent();
+  }
+}
+} // namespace
+
+llvm::Expected<std::unique_ptr<llvm::Module>> netvm::native::generateLLVMIR(
+    mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
+    llvm::TargetMachine &tm, const CodegenOptions &options) {
+  auto llvmModule = translateToLLVMIR(module, llvmContext, tm, options);
+  if (!llvmModule)
+    return llvmModule.takeError();
+  auto start = std::chrono::steady_clock::now();
+  optimizeModule(**llvmModule, tm, options.optLevel, options.standardPipeline);
   lastTimes.optimization = millisSince(start);
   return llvmModule;
 }
@@ -470,9 +604,17 @@ const std::string &compilerIdentity() {
                      " llvm " LLVM_VERSION_STRING;
     Dl_info info;
     struct stat st;
+    std::string binary;
     if (dladdr(reinterpret_cast<void *>(&compilerIdentity), &info) &&
-        info.dli_fname && stat(info.dli_fname, &st) == 0)
-      id += std::string(" binary ") + info.dli_fname + " " +
+        info.dli_fname)
+      binary = info.dli_fname;
+    // The executable itself is named as it was run (argv[0]): a name
+    // found on the PATH is no path from here.
+    if (binary.find('/') == std::string::npos)
+      binary = llvm::sys::fs::getMainExecutable(
+          nullptr, reinterpret_cast<void *>(&compilerIdentity));
+    if (!binary.empty() && stat(binary.c_str(), &st) == 0)
+      id += std::string(" binary ") + binary + " " +
             std::to_string(st.st_size) + " " + std::to_string(st.st_mtime) +
             "." + std::to_string(st.st_mtim.tv_nsec);
     else
@@ -498,7 +640,8 @@ std::array<uint8_t, 32> cacheKey(mlir::ModuleOp module,
      << options.lowering.defaultInfoSize << " forward "
      << options.lowering.forwardLinks << " symbol "
      << options.lowering.descriptorSymbol << " standard-pipeline "
-     << options.standardPipeline << "\n";
+     << options.standardPipeline << " eager " << static_cast<int>(options.eager)
+     << "\n";
   // Locations name the exception sites the descriptor carries.
   module->print(os, mlir::OpPrintingFlags().enableDebugInfo(true, false));
   return llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
@@ -509,12 +652,53 @@ std::string cachePath(const std::string &dir,
   return netvm::cache::entryPath(dir, key, ".o");
 }
 
+/// The key of the deferred entries' object of the entry `key`.
+std::array<uint8_t, 32> deferredKey(const std::array<uint8_t, 32> &key) {
+  std::string text = "deferred entries of ";
+  text.append(key.begin(), key.end());
+  return llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
+}
+
+/// The tag of an entry whose module was split: what the JIT needs to
+/// compile the deferred entries on first use (their names and bitcode).
+constexpr llvm::StringLiteral kDeferredTag = "netvm-deferred 1\n";
+
+std::string deferredTag(const DeferredPart &part) {
+  std::string tag = kDeferredTag.str() + std::to_string(part.names.size());
+  for (const std::string &name : part.names)
+    tag += "\n" + name;
+  return tag + "\n" + part.bitcode;
+}
+
+std::optional<DeferredPart> parseDeferredTag(llvm::StringRef tag) {
+  if (!tag.consume_front(kDeferredTag))
+    return std::nullopt;
+  auto [countText, rest] = tag.split('\n');
+  unsigned count;
+  if (countText.getAsInteger(10, count) || count == 0)
+    return std::nullopt;
+  DeferredPart part;
+  for (unsigned i = 0; i < count; ++i) {
+    auto [name, next] = rest.split('\n');
+    if (name.empty() || next.data() == nullptr)
+      return std::nullopt;
+    part.names.push_back(name.str());
+    rest = next;
+  }
+  part.bitcode = rest.str();
+  return part;
+}
+
 /// The object of a valid entry at `path` for `key`, or null (no entry, or
-/// one that is truncated, corrupt or for another key).
+/// one that is truncated, corrupt or for another key), and its deferred
+/// entries if its module was split.
 std::unique_ptr<llvm::MemoryBuffer>
-cacheLoad(const std::string &path, const std::array<uint8_t, 32> &key) {
+cacheLoad(const std::string &path, const std::array<uint8_t, 32> &key,
+          std::optional<DeferredPart> &deferred) {
   std::string object, tag;
-  if (!netvm::cache::readEntry(path, key, object, tag) || !tag.empty())
+  if (!netvm::cache::readEntry(path, key, object, tag))
+    return nullptr;
+  if (!tag.empty() && !(deferred = parseDeferredTag(tag)))
     return nullptr;
   return llvm::MemoryBuffer::getMemBufferCopy(object, path);
 }
@@ -523,9 +707,9 @@ cacheLoad(const std::string &path, const std::array<uint8_t, 32> &key) {
 /// that concurrent runs never see half an entry). Failures are ignored:
 /// the cache only saves time.
 void cacheStore(const std::string &path, const std::array<uint8_t, 32> &key,
-                llvm::StringRef object) {
+                llvm::StringRef object, const std::string &tag = "") {
   std::string error;
-  (void)netvm::cache::writeEntry(path, key, object.str(), "", error);
+  (void)netvm::cache::writeEntry(path, key, object.str(), tag, error);
 }
 } // namespace
 
@@ -534,6 +718,42 @@ void cacheStore(const std::string &path, const std::array<uint8_t, 32> &key,
 //===----------------------------------------------------------------------===//
 
 namespace {
+class Engine;
+
+/// The deferred entries of one application (CodegenOptions::eager): the
+/// JIT materializes them, compiling them (or loading their cached object),
+/// when a lazy re-export of one of them is first called.
+class DeferredEntries : public llvm::orc::MaterializationUnit {
+public:
+  DeferredEntries(Engine &engine, Interface interface, DeferredPart part,
+                  unsigned level, std::string path, std::array<uint8_t, 32> key)
+      : MaterializationUnit(std::move(interface)), engine(engine),
+        part(std::move(part)), level(level), path(std::move(path)), key(key) {}
+  llvm::StringRef getName() const override { return "netvm-deferred-entries"; }
+
+private:
+  void materialize(
+      std::unique_ptr<llvm::orc::MaterializationResponsibility> r) override;
+  void discard(const llvm::orc::JITDylib &,
+               const llvm::orc::SymbolStringPtr &) override {}
+
+  Engine &engine;
+  DeferredPart part;
+  unsigned level;
+  std::string path;
+  std::array<uint8_t, 32> key;
+};
+
+std::mutex deferredMutex;
+DeferredCompiles deferredTotals;
+
+/// Called by a lazy re-export whose entry could not be compiled: the
+/// program cannot go on (the error went to the execution session).
+void deferredCompileFailed() {
+  std::fputs("netvm: compiling an entry on first use failed\n", stderr);
+  std::abort();
+}
+
 class Engine {
 public:
   static llvm::Expected<Engine *> get() {
@@ -557,38 +777,61 @@ public:
     std::lock_guard<std::mutex> lock(mutex);
     options.lowering.descriptorSymbol =
         "netvm_jit_app_" + std::to_string(counter++);
+    // A whole object for whoever keeps it (netvm-run's front cache links
+    // it into a shared object); forwarded links list every push handler.
+    if (keep || options.lowering.forwardLinks)
+      options.eager = JitEntries::All;
+    options.lowering.separateFastLoops = options.eager == JitEntries::PerCall;
     // The cache: hit, the object as it was stored; miss, compiled and
     // stored. Either way the JIT links an object made by emitFile.
     std::string dir = options.useCache ? jitCacheDirectory() : "";
     std::array<uint8_t, 32> key{};
     std::string path;
     std::unique_ptr<llvm::MemoryBuffer> object;
+    std::optional<DeferredPart> deferred;
     if (!dir.empty()) {
       auto start = std::chrono::steady_clock::now();
       key = cacheKey(module, options);
       path = cachePath(dir, key);
-      object = cacheLoad(path, key);
+      object = cacheLoad(path, key, deferred);
       lastTimes.cache = millisSince(start);
       lastTimes.cached = object != nullptr;
     }
     auto start = std::chrono::steady_clock::now();
     if (!object) {
+      std::lock_guard<std::mutex> codegenLock(codegenMutex);
       auto tm = targetMachine(options.optLevel);
       if (!tm)
         return tm.takeError();
       lastTimes.setup += millisSince(start);
       llvm::LLVMContext context;
-      auto llvmModule = generateLLVMIR(module, context, **tm, options);
+      auto llvmModule = translateToLLVMIR(module, context, **tm, options);
       if (!llvmModule)
         return llvmModule.takeError();
       start = std::chrono::steady_clock::now();
+      if (options.eager != JitEntries::All &&
+          choosePipeline(**llvmModule, options.optLevel,
+                         options.standardPipeline) == LLVMPipeline::Lean)
+        deferred = splitDeferred(**llvmModule,
+                                 options.eager == JitEntries::Batch
+                                     ? kSourceEntryAttribute
+                                     : kFastLoopAttribute,
+                                 options.lowering.descriptorSymbol);
+      if (deferred)
+        shareEmptyFunctions(**llvmModule);
+      lastTimes.translation += millisSince(start);
+      start = std::chrono::steady_clock::now();
+      optimizeModule(**llvmModule, **tm, options.optLevel,
+                     options.standardPipeline);
+      lastTimes.optimization = millisSince(start);
+      start = std::chrono::steady_clock::now();
       llvm::SmallVector<char, 0> bytes;
-      llvm::raw_svector_ostream os(bytes);
-      if (llvm::Error err = emitFile(**llvmModule, **tm, FileKind::Object, os))
+      if (llvm::Error err = emitObject(**llvmModule, **tm, options.optLevel,
+                                       lastTimes.pipeline, bytes))
         return std::move(err);
       llvm::StringRef text(bytes.data(), bytes.size());
       if (!dir.empty())
-        cacheStore(path, key, text);
+        cacheStore(path, key, text, deferred ? deferredTag(*deferred) : "");
       object = llvm::MemoryBuffer::getMemBufferCopy(
           text, options.lowering.descriptorSymbol);
       lastTimes.codegen = millisSince(start);
@@ -600,6 +843,14 @@ public:
     start = std::chrono::steady_clock::now();
     if (llvm::Error err = jit->addObjectFile(std::move(object)))
       return std::move(err);
+    if (deferred) {
+      lastTimes.deferred = true;
+      std::string deferredPath =
+          dir.empty() ? "" : cachePath(dir, deferredKey(key));
+      if (llvm::Error err = addDeferred(std::move(*deferred), options.optLevel,
+                                        deferredPath, deferredKey(key)))
+        return std::move(err);
+    }
     auto symbol = jit->lookup(options.lowering.descriptorSymbol);
     if (!symbol)
       return symbol.takeError();
@@ -608,7 +859,107 @@ public:
     return symbol->toPtr<const netvm_app_desc *>();
   }
 
+  /// Compile the deferred entries `part` (when first called, or from the
+  /// cache's object at `path` if it has one) and store the object there.
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+  compileDeferred(const DeferredPart &part, unsigned level,
+                  const std::string &path, const std::array<uint8_t, 32> &key) {
+    if (!path.empty()) {
+      std::string object, tag;
+      if (netvm::cache::readEntry(path, key, object, tag) && tag.empty())
+        return llvm::MemoryBuffer::getMemBufferCopy(object, path);
+    }
+    // This thread's last compile keeps its times.
+    CompileTimes times = lastTimes;
+    llvm::LLVMContext context;
+    auto module = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(part.bitcode, "netvm-deferred"), context);
+    if (!module)
+      return module.takeError();
+    llvm::SmallVector<char, 0> bytes;
+    {
+      std::lock_guard<std::mutex> codegenLock(codegenMutex);
+      auto tm = targetMachine(level);
+      if (!tm)
+        return tm.takeError();
+      optimizeModule(**module, **tm, level, /*standard=*/false);
+      if (llvm::Error err =
+              emitObject(**module, **tm, level, lastTimes.pipeline, bytes))
+        return std::move(err);
+    }
+    lastTimes = times;
+    llvm::StringRef text(bytes.data(), bytes.size());
+    if (!path.empty())
+      cacheStore(path, key, text);
+    return llvm::MemoryBuffer::getMemBufferCopy(text, "netvm-deferred");
+  }
+
+  llvm::orc::LLJIT &getJIT() { return *jit; }
+
 private:
+  /// The object of `module`, optimized with `pipeline`, into `bytes`.
+  /// The lean pipeline's modules reuse one code generation pass manager
+  /// per level (making its hundred-odd passes took about 0.4 ms a
+  /// module); others get emitFile's. The caller holds codegenMutex.
+  llvm::Error emitObject(llvm::Module &module, llvm::TargetMachine &tm,
+                         unsigned level, LLVMPipeline pipeline,
+                         llvm::SmallVectorImpl<char> &bytes) {
+    if (pipeline != LLVMPipeline::Lean) {
+      llvm::raw_svector_ostream os(bytes);
+      return emitFile(module, tm, FileKind::Object, os);
+    }
+    CodegenPipeline &cg = codegenPipelines[std::min(level, 3u)];
+    if (!cg.pm) {
+      cg.os = std::make_unique<llvm::raw_svector_ostream>(cg.bytes);
+      cg.pm = std::make_unique<llvm::legacy::PassManager>();
+      if (tm.addPassesToEmitFile(*cg.pm, *cg.os, nullptr,
+                                 llvm::CodeGenFileType::ObjectFile)) {
+        cg.pm.reset();
+        return llvm::createStringError("the target cannot emit objects");
+      }
+    }
+    cg.bytes.clear();
+    cg.pm->run(module);
+    bytes.assign(cg.bytes.begin(), cg.bytes.end());
+    return llvm::Error::success();
+  }
+
+  /// Define the deferred entries `part` in the JIT: each name a lazy
+  /// re-export (a stub) of its definition, which DeferredEntries provides.
+  llvm::Error addDeferred(DeferredPart part, unsigned level,
+                          const std::string &path,
+                          const std::array<uint8_t, 32> &key) {
+    llvm::orc::ExecutionSession &session = jit->getExecutionSession();
+    if (!callThrough) {
+      const llvm::Triple &triple = jit->getTargetTriple();
+      auto created = llvm::orc::createLocalLazyCallThroughManager(
+          triple, session,
+          llvm::orc::ExecutorAddr::fromPtr(&deferredCompileFailed));
+      if (!created)
+        return created.takeError();
+      callThrough = std::move(*created);
+      stubs = llvm::orc::createLocalIndirectStubsManagerBuilder(triple)();
+    }
+    llvm::orc::MangleAndInterner mangle(session, jit->getDataLayout());
+    llvm::orc::SymbolFlagsMap flags;
+    llvm::orc::SymbolAliasMap aliases;
+    auto callable =
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
+    for (const std::string &name : part.names) {
+      flags[mangle(name + kImplSuffix)] = callable;
+      aliases[mangle(name)] = {mangle(name + kImplSuffix), callable};
+    }
+    llvm::orc::JITDylib &dylib = jit->getMainJITDylib();
+    if (llvm::Error err = dylib.define(std::make_unique<DeferredEntries>(
+            *this,
+            llvm::orc::MaterializationUnit::Interface(std::move(flags),
+                                                      nullptr),
+            std::move(part), level, path, key)))
+      return err;
+    return dylib.define(
+        llvm::orc::lazyReexports(*callThrough, *stubs, dylib, aliases));
+  }
+
   /// The target machine of `level`, made on first use (the caller holds
   /// the mutex).
   llvm::Expected<llvm::TargetMachine *> targetMachine(unsigned level) {
@@ -678,6 +1029,7 @@ private:
     NETVM_SYMBOL(netvm_copro_invoke);
     NETVM_SYMBOL(netvm_copro_attach);
 #undef NETVM_SYMBOL
+    define(kEmptyFunction, reinterpret_cast<const void *>(&netvmJitEmpty));
     if (llvm::Error err =
             j.getMainJITDylib().define(llvm::orc::absoluteSymbols(symbols)))
       return std::move(err);
@@ -694,10 +1046,43 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> jit;
   /// For LLVM's optimizer, one per -O level, made on first use.
   std::unique_ptr<llvm::TargetMachine> targetMachines[4];
-  std::mutex mutex;
+  /// emitObject's pass managers, one per level, made on first use.
+  struct CodegenPipeline {
+    llvm::SmallVector<char, 0> bytes;
+    std::unique_ptr<llvm::raw_svector_ostream> os;
+    std::unique_ptr<llvm::legacy::PassManager> pm;
+  };
+  CodegenPipeline codegenPipelines[4];
+  /// Held by add(); codegenMutex also by compilations of deferred entries
+  /// (on the thread that first calls one), for the target machines.
+  std::mutex mutex, codegenMutex;
   unsigned counter = 0;
+  /// Lazy re-exports of deferred entries, made on first use.
+  std::unique_ptr<llvm::orc::LazyCallThroughManager> callThrough;
+  std::unique_ptr<llvm::orc::IndirectStubsManager> stubs;
 };
+
+void DeferredEntries::materialize(
+    std::unique_ptr<llvm::orc::MaterializationResponsibility> r) {
+  auto start = std::chrono::steady_clock::now();
+  auto object = engine.compileDeferred(part, level, path, key);
+  llvm::orc::LLJIT &jit = engine.getJIT();
+  if (!object) {
+    jit.getExecutionSession().reportError(object.takeError());
+    r->failMaterialization();
+    return;
+  }
+  jit.getObjLinkingLayer().emit(std::move(r), std::move(*object));
+  std::lock_guard<std::mutex> lock(deferredMutex);
+  deferredTotals.count += 1;
+  deferredTotals.milliseconds += millisSince(start);
+}
 } // namespace
+
+DeferredCompiles netvm::native::deferredCompiles() {
+  std::lock_guard<std::mutex> lock(deferredMutex);
+  return deferredTotals;
+}
 
 llvm::Expected<const netvm_app_desc *>
 netvm::native::jitCompile(mlir::ModuleOp module, const CodegenOptions &options,
