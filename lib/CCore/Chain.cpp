@@ -95,6 +95,10 @@ bool compileForME(const HandlerApp &app, const me::MachineConfig &machine,
   }
   me::CodeGenOptions options;
   options.machine = machine;
+  // A pipeline of handlers: each on its own ME stage, in order (the back
+  // end's pipeline placement, docs/me-backend.md "Stages").
+  for (const std::string &pe : app.stages)
+    options.placement.stages.push_back({{pe}, 1});
   if (failed(me::compileApplication(*module, options, out))) {
     error = c.diagnostics;
     return false;
@@ -641,6 +645,17 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   run = ChainRun();
   const SwapRequest &swap = control.swap;
   bool swapping = swap.mode != SwapRequest::Mode::None;
+  if (!meStage.layout.stages.empty() &&
+      (swapping || !control.params.empty() || control.autoSpecialize.enabled)) {
+    // The control loop fences, drains and restarts the one handler ME of
+    // the default layout; a pipeline's stages are not generalised to it
+    // (docs/ccore.md, "Pipelines of ME stages").
+    error = "hot-swaps, reconfigurations and automatic specialization act "
+            "on a chain whose ME side is one handler ME; this one is a "
+            "pipeline of " +
+            std::to_string(meStage.layout.stages.size()) + " ME stages";
+    return false;
+  }
   if (swapping) {
     if (!swap.next || !Controller::codeOf(*swap.next, handlerME)) {
       error = "hot-swap: no new code for ME " + std::to_string(handlerME);
@@ -805,6 +820,41 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
         run.meSent += word(3 * pe + 1);
         run.meDropped += word(3 * pe + 2);
       }
+      // A pipeline: the messages enter its first stage and leave its last.
+      const auto &stages = meStage.layout.stages;
+      for (size_t s = 0; s < stages.size(); ++s) {
+        StageRun stage;
+        if (!stages[s].mes.empty())
+          stage.me = stages[s].mes.front();
+        if (!stages[s].workRings.empty())
+          stage.ring = stages[s].workRings.front();
+        for (unsigned pe : stages[s].pes) {
+          stage.pes.push_back(meStage.layout.pes[pe]);
+          stage.runs += word(3 * pe);
+          stage.sent += word(3 * pe + 1);
+          stage.dropped += word(3 * pe + 2);
+        }
+        // Every message passes every stage (the ring's gets beyond them
+        // are the end markers each context takes).
+        stage.messages = std::min(run.stats.rings[stage.ring].gets,
+                                  run.stats.packetsReceived);
+        if (stage.me < run.stats.mes.size()) {
+          stage.busyCycles = run.stats.mes[stage.me].busyCycles;
+          stage.instructions = run.stats.mes[stage.me].instructions;
+        }
+        stage.utilization =
+            run.cycles ? double(stage.busyCycles) / double(run.cycles) : 0;
+        run.stages.push_back(std::move(stage));
+      }
+      if (!run.stages.empty()) {
+        run.meRuns = run.stages.front().runs;
+        run.meSent = run.stages.back().sent;
+        run.handlerME = run.stages.front().me;
+        run.handlerMessages.assign(machine.numMEs, 0);
+        for (const StageRun &stage : run.stages)
+          if (stage.me < machine.numMEs)
+            run.handlerMessages[stage.me] = stage.messages;
+      }
     }
   }
   if (!sender) // the tags are the fragments' numbers
@@ -917,11 +967,15 @@ ResourceReport resourceReport(const ChainRun &run,
       load.codeWords = run.codeWords[me];
     if (me < run.handlerMessages.size())
       load.messages = run.handlerMessages[me];
+    unsigned transmitME = run.stages.empty() ? 2 : run.stages.back().me + 1;
+    for (size_t s = 0; s < run.stages.size(); ++s)
+      if (run.stages[s].me == me)
+        load.stage = unsigned(s + 1);
     if (me == 0)
       load.role = "receive";
-    else if (me == 2)
+    else if (me == transmitME)
       load.role = "transmit";
-    else if (me == run.handlerME)
+    else if (me == run.handlerME || load.stage)
       load.role = "handler";
     else if (load.codeWords)
       load.role = "spare";
@@ -947,6 +1001,12 @@ ResourceReport resourceReport(const ChainRun &run,
     QueueLoad q;
     q.ring = ring;
     q.name = ring < 4 ? names[ring] : "ring " + std::to_string(ring);
+    // A pipeline's rings: each stage's work, then the transmit ring 2.
+    if (!run.stages.empty() && ring < 3)
+      q.name = ring == 2 ? "transmit" : ring == 1 ? "order" : q.name;
+    for (size_t s = 0; s < run.stages.size(); ++s)
+      if (run.stages[s].ring == ring)
+        q.name = "stage " + std::to_string(s + 1) + " work";
     q.sizeWords = st.sizeWords;
     q.maxOccupancy = st.maxOccupancy;
     q.finalOccupancy = st.finalOccupancy;
@@ -988,7 +1048,8 @@ std::string toJSON(const ResourceReport &r) {
        << ", \"busy_cycles\": " << m.busyCycles
        << ", \"idle_cycles\": " << m.idleCycles
        << ", \"instructions\": " << m.instructions
-       << ", \"messages\": " << m.messages << ", \"busy_cycles_per_message\": "
+       << ", \"messages\": " << m.messages << ", \"stage\": " << m.stage
+       << ", \"busy_cycles_per_message\": "
        << (m.messages ? double(m.busyCycles) / double(m.messages) : 0.0)
        << ", \"utilization\": " << m.utilization << "}";
   }
@@ -1060,6 +1121,15 @@ static bool estimate(const HandlerApp &handler, analysis::CostTarget target,
     issue += pe.cost;
     latency += pe.latency;
   }
+  if (me && !handler.stages.empty()) {
+    // A pipeline of one NetPE per ME: its slowest stage sets the rate.
+    double slowest = 0;
+    for (const analysis::PECost &pe : model.pes)
+      slowest = std::max(slowest,
+                         pe.cost + pe.latency / std::max(1u, model.contexts));
+    cost = std::max(slowest, model.dramBusy);
+    return true;
+  }
   if (me)
     cost = std::max(issue + latency / std::max(1u, model.contexts),
                     model.dramBusy);
@@ -1094,15 +1164,23 @@ Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
   // The MEs first (the paper's rule: the c-cores take what they can).
   std::string meError;
   me::CompiledApp app;
-  unsigned needed =
-      request.busyMEs + request.stageMEs + (request.keepSpare ? 1 : 0);
+  // A pipeline holds the receive ME, one ME per stage and the transmit ME.
+  unsigned stageMEs =
+      handler.stages.empty()
+          ? request.stageMEs
+          : std::max(request.stageMEs, unsigned(handler.stages.size()) + 2);
+  p.mes = stageMEs;
+  unsigned needed = request.busyMEs + stageMEs + (request.keepSpare ? 1 : 0);
   unsigned kept = request.keepSpare ? 1 : 0;
   if (!request.allowME) {
     why << "MEs: not asked for";
   } else if (needed > machine.numMEs) {
     unsigned used = std::min(machine.numMEs, request.busyMEs + kept);
-    why << "MEs: needs " << request.stageMEs << ", " << machine.numMEs - used
-        << " free (of " << machine.numMEs;
+    why << "MEs: needs " << stageMEs;
+    if (!handler.stages.empty())
+      why << " (receive, " << handler.stages.size()
+          << " handler stages, transmit)";
+    why << ", " << machine.numMEs - used << " free (of " << machine.numMEs;
     if (kept)
       why << "; 1 kept spare for hot-swaps";
     why << ")";
@@ -1110,14 +1188,21 @@ Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
     std::string first = meError.substr(0, meError.find('\n'));
     why << "MEs: it does not compile for them (" << first << ")";
   } else {
-    if (const me::CodeBlock *code = Controller::codeOf(app, handlerME))
-      p.codeWords = uint32_t(code->words.size());
+    for (unsigned me = 1; me + 1 < stageMEs; ++me)
+      if (const me::CodeBlock *code = Controller::codeOf(app, me)) {
+        p.meWords.push_back(uint32_t(code->words.size()));
+        p.codeWords = std::max(p.codeWords, p.meWords.back());
+      }
     if (!estimate(handler, analysis::CostTarget::ME, p.meCycles, meError)) {
       why << "MEs: no estimate (" << meError << ")";
     } else if (fits(p.meCycles, p.budgetCycles)) {
       p.where = Placement::Where::ME;
       p.reason =
           "fits the MEs: " + perMessage(p.meCycles, "cycles", p.budgetCycles) +
+          (handler.stages.empty()
+               ? std::string()
+               : " on its slowest of " + std::to_string(handler.stages.size()) +
+                     " ME stages") +
           "; " + std::to_string(p.codeWords) + " of " +
           std::to_string(machine.controlStore) +
           " instructions of control store";
@@ -1219,8 +1304,8 @@ unsigned ResourceManager::freeHostThreads() const {
 std::vector<uint32_t> ResourceManager::controlStoreUse() const {
   std::vector<uint32_t> words(meOwner.size(), 0);
   for (const RunningChain &c : table)
-    if (c.mes.size() > 1)
-      words[c.mes[1]] = c.codeWords;
+    for (size_t i = 0; i < c.meWords.size() && i + 1 < c.mes.size(); ++i)
+      words[c.mes[i + 1]] = c.meWords[i];
   return words;
 }
 
@@ -1258,13 +1343,13 @@ Placement ResourceManager::add(const std::string &name,
     c.stages += line.rfind("pe ", 0) == 0;
   c.stages = std::max(c.stages, 1u);
   if (p.where == Placement::Where::ME) {
-    for (unsigned me = 0; me < meOwner.size() && c.mes.size() < demand.stageMEs;
-         ++me)
+    for (unsigned me = 0; me < meOwner.size() && c.mes.size() < p.mes; ++me)
       if (meOwner[me] == 0 && int(me) != spare) {
         meOwner[me] = c.id;
         c.mes.push_back(me);
       }
     c.codeWords = p.codeWords;
+    c.meWords = p.meWords;
     c.estimate = p.meCycles;
     c.budget = p.budgetCycles;
   } else {
@@ -1376,7 +1461,10 @@ std::string ResourceManager::toJSON() const {
     list(c.hostThreads);
     os << ", \"code_words\": " << c.codeWords
        << ", \"rate_gbps\": " << c.rateGbps << ", \"estimate\": " << c.estimate
-       << ", \"budget\": " << c.budget << ", \"load\": " << c.load << "}";
+       << ", \"budget\": " << c.budget << ", \"load\": " << c.load
+       << ", \"me_words\": ";
+    list(std::vector<unsigned>(c.meWords.begin(), c.meWords.end()));
+    os << "}";
   }
   os << "\n  ],\n  \"free_mes\": " << freeMEs() << ", \"spare_me\": " << spare
      << ", \"free_host_threads\": " << freeHostThreads()

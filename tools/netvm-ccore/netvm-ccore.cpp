@@ -133,9 +133,18 @@ static cl::list<uint64_t> rudpDrop(
              "fragments; repeatable)"),
     cl::value_desc("K"), cl::sub(chainCmd), cl::cat(category));
 // chain
-static cl::opt<std::string> meQuery("me-query",
-                                    cl::desc("The ME stage's query"),
-                                    cl::sub(chainCmd), cl::cat(category));
+static cl::list<std::string> meQueries(
+    "me-query",
+    cl::desc("The ME stage's query; repeated: a pipeline of handlers, each "
+             "reading what the one before sends, each on its own ME stage "
+             "(--me-layout)"),
+    cl::sub(chainCmd), cl::cat(category));
+static cl::opt<std::string> meLayout(
+    "me-layout",
+    cl::desc("With several --me-query: pipeline (each handler on its own ME, "
+             "the back end's pipeline placement; default) or one (all of them "
+             "in sequence on one handler ME)"),
+    cl::init("pipeline"), cl::sub(chainCmd), cl::cat(category));
 static cl::list<std::string> subscribers(
     "subscriber",
     cl::desc("Multicast: a subscriber's channel (stream id) and its own "
@@ -188,7 +197,8 @@ static cl::list<std::string> placeAdd(
     "add",
     cl::desc("Place a chain: its name, optionally where it may go (me, host; "
              "default auto) and its offered rate, then its query "
-             "(repeatable; taken in command-line order with --remove)"),
+             "(repeatable; taken in command-line order with --remove); "
+             "queries separated by '|' are a pipeline, one ME stage each"),
     cl::value_desc("name[@me|@host][:gbps]=query"), cl::sub(placeCmd),
     cl::cat(category));
 static cl::list<std::string>
@@ -500,8 +510,17 @@ static void printHostThread(const ChainRun &run, size_t messages) {
 }
 
 static int chainMain(const Schema &schema) {
-  if (meQuery.empty() == subscribers.empty())
+  if (meQueries.empty() == subscribers.empty())
     return fail("chain needs --me-query or --subscriber (one of them)");
+  if (meLayout != "pipeline" && meLayout != "one")
+    return fail("--me-layout=" + meLayout + ": expected pipeline or one");
+  bool several = meQueries.size() > 1;
+  if (several && (swapMode != "none" || !reconfigure.empty() ||
+                  autoSpecialize.getNumOccurrences()))
+    return fail("--swap, --reconfigure and --auto-specialize act on one ME "
+                "handler; a chain of several --me-query does not take them "
+                "(docs/ccore.md, \"Pipelines of ME stages\")");
+  std::string meQuery = meQueries.empty() ? std::string() : meQueries.front();
   ChainControl control;
   SwapRequest &swap = control.swap;
   if (swapMode == "spare")
@@ -524,6 +543,14 @@ static int chainMain(const Schema &schema) {
     std::vector<Query> again;
     if (!multicastApp(schema, first, firstApp, queries, error) ||
         !multicastApp(schema, second, secondApp, again, error))
+      return fail(error);
+  } else if (several) {
+    HandlerOptions values = first;
+    if (!parseParams(values, error) ||
+        !emitPipeline(
+            schema,
+            std::vector<std::string>(meQueries.begin(), meQueries.end()),
+            values, meLayout == "pipeline", firstApp, queries, error))
       return fail(error);
   } else {
     std::string netil, nextNetil;
@@ -552,8 +579,8 @@ static int chainMain(const Schema &schema) {
       return fail("--rudp-window and --rudp-timeout must be positive");
     if (!addReassembler(firstApp, *queries.front().format, rudpPayload, error,
                         rudpRetransmit) ||
-        !addReassembler(secondApp, *queries.front().format, rudpPayload, error,
-                        rudpRetransmit))
+        (!several && !addReassembler(secondApp, *queries.front().format,
+                                     rudpPayload, error, rudpRetransmit)))
       return fail(error);
   } else if (rudpRetransmit) {
     return fail("--rudp-retransmit needs --rudp=N");
@@ -769,8 +796,12 @@ static int chainMain(const Schema &schema) {
                  << (c.fragmentMask ? "1 message" : "none")
                  << " incomplete at the end\n";
   }
-  llvm::outs() << "ME stage            " << run.meRuns << " runs, "
-               << run.meSent << " sent, " << run.meDropped << " dropped\n";
+  // Handlers in sequence on one ME: their sends are summed, what left
+  // the last one is what the MEs transmitted.
+  uint64_t meSent =
+      several && run.stages.empty() ? run.fromMEs.size() : run.meSent;
+  llvm::outs() << "ME stage            " << run.meRuns << " runs, " << meSent
+               << " sent, " << run.meDropped << " dropped\n";
   if (host)
     llvm::outs() << "host stage          " << run.fromMEs.size() << " in, "
                  << run.outputs.size() << " out, " << run.hostDropped
@@ -791,8 +822,22 @@ static int chainMain(const Schema &schema) {
                << " messages/s\n";
   // Per ME that took messages from the work ring (the handler, and the
   // ME a swap moved it to).
+  for (size_t i = 0; i < run.stages.size(); ++i) {
+    // A pipeline: each stage's ME, its share of the run and its cycles
+    // per message (every message passes every stage).
+    const StageRun &stage = run.stages[i];
+    std::string pes;
+    for (const std::string &pe : stage.pes)
+      pes += (pes.empty() ? "" : ",") + pe;
+    llvm::outs() << "stage " << i + 1 << " ME " << stage.me << "        "
+                 << llvm::format("%.1f", stage.cyclesPerMessage())
+                 << " busy cycles per message, busy "
+                 << llvm::format("%.1f", 100 * stage.utilization) << "%, "
+                 << stage.runs << " runs, " << stage.sent << " sent, "
+                 << stage.dropped << " dropped (" << pes << ")\n";
+  }
   for (const MELoad &me : report.mes) {
-    if (!me.messages)
+    if (!me.messages || me.stage)
       continue;
     double n = double(me.messages);
     llvm::outs() << "handler ME " << me.me << "        "
@@ -957,7 +1002,11 @@ static int placeMain(const Schema &schema) {
     std::string error, q = query.str();
     HandlerApp app;
     std::vector<Query> queries;
-    if (!emitHandlerApp(schema, &q, {}, options, app, queries, error))
+    // 'Q1 | Q2 | ...': a pipeline of handlers, one ME stage each.
+    std::vector<std::string> texts = splitQueries(q);
+    if (texts.size() > 1
+            ? !emitPipeline(schema, texts, options, true, app, queries, error)
+            : !emitHandlerApp(schema, &q, {}, options, app, queries, error))
       return fail(error);
     demand.messageBytes = queries.front().format->size;
     Placement placed = manager.add(name.str(), app, demand, nullptr, q);
