@@ -207,7 +207,7 @@ void measureLatency(const std::vector<std::vector<uint8_t>> &messages,
 /// Whether the new image can take over the old one's machine: the same
 /// rings, memories and packet path (only the handler ME's code differs).
 bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
-                std::string &why) {
+                std::string &why, unsigned swappedME = handlerME) {
   auto ringsOf = [](const me::Image &image) {
     std::vector<std::tuple<unsigned, uint32_t, uint32_t>> r;
     for (const me::RingConfig &c : image.rings)
@@ -230,8 +230,16 @@ bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
     why = "the new image initialises memory differently";
     return false;
   }
-  if (!a.layout.stages.empty() || !b.layout.stages.empty()) {
-    why = "a hot-swap needs the default layout (one handler ME)";
+  auto stagesOf = [](const me::AppLayout &layout) {
+    std::vector<std::tuple<std::vector<unsigned>, std::vector<unsigned>,
+                           std::vector<unsigned>>>
+        r;
+    for (const me::AppLayout::Stage &stage : layout.stages)
+      r.emplace_back(stage.pes, stage.mes, stage.workRings);
+    return r;
+  };
+  if (stagesOf(a.layout) != stagesOf(b.layout)) {
+    why = "the new image lays out its ME stages differently";
     return false;
   }
   if (a.layout.peCounters != b.layout.peCounters ||
@@ -242,13 +250,20 @@ bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
     return false;
   }
   for (const me::CodeBlock &block : a.image.code)
-    if (block.meMask != (1u << handlerME) &&
+    if (block.meMask != (1u << swappedME) &&
         std::find_if(b.image.code.begin(), b.image.code.end(),
                      [&](const me::CodeBlock &other) {
                        return other.meMask == block.meMask &&
                               other.words == block.words;
                      }) == b.image.code.end()) {
-      why = "the new image changes the receive or transmit code";
+      unsigned other = unsigned(__builtin_ctz(block.meMask | 1u << 31));
+      bool stage = other > 0 && other <= a.layout.stages.size();
+      why = !stage ? std::string("the new image changes the receive or "
+                                 "transmit code")
+                   : "the new image changes the code of ME " +
+                         std::to_string(other) + " besides the swapped ME " +
+                         std::to_string(swappedME) +
+                         " (another stage's form, or its data memory moved)";
       return false;
     }
   return true;
@@ -267,12 +282,22 @@ public:
              const VectorInput &input, ChainRun &run)
       : control(control), autoSpec(control.autoSpecialize), app(app),
         input(input), run(run), parameters(autoSpec.parameters) {
+    if (control.swap.stage) {
+      // A pipeline's stage: its ME, the ring it takes from and the one it
+      // puts on (the next stage's, or the transmit ring 2).
+      const auto &stages = app.layout.stages;
+      unsigned s = control.swap.stage - 1;
+      current = stages[s].mes.front();
+      inRing = stages[s].workRings.front();
+      outRing = s + 1 < stages.size() ? stages[s + 1].workRings.front() : 2;
+      pipelined = true;
+    }
     if (control.swap.mode != SwapRequest::Mode::None) {
-      code = codeOf(*control.swap.next, handlerME);
-      run.swap.oldME = handlerME;
+      code = codeOf(*control.swap.next, current);
+      run.swap.oldME = current;
       run.swap.newME = control.swap.mode == SwapRequest::Mode::Spare
                            ? control.swap.spareME
-                           : handlerME;
+                           : current;
       events.push_back({control.swap.atCycle, swapEvent});
     }
     for (size_t i = 0; i < control.params.size(); ++i)
@@ -302,6 +327,10 @@ public:
   /// the last switch away from it.
   unsigned current = handlerME;
   std::vector<uint64_t> taken;
+  /// The ring the served ME takes its work from and, in a pipeline, the
+  /// ring it puts every entry it took on (a swapped stage's).
+  unsigned inRing = workRing, outRing = transmitRing;
+  bool pipelined = false;
 
 private:
   enum class Phase { Preload, Wait, Drain, Watch, Done };
@@ -414,7 +443,7 @@ private:
 
   /// Fences the handler ME off the work ring for the active event.
   uint64_t fence(netvm_emu_host *host) {
-    netvm_emu_host_ring_fence(host, current, workRing, 1);
+    netvm_emu_host_ring_fence(host, current, inRing, 1);
     uint64_t now = netvm_emu_host_now(host);
     if (active.param == swapEvent) {
       run.swap.fenceCycle = now;
@@ -446,7 +475,7 @@ private:
     report.oldLastGet = old.lastGet;
     report.oldMessages = old.gets;
     netvm_emu_host_me_stop(host, current);
-    netvm_emu_host_ring_fence(host, current, workRing, 0);
+    netvm_emu_host_ring_fence(host, current, inRing, 0);
     if (reload && !load(host, current))
       return false;
     if (netvm_emu_host_me_start(host, newME) != 0) {
@@ -547,7 +576,7 @@ private:
 
   /// Every message has been offered and taken.
   bool inputDone(netvm_emu_host *host) {
-    return input.over() && netvm_emu_host_ring_count(host, workRing) == 0 &&
+    return input.over() && netvm_emu_host_ring_count(host, inRing) == 0 &&
            netvm_emu_host_rx_backlog(host) == 0;
   }
 
@@ -570,7 +599,7 @@ private:
         return fence(host);
       }
       if (watching()) {
-        uint64_t gets = ops(host, current, workRing).gets;
+        uint64_t gets = ops(host, current, inRing).gets;
         uint64_t messages = takenBefore + gets;
         if (!streamOver(host, gets) &&
             now - stableCycle >= autoSpec.stableCycles &&
@@ -596,6 +625,19 @@ private:
       // The takings are read last: a read sees the state when its crossing
       // starts, so equal counts mean nothing was taken while the outcomes
       // were read. The copy pool only with fan-out (a crossing each).
+      if (pipelined) {
+        // A pipeline's stage puts one entry on the ring after it for each
+        // one it took (a dropped message as a "free this buffer" entry):
+        // drained when they are equal (the takings read last, as below).
+        netvm_emu_ring_ops put = ops(host, current, outRing);
+        netvm_emu_ring_ops old = ops(host, current, inRing);
+        if (old.gets != put.puts)
+          return poll();
+        if (!act(host, old))
+          return 0;
+        phase = Phase::Watch;
+        return poll();
+      }
       netvm_emu_ring_ops sent = ops(host, current, transmitRing);
       netvm_emu_ring_ops freed = ops(host, current, freeRing);
       netvm_emu_ring_ops copies{};
@@ -603,7 +645,7 @@ private:
               app.image.rings.begin(), app.image.rings.end(),
               [](const me::RingConfig &c) { return c.ring == copyRing; }))
         copies = ops(host, current, copyRing);
-      netvm_emu_ring_ops old = ops(host, current, workRing);
+      netvm_emu_ring_ops old = ops(host, current, inRing);
       if (old.gets + copies.gets != sent.puts + freed.puts + copies.puts)
         return poll();
       if (!act(host, old))
@@ -614,7 +656,7 @@ private:
     case Phase::Watch: {
       // Stay until the handler takes its first message after the change,
       // or the input is over.
-      netvm_emu_ring_ops now = ops(host, current, workRing);
+      netvm_emu_ring_ops now = ops(host, current, inRing);
       if (now.gets == takenAtChange) {
         // No message comes after the change: the next event, if any.
         if (inputDone(host)) {
@@ -645,24 +687,42 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   run = ChainRun();
   const SwapRequest &swap = control.swap;
   bool swapping = swap.mode != SwapRequest::Mode::None;
-  if (!meStage.layout.stages.empty() &&
-      (swapping || !control.params.empty() || control.autoSpecialize.enabled)) {
-    // The control loop fences, drains and restarts the one handler ME of
-    // the default layout; a pipeline's stages are not generalised to it
-    // (docs/ccore.md, "Pipelines of ME stages").
-    error = "hot-swaps, reconfigurations and automatic specialization act "
-            "on a chain whose ME side is one handler ME; this one is a "
-            "pipeline of " +
-            std::to_string(meStage.layout.stages.size()) + " ME stages";
+  size_t stageCount = meStage.layout.stages.size();
+  if (stageCount &&
+      (!control.params.empty() || control.autoSpecialize.enabled)) {
+    // The control loop reconfigures and specializes the one handler ME of
+    // the default layout (docs/ccore.md, "Pipelines of ME stages").
+    error = "reconfigurations and automatic specialization act on a chain "
+            "whose ME side is one handler ME; this one is a pipeline of " +
+            std::to_string(stageCount) + " ME stages";
     return false;
   }
+  if (swapping && (stageCount ? swap.stage == 0 || swap.stage > stageCount
+                              : swap.stage != 0)) {
+    error = stageCount
+                ? "hot-swap: name the stage to swap (1 to " +
+                      std::to_string(stageCount) + ") of this pipeline of " +
+                      std::to_string(stageCount) + " ME stages"
+                : std::string("hot-swap: the chain has no pipeline of "
+                              "ME stages to name a stage of");
+    return false;
+  }
+  if (swapping && stageCount &&
+      meStage.layout.stages[swap.stage - 1].mes.size() != 1) {
+    error = "hot-swap: stage " + std::to_string(swap.stage) +
+            " runs on several MEs";
+    return false;
+  }
+  unsigned swappedME = swapping && stageCount
+                           ? meStage.layout.stages[swap.stage - 1].mes.front()
+                           : handlerME;
   if (swapping) {
-    if (!swap.next || !Controller::codeOf(*swap.next, handlerME)) {
-      error = "hot-swap: no new code for ME " + std::to_string(handlerME);
+    if (!swap.next || !Controller::codeOf(*swap.next, swappedME)) {
+      error = "hot-swap: no new code for ME " + std::to_string(swappedME);
       return false;
     }
     std::string why;
-    if (!compatible(meStage, *swap.next, why)) {
+    if (!compatible(meStage, *swap.next, why, swappedME)) {
       error = "hot-swap: " + why;
       return false;
     }
@@ -838,10 +898,18 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
         // are the end markers each context takes).
         stage.messages = std::min(run.stats.rings[stage.ring].gets,
                                   run.stats.packetsReceived);
-        if (stage.me < run.stats.mes.size()) {
-          stage.busyCycles = run.stats.mes[stage.me].busyCycles;
-          stage.instructions = run.stats.mes[stage.me].instructions;
+        // A swapped stage ran on its ME, then on the one that took over.
+        std::vector<unsigned> mes = {stage.me};
+        if (controller && control.swap.stage == s + 1 &&
+            controller->current != stage.me) {
+          mes.push_back(controller->current);
+          stage.me = controller->current;
         }
+        for (unsigned me : mes)
+          if (me < run.stats.mes.size()) {
+            stage.busyCycles += run.stats.mes[me].busyCycles;
+            stage.instructions += run.stats.mes[me].instructions;
+          }
         stage.utilization =
             run.cycles ? double(stage.busyCycles) / double(run.cycles) : 0;
         run.stages.push_back(std::move(stage));
@@ -854,6 +922,15 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
         for (const StageRun &stage : run.stages)
           if (stage.me < machine.numMEs)
             run.handlerMessages[stage.me] = stage.messages;
+        // A swapped stage: its old ME took what it took before the switch.
+        if (controller && control.swap.stage)
+          for (unsigned me = 0; me < machine.numMEs; ++me)
+            if (controller->taken[me]) {
+              unsigned now = run.stages[control.swap.stage - 1].me;
+              run.handlerMessages[me] = controller->taken[me];
+              run.handlerMessages[now] -=
+                  std::min(run.handlerMessages[now], controller->taken[me]);
+            }
       }
     }
   }
@@ -967,7 +1044,9 @@ ResourceReport resourceReport(const ChainRun &run,
       load.codeWords = run.codeWords[me];
     if (me < run.handlerMessages.size())
       load.messages = run.handlerMessages[me];
-    unsigned transmitME = run.stages.empty() ? 2 : run.stages.back().me + 1;
+    // One receive ME, one ME per stage, then the transmit ME.
+    unsigned transmitME =
+        run.stages.empty() ? 2 : unsigned(run.stages.size()) + 1;
     for (size_t s = 0; s < run.stages.size(); ++s)
       if (run.stages[s].me == me)
         load.stage = unsigned(s + 1);
@@ -1188,7 +1267,10 @@ Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
     std::string first = meError.substr(0, meError.find('\n'));
     why << "MEs: it does not compile for them (" << first << ")";
   } else {
-    for (unsigned me = 1; me + 1 < stageMEs; ++me)
+    // The handler ME, or each stage's (MEs 1..N of the layout).
+    unsigned handlerMEs =
+        handler.stages.empty() ? 1 : unsigned(handler.stages.size());
+    for (unsigned me = 1; me <= handlerMEs; ++me)
       if (const me::CodeBlock *code = Controller::codeOf(app, me)) {
         p.meWords.push_back(uint32_t(code->words.size()));
         p.codeWords = std::max(p.codeWords, p.meWords.back());

@@ -163,6 +163,12 @@ static cl::opt<std::string> swapMode(
              "new code preloaded on an idle ME) or in-place (stop, reload, "
              "restart); default none"),
     cl::init("none"), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<unsigned> swapStage(
+    "swap-stage",
+    cl::desc("With several --me-query as a pipeline: the stage whose code "
+             "--swap replaces (1, 2, ...; default 1); through the spare, the "
+             "first idle ME after the pipeline takes it"),
+    cl::init(1), cl::sub(chainCmd), cl::cat(category));
 static cl::opt<uint64_t> swapAt("swap-at",
                                 cl::desc("The ME cycle the swap starts "
                                          "(default 100000)"),
@@ -515,11 +521,13 @@ static int chainMain(const Schema &schema) {
   if (meLayout != "pipeline" && meLayout != "one")
     return fail("--me-layout=" + meLayout + ": expected pipeline or one");
   bool several = meQueries.size() > 1;
-  if (several && (swapMode != "none" || !reconfigure.empty() ||
-                  autoSpecialize.getNumOccurrences()))
-    return fail("--swap, --reconfigure and --auto-specialize act on one ME "
-                "handler; a chain of several --me-query does not take them "
+  if (several && (!reconfigure.empty() || autoSpecialize.getNumOccurrences()))
+    return fail("--reconfigure and --auto-specialize act on one ME handler; "
+                "a chain of several --me-query does not take them "
                 "(docs/ccore.md, \"Pipelines of ME stages\")");
+  if (swapStage.getNumOccurrences() && (!several || meLayout != "pipeline"))
+    return fail("--swap-stage names a stage of a pipeline of several "
+                "--me-query");
   std::string meQuery = meQueries.empty() ? std::string() : meQueries.front();
   ChainControl control;
   SwapRequest &swap = control.swap;
@@ -545,13 +553,28 @@ static int chainMain(const Schema &schema) {
         !multicastApp(schema, second, secondApp, again, error))
       return fail(error);
   } else if (several) {
-    HandlerOptions values = first;
-    if (!parseParams(values, error) ||
-        !emitPipeline(
-            schema,
-            std::vector<std::string>(meQueries.begin(), meQueries.end()),
-            values, meLayout == "pipeline", firstApp, queries, error))
+    HandlerOptions values = first, other = second;
+    std::vector<std::string> texts(meQueries.begin(), meQueries.end());
+    std::vector<Query> again;
+    bool pipeline = meLayout == "pipeline";
+    if (!parseParams(values, error) || !parseParams(other, error) ||
+        !emitPipeline(schema, texts, values, pipeline, firstApp, queries,
+                      error) ||
+        !emitPipeline(schema, texts, other, pipeline, secondApp, again, error))
       return fail(error);
+    if (pipeline && swap.mode != SwapRequest::Mode::None) {
+      // Only the stage's handler changes form (the reassembler, first
+      // with --rudp, has one form); its ME is replaced, and the spare is
+      // the first idle ME after the pipeline (receive, the stages and
+      // transmit before it).
+      size_t handler = swapStage - 1 - (rudpPayload ? 1 : 0);
+      HandlerApp mixed = firstApp;
+      if (swapStage >= 1 && handler < texts.size())
+        mixed.files[handler] = secondApp.files[handler];
+      secondApp = std::move(mixed);
+      swap.stage = swapStage;
+      swap.spareME = unsigned(texts.size()) + 2 + (rudpPayload ? 1 : 0);
+    }
   } else {
     std::string netil, nextNetil;
     if (!queryToNetIL(schema, meQuery, "<me-query>", first, netil, error,
@@ -579,8 +602,8 @@ static int chainMain(const Schema &schema) {
       return fail("--rudp-window and --rudp-timeout must be positive");
     if (!addReassembler(firstApp, *queries.front().format, rudpPayload, error,
                         rudpRetransmit) ||
-        (!several && !addReassembler(secondApp, *queries.front().format,
-                                     rudpPayload, error, rudpRetransmit)))
+        !addReassembler(secondApp, *queries.front().format, rudpPayload, error,
+                        rudpRetransmit))
       return fail(error);
   } else if (rudpRetransmit) {
     return fail("--rudp-retransmit needs --rudp=N");
@@ -865,8 +888,10 @@ static int chainMain(const Schema &schema) {
     if (!r.done)
       llvm::outs() << "swap                not done (the input ended first)\n";
     else
-      llvm::outs() << "swap                " << swapMode << ", ME " << r.oldME
-                   << " -> ME " << r.newME << "\n"
+      llvm::outs() << "swap                " << swapMode << ", "
+                   << (swap.stage ? "stage " + std::to_string(swap.stage) + ", "
+                                  : std::string())
+                   << "ME " << r.oldME << " -> ME " << r.newME << "\n"
                    << "  fence at          " << r.fenceCycle << "\n"
                    << "  drained at        " << r.drainedCycle << "\n"
                    << "  started at        " << r.startCycle << "\n"
@@ -1035,7 +1060,8 @@ int main(int argc, char **argv) {
       "[--specialize] [--param p=v]...\n"
       "  netvm-ccore gen --schema S.ccs --format F -n N -o out.pcap\n"
       "  netvm-ccore decode --schema S.ccs in.pcap\n"
-      "  netvm-ccore chain --schema S.ccs --me-query Q [--host-query Q] "
+      "  netvm-ccore chain --schema S.ccs --me-query Q [--me-query Q2]... "
+      "[--host-query Q] "
       "[--swap=spare|in-place] [--auto-specialize[=T]]\n"
       "  netvm-ccore place --schema S.ccs --add 'name=Q' [--remove name]...\n");
   if (!compileCmd && !genCmd && !decodeCmd && !chainCmd && !placeCmd)

@@ -64,6 +64,10 @@ struct SwapRequest {
   const me::CompiledApp *next = nullptr;
   /// The idle ME that receives the new code (Spare).
   unsigned spareME = 3;
+  /// A pipeline of ME stages (HandlerApp::stages): the stage whose code
+  /// is swapped (1, 2, ...; its one ME is fenced off its ring, drained and
+  /// replaced). 0: the default layout's handler ME.
+  unsigned stage = 0;
   /// Cycles between two looks of the control loop at the old ME's rings.
   uint64_t pollCycles = 60;
 };
