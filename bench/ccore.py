@@ -28,13 +28,18 @@ emulated one (exact, no repeats needed) from `netvm-ccore chain`:
            fragment loss: fragments sent and resent, NACKs, ACKs,
            timeouts, goodput and messages/s (emulated, from the sender's
            first fragment to the last ACK it received)
+  Pipeline the same handlers (a select then a project; two selects then
+           a project) in sequence on one handler ME and as a pipeline of
+           one ME per handler (the back end's rings between them),
+           lossless input: messages/s, per-stage busy cycles per message
+           and busy share, and the ratio
   Auto     automatic specialization over time on the Table 3 workload
            (Python API): input throughput per 50 us window while the
            generic handler runs, after the swap to the specialized one,
            back to generic at a parameter change and specialized again
 
 Usage: bench/ccore.py [--build build] [-n MESSAGES] [--plot DIR]
-                      [--only-retransmission]
+                      [--only-retransmission] [--only-pipeline]
 Prints markdown tables; results in bench/README.md ("C-CORE"). With
 --plot DIR (needs matplotlib) it draws DIR/ccore-tables.png (Tables 1
 and 2: rate out and drops against rate in), DIR/ccore-figure3.png and
@@ -97,6 +102,9 @@ def chain(tool, query, params, n, extra=(), schema=SCHEMA, ranges=RANGES):
         "micros": grab(r"downtime\s+\d+ cycles, ([\d.]+) us"),
         "micros_run": grab(r"emulated time\s+\d+ cycles, ([\d.]+) us"),
         "fragments": grab(r"reliable UDP\s+(\d+) fragments in", int),
+        "stages": [(int(me), float(c), float(u)) for me, c, u in re.findall(
+            r"stage \d+ ME (\d+)\s+([\d.]+) busy cycles per message, "
+            r"busy ([\d.]+)%", text)],
     }
 
 
@@ -108,10 +116,15 @@ def main():
                     help="draw ccore-tables.png and ccore-figure3.png here")
     ap.add_argument("--only-retransmission", action="store_true",
                     help="run the retransmission table only")
+    ap.add_argument("--only-pipeline", action="store_true",
+                    help="run the pipeline-of-ME-stages table only")
     args = ap.parse_args()
     tool = os.path.join(args.build, "bin", "netvm-ccore")
     if args.only_retransmission:
         retransmission(tool)
+        return
+    if args.only_pipeline:
+        pipeline(tool, args.n)
         return
 
     print("### Table 1: select on the MEs, project on the host "
@@ -242,6 +255,7 @@ def main():
               f"{200 * 600 * 8 / seconds / 1e6:.1f} | {r['busy']:.0f} |")
 
     retransmission(tool)
+    pipeline(tool, args.n)
     auto_specialization(args.build, args.plot)
 
 
@@ -251,6 +265,45 @@ TICKS = """format tick id 3 size 64 {
   bytes pad[48];
 }
 """
+
+
+PROJECT6 = ("from flight project flightno, price, gate, bags, passengers, "
+            "departure")
+PIPELINES = [
+    ("select, project", [SELECT5, PROJECT6]),
+    ("select, select, project",
+     [SELECT5, "from flight select departure != 7", PROJECT6]),
+]
+
+
+def pipeline(tool, n):
+    """One handler ME against a pipeline of one ME per handler."""
+    print(f"### Pipelines of ME stages ({n} messages of 600 bytes, "
+          "lossless input)\n")
+    print("| handlers | form | layout | MEs | messages/s | handler MEs: busy "
+          "cycles/msg (busy share) | messages out | ratio |")
+    print("|---|---|---|---:|---:|---|---:|---:|")
+    for (name, queries), form in [(p, f) for p in PIPELINES
+                                  for f in ("generic", "specialized")]:
+        base = None
+        for layout in ("one", "pipeline"):
+            extra = [f"--me-layout={layout}"]
+            if form == "specialized":
+                extra.append("--specialize")
+            for q in queries[1:]:
+                extra += ["--me-query", q]
+            cmd_out = chain(tool, queries[0], PARAMS5, n, extra)
+            stages = cmd_out["stages"]
+            if layout == "one":
+                base = cmd_out["msgs"]
+            mes = 2 + (len(stages) if stages else 1)
+            per = ", ".join(f"ME {me}: {c:.1f} ({u:.0f}%)"
+                            for me, c, u in stages) if stages else \
+                f"ME 1: {cmd_out['busy']:.1f}"
+            print(f"| {name} | {form} | {layout} | {mes} | {cmd_out['msgs']:.0f} | "
+                  f"{per} | {cmd_out['out']} | "
+                  f"{cmd_out['msgs'] / base:.2f} |")
+    print()
 
 
 def retransmission(tool):

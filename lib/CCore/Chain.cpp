@@ -95,6 +95,10 @@ bool compileForME(const HandlerApp &app, const me::MachineConfig &machine,
   }
   me::CodeGenOptions options;
   options.machine = machine;
+  // A pipeline of handlers: each on its own ME stage, in order (the back
+  // end's pipeline placement, docs/me-backend.md "Stages").
+  for (const std::string &pe : app.stages)
+    options.placement.stages.push_back({{pe}, 1});
   if (failed(me::compileApplication(*module, options, out))) {
     error = c.diagnostics;
     return false;
@@ -203,7 +207,7 @@ void measureLatency(const std::vector<std::vector<uint8_t>> &messages,
 /// Whether the new image can take over the old one's machine: the same
 /// rings, memories and packet path (only the handler ME's code differs).
 bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
-                std::string &why) {
+                std::string &why, unsigned swappedME = handlerME) {
   auto ringsOf = [](const me::Image &image) {
     std::vector<std::tuple<unsigned, uint32_t, uint32_t>> r;
     for (const me::RingConfig &c : image.rings)
@@ -226,8 +230,16 @@ bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
     why = "the new image initialises memory differently";
     return false;
   }
-  if (!a.layout.stages.empty() || !b.layout.stages.empty()) {
-    why = "a hot-swap needs the default layout (one handler ME)";
+  auto stagesOf = [](const me::AppLayout &layout) {
+    std::vector<std::tuple<std::vector<unsigned>, std::vector<unsigned>,
+                           std::vector<unsigned>>>
+        r;
+    for (const me::AppLayout::Stage &stage : layout.stages)
+      r.emplace_back(stage.pes, stage.mes, stage.workRings);
+    return r;
+  };
+  if (stagesOf(a.layout) != stagesOf(b.layout)) {
+    why = "the new image lays out its ME stages differently";
     return false;
   }
   if (a.layout.peCounters != b.layout.peCounters ||
@@ -238,13 +250,20 @@ bool compatible(const me::CompiledApp &a, const me::CompiledApp &b,
     return false;
   }
   for (const me::CodeBlock &block : a.image.code)
-    if (block.meMask != (1u << handlerME) &&
+    if (block.meMask != (1u << swappedME) &&
         std::find_if(b.image.code.begin(), b.image.code.end(),
                      [&](const me::CodeBlock &other) {
                        return other.meMask == block.meMask &&
                               other.words == block.words;
                      }) == b.image.code.end()) {
-      why = "the new image changes the receive or transmit code";
+      unsigned other = unsigned(__builtin_ctz(block.meMask | 1u << 31));
+      bool stage = other > 0 && other <= a.layout.stages.size();
+      why = !stage ? std::string("the new image changes the receive or "
+                                 "transmit code")
+                   : "the new image changes the code of ME " +
+                         std::to_string(other) + " besides the swapped ME " +
+                         std::to_string(swappedME) +
+                         " (another stage's form, or its data memory moved)";
       return false;
     }
   return true;
@@ -263,12 +282,22 @@ public:
              const VectorInput &input, ChainRun &run)
       : control(control), autoSpec(control.autoSpecialize), app(app),
         input(input), run(run), parameters(autoSpec.parameters) {
+    if (control.swap.stage) {
+      // A pipeline's stage: its ME, the ring it takes from and the one it
+      // puts on (the next stage's, or the transmit ring 2).
+      const auto &stages = app.layout.stages;
+      unsigned s = control.swap.stage - 1;
+      current = stages[s].mes.front();
+      inRing = stages[s].workRings.front();
+      outRing = s + 1 < stages.size() ? stages[s + 1].workRings.front() : 2;
+      pipelined = true;
+    }
     if (control.swap.mode != SwapRequest::Mode::None) {
-      code = codeOf(*control.swap.next, handlerME);
-      run.swap.oldME = handlerME;
+      code = codeOf(*control.swap.next, current);
+      run.swap.oldME = current;
       run.swap.newME = control.swap.mode == SwapRequest::Mode::Spare
                            ? control.swap.spareME
-                           : handlerME;
+                           : current;
       events.push_back({control.swap.atCycle, swapEvent});
     }
     for (size_t i = 0; i < control.params.size(); ++i)
@@ -298,6 +327,10 @@ public:
   /// the last switch away from it.
   unsigned current = handlerME;
   std::vector<uint64_t> taken;
+  /// The ring the served ME takes its work from and, in a pipeline, the
+  /// ring it puts every entry it took on (a swapped stage's).
+  unsigned inRing = workRing, outRing = transmitRing;
+  bool pipelined = false;
 
 private:
   enum class Phase { Preload, Wait, Drain, Watch, Done };
@@ -410,7 +443,7 @@ private:
 
   /// Fences the handler ME off the work ring for the active event.
   uint64_t fence(netvm_emu_host *host) {
-    netvm_emu_host_ring_fence(host, current, workRing, 1);
+    netvm_emu_host_ring_fence(host, current, inRing, 1);
     uint64_t now = netvm_emu_host_now(host);
     if (active.param == swapEvent) {
       run.swap.fenceCycle = now;
@@ -442,7 +475,7 @@ private:
     report.oldLastGet = old.lastGet;
     report.oldMessages = old.gets;
     netvm_emu_host_me_stop(host, current);
-    netvm_emu_host_ring_fence(host, current, workRing, 0);
+    netvm_emu_host_ring_fence(host, current, inRing, 0);
     if (reload && !load(host, current))
       return false;
     if (netvm_emu_host_me_start(host, newME) != 0) {
@@ -543,7 +576,7 @@ private:
 
   /// Every message has been offered and taken.
   bool inputDone(netvm_emu_host *host) {
-    return input.over() && netvm_emu_host_ring_count(host, workRing) == 0 &&
+    return input.over() && netvm_emu_host_ring_count(host, inRing) == 0 &&
            netvm_emu_host_rx_backlog(host) == 0;
   }
 
@@ -566,7 +599,7 @@ private:
         return fence(host);
       }
       if (watching()) {
-        uint64_t gets = ops(host, current, workRing).gets;
+        uint64_t gets = ops(host, current, inRing).gets;
         uint64_t messages = takenBefore + gets;
         if (!streamOver(host, gets) &&
             now - stableCycle >= autoSpec.stableCycles &&
@@ -592,6 +625,19 @@ private:
       // The takings are read last: a read sees the state when its crossing
       // starts, so equal counts mean nothing was taken while the outcomes
       // were read. The copy pool only with fan-out (a crossing each).
+      if (pipelined) {
+        // A pipeline's stage puts one entry on the ring after it for each
+        // one it took (a dropped message as a "free this buffer" entry):
+        // drained when they are equal (the takings read last, as below).
+        netvm_emu_ring_ops put = ops(host, current, outRing);
+        netvm_emu_ring_ops old = ops(host, current, inRing);
+        if (old.gets != put.puts)
+          return poll();
+        if (!act(host, old))
+          return 0;
+        phase = Phase::Watch;
+        return poll();
+      }
       netvm_emu_ring_ops sent = ops(host, current, transmitRing);
       netvm_emu_ring_ops freed = ops(host, current, freeRing);
       netvm_emu_ring_ops copies{};
@@ -599,7 +645,7 @@ private:
               app.image.rings.begin(), app.image.rings.end(),
               [](const me::RingConfig &c) { return c.ring == copyRing; }))
         copies = ops(host, current, copyRing);
-      netvm_emu_ring_ops old = ops(host, current, workRing);
+      netvm_emu_ring_ops old = ops(host, current, inRing);
       if (old.gets + copies.gets != sent.puts + freed.puts + copies.puts)
         return poll();
       if (!act(host, old))
@@ -610,7 +656,7 @@ private:
     case Phase::Watch: {
       // Stay until the handler takes its first message after the change,
       // or the input is over.
-      netvm_emu_ring_ops now = ops(host, current, workRing);
+      netvm_emu_ring_ops now = ops(host, current, inRing);
       if (now.gets == takenAtChange) {
         // No message comes after the change: the next event, if any.
         if (inputDone(host)) {
@@ -641,13 +687,42 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
   run = ChainRun();
   const SwapRequest &swap = control.swap;
   bool swapping = swap.mode != SwapRequest::Mode::None;
+  size_t stageCount = meStage.layout.stages.size();
+  if (stageCount &&
+      (!control.params.empty() || control.autoSpecialize.enabled)) {
+    // The control loop reconfigures and specializes the one handler ME of
+    // the default layout (docs/ccore.md, "Pipelines of ME stages").
+    error = "reconfigurations and automatic specialization act on a chain "
+            "whose ME side is one handler ME; this one is a pipeline of " +
+            std::to_string(stageCount) + " ME stages";
+    return false;
+  }
+  if (swapping && (stageCount ? swap.stage == 0 || swap.stage > stageCount
+                              : swap.stage != 0)) {
+    error = stageCount
+                ? "hot-swap: name the stage to swap (1 to " +
+                      std::to_string(stageCount) + ") of this pipeline of " +
+                      std::to_string(stageCount) + " ME stages"
+                : std::string("hot-swap: the chain has no pipeline of "
+                              "ME stages to name a stage of");
+    return false;
+  }
+  if (swapping && stageCount &&
+      meStage.layout.stages[swap.stage - 1].mes.size() != 1) {
+    error = "hot-swap: stage " + std::to_string(swap.stage) +
+            " runs on several MEs";
+    return false;
+  }
+  unsigned swappedME = swapping && stageCount
+                           ? meStage.layout.stages[swap.stage - 1].mes.front()
+                           : handlerME;
   if (swapping) {
-    if (!swap.next || !Controller::codeOf(*swap.next, handlerME)) {
-      error = "hot-swap: no new code for ME " + std::to_string(handlerME);
+    if (!swap.next || !Controller::codeOf(*swap.next, swappedME)) {
+      error = "hot-swap: no new code for ME " + std::to_string(swappedME);
       return false;
     }
     std::string why;
-    if (!compatible(meStage, *swap.next, why)) {
+    if (!compatible(meStage, *swap.next, why, swappedME)) {
       error = "hot-swap: " + why;
       return false;
     }
@@ -805,6 +880,58 @@ bool runChain(const me::CompiledApp &meStage, rt::Engine *hostStage,
         run.meSent += word(3 * pe + 1);
         run.meDropped += word(3 * pe + 2);
       }
+      // A pipeline: the messages enter its first stage and leave its last.
+      const auto &stages = meStage.layout.stages;
+      for (size_t s = 0; s < stages.size(); ++s) {
+        StageRun stage;
+        if (!stages[s].mes.empty())
+          stage.me = stages[s].mes.front();
+        if (!stages[s].workRings.empty())
+          stage.ring = stages[s].workRings.front();
+        for (unsigned pe : stages[s].pes) {
+          stage.pes.push_back(meStage.layout.pes[pe]);
+          stage.runs += word(3 * pe);
+          stage.sent += word(3 * pe + 1);
+          stage.dropped += word(3 * pe + 2);
+        }
+        // Every message passes every stage (the ring's gets beyond them
+        // are the end markers each context takes).
+        stage.messages = std::min(run.stats.rings[stage.ring].gets,
+                                  run.stats.packetsReceived);
+        // A swapped stage ran on its ME, then on the one that took over.
+        std::vector<unsigned> mes = {stage.me};
+        if (controller && control.swap.stage == s + 1 &&
+            controller->current != stage.me) {
+          mes.push_back(controller->current);
+          stage.me = controller->current;
+        }
+        for (unsigned me : mes)
+          if (me < run.stats.mes.size()) {
+            stage.busyCycles += run.stats.mes[me].busyCycles;
+            stage.instructions += run.stats.mes[me].instructions;
+          }
+        stage.utilization =
+            run.cycles ? double(stage.busyCycles) / double(run.cycles) : 0;
+        run.stages.push_back(std::move(stage));
+      }
+      if (!run.stages.empty()) {
+        run.meRuns = run.stages.front().runs;
+        run.meSent = run.stages.back().sent;
+        run.handlerME = run.stages.front().me;
+        run.handlerMessages.assign(machine.numMEs, 0);
+        for (const StageRun &stage : run.stages)
+          if (stage.me < machine.numMEs)
+            run.handlerMessages[stage.me] = stage.messages;
+        // A swapped stage: its old ME took what it took before the switch.
+        if (controller && control.swap.stage)
+          for (unsigned me = 0; me < machine.numMEs; ++me)
+            if (controller->taken[me]) {
+              unsigned now = run.stages[control.swap.stage - 1].me;
+              run.handlerMessages[me] = controller->taken[me];
+              run.handlerMessages[now] -=
+                  std::min(run.handlerMessages[now], controller->taken[me]);
+            }
+      }
     }
   }
   if (!sender) // the tags are the fragments' numbers
@@ -917,11 +1044,17 @@ ResourceReport resourceReport(const ChainRun &run,
       load.codeWords = run.codeWords[me];
     if (me < run.handlerMessages.size())
       load.messages = run.handlerMessages[me];
+    // One receive ME, one ME per stage, then the transmit ME.
+    unsigned transmitME =
+        run.stages.empty() ? 2 : unsigned(run.stages.size()) + 1;
+    for (size_t s = 0; s < run.stages.size(); ++s)
+      if (run.stages[s].me == me)
+        load.stage = unsigned(s + 1);
     if (me == 0)
       load.role = "receive";
-    else if (me == 2)
+    else if (me == transmitME)
       load.role = "transmit";
-    else if (me == run.handlerME)
+    else if (me == run.handlerME || load.stage)
       load.role = "handler";
     else if (load.codeWords)
       load.role = "spare";
@@ -947,6 +1080,12 @@ ResourceReport resourceReport(const ChainRun &run,
     QueueLoad q;
     q.ring = ring;
     q.name = ring < 4 ? names[ring] : "ring " + std::to_string(ring);
+    // A pipeline's rings: each stage's work, then the transmit ring 2.
+    if (!run.stages.empty() && ring < 3)
+      q.name = ring == 2 ? "transmit" : ring == 1 ? "order" : q.name;
+    for (size_t s = 0; s < run.stages.size(); ++s)
+      if (run.stages[s].ring == ring)
+        q.name = "stage " + std::to_string(s + 1) + " work";
     q.sizeWords = st.sizeWords;
     q.maxOccupancy = st.maxOccupancy;
     q.finalOccupancy = st.finalOccupancy;
@@ -988,7 +1127,8 @@ std::string toJSON(const ResourceReport &r) {
        << ", \"busy_cycles\": " << m.busyCycles
        << ", \"idle_cycles\": " << m.idleCycles
        << ", \"instructions\": " << m.instructions
-       << ", \"messages\": " << m.messages << ", \"busy_cycles_per_message\": "
+       << ", \"messages\": " << m.messages << ", \"stage\": " << m.stage
+       << ", \"busy_cycles_per_message\": "
        << (m.messages ? double(m.busyCycles) / double(m.messages) : 0.0)
        << ", \"utilization\": " << m.utilization << "}";
   }
@@ -1060,6 +1200,15 @@ static bool estimate(const HandlerApp &handler, analysis::CostTarget target,
     issue += pe.cost;
     latency += pe.latency;
   }
+  if (me && !handler.stages.empty()) {
+    // A pipeline of one NetPE per ME: its slowest stage sets the rate.
+    double slowest = 0;
+    for (const analysis::PECost &pe : model.pes)
+      slowest = std::max(slowest,
+                         pe.cost + pe.latency / std::max(1u, model.contexts));
+    cost = std::max(slowest, model.dramBusy);
+    return true;
+  }
   if (me)
     cost = std::max(issue + latency / std::max(1u, model.contexts),
                     model.dramBusy);
@@ -1094,15 +1243,23 @@ Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
   // The MEs first (the paper's rule: the c-cores take what they can).
   std::string meError;
   me::CompiledApp app;
-  unsigned needed =
-      request.busyMEs + request.stageMEs + (request.keepSpare ? 1 : 0);
+  // A pipeline holds the receive ME, one ME per stage and the transmit ME.
+  unsigned stageMEs =
+      handler.stages.empty()
+          ? request.stageMEs
+          : std::max(request.stageMEs, unsigned(handler.stages.size()) + 2);
+  p.mes = stageMEs;
+  unsigned needed = request.busyMEs + stageMEs + (request.keepSpare ? 1 : 0);
   unsigned kept = request.keepSpare ? 1 : 0;
   if (!request.allowME) {
     why << "MEs: not asked for";
   } else if (needed > machine.numMEs) {
     unsigned used = std::min(machine.numMEs, request.busyMEs + kept);
-    why << "MEs: needs " << request.stageMEs << ", " << machine.numMEs - used
-        << " free (of " << machine.numMEs;
+    why << "MEs: needs " << stageMEs;
+    if (!handler.stages.empty())
+      why << " (receive, " << handler.stages.size()
+          << " handler stages, transmit)";
+    why << ", " << machine.numMEs - used << " free (of " << machine.numMEs;
     if (kept)
       why << "; 1 kept spare for hot-swaps";
     why << ")";
@@ -1110,14 +1267,24 @@ Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
     std::string first = meError.substr(0, meError.find('\n'));
     why << "MEs: it does not compile for them (" << first << ")";
   } else {
-    if (const me::CodeBlock *code = Controller::codeOf(app, handlerME))
-      p.codeWords = uint32_t(code->words.size());
+    // The handler ME, or each stage's (MEs 1..N of the layout).
+    unsigned handlerMEs =
+        handler.stages.empty() ? 1 : unsigned(handler.stages.size());
+    for (unsigned me = 1; me <= handlerMEs; ++me)
+      if (const me::CodeBlock *code = Controller::codeOf(app, me)) {
+        p.meWords.push_back(uint32_t(code->words.size()));
+        p.codeWords = std::max(p.codeWords, p.meWords.back());
+      }
     if (!estimate(handler, analysis::CostTarget::ME, p.meCycles, meError)) {
       why << "MEs: no estimate (" << meError << ")";
     } else if (fits(p.meCycles, p.budgetCycles)) {
       p.where = Placement::Where::ME;
       p.reason =
           "fits the MEs: " + perMessage(p.meCycles, "cycles", p.budgetCycles) +
+          (handler.stages.empty()
+               ? std::string()
+               : " on its slowest of " + std::to_string(handler.stages.size()) +
+                     " ME stages") +
           "; " + std::to_string(p.codeWords) + " of " +
           std::to_string(machine.controlStore) +
           " instructions of control store";
@@ -1219,8 +1386,8 @@ unsigned ResourceManager::freeHostThreads() const {
 std::vector<uint32_t> ResourceManager::controlStoreUse() const {
   std::vector<uint32_t> words(meOwner.size(), 0);
   for (const RunningChain &c : table)
-    if (c.mes.size() > 1)
-      words[c.mes[1]] = c.codeWords;
+    for (size_t i = 0; i < c.meWords.size() && i + 1 < c.mes.size(); ++i)
+      words[c.mes[i + 1]] = c.meWords[i];
   return words;
 }
 
@@ -1258,13 +1425,13 @@ Placement ResourceManager::add(const std::string &name,
     c.stages += line.rfind("pe ", 0) == 0;
   c.stages = std::max(c.stages, 1u);
   if (p.where == Placement::Where::ME) {
-    for (unsigned me = 0; me < meOwner.size() && c.mes.size() < demand.stageMEs;
-         ++me)
+    for (unsigned me = 0; me < meOwner.size() && c.mes.size() < p.mes; ++me)
       if (meOwner[me] == 0 && int(me) != spare) {
         meOwner[me] = c.id;
         c.mes.push_back(me);
       }
     c.codeWords = p.codeWords;
+    c.meWords = p.meWords;
     c.estimate = p.meCycles;
     c.budget = p.budgetCycles;
   } else {
@@ -1376,7 +1543,10 @@ std::string ResourceManager::toJSON() const {
     list(c.hostThreads);
     os << ", \"code_words\": " << c.codeWords
        << ", \"rate_gbps\": " << c.rateGbps << ", \"estimate\": " << c.estimate
-       << ", \"budget\": " << c.budget << ", \"load\": " << c.load << "}";
+       << ", \"budget\": " << c.budget << ", \"load\": " << c.load
+       << ", \"me_words\": ";
+    list(std::vector<unsigned>(c.meWords.begin(), c.meWords.end()));
+    os << "}";
   }
   os << "\n  ],\n  \"free_mes\": " << freeMEs() << ", \"spare_me\": " << spare
      << ", \"free_host_threads\": " << freeHostThreads()

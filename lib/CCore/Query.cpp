@@ -793,6 +793,83 @@ bool emitMulticast(const Schema &schema,
   return true;
 }
 
+std::vector<std::string> splitQueries(const std::string &text) {
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    size_t bar = text.find('|', at);
+    std::string part =
+        text.substr(at, bar == std::string::npos ? bar : bar - at);
+    size_t b = part.find_first_not_of(" \t\r\n"),
+           e = part.find_last_not_of(" \t\r\n");
+    out.push_back(b == std::string::npos ? "" : part.substr(b, e - b + 1));
+    if (bar == std::string::npos)
+      return out;
+    at = bar + 1;
+  }
+}
+
+bool emitPipeline(const Schema &schema, const std::vector<std::string> &texts,
+                  const HandlerOptions &options, bool pipeline, HandlerApp &app,
+                  std::vector<Query> &queries, std::string &error) {
+  if (texts.empty()) {
+    error = "a pipeline needs at least one handler";
+    return false;
+  }
+  app = HandlerApp();
+  app.name = options.name;
+  queries.clear();
+  std::ostringstream nvapp, edges;
+  nvapp << "# C-CORE pipeline of " << texts.size() << " handlers\napplication "
+        << options.name << "\nsource in\nsink out\n";
+  std::string from = "in";
+  uint32_t sends = 0; // the format id the previous handler sends
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::string where = "<me-query " + std::to_string(i + 1) + ">";
+    std::optional<Query> q = parseQuery(texts[i], where, schema, error);
+    if (!q)
+      return false;
+    if (q->join) {
+      error = where + ": a join reads two streams; a pipeline of handlers "
+                      "passes one on";
+      return false;
+    }
+    if (i > 0 && q->format->id != sends) {
+      const Format *sent = schema.formatById(uint16_t(sends));
+      error = where + ": reads format '" + q->format->name + "' (id " +
+              std::to_string(q->format->id) + "), but handler " +
+              std::to_string(i) + " sends format id " + std::to_string(sends) +
+              (sent ? " ('" + sent->name + "')" : " (not in the schema)");
+      return false;
+    }
+    HandlerOptions o = options;
+    o.name = options.name + "_" + std::to_string(i + 1);
+    // Only the last handler may rename its stream's output format by
+    // option; the others keep the schema's ids the next one reads.
+    if (i + 1 < texts.size())
+      o.projectId = 0;
+    std::string netil;
+    if (!emitNetIL(*q, o, netil, error)) {
+      error = where + ": " + error;
+      return false;
+    }
+    sends =
+        q->project.empty()
+            ? q->format->id
+            : (o.projectId ? o.projectId : uint32_t(q->format->id | 0x8000));
+    app.files.emplace_back(o.name + ".netil", std::move(netil));
+    nvapp << "pe " << o.name << " = \"" << o.name << ".netil\"\n";
+    edges << from << " -> " << o.name << ".in\n";
+    from = o.name + ".out";
+    if (pipeline)
+      app.stages.push_back(o.name);
+    queries.push_back(std::move(*q));
+  }
+  edges << from << " -> out\n";
+  nvapp << "\n" << edges.str();
+  app.nvapp = nvapp.str();
+  return true;
+}
+
 bool emitHandlerApp(const Schema &schema, const std::string *query,
                     const std::vector<Subscriber> &subscribers,
                     const HandlerOptions &options, HandlerApp &app,

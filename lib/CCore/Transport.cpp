@@ -243,6 +243,9 @@ bool addReassembler(HandlerApp &app, const Format &format, uint32_t payload,
   }
   app.nvapp = nvapp.str();
   app.files.emplace_back("rudp.netil", std::move(netil));
+  // A pipeline: the reassembler is its first ME stage.
+  if (!app.stages.empty())
+    app.stages.insert(app.stages.begin(), "rudp");
   return true;
 }
 

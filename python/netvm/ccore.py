@@ -27,7 +27,8 @@ error: ..." lines.
 from __future__ import annotations
 
 import json
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import (Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 from . import _netvm
 
@@ -90,6 +91,9 @@ class Channels:
 
 class ChainRun:
     """What a chain's run did: ``outputs`` (after the host stage),
+    ``stages`` (a pipeline's ME stages in order: ``pes``, ``me``,
+    ``messages``, ``runs``, ``sent``, ``dropped``, ``busy_cycles``,
+    ``cycles_per_message``, ``utilization``; empty for one handler ME),
     ``from_mes`` (with ``from_mes_cycles``, the cycle each left the MEs,
     and ``from_mes_tags``, the input message it came from), the ME stage's ``me_runs``/``me_sent``/``me_dropped``,
     ``receive_drops``, ``cycles``, ``micros``, ``mean_latency_us`` (with a
@@ -116,16 +120,31 @@ class ChainRun:
                 f"cycles>")
 
 
+#: One query, or several in sequence (a pipeline of handlers).
+Queries = Union[str, Sequence[str]]
+
+
+def _queries(query):
+    """A query, or several in sequence (a list, or one string with '|'
+    between them): a pipeline of handlers, one ME stage each."""
+    if query is None or isinstance(query, str):
+        return query
+    return " | ".join(query)
+
+
 class Chain:
     """A chain: an ME stage (a query, or a multicast of `subscribers`,
     pairs (stream id, query)) on the emulator's MEs and an optional host
-    stage (JIT). Compiled when made; run as often as wanted. With `rudp`
+    stage (JIT). Several queries (a list, or 'Q1 | Q2') are a pipeline of
+    handlers, each reading what the one before sends, each on its own ME
+    (the run's ``stages`` gives each stage's figures; no swaps on such a
+    chain). Compiled when made; run as often as wanted. With `rudp`
     (fragment payload bytes) the messages travel as reliable-UDP fragments
     reassembled on the ME in front of the stage: loss reporting, or with
     `retransmit` go-back-N retransmission (needs `rate_gbps`; docs/ccore.md,
     "Retransmission")."""
 
-    def __init__(self, schema: Schema, query: Optional[str] = None, *,
+    def __init__(self, schema: Schema, query: Optional[Queries] = None, *,
                  subscribers: Iterable[Tuple[int, str]] = (),
                  host_query: Optional[str] = None,
                  params: Optional[Mapping[str, int]] = None,
@@ -133,7 +152,7 @@ class Chain:
                  rudp: int = 0, retransmit: bool = False):
         self.schema = schema
         self.rudp = rudp
-        self._chain = _netvm.CCoreChain(schema._schema, query,
+        self._chain = _netvm.CCoreChain(schema._schema, _queries(query),
                                         list(subscribers), host_query,
                                         dict(params or {}), specialize,
                                         float(rate_gbps), rudp, retransmit)
@@ -175,7 +194,7 @@ class Chain:
                                         float(stable_us), stable_messages))
 
 
-def place(schema: Schema, query: Optional[str] = None, *,
+def place(schema: Schema, query: Optional[Queries] = None, *,
           subscribers: Iterable[Tuple[int, str]] = (),
           params: Optional[Mapping[str, int]] = None,
           rate_gbps: float = 0.0, busy_mes: int = 0,
@@ -184,7 +203,8 @@ def place(schema: Schema, query: Optional[str] = None, *,
     (docs/ccore.md, "Resource manager and placement"): a dict with
     ``where`` ('me', 'host' or 'refused'), ``reason``, the estimates
     (``me_cycles``, ``host_ns``) and budgets per message."""
-    return dict(_netvm.ccore_place(schema._schema, query, list(subscribers),
+    return dict(_netvm.ccore_place(schema._schema, _queries(query),
+                                   list(subscribers),
                                    dict(params or {}), float(rate_gbps),
                                    busy_mes, keep_spare))
 
@@ -200,13 +220,14 @@ class ResourceManager:
     def __init__(self, host_threads: int = 2, keep_spare: bool = True):
         self._manager = _netvm.CCoreResourceManager(host_threads, keep_spare)
 
-    def add(self, schema: Schema, name: str, query: Optional[str] = None, *,
+    def add(self, schema: Schema, name: str,
+            query: Optional[Queries] = None, *,
             subscribers: Iterable[Tuple[int, str]] = (),
             params: Optional[Mapping[str, int]] = None,
             rate_gbps: float = 0.0, side: str = "auto") -> Dict[str, object]:
         """Places chain `name` (side 'auto', 'me' or 'host'): a dict with
         ``where`` ('me', 'host' or 'refused'), ``reason`` and ``id``."""
-        return dict(self._manager.add(schema._schema, name, query,
+        return dict(self._manager.add(schema._schema, name, _queries(query),
                                       list(subscribers), dict(params or {}),
                                       float(rate_gbps), side))
 

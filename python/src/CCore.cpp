@@ -102,8 +102,15 @@ void buildStage(const PySchema &s, const std::optional<std::string> &query,
     for (const auto &[stream, text] : subs)
       list.push_back({text, stream});
     std::vector<cc::Query> queries;
-    if (!cc::emitHandlerApp(*s.schema, query ? &*query : nullptr, list, options,
-                            app, queries, error))
+    // 'Q1 | Q2 | ...': a pipeline of handlers, one ME stage each.
+    std::vector<std::string> texts;
+    if (query)
+      texts = cc::splitQueries(*query);
+    if (texts.size() > 1
+            ? !cc::emitPipeline(*s.schema, texts, options, true, app, queries,
+                                error)
+            : !cc::emitHandlerApp(*s.schema, query ? &*query : nullptr, list,
+                                  options, app, queries, error))
       throw std::invalid_argument(error);
     if (form == 0)
       stage.queries = std::move(queries);
@@ -271,6 +278,21 @@ private:
     d["cycles"] = result.cycles;
     d["micros"] = result.micros;
     d["receive_drops"] = result.stats.packetsDropped;
+    nb::list stages;
+    for (const cc::StageRun &st : result.stages) {
+      nb::dict w;
+      w["pes"] = st.pes;
+      w["me"] = st.me;
+      w["messages"] = st.messages;
+      w["runs"] = st.runs;
+      w["sent"] = st.sent;
+      w["dropped"] = st.dropped;
+      w["busy_cycles"] = st.busyCycles;
+      w["cycles_per_message"] = st.cyclesPerMessage();
+      w["utilization"] = st.utilization;
+      stages.append(w);
+    }
+    d["stages"] = stages;
     d["mean_latency_us"] = result.latencyMessages ? result.meanLatencyCycles /
                                                         result.stats.clockMHz
                                                   : 0.0;
@@ -426,6 +448,7 @@ struct PyManager {
       d["mes"] = c.mes;
       d["host_threads"] = c.hostThreads;
       d["code_words"] = c.codeWords;
+      d["me_words"] = c.meWords;
       d["rate_gbps"] = c.rateGbps;
       d["estimate"] = c.estimate;
       d["budget"] = c.budget;

@@ -63,6 +63,55 @@ def test_chain_select_project(schema):
     assert run.report["host_threads"][0]["messages"] == len(expected)
 
 
+def test_pipeline_of_me_stages(schema):
+    # A select, a select, then a project, each on its own ME: the output is
+    # the same handlers' in sequence on the host, byte for byte, and each
+    # stage's figures are reported.
+    queries = ["from flight select price > $limit",
+               "from flight select gate < 20",
+               "from flight project flightno, price"]
+    messages = schema.generate("flight", 300, ranges={"price": (0, 1000),
+                                                      "gate": (0, 40)})
+    run = ccore.Chain(schema, queries, params={"limit": 500}).run(messages)
+    expected = [struct.pack(">IHHII", 1, 0x8001, 16,
+                            struct.unpack_from(">I", m, 8)[0], price(m))
+                for m in messages
+                if price(m) > 500 and struct.unpack_from(">H", m, 12)[0] < 20]
+    assert run.outputs == expected and len(expected) > 20
+    stages = run.stages
+    assert [s["pes"] for s in stages] == [["me_stage_1"], ["me_stage_2"],
+                                         ["me_stage_3"]]
+    assert [s["me"] for s in stages] == [1, 2, 3]
+    assert all(s["messages"] == 300 for s in stages)
+    assert stages[0]["runs"] == 301  # the .init run and every message
+    assert stages[2]["sent"] == len(run.outputs) == run.me_sent
+    assert all(s["cycles_per_message"] > 0 for s in stages)
+    roles = [(m["role"], m["stage"]) for m in run.report["mes"][:5]]
+    assert roles == [("receive", 0), ("handler", 1), ("handler", 2),
+                     ("handler", 3), ("transmit", 0)]
+    # The same as one string; swaps are refused on such a chain.
+    chain = ccore.Chain(schema, " | ".join(queries), params={"limit": 500})
+    assert chain.run(messages).outputs == run.outputs
+    with pytest.raises(RuntimeError, match="pipeline of 3 ME stages"):
+        chain.run(messages, swap="spare")
+    with pytest.raises(ValueError, match=r"<me-query 2>: reads format"):
+        ccore.Chain(schema, ["from flight project flightno",
+                             "from flight"])
+    # The table holds a pipeline's N + 2 MEs and refuses one that does not
+    # fit with what it needs.
+    manager = ccore.ResourceManager()
+    placed = manager.add(schema, "p", queries, params={"limit": 500},
+                         rate_gbps=1)
+    assert placed["where"] == "me"
+    assert manager.table()[0]["mes"] == [0, 1, 2, 4, 5]
+    assert len(manager.table()[0]["me_words"]) == 3
+    assert manager.free_mes == 2
+    refused = manager.add(schema, "q", queries[1:], side="me")
+    assert refused["where"] == "refused"
+    assert "MEs: needs 4 (receive, 2 handler stages, transmit), 2 free" in \
+        refused["reason"]
+
+
 def test_swap_and_reconfigure(schema):
     messages = schema.generate("flight", 600, ranges={"price": (0, 1000)})
     chain = ccore.Chain(schema, "from flight select price > $limit",

@@ -5,7 +5,9 @@
 // placing again, and the table's values. Reliable UDP with retransmission
 // (netvm/CCore/Transport.h) through runChain on the emulator: the output
 // is the messages sent, whatever the network loses or reorders, and the
-// counts of a lost tail message and a lost middle fragment.
+// counts of a lost tail message and a lost middle fragment. Pipelines of
+// ME stages: the same output as the host, per-stage figures, the table's
+// MEs, and the swap of one stage with nothing lost or reordered.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +46,19 @@ struct Fixture : ::testing::Test {
     std::string error;
     EXPECT_TRUE(
         emitHandlerApp(schema, &query, {}, options, app, queries, error))
+        << error;
+    return app;
+  }
+  /// Handlers in sequence, one ME stage each.
+  HandlerApp pipeline(const std::vector<std::string> &texts,
+                      bool specialize = true) {
+    HandlerOptions options;
+    options.specialize = specialize;
+    options.name = "me_stage";
+    HandlerApp app;
+    std::vector<Query> queries;
+    std::string error;
+    EXPECT_TRUE(emitPipeline(schema, texts, options, true, app, queries, error))
         << error;
     return app;
   }
@@ -285,4 +300,166 @@ TEST_F(CCoreReliableUDP, NeedsALineRate) {
   EXPECT_FALSE(runChain(image, nullptr, messages, machine, control, r, error));
   EXPECT_EQ(error, "reliable UDP with retransmission needs a line rate (the "
                    "sender is timed by the wire)");
+}
+
+namespace {
+using CCorePipeline = Fixture;
+} // namespace
+
+// A select then a project, each on its own ME stage: the output is the
+// same handlers' on the host (JIT), in order; each stage takes every
+// message; swaps are refused on such a chain.
+TEST_F(CCorePipeline, StagesMatchTheHostAndSwapsNameAStage) {
+  HandlerApp app = pipeline({"from flight select price > 500",
+                             "from flight project flightno, price"});
+  std::string error;
+  EXPECT_EQ(app.stages, (std::vector<std::string>{"me_stage_1", "me_stage_2"}));
+  GenerateOptions generate;
+  generate.count = 120;
+  generate.ranges["price"] = {0, 1000};
+  std::vector<std::vector<uint8_t>> messages =
+      generateMessages(*schema.format("flight"), generate);
+  netvm::me::MachineConfig machine;
+  netvm::me::CompiledApp image;
+  ASSERT_TRUE(compileForME(app, machine, image, error)) << error;
+  ASSERT_EQ(image.layout.stages.size(), 2u);
+  ChainRun me, host;
+  ASSERT_TRUE(
+      runChain(image, nullptr, messages, machine, ChainControl(), me, error))
+      << error;
+  std::unique_ptr<netvm::rt::Engine> jit = compileForHost(app, error);
+  ASSERT_TRUE(jit) << error;
+  jit->initialize();
+  ASSERT_TRUE(runHostChain({jit.get()}, messages, host, error)) << error;
+  EXPECT_EQ(me.outputs, host.outputs);
+  size_t passed = 0;
+  for (const std::vector<uint8_t> &m : messages)
+    passed += (uint32_t(m[16]) << 24 | uint32_t(m[17]) << 16 |
+               uint32_t(m[18]) << 8 | m[19]) > 500;
+  EXPECT_EQ(me.outputs.size(), passed);
+  ASSERT_EQ(me.stages.size(), 2u);
+  EXPECT_EQ(me.stages[0].me, 1u);
+  EXPECT_EQ(me.stages[1].me, 2u);
+  EXPECT_EQ(me.stages[0].messages, 120u);
+  EXPECT_EQ(me.stages[1].messages, 120u);
+  EXPECT_EQ(me.stages[0].sent, passed);
+  EXPECT_EQ(me.stages[1].sent, passed);
+  EXPECT_EQ(me.meSent, passed);
+  EXPECT_GT(me.stages[0].busyCycles, 0u);
+  ResourceReport report = resourceReport(me, image, ChainControl(), machine);
+  EXPECT_EQ(report.mes[1].stage, 1u);
+  EXPECT_EQ(report.mes[2].stage, 2u);
+  EXPECT_EQ(report.mes[3].role, "transmit");
+
+  ChainControl control;
+  control.swap.mode = SwapRequest::Mode::Spare;
+  control.swap.next = &image;
+  control.swap.spareME = 5;
+  ChainRun refused;
+  EXPECT_FALSE(
+      runChain(image, nullptr, messages, machine, control, refused, error));
+  EXPECT_NE(error.find("pipeline of 2 ME stages"), std::string::npos) << error;
+
+  // A handler must read what the one before sends.
+  std::vector<Query> queries;
+  EXPECT_FALSE(emitPipeline(
+      schema, {"from flight project flightno", "from flight select price > 1"},
+      HandlerOptions(), true, app, queries, error));
+  EXPECT_NE(error.find("<me-query 2>: reads format 'flight' (id 1), but "
+                       "handler 1 sends format id 32769"),
+            std::string::npos)
+      << error;
+}
+
+// The table holds N + 2 MEs for a pipeline of N stages and refuses one
+// that does not fit, saying what it needs.
+TEST_F(CCorePipeline, TableCountsStageMEs) {
+  netvm::me::MachineConfig machine;
+  ResourceManager manager(machine, /*hostThreads=*/0);
+  HandlerApp three =
+      pipeline({"from flight select price > 500", "from flight select gate < 9",
+                "from flight project flightno, price"});
+  HandlerApp two = pipeline(
+      {"from flight select price > 500", "from flight project flightno"});
+  ChainDemand demand;
+  demand.messageBytes = 64;
+  Placement p = manager.add("three", three, demand);
+  ASSERT_EQ(p.where, Placement::Where::ME) << p.reason;
+  EXPECT_EQ(p.mes, 5u);
+  ASSERT_EQ(manager.chains().size(), 1u);
+  EXPECT_EQ(manager.chains()[0].mes, (std::vector<unsigned>{0, 1, 2, 4, 5}));
+  ASSERT_EQ(manager.chains()[0].meWords.size(), 3u);
+  EXPECT_EQ(manager.freeMEs(), 2u);
+  std::vector<uint32_t> words = manager.controlStoreUse();
+  EXPECT_GT(words[1], 0u);
+  EXPECT_GT(words[4], 0u);
+  EXPECT_EQ(words[5], 0u); // the transmit ME runs no handler
+  Placement q = manager.add("two", two, demand);
+  EXPECT_EQ(q.where, Placement::Where::Refused);
+  EXPECT_NE(q.reason.find("MEs: needs 4 (receive, 2 handler stages, "
+                          "transmit), 2 free"),
+            std::string::npos)
+      << q.reason;
+  EXPECT_EQ(manager.chains().size(), 1u);
+}
+
+// Stage 2 (the project) swapped from generic to specialized through the
+// spare ME 4 while the messages flow: the output is the run's without a
+// swap (none lost, none reordered); the old ME took the messages before
+// the switch, the spare the rest.
+TEST_F(CCorePipeline, SwapOfOneStageLosesAndReordersNothing) {
+  std::vector<std::string> texts = {"from flight select price > 500",
+                                    "from flight project flightno, price"};
+  HandlerApp before = pipeline(texts, /*specialize=*/false),
+             other = pipeline(texts);
+  std::string error;
+  HandlerApp after = before;
+  after.files[1] = other.files[1];
+  netvm::me::MachineConfig machine;
+  netvm::me::CompiledApp image, next;
+  ASSERT_TRUE(compileForME(before, machine, image, error)) << error;
+  ASSERT_TRUE(compileForME(after, machine, next, error)) << error;
+  GenerateOptions generate;
+  generate.count = 300;
+  generate.ranges["price"] = {0, 1000};
+  std::vector<std::vector<uint8_t>> messages =
+      generateMessages(*schema.format("flight"), generate);
+  ChainRun plain, swapped;
+  ASSERT_TRUE(
+      runChain(image, nullptr, messages, machine, ChainControl(), plain, error))
+      << error;
+  ChainControl control;
+  control.swap.mode = SwapRequest::Mode::Spare;
+  control.swap.next = &next;
+  control.swap.stage = 2;
+  control.swap.spareME = 4;
+  control.swap.atCycle = 20000;
+  ASSERT_TRUE(
+      runChain(image, nullptr, messages, machine, control, swapped, error))
+      << error;
+  EXPECT_EQ(swapped.outputs, plain.outputs);
+  EXPECT_TRUE(swapped.swap.done);
+  EXPECT_EQ(swapped.swap.oldME, 2u);
+  EXPECT_EQ(swapped.swap.newME, 4u);
+  EXPECT_GT(swapped.swap.oldMessages, 0u);
+  EXPECT_LT(swapped.swap.oldMessages, 300u);
+  ASSERT_EQ(swapped.stages.size(), 2u);
+  EXPECT_EQ(swapped.stages[1].me, 4u);
+  EXPECT_EQ(swapped.handlerMessages[2], swapped.swap.oldMessages);
+  EXPECT_EQ(swapped.handlerMessages[2] + swapped.handlerMessages[4], 300u);
+  EXPECT_GT(swapped.swap.downtimeCycles(), 0u);
+
+  // The generic select's data memory moves the stage after it: a new
+  // form of stage 1 changes ME 2's code too, and is refused.
+  HandlerApp first = before;
+  first.files[0] = other.files[0];
+  netvm::me::CompiledApp moved;
+  ASSERT_TRUE(compileForME(first, machine, moved, error)) << error;
+  control.swap.next = &moved;
+  control.swap.stage = 1;
+  EXPECT_FALSE(
+      runChain(image, nullptr, messages, machine, control, swapped, error));
+  EXPECT_NE(error.find("changes the code of ME 2 besides the swapped ME 1"),
+            std::string::npos)
+      << error;
 }

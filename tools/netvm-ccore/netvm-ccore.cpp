@@ -133,9 +133,18 @@ static cl::list<uint64_t> rudpDrop(
              "fragments; repeatable)"),
     cl::value_desc("K"), cl::sub(chainCmd), cl::cat(category));
 // chain
-static cl::opt<std::string> meQuery("me-query",
-                                    cl::desc("The ME stage's query"),
-                                    cl::sub(chainCmd), cl::cat(category));
+static cl::list<std::string> meQueries(
+    "me-query",
+    cl::desc("The ME stage's query; repeated: a pipeline of handlers, each "
+             "reading what the one before sends, each on its own ME stage "
+             "(--me-layout)"),
+    cl::sub(chainCmd), cl::cat(category));
+static cl::opt<std::string> meLayout(
+    "me-layout",
+    cl::desc("With several --me-query: pipeline (each handler on its own ME, "
+             "the back end's pipeline placement; default) or one (all of them "
+             "in sequence on one handler ME)"),
+    cl::init("pipeline"), cl::sub(chainCmd), cl::cat(category));
 static cl::list<std::string> subscribers(
     "subscriber",
     cl::desc("Multicast: a subscriber's channel (stream id) and its own "
@@ -154,6 +163,12 @@ static cl::opt<std::string> swapMode(
              "new code preloaded on an idle ME) or in-place (stop, reload, "
              "restart); default none"),
     cl::init("none"), cl::sub(chainCmd), cl::cat(category));
+static cl::opt<unsigned> swapStage(
+    "swap-stage",
+    cl::desc("With several --me-query as a pipeline: the stage whose code "
+             "--swap replaces (1, 2, ...; default 1); through the spare, the "
+             "first idle ME after the pipeline takes it"),
+    cl::init(1), cl::sub(chainCmd), cl::cat(category));
 static cl::opt<uint64_t> swapAt("swap-at",
                                 cl::desc("The ME cycle the swap starts "
                                          "(default 100000)"),
@@ -188,7 +203,8 @@ static cl::list<std::string> placeAdd(
     "add",
     cl::desc("Place a chain: its name, optionally where it may go (me, host; "
              "default auto) and its offered rate, then its query "
-             "(repeatable; taken in command-line order with --remove)"),
+             "(repeatable; taken in command-line order with --remove); "
+             "queries separated by '|' are a pipeline, one ME stage each"),
     cl::value_desc("name[@me|@host][:gbps]=query"), cl::sub(placeCmd),
     cl::cat(category));
 static cl::list<std::string>
@@ -500,8 +516,19 @@ static void printHostThread(const ChainRun &run, size_t messages) {
 }
 
 static int chainMain(const Schema &schema) {
-  if (meQuery.empty() == subscribers.empty())
+  if (meQueries.empty() == subscribers.empty())
     return fail("chain needs --me-query or --subscriber (one of them)");
+  if (meLayout != "pipeline" && meLayout != "one")
+    return fail("--me-layout=" + meLayout + ": expected pipeline or one");
+  bool several = meQueries.size() > 1;
+  if (several && (!reconfigure.empty() || autoSpecialize.getNumOccurrences()))
+    return fail("--reconfigure and --auto-specialize act on one ME handler; "
+                "a chain of several --me-query does not take them "
+                "(docs/ccore.md, \"Pipelines of ME stages\")");
+  if (swapStage.getNumOccurrences() && (!several || meLayout != "pipeline"))
+    return fail("--swap-stage names a stage of a pipeline of several "
+                "--me-query");
+  std::string meQuery = meQueries.empty() ? std::string() : meQueries.front();
   ChainControl control;
   SwapRequest &swap = control.swap;
   if (swapMode == "spare")
@@ -525,6 +552,29 @@ static int chainMain(const Schema &schema) {
     if (!multicastApp(schema, first, firstApp, queries, error) ||
         !multicastApp(schema, second, secondApp, again, error))
       return fail(error);
+  } else if (several) {
+    HandlerOptions values = first, other = second;
+    std::vector<std::string> texts(meQueries.begin(), meQueries.end());
+    std::vector<Query> again;
+    bool pipeline = meLayout == "pipeline";
+    if (!parseParams(values, error) || !parseParams(other, error) ||
+        !emitPipeline(schema, texts, values, pipeline, firstApp, queries,
+                      error) ||
+        !emitPipeline(schema, texts, other, pipeline, secondApp, again, error))
+      return fail(error);
+    if (pipeline && swap.mode != SwapRequest::Mode::None) {
+      // Only the stage's handler changes form (the reassembler, first
+      // with --rudp, has one form); its ME is replaced, and the spare is
+      // the first idle ME after the pipeline (receive, the stages and
+      // transmit before it).
+      size_t handler = swapStage - 1 - (rudpPayload ? 1 : 0);
+      HandlerApp mixed = firstApp;
+      if (swapStage >= 1 && handler < texts.size())
+        mixed.files[handler] = secondApp.files[handler];
+      secondApp = std::move(mixed);
+      swap.stage = swapStage;
+      swap.spareME = unsigned(texts.size()) + 2 + (rudpPayload ? 1 : 0);
+    }
   } else {
     std::string netil, nextNetil;
     if (!queryToNetIL(schema, meQuery, "<me-query>", first, netil, error,
@@ -769,8 +819,12 @@ static int chainMain(const Schema &schema) {
                  << (c.fragmentMask ? "1 message" : "none")
                  << " incomplete at the end\n";
   }
-  llvm::outs() << "ME stage            " << run.meRuns << " runs, "
-               << run.meSent << " sent, " << run.meDropped << " dropped\n";
+  // Handlers in sequence on one ME: their sends are summed, what left
+  // the last one is what the MEs transmitted.
+  uint64_t meSent =
+      several && run.stages.empty() ? run.fromMEs.size() : run.meSent;
+  llvm::outs() << "ME stage            " << run.meRuns << " runs, " << meSent
+               << " sent, " << run.meDropped << " dropped\n";
   if (host)
     llvm::outs() << "host stage          " << run.fromMEs.size() << " in, "
                  << run.outputs.size() << " out, " << run.hostDropped
@@ -791,8 +845,22 @@ static int chainMain(const Schema &schema) {
                << " messages/s\n";
   // Per ME that took messages from the work ring (the handler, and the
   // ME a swap moved it to).
+  for (size_t i = 0; i < run.stages.size(); ++i) {
+    // A pipeline: each stage's ME, its share of the run and its cycles
+    // per message (every message passes every stage).
+    const StageRun &stage = run.stages[i];
+    std::string pes;
+    for (const std::string &pe : stage.pes)
+      pes += (pes.empty() ? "" : ",") + pe;
+    llvm::outs() << "stage " << i + 1 << " ME " << stage.me << "        "
+                 << llvm::format("%.1f", stage.cyclesPerMessage())
+                 << " busy cycles per message, busy "
+                 << llvm::format("%.1f", 100 * stage.utilization) << "%, "
+                 << stage.runs << " runs, " << stage.sent << " sent, "
+                 << stage.dropped << " dropped (" << pes << ")\n";
+  }
   for (const MELoad &me : report.mes) {
-    if (!me.messages)
+    if (!me.messages || me.stage)
       continue;
     double n = double(me.messages);
     llvm::outs() << "handler ME " << me.me << "        "
@@ -820,8 +888,10 @@ static int chainMain(const Schema &schema) {
     if (!r.done)
       llvm::outs() << "swap                not done (the input ended first)\n";
     else
-      llvm::outs() << "swap                " << swapMode << ", ME " << r.oldME
-                   << " -> ME " << r.newME << "\n"
+      llvm::outs() << "swap                " << swapMode << ", "
+                   << (swap.stage ? "stage " + std::to_string(swap.stage) + ", "
+                                  : std::string())
+                   << "ME " << r.oldME << " -> ME " << r.newME << "\n"
                    << "  fence at          " << r.fenceCycle << "\n"
                    << "  drained at        " << r.drainedCycle << "\n"
                    << "  started at        " << r.startCycle << "\n"
@@ -957,7 +1027,11 @@ static int placeMain(const Schema &schema) {
     std::string error, q = query.str();
     HandlerApp app;
     std::vector<Query> queries;
-    if (!emitHandlerApp(schema, &q, {}, options, app, queries, error))
+    // 'Q1 | Q2 | ...': a pipeline of handlers, one ME stage each.
+    std::vector<std::string> texts = splitQueries(q);
+    if (texts.size() > 1
+            ? !emitPipeline(schema, texts, options, true, app, queries, error)
+            : !emitHandlerApp(schema, &q, {}, options, app, queries, error))
       return fail(error);
     demand.messageBytes = queries.front().format->size;
     Placement placed = manager.add(name.str(), app, demand, nullptr, q);
@@ -986,7 +1060,8 @@ int main(int argc, char **argv) {
       "[--specialize] [--param p=v]...\n"
       "  netvm-ccore gen --schema S.ccs --format F -n N -o out.pcap\n"
       "  netvm-ccore decode --schema S.ccs in.pcap\n"
-      "  netvm-ccore chain --schema S.ccs --me-query Q [--host-query Q] "
+      "  netvm-ccore chain --schema S.ccs --me-query Q [--me-query Q2]... "
+      "[--host-query Q] "
       "[--swap=spare|in-place] [--auto-specialize[=T]]\n"
       "  netvm-ccore place --schema S.ccs --add 'name=Q' [--remove name]...\n");
   if (!compileCmd && !genCmd && !decodeCmd && !chainCmd && !placeCmd)

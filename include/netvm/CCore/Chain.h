@@ -64,6 +64,10 @@ struct SwapRequest {
   const me::CompiledApp *next = nullptr;
   /// The idle ME that receives the new code (Spare).
   unsigned spareME = 3;
+  /// A pipeline of ME stages (HandlerApp::stages): the stage whose code
+  /// is swapped (1, 2, ...; its one ME is fenced off its ring, drained and
+  /// replaced). 0: the default layout's handler ME.
+  unsigned stage = 0;
   /// Cycles between two looks of the control loop at the old ME's rings.
   uint64_t pollCycles = 60;
 };
@@ -196,6 +200,24 @@ struct AutoSwapReport {
   std::map<std::string, uint32_t> parameters;
 };
 
+/// One ME stage of a pipeline of handlers (HandlerApp::stages): its
+/// handlers, its ME and the work ring it takes from, and its figures.
+/// Every message passes every stage in order (a stage passes on what it
+/// did not run), so each stage takes every message received.
+struct StageRun {
+  std::vector<std::string> pes;
+  unsigned me = 0, ring = 0;
+  /// Messages it took from its ring; its handlers' runs (the NetPE
+  /// counters: the .init run included), sends and drops.
+  uint64_t messages = 0, runs = 0, sent = 0, dropped = 0;
+  uint64_t busyCycles = 0, instructions = 0;
+  /// Busy cycles over the run's cycles.
+  double utilization = 0;
+  double cyclesPerMessage() const {
+    return messages ? double(busyCycles) / double(messages) : 0;
+  }
+};
+
 struct ChainRun {
   /// What left the chain, in order (after the host stage, if any).
   std::vector<std::vector<uint8_t>> outputs;
@@ -237,6 +259,10 @@ struct ChainRun {
   uint64_t controlMessages = 0;
   /// Each NetPE's data memory at the end of the run (ME stage).
   std::vector<std::vector<uint8_t>> dataMemory;
+  /// A pipeline's ME stages in order (empty: the default layout). Then
+  /// meRuns are the first stage's runs, meSent the last stage's sends and
+  /// meDropped every stage's drops.
+  std::vector<StageRun> stages;
   me::Stats stats;
 };
 
@@ -273,6 +299,9 @@ struct MELoad {
   uint64_t busyCycles = 0, idleCycles = 0, instructions = 0;
   /// Messages it took from the work ring (a handler's).
   uint64_t messages = 0;
+  /// A pipeline's stage it runs (1, 2, ...; 0: none, or the default
+  /// layout's handler ME).
+  unsigned stage = 0;
   /// Busy cycles over the run's cycles.
   double utilization = 0;
 };
@@ -324,8 +353,9 @@ struct PlacementRequest {
   /// Offered rate (Gbit/s; 0: no rate to meet) and message size.
   double rateGbps = 0;
   uint32_t messageBytes = 600;
-  /// MEs a chain's ME stage needs (receive, handler, transmit) and whether
-  /// one more is kept idle for hot-swaps.
+  /// MEs a chain's ME stage needs (receive, handler, transmit; a pipeline
+  /// of N handler stages, HandlerApp::stages, needs N + 2 whatever this
+  /// says) and whether one more is kept idle for hot-swaps.
   unsigned stageMEs = 3;
   bool keepSpare = true;
   /// MEs other chains already use.
@@ -341,7 +371,12 @@ struct Placement {
   /// Budgets per message at the rate (0: no rate), and the estimates.
   double budgetCycles = 0, budgetNanoseconds = 0;
   double meCycles = 0, hostNanoseconds = 0;
+  /// The instructions of each ME after the receive ME that runs handlers
+  /// (the handler ME, or each stage's of a pipeline), and the largest.
+  std::vector<uint32_t> meWords;
   uint32_t codeWords = 0;
+  /// MEs the chain holds on the MEs: receive, its handler MEs, transmit.
+  unsigned mes = 0;
 };
 Placement placeChain(const HandlerApp &handler, const PlacementRequest &request,
                      const me::MachineConfig &machine);
@@ -353,8 +388,9 @@ const char *whereName(Placement::Where where);
 /// the host, else refused with each resource's need and what is free) and
 /// frees a chain's resources when it is removed. One ME of the machine is
 /// kept idle for hot-swaps (the spare) unless told otherwise; a chain on
-/// the MEs holds `stageMEs` MEs (receive, handler, transmit), one on the
-/// host one host thread. The table is bookkeeping: it does not run chains.
+/// the MEs holds `stageMEs` MEs (receive, handler, transmit; a pipeline of
+/// N handler stages N + 2), one on the host one host thread. The table is
+/// bookkeeping: it does not run chains.
 struct ChainDemand {
   /// Offered rate (Gbit/s; 0: none) and message size.
   double rateGbps = 0;
@@ -373,8 +409,10 @@ struct RunningChain {
   /// The MEs (ascending; the handler ME is the second) or host threads it
   /// holds.
   std::vector<unsigned> mes, hostThreads;
-  /// The handler ME's instructions of control store (MEs).
+  /// The handler ME's instructions of control store (MEs; a pipeline's:
+  /// the largest of its stages', each in meWords in stage order).
   uint32_t codeWords = 0;
+  std::vector<uint32_t> meWords;
   double rateGbps = 0;
   /// The cost model's estimate per message on its side, the budget the
   /// rate leaves (0: no rate) and the predicted load: estimate over budget

@@ -130,6 +130,10 @@ struct HandlerApp {
   std::string name;
   std::string nvapp;
   std::vector<std::pair<std::string, std::string>> files;
+  /// On the MEs: the NetPEs in pipeline order, one ME stage each (a
+  /// pipeline of handlers, emitPipeline); empty: the default layout, every
+  /// NetPE on one handler ME.
+  std::vector<std::string> stages;
 };
 
 /// Application-level multicast: one handler NetPE per subscriber
@@ -150,6 +154,22 @@ bool emitHandlerApp(const Schema &schema, const std::string *query,
                     const std::vector<Subscriber> &subscribers,
                     const HandlerOptions &options, HandlerApp &app,
                     std::vector<Query> &queries, std::string &error);
+
+/// A chain of handlers in sequence (docs/ccore.md, "Pipelines of ME
+/// stages"): NetPE `options.name`_1 takes the source `in`, each sends to
+/// the next, the last to the sink `out`. Each query must read the format
+/// the one before it sends (a select passes its input's, a project its
+/// projected format, whose id must be a format of the schema to be read
+/// on); joins are refused. With `pipeline` the app's `stages` put each
+/// handler on its own ME stage; without, they run in sequence on one ME.
+/// Errors name the handler ("<me-query 2>:1:6").
+bool emitPipeline(const Schema &schema, const std::vector<std::string> &texts,
+                  const HandlerOptions &options, bool pipeline, HandlerApp &app,
+                  std::vector<Query> &queries, std::string &error);
+
+/// The queries of 'Q1 | Q2 | ...' (a pipeline's text, as `netvm-ccore
+/// place --add` and Python take it), each trimmed; one without '|'.
+std::vector<std::string> splitQueries(const std::string &text);
 
 /// Projected fields' bytes a handler may produce (they pass through the
 /// stack, in registers on an ME).
