@@ -310,11 +310,21 @@ tcp_bad:
 )";
 
 // The ordered part. The state (64 bytes at a6): 0 remote IP, 4 local IP,
-// 8 remote port << 16 | local port, 12 rcv_nxt, 16 snd_nxt, 20 mode (0:
-// the MEs deliver, 1: diverted to the host), 24 diverted count, 28 socket
-// queue; 32 the host's resume count, 36 the host's rcv_nxt to resume
-// with, 40 snd_una, 44 window << 16 | the ACK's IP checksum, 48 the ACK's
-// constant TCP sum, 52 segments, 56 bytes, 60 ACKs the MEs sent.
+// 8 remote port << 16 | local port, 12 rcv_nxt, 16 snd_nxt, 20 K (the
+// diverted count before the current chain), 24 mode << 31 | D (mode 1:
+// diverted to the host; D: segments diverted), 28 socket queue; 32 R (the
+// diverted segments the host has handled), 36 H (the host's rcv_nxt after
+// them, with nothing queued), 40 C (the chain's end), 44 window << 16 |
+// the ACK's IP checksum, 48 the ACK's constant TCP sum, 52 snd_una, 56
+// segments and 60 bytes the MEs delivered.
+//
+// The chain: the diverted segments K+1..D, each starting where the one
+// before ended (C: the last one's end). In mode 1 the MEs take rcv_nxt
+// back when K < R <= D: segment R is in the chain, so R+1..D continue
+// from at most H without a hole, and the host will end them at
+// max(H, C) with nothing queued; that is the rcv_nxt the MEs resume with.
+// A segment the MEs could not judge (a7 1) starts an empty chain after
+// itself.
 static const char *tcpOrdered = R"(
 ordered:
     scratch[read, $0, TICKET, 0, 1], ctx_swap[s1]
@@ -352,19 +362,28 @@ turn:
     immed[b1, TCP_STATES]
     alu[a3, a6, -, b1]
     alu_shf[a3, --, b, a3, >>6]
-    alu[--, a7, -, 0]
-    bne[divert]
-    alu[a5, --, b, $3]
-    alu[--, $5, -, 0]
-    beq[check]
-    alu[a4, --, b, $8]
-    alu[--, a4, -, $6]
-    bne[divert]
-    alu[a5, --, b, $9]
-check:
     alu_shf[a4, --, b, $$9, <<16]
     alu_shf[b1, --, b, $$10, >>16]
     alu[b2, a4, or, b1]
+    immed[b1, 0x7fffffff]
+    alu[b4, $6, and, b1]
+    alu[--, a7, -, 0]
+    bne[divert]
+    alu[a5, --, b, $3]
+    br_bclr[$6, 31, check]
+    alu[a2, --, b, $8]
+    alu[--, a2, -, b4]
+    bhi[divert]
+    alu[--, a2, -, $5]
+    bcs[divert]
+    beq[divert]
+    alu[a5, --, b, $9]
+    alu[b1, --, b, $10]
+    alu[--, b1, -, a5]
+    beq[check]
+    bmi[check]
+    alu[a5, --, b, b1]
+check:
     alu[--, a5, -, b2]
     bne[divert]
     alu[--, b5, -, 0]
@@ -375,12 +394,12 @@ check:
     alu[a5, a5, +, b5]
     alu[$0, --, b, a5]
     alu[$1, --, b, $4]
-    immed[$2, 0]
-    sram[write, $0, a6, 12, 3], ctx_swap[s4]
+    alu[$2, --, b, $5]
+    alu[$3, --, b, b4]
+    sram[write, $0, a6, 12, 4], ctx_swap[s4]
     alu[$0, --, b, b5]
-    sram[add, $0, a6, 56], ctx_swap[s4]
-    sram[incr, --, a6, 52]
-    sram[incr, --, a6, 60]
+    sram[add, $0, a6, 60], ctx_swap[s4]
+    sram[incr, --, a6, 56]
     alu_shf[a4, --, b, $$1, <<16]
     alu_shf[b1, --, b, $$2, >>16]
     alu[$$0, a4, or, b1]
@@ -445,9 +464,30 @@ check:
     alu[a7, a3, or, b1]
     br[emit]
 divert:
-    immed[$0, 1]
-    alu[$1, $6, +, 1]
-    sram[write, $0, a6, 20, 2], ctx_swap[s4]
+    alu[a4, --, b, b2]
+    alu[a4, a4, +, b5]
+    alu[--, a7, -, 0]
+    bne[div_alone]
+    br_bclr[$6, 31, div_chain]
+    alu[--, b2, -, $10]
+    bne[div_chain]
+    alu[$0, --, b, a4]
+    sram[write, $0, a6, 40, 1], ctx_swap[s4]
+    br[div_count]
+div_alone:
+    alu[$0, b4, +, 1]
+    br[div_start]
+div_chain:
+    alu[$0, --, b, b4]
+div_start:
+    sram[write, $0, a6, 20, 1], ctx_swap[s4]
+    alu[$0, --, b, a4]
+    sram[write, $0, a6, 40, 1], ctx_swap[s4]
+div_count:
+    alu[a4, b4, +, 1]
+    immed[b1, 0x80000000]
+    alu[$0, a4, or, b1]
+    sram[write, $0, a6, 24, 1], ctx_swap[s4]
     immed[b1, KIND_DIVERT]
     alu[a7, a3, or, b1]
     br[emit]
@@ -550,7 +590,7 @@ bool acceptTcp(me::Emulator &emulator, unsigned index, const TcpConnection &c,
   put32(s, 12, c.rcvNxt);
   put32(s, 16, c.sndNxt);
   put32(s, 28, index);
-  put32(s, 40, c.sndNxt);
+  put32(s, 52, c.sndNxt);
   // The ACKs' IP header is the same for every ACK of the connection
   // (DF, TTL 64, id 0, 40 bytes), and so is their TCP sum but for the
   // sequence and ACK numbers the MEs add.
@@ -790,8 +830,8 @@ void TcpHost::handle(netvm_emu_host *host, const uint32_t *w, uint64_t now) {
            costs.copyPerByte * payloadLength + costs.protocolTx +
            costs.syscall);
     if (kind == kindDivert && !stack.reassembling()) {
-      // No hole left: hand rcv_nxt back. The MEs take it only if they
-      // diverted no more segments than the host has handled.
+      // No hole left: hand rcv_nxt back. The MEs take it if what they
+      // diverted since continues without a hole (the chain, above).
       ++diverted[conn];
       uint32_t resume[2] = {diverted[conn], stack.rcvNxt()};
       uint8_t bytes[8];
@@ -847,8 +887,8 @@ bool runTcpReceive(const OnloadConfig &config, const me::Image &image,
       std::vector<uint8_t> s;
       if (emulator.readMemory(me::Memory::Sram, tcpStates + i * stateBytes,
                               stateBytes, s)) {
-        result.meStateSegments += get32(&s[52]);
-        result.meStateBytes += get32(&s[56]);
+        result.meStateSegments += get32(&s[56]);
+        result.meStateBytes += get32(&s[60]);
       }
     }
   return true;

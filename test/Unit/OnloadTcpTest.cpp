@@ -130,12 +130,19 @@ TEST(OnloadTcp, LossReorderingAndDuplicatesGoThroughTheHostAndBack) {
     EXPECT_EQ(r.meChecksumDrops, t.frames.size() / 38);
     EXPECT_GT(r.meChecksumDrops, 0u);
     EXPECT_GT(r.divertedSegments, 0u);
+    EXPECT_EQ(r.fastSegments + r.divertedSegments,
+              t.frames.size() - r.meChecksumDrops);
+    EXPECT_EQ(r.acksSent, r.fastSegments);
+    uint64_t resumed = 0;
+    for (const TcpConnectionResult &c : r.connections)
+      resumed += c.fastAfterDivert;
+    EXPECT_GT(resumed, 0u);
   }
 }
 
 TEST(OnloadTcp, TheMEsTakeRcvNxtBackOnceTheHostHasCaughtUp) {
-  // Light loss over eight flows: the host keeps up with the diverted
-  // segments, hands rcv_nxt back, and most segments stay on the MEs.
+  // Light loss over eight flows: the host hands rcv_nxt back after each
+  // hole, and more than 90% of the segments stay on the MEs.
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     TcpTrafficOptions o;
@@ -154,11 +161,28 @@ TEST(OnloadTcp, TheMEsTakeRcvNxtBackOnceTheHostHasCaughtUp) {
       resumed += c.fastAfterDivert;
     EXPECT_GT(r.divertedSegments, 0u);
     EXPECT_GT(resumed, 0u);
-    EXPECT_GT(r.fastSegments, 4 * r.divertedSegments);
-    EXPECT_EQ(r.fastSegments + r.divertedSegments,
-              t.frames.size() - r.meChecksumDrops);
-    EXPECT_EQ(r.acksSent, r.fastSegments);
+    EXPECT_GT(r.fastSegments, 9 * r.divertedSegments);
   }
+}
+
+TEST(OnloadTcp, HeavyLossOnManySeedsStillMatchesTheReference) {
+  // 10% loss, reordering and duplicates, a bad checksum every 11th frame:
+  // hand-backs and new holes interleave; nothing may differ.
+  for (uint64_t seed = 1; seed <= 12; ++seed)
+    for (unsigned flows : {1u, 4u}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", " +
+                   std::to_string(flows) + " flows");
+      TcpTrafficOptions o;
+      o.flows = flows;
+      o.segments = 60;
+      o.payloadBytes = 40 + unsigned(seed) * 23;
+      o.loss = o.reorder = o.duplicate = 0.1;
+      o.badEvery = 11;
+      o.seed = seed;
+      TcpTraffic t = makeTcpTraffic(o);
+      TcpResult r = runTcp(OnloadConfig(), t, true);
+      checkAgainstReference(t, r);
+    }
 }
 
 TEST(OnloadTcp, TheHostPathDeliversTheSameBytes) {
