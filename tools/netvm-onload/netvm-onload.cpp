@@ -28,9 +28,9 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     direction("direction", cl::desc("rx (receive, the default) or tx (send)"),
               cl::init("rx"), cl::cat(category));
-static cl::opt<unsigned> payload("payload",
-                                 cl::desc("UDP payload bytes (4-1472)"),
-                                 cl::init(64), cl::cat(category));
+static cl::opt<unsigned>
+    payload("payload", cl::desc("UDP payload bytes (4-1472), TCP (4-1460)"),
+            cl::init(64), cl::cat(category));
 static cl::opt<unsigned> count("count", cl::desc("Datagrams (default 2000)"),
                                cl::init(2000), cl::cat(category));
 static cl::opt<unsigned> ports("ports",
@@ -291,10 +291,11 @@ int main(int argc, char **argv) {
   config.lineRateGbps = lineRate;
   if (protocol == "tcp") {
     if (direction != "rx" || lineRate != 0 || flows < 1 ||
-        flows > onload::maxTcpConnections) {
+        flows > onload::maxTcpConnections || payload > 1460) {
       llvm::errs() << "netvm-onload: --protocol=tcp receives only, on "
                       "lossless input (no --line-rate), 1-"
-                   << onload::maxTcpConnections << " --flows\n";
+                   << onload::maxTcpConnections
+                   << " --flows, a --payload of 4-1460 bytes\n";
       return 1;
     }
     return runTcp(config);
