@@ -227,6 +227,31 @@ TEST(OnloadTcp, SegmentsOutsideTheWindowOrOfNoConnectionAreNotLost) {
   EXPECT_EQ(r.noConnection, 1u);
 }
 
+TEST(OnloadTcp, FlaggedSegmentsGoToTheHostAndTheMEsResumeAfter) {
+  // Segments with FIN or URG set are not the MEs' (an empty chain after
+  // each): the host delivers their payload, the MEs take the rest.
+  TcpTrafficOptions o;
+  o.flows = 2;
+  o.segments = 30;
+  o.payloadBytes = 100;
+  TcpTraffic t = makeTcpTraffic(o);
+  unsigned flagged = 0, k = 0;
+  for (size_t i = 0; i < t.frames.size(); ++i)
+    if (t.connection[i] == 0 && k++ % 10 == 3) {
+      t.segments[i].flags |= i % 2 ? TcpFin : 0x20;
+      t.frames[i] = buildTcpFrame(t.segments[i]);
+      ++flagged;
+    }
+  ASSERT_GT(flagged, 2u);
+  TcpResult r = runTcp(OnloadConfig(), t, true);
+  checkAgainstReference(t, r);
+  EXPECT_GE(r.connections[0].divertedSegments, flagged);
+  EXPECT_EQ(r.connections[0].fastSegments + r.connections[0].divertedSegments,
+            30u);
+  EXPECT_GT(r.connections[0].fastAfterDivert, 0u);
+  EXPECT_EQ(r.connections[1].fastSegments, 30u);
+}
+
 TEST(OnloadTcp, AcceptRefusesATakenTableSlot) {
   OnloadConfig config;
   me::AssemblerOptions options;
