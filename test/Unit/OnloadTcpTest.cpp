@@ -34,6 +34,16 @@ static TcpResult runTcp(const OnloadConfig &config, const TcpTraffic &traffic,
   return r;
 }
 
+/// In-order traffic: `flows` connections of `segments` segments.
+static TcpTrafficOptions inOrder(unsigned flows, unsigned segments,
+                                 unsigned payloadBytes) {
+  TcpTrafficOptions o;
+  o.flows = flows;
+  o.segments = segments;
+  o.payloadBytes = payloadBytes;
+  return o;
+}
+
 static std::vector<uint8_t> bytes(std::initializer_list<int> v) {
   return std::vector<uint8_t>(v.begin(), v.end());
 }
@@ -90,10 +100,8 @@ static void checkAgainstReference(const TcpTraffic &t, const TcpResult &r) {
 }
 
 TEST(OnloadTcp, InOrderSegmentsStayOnTheMEs) {
-  TcpTrafficOptions o;
-  o.flows = 5;
-  o.segments = 40;
-  o.payloadBytes = 333; // odd: the checksum's last partial word
+  // 333 bytes, odd: the checksum's last partial word.
+  TcpTrafficOptions o = inOrder(5, 40, 333);
   TcpTraffic t = makeTcpTraffic(o);
   OnloadConfig config;
   TcpResult r = runTcp(config, t, true);
@@ -110,10 +118,7 @@ TEST(OnloadTcp, InOrderSegmentsStayOnTheMEs) {
 TEST(OnloadTcp, LossReorderingAndDuplicatesGoThroughTheHostAndBack) {
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    TcpTrafficOptions o;
-    o.flows = 6;
-    o.segments = 60;
-    o.payloadBytes = 200;
+    TcpTrafficOptions o = inOrder(6, 60, 200);
     o.loss = 0.05;
     o.reorder = 0.05;
     o.duplicate = 0.03;
@@ -145,10 +150,7 @@ TEST(OnloadTcp, TheMEsTakeRcvNxtBackOnceTheHostHasCaughtUp) {
   // hole, and more than 90% of the segments stay on the MEs.
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    TcpTrafficOptions o;
-    o.flows = 8;
-    o.segments = 40;
-    o.payloadBytes = 200;
+    TcpTrafficOptions o = inOrder(8, 40, 200);
     o.loss = 0.02;
     o.reorder = 0.02;
     o.seed = seed;
@@ -186,10 +188,7 @@ TEST(OnloadTcp, HeavyLossOnManySeedsStillMatchesTheReference) {
 }
 
 TEST(OnloadTcp, TheHostPathDeliversTheSameBytes) {
-  TcpTrafficOptions o;
-  o.flows = 4;
-  o.segments = 30;
-  o.payloadBytes = 256;
+  TcpTrafficOptions o = inOrder(4, 30, 256);
   o.loss = 0.05;
   o.reorder = 0.05;
   o.badEvery = 29;
@@ -204,10 +203,7 @@ TEST(OnloadTcp, TheHostPathDeliversTheSameBytes) {
 }
 
 TEST(OnloadTcp, SegmentsOutsideTheWindowOrOfNoConnectionAreNotLost) {
-  TcpTrafficOptions o;
-  o.flows = 2;
-  o.segments = 10;
-  o.payloadBytes = 300;
+  TcpTrafficOptions o = inOrder(2, 10, 300);
   TcpTraffic t = makeTcpTraffic(o);
   t.connections[1].window = 200; // every segment is larger: the host's
   // A frame of no connection.
@@ -230,10 +226,7 @@ TEST(OnloadTcp, SegmentsOutsideTheWindowOrOfNoConnectionAreNotLost) {
 TEST(OnloadTcp, FlaggedSegmentsGoToTheHostAndTheMEsResumeAfter) {
   // Segments with FIN or URG set are not the MEs' (an empty chain after
   // each): the host delivers their payload, the MEs take the rest.
-  TcpTrafficOptions o;
-  o.flows = 2;
-  o.segments = 30;
-  o.payloadBytes = 100;
+  TcpTrafficOptions o = inOrder(2, 30, 100);
   TcpTraffic t = makeTcpTraffic(o);
   unsigned flagged = 0, k = 0;
   for (size_t i = 0; i < t.frames.size(); ++i)
