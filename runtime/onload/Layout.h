@@ -51,12 +51,20 @@ constexpr uint32_t templateOffset = 16;
 /// generated traffic's: control blocks after the sockets' (maxSockets).
 constexpr uint32_t destinationBlocks =
     controlBlocks + maxSockets * controlBlockBytes;
+/// The TCP slice (Tcp.cpp): a word per (local port xor remote port)
+/// holding the connection's state address (0: none), then the states, 64
+/// bytes (two 32-byte lines) each; the ticket that orders the MEs' state
+/// updates by packet number, in scratch.
+constexpr uint32_t tcpTable = 0x200000, tcpStates = 0x240000;
+constexpr uint32_t tcpTicket = 0x2040;
 /// DRAM receive buffers.
 constexpr uint32_t bufferBase = 0x100000, bufferBytes = 2048;
 /// DRAM transmit buffers (after at most 512 receive buffers).
 constexpr uint32_t txBufferBase = 0x200000;
 
 } // namespace netvm::onload
+
+#include <ostream>
 
 #include "netvm/emu/Emulator.h"
 #include "netvm/onload/Onload.h"
@@ -75,6 +83,22 @@ bool setUpSocket(me::Emulator &emulator, unsigned socket, uint16_t port,
 /// the transmit header template of `header` (its addresses and ports).
 bool writeControlBlock(me::Emulator &emulator, uint32_t block, unsigned socket,
                        const Datagram &header, std::string &error);
+
+/// Puts the DRAM addresses of `count` receive buffers on FREE_RING.
+void putFreeBuffers(netvm_emu_host *host, unsigned count);
+/// An ME fault as "ME m context c pc p: reason".
+std::string describeFault(const me::Fault &fault);
+
+/// The ME code that reads the frame at a0's first 48 bytes into $$0.. and
+/// branches to `other` unless it is IPv4 without options carrying
+/// `protocol`, to `fragment` for a fragment; sets b0 to 0xffff.
+void ipv4Checks(std::ostream &os, unsigned protocol, const char *other,
+                const char *fragment);
+
+/// The ME code that sums a UDP (protocol 17) or TCP (6) datagram's
+/// checksum into a2 (MEProgram.cpp); labels get `prefix`.
+void sumLoop(std::ostream &os, const std::string &prefix,
+             unsigned protocol = 17);
 
 /// What a Session (Session.cpp) hooks into its machine's two directions in
 /// place of the modelled application: the recv() and send() calls and

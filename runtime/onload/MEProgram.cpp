@@ -26,21 +26,25 @@ namespace netvm::onload {
 // b2 words left in the chunk, b3 UDP length, b4 what the sum takes back,
 // b5 destination port, b6 rx stamp, b7 the packet's number in the input.
 //
-// The receive checks: IPv4 without options, UDP, not a fragment, a UDP
-// length that fits the frame; a zero checksum field means none.
-static const char *rxChecks = R"(
+void ipv4Checks(std::ostream &os, unsigned protocol, const char *other,
+                const char *fragment) {
+  os << R"(
     dram[read, $$0, a0, 0, 6], ctx_swap[s3]
     alu_shf[a6, --, b, $$3, >>8]
     immed[b1, 0x080045]
     alu[--, a6, -, b1]
-    bne[not_udp]
-    br!=byte[$$5, 0, 17, not_udp]
+    bne[)"
+     << other << "]\n    br!=byte[$$5, 0, " << protocol << ", " << other << R"(]
     alu_shf[a6, --, b, $$5, >>16]
     immed[b1, 0x3fff]
     alu[--, a6, and, b1]
-    bne[fragment]
-    immed[b0, 0xffff]
-    alu[b3, $$9, and, b0]
+    bne[)"
+     << fragment << "]\n    immed[b0, 0xffff]\n";
+}
+
+// The receive checks: IPv4 without options, UDP, not a fragment, a UDP
+// length that fits the frame; a zero checksum field means none.
+static const char *rxChecks = R"(    alu[b3, $$9, and, b0]
     alu_shf[b5, --, b, $$9, >>16]
     alu_shf[b4, --, b, $$6, >>16]
     alu[--, b3, -, 8]
@@ -57,12 +61,14 @@ static const char *rxChecks = R"(
 /// 24 of the frame at a0 to the end of the datagram (34 + b3), 64 bytes a
 /// DRAM read, the last partial word masked; minus b4 (the IP header
 /// checksum at 24-25, and on transmit the checksum field), plus protocol
-/// and UDP length (the rest of the pseudo-header); folded into a2. Labels
+/// and UDP length (the rest of the pseudo-header); folded into a2. TCP
+/// (protocol 6) passes the TCP length in b3. Labels
 /// get `prefix` (labels are global to the image).
-static void sumLoop(std::ostream &os, const std::string &p) {
+void sumLoop(std::ostream &os, const std::string &p, unsigned protocol) {
   os << "    alu[a4, a0, +, 24]\n"
         "    alu[a5, b3, +, 10]\n"
-        "    alu[a2, b3, +, 17]\n"
+        "    alu[a2, b3, +, "
+     << protocol << "]\n"
      << p << "chunk:\n"
      << "    dram[read, $$0, a4, 0, 8], ctx_swap[s3]\n"
         "    local_csr_wr[t_index, 0]\n"
@@ -133,6 +139,7 @@ rx_loop:
 )";
   bool onloader = design == Design::Onloader;
   if (design == Design::SoftNic || onloader) {
+    ipv4Checks(os, 17, "not_udp", "fragment");
     os << rxChecks;
     sumLoop(os, "rx_");
     os << "    alu[--, a2, -, b0]\n    bne[bad_csum]\ncsum_ok:\n";

@@ -195,14 +195,23 @@ private:
 
 } // namespace
 
-void Receiver::start(netvm_emu_host *host) {
-  started = true;
+void putFreeBuffers(netvm_emu_host *host, unsigned count) {
   std::vector<uint32_t> words;
-  for (unsigned i = 0; i < config.buffers; ++i)
+  for (unsigned i = 0; i < count; ++i)
     words.push_back(bufferBase + i * bufferBytes);
   for (size_t i = 0; i < words.size(); i += 16)
     netvm_emu_host_ring_put(host, freeRing, &words[i],
                             unsigned(std::min<size_t>(16, words.size() - i)));
+}
+
+std::string describeFault(const me::Fault &f) {
+  return "ME " + std::to_string(f.me) + " context " + std::to_string(f.ctx) +
+         " pc " + std::to_string(f.pc) + ": " + f.reason;
+}
+
+void Receiver::start(netvm_emu_host *host) {
+  started = true;
+  putFreeBuffers(host, config.buffers);
 }
 
 bool Receiver::refused(InputVerdict verdict) {
@@ -704,9 +713,7 @@ void StageSums::finish(OnloadResult &result, const me::Stats &stats) const {
   result.cycles = stats.cycles;
   result.clockMHz = stats.clockMHz;
   for (const me::Fault &f : stats.faults)
-    result.faults.push_back("ME " + std::to_string(f.me) + " context " +
-                            std::to_string(f.ctx) + " pc " +
-                            std::to_string(f.pc) + ": " + f.reason);
+    result.faults.push_back(describeFault(f));
 }
 
 me::MachineConfig onloadMachine(const OnloadConfig &config) {

@@ -9,6 +9,7 @@
 
 #include "netvm/Target/ME/Assembler.h"
 #include "netvm/onload/Onload.h"
+#include "netvm/onload/Tcp.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -27,9 +28,9 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     direction("direction", cl::desc("rx (receive, the default) or tx (send)"),
               cl::init("rx"), cl::cat(category));
-static cl::opt<unsigned> payload("payload",
-                                 cl::desc("UDP payload bytes (4-1472)"),
-                                 cl::init(64), cl::cat(category));
+static cl::opt<unsigned>
+    payload("payload", cl::desc("UDP payload bytes (4-1472), TCP (4-1460)"),
+            cl::init(64), cl::cat(category));
 static cl::opt<unsigned> count("count", cl::desc("Datagrams (default 2000)"),
                                cl::init(2000), cl::cat(category));
 static cl::opt<unsigned> ports("ports",
@@ -93,10 +94,137 @@ static cl::opt<std::string>
                         "(for the C socket API, netvm/onload/socket.h) and "
                         "exit"),
                cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string>
+    protocol("protocol",
+             cl::desc("udp (the three designs, the default) or tcp (the "
+                      "onloader's first TCP slice: receive of established "
+                      "connections)"),
+             cl::init("udp"), cl::cat(category));
+static cl::opt<unsigned> flows("flows",
+                               cl::desc("TCP: connections (default 4); "
+                                        "--count is segments per connection"),
+                               cl::init(4), cl::cat(category));
+static cl::opt<double> loss("loss",
+                            cl::desc("TCP: probability a segment is lost "
+                                     "(and retransmitted 3-12 frames later)"),
+                            cl::init(0), cl::cat(category));
+static cl::opt<double> reorder("reorder",
+                               cl::desc("TCP: probability a segment swaps "
+                                        "places with the next frame"),
+                               cl::init(0), cl::cat(category));
+static cl::opt<double> duplicate("duplicate",
+                                 cl::desc("TCP: probability a segment is "
+                                          "sent twice"),
+                                 cl::init(0), cl::cat(category));
+static cl::opt<unsigned> seed("seed", cl::desc("TCP: traffic seed (default 1)"),
+                              cl::init(1), cl::cat(category));
+static cl::opt<bool>
+    hostPath("host-path",
+             cl::desc("TCP: the MEs only move frames; the host does the "
+                      "whole receive"),
+             cl::cat(category));
 static cl::opt<bool> printProgram("print-program",
                                   cl::desc("Print the design's ME assembly "
                                            "and exit"),
                                   cl::cat(category));
+
+/// Assembles an onload ME program, printing the assembler's errors.
+static bool assembleProgram(const std::string &source,
+                            const onload::OnloadConfig &config,
+                            me::Image &image) {
+  me::AssemblerOptions options;
+  options.machine = config.machine;
+  std::vector<std::string> errors;
+  if (me::assemble(source, "<onload>", options, image, errors))
+    return true;
+  for (const std::string &e : errors)
+    llvm::errs() << e << "\n";
+  return false;
+}
+
+/// --protocol=tcp: the TCP slice, checked against the reference receiver.
+static int runTcp(const onload::OnloadConfig &config) {
+  std::string source = onload::tcpMeProgram(config, !hostPath);
+  if (printProgram) {
+    llvm::outs() << source;
+    return 0;
+  }
+  me::Image image;
+  if (!assembleProgram(source, config, image))
+    return 1;
+  onload::TcpTrafficOptions o;
+  o.flows = flows;
+  o.segments = count;
+  o.payloadBytes = payload;
+  o.loss = loss;
+  o.reorder = reorder;
+  o.duplicate = duplicate;
+  o.badEvery = badEvery;
+  o.seed = seed;
+  onload::TcpTraffic traffic = onload::makeTcpTraffic(o);
+  onload::TcpResult r;
+  std::string error;
+  if (!onload::runTcpReceive(config, image, traffic, !hostPath, r, error)) {
+    llvm::errs() << "netvm-onload: " << error << "\n";
+    return 1;
+  }
+  onload::TcpReference ref = onload::referenceReceive(traffic);
+  uint64_t bytes = 0, streamsEqual = 0, acksEqual = 0, acksChecked = 0,
+           acksMissing = 0;
+  for (size_t c = 0; c < traffic.connections.size(); ++c) {
+    bytes += r.connections[c].delivered.size();
+    streamsEqual += r.connections[c].delivered == ref.delivered[c];
+  }
+  for (size_t i = 0; i < traffic.frames.size(); ++i) {
+    if (ref.ack[i] < 0)
+      continue;
+    int64_t got = r.meAck[i] >= 0 ? r.meAck[i] : r.hostAck[i];
+    ++acksChecked;
+    acksMissing += got < 0;
+    acksEqual += got == ref.ack[i];
+  }
+  uint64_t resumed = 0;
+  for (const onload::TcpConnectionResult &c : r.connections)
+    resumed += c.fastAfterDivert;
+  uint64_t segments = r.fastSegments + r.divertedSegments + r.hostSegments;
+  llvm::json::Array faults;
+  for (const std::string &f : r.faults)
+    faults.push_back(f);
+  llvm::json::Object out{
+      {"protocol", "tcp"},
+      {"path", hostPath ? "host" : "me"},
+      {"payload", payload.getValue()},
+      {"connections", uint64_t(traffic.connections.size())},
+      {"frames", uint64_t(traffic.frames.size())},
+      {"delivered_bytes", bytes},
+      {"streams_equal_reference", streamsEqual},
+      {"acks_checked", acksChecked},
+      {"acks_equal_reference", acksEqual},
+      {"acks_missing", acksMissing},
+      {"me_segments", r.fastSegments},
+      {"me_acks_sent", r.acksSent},
+      {"bad_acks", r.badAcks},
+      {"diverted_segments", r.divertedSegments},
+      {"host_segments", r.hostSegments},
+      {"fast_after_divert", resumed},
+      {"me_checksum_drops", r.meChecksumDrops},
+      {"host_checksum_drops", r.hostChecksumDrops},
+      {"no_connection", r.noConnection},
+      {"not_tcp", r.notTcp},
+      {"inconsistent", r.inconsistent},
+      {"host_busy_cycles", r.hostBusyCycles},
+      {"host_cycles_per_segment",
+       segments ? double(r.hostBusyCycles) / double(segments) : 0.0},
+      {"cycles", r.cycles},
+      {"clock_mhz", r.clockMHz},
+      {"segments_per_second", r.segmentsPerSecond()},
+      {"faults", std::move(faults)}};
+  llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out)))
+               << "\n";
+  bool ok = r.faults.empty() && streamsEqual == traffic.connections.size() &&
+            acksEqual == acksChecked && !r.badAcks && !r.inconsistent;
+  return ok ? 0 : 1;
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -106,10 +234,12 @@ int main(int argc, char **argv) {
       "netvm-onload - UDP receive or send over the host/NP interface, three "
       "ways\n\n"
       "  netvm-onload --design=softnic --payload=1472 --count=5000\n"
-      "  netvm-onload --direction=tx --design=onloader --payload=64\n\n"
+      "  netvm-onload --direction=tx --design=onloader --payload=64\n"
+      "  netvm-onload --protocol=tcp --flows=8 --count=100 --loss=0.02\n\n"
       "Prints one JSON object: delivered datagrams and bytes, drops by "
       "place,\nhost cycles by kind, DMA and ring figures, per-stage "
-      "latency.\n");
+      "latency (TCP: the\nbytes and ACKs checked against the reference "
+      "receiver; exit status 1 on a\nmismatch).\n");
   onload::OnloadConfig config;
   if (!onload::parseDesign(designName, config.design)) {
     llvm::errs() << "netvm-onload: unknown design '" << designName
@@ -159,21 +289,31 @@ int main(int argc, char **argv) {
   else
     config.buffers = buffers;
   config.lineRateGbps = lineRate;
+  if (protocol == "tcp") {
+    if (direction != "rx" || lineRate != 0 || flows < 1 ||
+        flows > onload::maxTcpConnections || payload > 1460) {
+      llvm::errs() << "netvm-onload: --protocol=tcp receives only, on "
+                      "lossless input (no --line-rate), 1-"
+                   << onload::maxTcpConnections
+                   << " --flows, a --payload of 4-1460 bytes\n";
+      return 1;
+    }
+    return runTcp(config);
+  }
+  if (protocol != "udp") {
+    llvm::errs() << "netvm-onload: unknown --protocol '" << protocol
+                 << "' (udp or tcp)\n";
+    return 1;
+  }
 
   std::string source = onload::meProgram(config);
   if (printProgram) {
     llvm::outs() << source;
     return 0;
   }
-  me::AssemblerOptions options;
-  options.machine = config.machine;
   me::Image image;
-  std::vector<std::string> errors;
-  if (!me::assemble(source, "<onload>", options, image, errors)) {
-    for (const std::string &e : errors)
-      llvm::errs() << e << "\n";
+  if (!assembleProgram(source, config, image))
     return 1;
-  }
   if (!writeImage.empty()) {
     std::string error;
     if (!me::writeImageFile(writeImage, image, error)) {
