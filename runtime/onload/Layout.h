@@ -89,6 +89,14 @@ void putFreeBuffers(netvm_emu_host *host, unsigned count);
 /// An ME fault as "ME m context c pc p: reason".
 std::string describeFault(const me::Fault &fault);
 
+/// The ME code at `rx_loop` of a receive program: a free buffer into a0,
+/// the frame received into it (to `rx_end` at the end of the input), its
+/// length in a1, its number in b7 and the arrival cycle in b6.
+extern const char *const rxLoopHead;
+/// The ME code at `rx_end` of a receive program: the end marker (six
+/// words) on TO_HOST, then the context stops.
+extern const char *const rxEndToHost;
+
 /// The ME code that reads the frame at a0's first 48 bytes into $$0.. and
 /// branches to `other` unless it is IPv4 without options carrying
 /// `protocol`, to `fragment` for a fragment; sets b0 to 0xffff.

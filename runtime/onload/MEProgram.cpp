@@ -26,6 +26,29 @@ namespace netvm::onload {
 // b2 words left in the chunk, b3 UDP length, b4 what the sum takes back,
 // b5 destination port, b6 rx stamp, b7 the packet's number in the input.
 //
+const char *const rxLoopHead = R"(
+rx_loop:
+    scratch[get, $0, FREE_RING, 0, 1], ctx_swap[s1]
+    alu[a0, --, b, $0]
+    beq[rx_loop]
+    msf[rx, $0, a0, 0, 4], ctx_swap[s2]
+    br_bset[$2, 0, rx_end]
+    alu[a1, --, b, $0]
+    alu[b7, --, b, $3]
+    local_csr_rd[b6, timestamp_low]
+)";
+
+const char *const rxEndToHost = R"(rx_end:
+    immed[$0, 0xffffffff]
+    immed[$1, 0]
+    immed[$2, 0]
+    immed[$3, 0]
+    immed[$4, 0]
+    immed[$5, 0]
+    scratch[put, $0, TO_HOST, 0, 6], ctx_swap[s1]
+    ctx_arb[kill]
+)";
+
 void ipv4Checks(std::ostream &os, unsigned protocol, const char *other,
                 const char *fragment) {
   os << R"(
@@ -125,18 +148,7 @@ static const char *lookupBlock = R"(
 )";
 
 static void rxLoop(std::ostream &os, Design design) {
-  os << R"(
-rx_loop:
-    scratch[get, $0, FREE_RING, 0, 1], ctx_swap[s1]
-    alu[a0, --, b, $0]
-    beq[rx_loop]
-    msf[rx, $0, a0, 0, 4], ctx_swap[s2]
-    br_bset[$2, 0, rx_end]
-    alu[a1, --, b, $0]
-    alu[b7, --, b, $3]
-    local_csr_rd[b6, timestamp_low]
-    immed[a7, 0]
-)";
+  os << rxLoopHead << "    immed[a7, 0]\n";
   bool onloader = design == Design::Onloader;
   if (design == Design::SoftNic || onloader) {
     ipv4Checks(os, 17, "not_udp", "fragment");
@@ -177,17 +189,7 @@ to_host:
     refuse("no_socket", statNoSocket);
     refuse("malformed", statMalformed);
   }
-  os << R"(
-rx_end:
-    immed[$0, 0xffffffff]
-    immed[$1, 0]
-    immed[$2, 0]
-    immed[$3, 0]
-    immed[$4, 0]
-    immed[$5, 0]
-    scratch[put, $0, TO_HOST, 0, 6], ctx_swap[s1]
-    ctx_arb[kill]
-)";
+  os << "\n" << rxEndToHost;
 }
 
 // Transmit: entries [buffer, frame length, flags, control block] from

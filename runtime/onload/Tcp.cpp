@@ -504,15 +504,6 @@ emit:
     scratch[put, $0, TO_HOST, 0, 6], ctx_swap[s1]
     scratch[incr, --, TICKET, 0], ctx_swap[s1]
     br[rx_loop]
-rx_end:
-    immed[$0, 0xffffffff]
-    immed[$1, 0]
-    immed[$2, 0]
-    immed[$3, 0]
-    immed[$4, 0]
-    immed[$5, 0]
-    scratch[put, $0, TO_HOST, 0, 6], ctx_swap[s1]
-    ctx_arb[kill]
 )";
 
 std::string tcpMeProgram(const OnloadConfig &config, bool fastPath) {
@@ -537,17 +528,7 @@ std::string tcpMeProgram(const OnloadConfig &config, bool fastPath) {
   if (config.rxMEs > 1)
     os << "-" << config.rxMEs - 1;
   os << "\n.ctx_enable 0xff\n";
-  os << R"(
-rx_loop:
-    scratch[get, $0, FREE_RING, 0, 1], ctx_swap[s1]
-    alu[a0, --, b, $0]
-    beq[rx_loop]
-    msf[rx, $0, a0, 0, 4], ctx_swap[s2]
-    br_bset[$2, 0, rx_end]
-    alu[a1, --, b, $0]
-    alu[b7, --, b, $3]
-    local_csr_rd[b6, timestamp_low]
-)";
+  os << rxLoopHead;
   if (fastPath) {
     os << "    immed[a7, " << (kindNotTcp << 24) << "]\n";
     ipv4Checks(os, 6, "ordered", "ordered");
@@ -557,7 +538,7 @@ rx_loop:
   } else {
     os << "    immed[a7, " << (kindHost << 24) << "]\n";
   }
-  os << tcpOrdered;
+  os << tcpOrdered << rxEndToHost;
   return os.str();
 }
 
