@@ -285,8 +285,8 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
                            dma + machine.dramCommandCycles;
     model.transmitIssue = 40;
     model.orderedGet = machine.scratchLatency + 20;
-    model.transmitReplicated = 34;
-    model.transmitPerRing = 50;
+    model.transmitReplicated = 36;
+    model.transmitPerRing = 24;
     model.replicaOverhead = 25;
     model.pipePut = 30;
     model.pipePass = 40;

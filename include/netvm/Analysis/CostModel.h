@@ -139,9 +139,9 @@ struct CostModel {
   double orderedGet = 0;
   /// ME, layouts of several MEs (docs/me-backend.md, "Placement"): the
   /// transmit ME's cycles per packet, transmitReplicated +
-  /// transmitPerRing / K with K replicas (8 contexts following the turns,
-  /// every packet's buffer freed there; with fewer rings more contexts
-  /// wait for a ring's ticket), what a replica adds per packet, and the
+  /// transmitPerRing / K with K replicas (8 contexts taking packet j from
+  /// ring j mod K under the ring's token, every packet's buffer freed
+  /// there), what a replica adds per packet, and the
   /// receive MEs' ordered section per packet with 1, 2, 3 receive MEs
   /// (each deals its own packets). Fitted to the emulator
   /// (bench/me-backend.py, "Layouts of several microengines").

@@ -716,6 +716,13 @@ void orderedTransmitStage(Program &program, const Layout &l,
   // one turn serves them all; otherwise the transmit ME keeps a copy of
   // each receive ME's.
   const unsigned dealers = l.fixedTurn ? 1 : l.rx;
+  // With a fixed turn and no copies, as pipeline-multirx-tx.inc: packet j
+  // is on ring j mod K, so context c knows its packets' rings (b3: the
+  // next one's index) and each ring has a token, signal 7 + k, that the
+  // context of packet j hands to the context of packet j + K ((c + K) & 7,
+  // a6) once it has taken its entry: no turn token and no tickets.
+  const bool ringTokens = l.fixedTurn && !copies && l.replicas <= 6;
+  const unsigned K = l.replicas;
   a("immed[b7, 0]", "the transmit token is not held");
   if (dealers > 1)
     a("immed[a6, " + std::to_string(rxTurns) + "]",
@@ -727,47 +734,69 @@ void orderedTransmitStage(Program &program, const Layout &l,
     a("alu[a5, a7, or, " + hex(5 << 3) + "]");
     a("local_csr_wr[same_me_signal, a5]");
   }
-  a("alu[a7, a7, or, " + hex(6 << 3) + "]", "what wakes this context: s6");
-  a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns) + "]",
-    "every context: the (first) dealer's turn and round");
-  a("br!=ctx[0, @tx_loop]");
-  a("immed[a3, 0xffffffff]", "past the round: read the order ring");
-  for (unsigned k = 0; k < l.replicas; ++k) {
-    a("local_csr_wr[active_lm_addr_1, " + std::to_string(records + record * k) +
-          "]",
-      k ? "" : "the rings' records");
-    a("alu[*l$index1[0], --, b, 0]");
-    a("alu[*l$index1[1], --, b, 0]");
-    a("alu[*l$index1[2], --, b, " + std::to_string(Layout::txRing0 + k) + "]");
-    a("alu[*l$index1[3], --, b, " + hex(noWaiter) + "]");
-    if (l.fixedTurn)
-      a("alu[*l$index1[4], --, b, " +
-        std::to_string(records + record * ((k + 1) % l.replicas)) + "]");
+  if (ringTokens) {
+    a("alu[b3, --, b, a7]", "context c's first packet, c: its ring");
+    a.label("tx_first_ring");
+    a("alu[--, b3, -, " + std::to_string(K) + "]");
+    a("bcs[@tx_first_ring_done]");
+    a("alu[b3, b3, -, " + std::to_string(K) + "]");
+    a("br[@tx_first_ring]");
+    a.label("tx_first_ring_done");
+    a("alu[a6, a7, +, " + std::to_string(K) + "]",
+      "the context of the packet K later");
+    a("alu[a6, a6, and, 7]");
+    a("alu[--, a7, -, " + std::to_string(K) + "]");
+    a("bcc[@tx_not_first]", "packet c is the first on ring c: its token");
+    a("alu[b4, b3, +, 7]");
+    a("alu_shf[a4, a7, or, b4, <<3]");
+    a("local_csr_wr[same_me_signal, a4]");
+    a.label("tx_not_first");
+    a("br!=ctx[0, @tx_loop]");
+    a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
+  } else {
+    a("alu[a7, a7, or, " + hex(6 << 3) + "]", "what wakes this context: s6");
+    a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns) + "]",
+      "every context: the (first) dealer's turn and round");
+    a("br!=ctx[0, @tx_loop]");
+    a("immed[a3, 0xffffffff]", "past the round: read the order ring");
+    for (unsigned k = 0; k < l.replicas; ++k) {
+      a("local_csr_wr[active_lm_addr_1, " +
+            std::to_string(records + record * k) + "]",
+        k ? "" : "the rings' records");
+      a("alu[*l$index1[0], --, b, 0]");
+      a("alu[*l$index1[1], --, b, 0]");
+      a("alu[*l$index1[2], --, b, " + std::to_string(Layout::txRing0 + k) +
+        "]");
+      a("alu[*l$index1[3], --, b, " + hex(noWaiter) + "]");
+      if (l.fixedTurn)
+        a("alu[*l$index1[4], --, b, " +
+          std::to_string(records + record * ((k + 1) % l.replicas)) + "]");
+    }
+    // A copy of each receive ME's turn and round (with several, each deals
+    // its own blocks of 8 packets, receiveStage): context c's packets c,
+    // c + 8, ... are in blocks of receive MEs 0, 1, .., R - 1, 0, ... (a6:
+    // the copy of its next one).
+    for (unsigned m = 0; m < dealers; ++m) {
+      a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns + 16 * m) +
+            "]",
+        m ? "" : "receive ME m's turn, round, next and passes at 128 + 16m");
+      if (l.fixedTurn)
+        a("alu[*l$index0[0], --, b, " + std::to_string(records) + "]",
+          "replica 0 first");
+      else
+        a("alu[*l$index0[0], --, b, a3]");
+      a("alu[*l$index0[1], --, b, 0]");
+      if (dealers > 1)
+        a("alu[*l$index0[2], --, b, " +
+          std::to_string(rxTurns + 16 * ((m + 1) % l.rx)) + "]");
+      a("alu[*l$index0[3], --, b, 0]");
+    }
+    a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns) + "]");
+    if (!l.fixedTurn)
+      passesTable(a, 0);
+    a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
+    a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
   }
-  // A copy of each receive ME's turn and round (with several, each deals
-  // its own blocks of 8 packets, receiveStage): context c's packets c,
-  // c + 8, ... are in blocks of receive MEs 0, 1, .., R - 1, 0, ... (a6:
-  // the copy of its next one).
-  for (unsigned m = 0; m < dealers; ++m) {
-    a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns + 16 * m) +
-          "]",
-      m ? "" : "receive ME m's turn, round, next and passes at 128 + 16m");
-    if (l.fixedTurn)
-      a("alu[*l$index0[0], --, b, " + std::to_string(records) + "]",
-        "replica 0 first");
-    else
-      a("alu[*l$index0[0], --, b, a3]");
-    a("alu[*l$index0[1], --, b, 0]");
-    if (dealers > 1)
-      a("alu[*l$index0[2], --, b, " +
-        std::to_string(rxTurns + 16 * ((m + 1) % l.rx)) + "]");
-    a("alu[*l$index0[3], --, b, 0]");
-  }
-  a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns) + "]");
-  if (!l.fixedTurn)
-    passesTable(a, 0);
-  a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
-  a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
   // Serving the next ticket of the ring (window 1) and waking its waiter,
   // without a branch: with no waiter the record holds noWaiter, a signal
   // (s15 of context 0) that nothing here waits for.
@@ -777,31 +806,62 @@ void orderedTransmitStage(Program &program, const Layout &l,
     a("local_csr_wr[same_me_signal, a4]", "wake its waiter");
     a("alu[*l$index1[3], --, b, " + hex(noWaiter) + "]");
   };
-  // The replicas in the receive side's turns (receiveStage).
+  // With ring tokens: the next packet's ring token passed on, and this
+  // context's next ring (8 packets later).
+  auto passRingToken = [&] {
+    a("alu[b4, b3, +, 7]");
+    a("alu_shf[a4, a6, or, b4, <<3]");
+    a("local_csr_wr[same_me_signal, a4]", "the ring's token, K packets on");
+    if (unsigned step = 8 % K) {
+      a("alu[b3, b3, +, " + std::to_string(step) + "]",
+        "this context's next ring");
+      a("alu[--, b3, -, " + std::to_string(K) + "]");
+      a("bcs[@tx_ring_next]");
+      a("alu[b3, b3, -, " + std::to_string(K) + "]");
+      a.label("tx_ring_next");
+    }
+  };
   a.label("tx_loop");
-  a("ctx_arb[s1]", "turn token");
-  if (dealers > 1) {
-    a("local_csr_wr[active_lm_addr_0, a6]", "the turn of this block's dealer");
-    a("alu[a6, --, b, *l$index0[2]]", "the next block's");
-  }
-  if (l.fixedTurn) {
-    a("alu[b3, --, b, *l$index0[0]]", "this packet's replica's record");
-    a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
-    a("alu[*l$index0[0], --, b, *l$index1[4]]", "the next turn");
+  if (ringTokens) {
+    a("alu_shf[a2, --, b, b3, <<1]", "two instructions a ring");
+    a("jump[a2, @tx_ring_token]");
+    a.label("tx_ring_token");
+    for (unsigned k = 0; k < K; ++k) {
+      a("ctx_arb[s" + std::to_string(7 + k) + "]", k ? "" : "ring k's token");
+      section.lines.back().fixed = true;
+      a("br[@tx_took_token]");
+      section.lines.back().fixed = true;
+    }
+    a.label("tx_took_token");
+    a("alu[a3, b3, +, " + std::to_string(Layout::txRing0) + "]",
+      "its transmit ring");
   } else {
-    a("alu[b3, --, b, *l$index0[0]]", "this packet's replica (x 16)");
-    a("alu[--, *l$index0[1], -, b3]");
-    a("bcs[@tx_round]", "the round is over");
-    a.label("tx_turn");
-    a("alu[*l$index0[0], b3, +, " + std::to_string(record) + "]");
-    a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
+    // The replicas in the receive side's turns (receiveStage).
+    a("ctx_arb[s1]", "turn token");
+    if (dealers > 1) {
+      a("local_csr_wr[active_lm_addr_0, a6]",
+        "the turn of this block's dealer");
+      a("alu[a6, --, b, *l$index0[2]]", "the next block's");
+    }
+    if (l.fixedTurn) {
+      a("alu[b3, --, b, *l$index0[0]]", "this packet's replica's record");
+      a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
+      a("alu[*l$index0[0], --, b, *l$index1[4]]", "the next turn");
+    } else {
+      a("alu[b3, --, b, *l$index0[0]]", "this packet's replica (x 16)");
+      a("alu[--, *l$index0[1], -, b3]");
+      a("bcs[@tx_round]", "the round is over");
+      a.label("tx_turn");
+      a("alu[*l$index0[0], b3, +, " + std::to_string(record) + "]");
+      a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
+    }
+    a("alu[b4, --, b, *l$index1[0]]", "a ticket of the ring");
+    a("alu[*l$index1[0], b4, +, 1]");
+    a("alu[a3, --, b, *l$index1[2]]", "its transmit ring");
+    a(passGet);
+    a("alu[--, b4, -, *l$index1[1]]");
+    a("bne[@tx_wait]", "not served yet");
   }
-  a("alu[b4, --, b, *l$index1[0]]", "a ticket of the ring");
-  a("alu[*l$index1[0], b4, +, 1]");
-  a("alu[a3, --, b, *l$index1[2]]", "its transmit ring");
-  a(passGet);
-  a("alu[--, b4, -, *l$index1[1]]");
-  a("bne[@tx_wait]", "not served yet");
   a.label("tx_entry");
   a("scratch[get, $0, a3, 0, " + std::to_string(entryWords) +
     "], ctx_swap[s3]");
@@ -810,7 +870,10 @@ void orderedTransmitStage(Program &program, const Layout &l,
   if (!copies) {
     // Without copies every entry is its packet's last; the end marker
     // carries freeOnly, so the packet path tests one bit.
-    serveNext("next ticket");
+    if (ringTokens)
+      passRingToken();
+    else
+      serveNext("next ticket");
     a.deferred("br_bset[$3, 9, @tx_drop]", 1,
                "a buffer to free only, or the end");
     a("alu[$0, --, b, $1]", "length");
@@ -901,17 +964,19 @@ void orderedTransmitStage(Program &program, const Layout &l,
   // replicas than 4, 8 contexts sharing them) spins until it is first.
   // The first waiter is always the next ticket's: it is woken when that
   // is served.
-  a.label("tx_wait");
-  a("alu[--, *l$index1[3], -, " + hex(noWaiter) + "]");
-  a("bne[@tx_wait_other]");
-  a("alu[*l$index1[3], --, b, a7]", "wake me when my ticket is served");
-  a("ctx_arb[s6]");
-  a("br[@tx_entry]", "served");
-  a.label("tx_wait_other");
-  a("ctx_arb[voluntary]");
-  a("alu[--, b4, -, *l$index1[1]]");
-  a("bne[@tx_wait]");
-  a("br[@tx_entry]", "served");
+  if (!ringTokens) {
+    a.label("tx_wait");
+    a("alu[--, *l$index1[3], -, " + hex(noWaiter) + "]");
+    a("bne[@tx_wait_other]");
+    a("alu[*l$index1[3], --, b, a7]", "wake me when my ticket is served");
+    a("ctx_arb[s6]");
+    a("br[@tx_entry]", "served");
+    a.label("tx_wait_other");
+    a("ctx_arb[voluntary]");
+    a("alu[--, b4, -, *l$index1[1]]");
+    a("bne[@tx_wait]");
+    a("br[@tx_entry]", "served");
+  }
   if (!l.fixedTurn) {
     a.label("tx_round");
     a("alu[b3, *l$index0[3], -, 1]", "another pass of the round?");
@@ -941,7 +1006,8 @@ void orderedTransmitStage(Program &program, const Layout &l,
       (w == 3 ? hex(Layout::freeOnly) : std::string("0")) + "]");
   a("scratch[put, $8, a3, 0, " + std::to_string(entryWords) +
     "], ctx_swap[s3]");
-  serveNext("next ticket");
+  if (!ringTokens)
+    serveNext("next ticket");
   a("ctx_arb[kill]");
   if (l.fixedTurn) {
     program.code.push_back(std::move(section));
