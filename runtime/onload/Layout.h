@@ -93,6 +93,9 @@ std::string describeFault(const me::Fault &fault);
 /// the frame received into it (to `rx_end` at the end of the input), its
 /// length in a1, its number in b7 and the arrival cycle in b6.
 extern const char *const rxLoopHead;
+/// The ME code that puts the entry [a0, a1, a7, b6, now, b7] (buffer,
+/// length, kind, arrival, hand-over cycle, number) on TO_HOST.
+extern const char *const toHostPut;
 /// The ME code at `rx_end` of a receive program: the end marker (six
 /// words) on TO_HOST, then the context stops.
 extern const char *const rxEndToHost;

@@ -38,6 +38,16 @@ rx_loop:
     local_csr_rd[b6, timestamp_low]
 )";
 
+const char *const toHostPut = R"(    alu[$0, --, b, a0]
+    alu[$1, --, b, a1]
+    alu[$2, --, b, a7]
+    alu[$3, --, b, b6]
+    local_csr_rd[b1, timestamp_low]
+    alu[$4, --, b, b1]
+    alu[$5, --, b, b7]
+    scratch[put, $0, TO_HOST, 0, 6], ctx_swap[s1]
+)";
+
 const char *const rxEndToHost = R"(rx_end:
     immed[$0, 0xffffffff]
     immed[$1, 0]
@@ -160,18 +170,7 @@ static void rxLoop(std::ostream &os, Design design) {
     else
       os << "    immed[a7, 1]\n";
   }
-  os << R"(
-to_host:
-    alu[$0, --, b, a0]
-    alu[$1, --, b, a1]
-    alu[$2, --, b, a7]
-    alu[$3, --, b, b6]
-    local_csr_rd[b1, timestamp_low]
-    alu[$4, --, b, b1]
-    alu[$5, --, b, b7]
-    scratch[put, $0, TO_HOST, 0, 6], ctx_swap[s1]
-    br[rx_loop]
-)";
+  os << "\nto_host:\n" << toHostPut << "    br[rx_loop]\n";
   // A frame the MEs refuse: count it, hand it over as refused.
   auto refuse = [&](const char *label, unsigned counter) {
     os << label << ":\n    scratch[incr, --, STATS, " << counter

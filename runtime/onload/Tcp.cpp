@@ -494,16 +494,6 @@ div_count:
 no_conn:
     immed[a7, KIND_NO_CONNECTION]
 emit:
-    alu[$0, --, b, a0]
-    alu[$1, --, b, a1]
-    alu[$2, --, b, a7]
-    alu[$3, --, b, b6]
-    local_csr_rd[b1, timestamp_low]
-    alu[$4, --, b, b1]
-    alu[$5, --, b, b7]
-    scratch[put, $0, TO_HOST, 0, 6], ctx_swap[s1]
-    scratch[incr, --, TICKET, 0], ctx_swap[s1]
-    br[rx_loop]
 )";
 
 std::string tcpMeProgram(const OnloadConfig &config, bool fastPath) {
@@ -538,7 +528,10 @@ std::string tcpMeProgram(const OnloadConfig &config, bool fastPath) {
   } else {
     os << "    immed[a7, " << (kindHost << 24) << "]\n";
   }
-  os << tcpOrdered << rxEndToHost;
+  os << tcpOrdered << toHostPut
+     << "    scratch[incr, --, TICKET, 0], ctx_swap[s1]\n"
+     << "    br[rx_loop]\n"
+     << rxEndToHost;
   return os.str();
 }
 
