@@ -145,6 +145,18 @@ constexpr unsigned kSearchedSwitchCases = 64;
 void searchLargeSwitches(llvm::Module &module,
                          unsigned minCases = kSearchedSwitchCases);
 
+constexpr unsigned kComparedSwitchCases = 8;
+/// Rewrite every switch of `module` that tests membership of a small set
+/// (2 to `maxCases` cases, all leading to one block, values too far apart
+/// for a bit test) as one branch on the `or` of a comparison per case,
+/// marked unpredictable (lib/Target/Native/SwitchTables.cpp). LLVM turns
+/// such an `or` of comparisons (a tcpdump `host` list, NetIL's chain of
+/// `jcmp.eq`) into a switch and then into a tree of branches, each as
+/// unpredictable as the packets: `four-hosts` took 1.65x the C loop's
+/// time. Runs after the LLVM pipeline at -O1 and above.
+void compareSmallSwitches(llvm::Module &module,
+                          unsigned maxCases = kComparedSwitchCases);
+
 /// The object jitCompile linked, and its descriptor's symbol.
 struct JitObject {
   std::string object;

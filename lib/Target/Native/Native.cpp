@@ -349,6 +349,9 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
     break;
   }
   mpm.run(module, mam);
+  if (level > 0) {
+    compareSmallSwitches(module);
+  }
 }
 } // namespace
 

@@ -1,4 +1,4 @@
-//===- SwitchTables.cpp - Large switches as searches of a table -----------===//
+//===- SwitchTables.cpp - Switches rewritten for code generation ----------===//
 //
 // A 1,000-term `host` list or NetPFL `or` becomes, after the netvm
 // optimizer (netvm-form-switches), a few switches of 1,000 to 2,000 cases.
@@ -11,6 +11,11 @@
 // as the switch had distinct successors (one, for a `host` list). The code
 // is then linear in the number of distinct successors, not of cases, and a
 // packet pays about log2(cases) loads from a table that stays in cache.
+//
+// Small sets go the other way (compareSmallSwitches): LLVM makes a switch
+// of an `or` of a few comparisons of one value, and code generation makes
+// that a tree of unpredictable branches; after the pipeline such a switch
+// becomes one branch on the `or` again.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,7 +145,70 @@ void searchTable(llvm::SwitchInst *sw) {
       phi.addIncoming(incoming.lookup(&phi), from);
 }
 
+/// Rewrites `sw`, whose cases all lead to one block, as a branch on the
+/// `or` of one comparison per case (see compareSmallSwitches).
+void compareCases(llvm::SwitchInst *sw) {
+  llvm::BasicBlock *block = sw->getParent();
+  llvm::BasicBlock *member = sw->case_begin()->getCaseSuccessor();
+  llvm::BasicBlock *fallback = sw->getDefaultDest();
+  // A phi has an entry per edge: keep one for the member block.
+  for (llvm::PHINode &phi : member->phis()) {
+    llvm::Value *value = phi.getIncomingValueForBlock(block);
+    phi.removeIncomingValueIf(
+        [&](unsigned i) { return phi.getIncomingBlock(i) == block; },
+        /*DeletePHIIfEmpty=*/false);
+    phi.addIncoming(value, block);
+  }
+  llvm::IRBuilder<> b(sw);
+  llvm::Value *value = sw->getCondition();
+  llvm::Value *any = nullptr;
+  for (auto c : sw->cases()) {
+    llvm::Value *equal = b.CreateICmpEQ(value, c.getCaseValue());
+    any = any ? b.CreateOr(any, equal) : equal;
+  }
+  sw->eraseFromParent();
+  llvm::BranchInst *branch =
+      llvm::BranchInst::Create(member, fallback, any, block);
+  // Keeps code generation from splitting the `or` into a branch per case
+  // again (SelectionDAGBuilder::visitBr).
+  branch->setMetadata(llvm::LLVMContext::MD_unpredictable,
+                      llvm::MDNode::get(block->getContext(), {}));
+}
+
 } // namespace
+
+void netvm::native::compareSmallSwitches(llvm::Module &module,
+                                         unsigned maxCases) {
+  for (llvm::Function &function : module) {
+    llvm::SmallVector<llvm::SwitchInst *> sets;
+    for (llvm::BasicBlock &block : function) {
+      auto *sw = llvm::dyn_cast<llvm::SwitchInst>(block.getTerminator());
+      if (!sw || sw->getNumCases() < 2 || sw->getNumCases() > maxCases)
+        continue;
+      llvm::BasicBlock *member = sw->case_begin()->getCaseSuccessor();
+      if (member == sw->getDefaultDest() ||
+          llvm::any_of(sw->cases(),
+                       [&](auto c) { return c.getCaseSuccessor() != member; }))
+        continue;
+      // Values within a machine word of each other become a bit test,
+      // which is branch-free already.
+      llvm::APInt low = sw->case_begin()->getCaseValue()->getValue();
+      llvm::APInt high = low;
+      for (auto c : sw->cases()) {
+        const llvm::APInt &v = c.getCaseValue()->getValue();
+        if (v.ult(low))
+          low = v;
+        if (v.ugt(high))
+          high = v;
+      }
+      if ((high - low).ult(64))
+        continue;
+      sets.push_back(sw);
+    }
+    for (llvm::SwitchInst *sw : sets)
+      compareCases(sw);
+  }
+}
 
 void netvm::native::searchLargeSwitches(llvm::Module &module,
                                         unsigned minCases) {
