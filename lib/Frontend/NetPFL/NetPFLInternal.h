@@ -256,14 +256,20 @@ private:
     const Protocol *proto;
     std::vector<uint8_t> after; // capped counts, this header included
     std::vector<uint32_t> may;  // per chain: automaton states possible
+    /// Per chain: whether its test is known to hold on every packet that
+    /// reaches this state (1), to fail (0), or not known (-1). Only tests
+    /// `p%K.field == N` on a header behind, known from the case of the
+    /// encapsulation that led here (ethernet%1.type == 0x800 on the way to
+    /// IPv4); see pathFacts().
+    std::vector<int8_t> facts;
     std::vector<unsigned> next; // states of the successors
     bool live = false;   // this header may complete a chain or an extract
     bool needed = false; // live, or leads to a needed state
   };
   std::vector<State> states;
-  std::map<
-      std::tuple<const Protocol *, std::vector<uint8_t>, std::vector<uint32_t>>,
-      unsigned>
+  std::map<std::tuple<const Protocol *, std::vector<uint8_t>,
+                      std::vector<uint32_t>, std::vector<int8_t>>,
+           unsigned>
       stateIds;
   /// Counted protocols' slots in State::before/after; empty when the
   /// counts are kept at run time instead (too many states).
@@ -295,6 +301,27 @@ private:
   /// What the formula requires of the fields of header `p` when it has
   /// not been decided false at `p`: std::nullopt when nothing.
   std::optional<Known> requiredValues(const Formula &f, const Protocol &p);
+  /// Whether `f` holds given the current state's facts (std::nullopt:
+  /// not known at compile time).
+  std::optional<bool> factValue(const Formula &f) const;
+  /// The chain's test, when it is `p%K.field == N` or `!= N` on the K-th
+  /// header of `p` (this one) for a field of at most 4 bytes declared once.
+  struct Relation {
+    std::string field;
+    uint32_t value;
+    bool equal; // == rather than !=
+  };
+  std::optional<Relation> relationOn(size_t chain, const Protocol &p);
+  /// Whether the chain's flag is final in the current state: every header
+  /// it could match is behind (indexed members only, as chainDead()).
+  bool chainFinal(size_t chain) const;
+  /// Whether later headers could still change `f` in the current state
+  /// (not decided by the facts, and some term not final).
+  bool mayChange(const Formula &f) const;
+  /// The facts of the states the current state's encapsulation leads to,
+  /// by target protocol (from the values of the fields it switches on).
+  std::map<const Protocol *, std::vector<int8_t>>
+  pathFacts(const Protocol &p, const std::set<const Protocol *> &targets);
   /// The value of a NetPDL expression given `known`, if it is constant.
   std::optional<uint32_t> knownValue(const Expr &e) const;
   /// The values a <switch> may see given `known`; std::nullopt: any.

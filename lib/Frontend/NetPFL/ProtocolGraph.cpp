@@ -351,7 +351,8 @@ bool CodeGen::exploreStates(size_t limit) {
   // states are `before` and `mayBefore`. States that make the same code
   // (same protocol, counts and automaton states after the header) are one.
   auto enter = [&](const Protocol *p, const std::vector<uint8_t> &before,
-                   const std::vector<uint32_t> &mayBefore) {
+                   const std::vector<uint32_t> &mayBefore,
+                   std::vector<int8_t> facts) {
     std::vector<uint8_t> after = before;
     auto slot = countSlot.find(p);
     // Other protocols' counts only matter to their later headers, for
@@ -396,14 +397,15 @@ bool CodeGen::exploreStates(size_t limit) {
           (slot == countSlot.end() || after[slot->second] == x.ref.index))
         live = true;
     auto [it, fresh] =
-        stateIds.try_emplace({p, after, may}, unsigned(states.size()));
+        stateIds.try_emplace({p, after, may, facts}, unsigned(states.size()));
     if (fresh)
-      states.push_back(State{p, std::move(after), std::move(may), {}});
+      states.push_back(
+          State{p, std::move(after), std::move(may), std::move(facts), {}});
     states[it->second].live |= live;
     return it->second;
   };
   enter(&db.start(), std::vector<uint8_t>(caps.size(), 0),
-        std::vector<uint32_t>(nChains, 0));
+        std::vector<uint32_t>(nChains, 0), std::vector<int8_t>(nChains, -1));
   for (size_t i = 0; i < states.size(); ++i) {
     if (states.size() > limit)
       return false;
@@ -415,12 +417,22 @@ bool CodeGen::exploreStates(size_t limit) {
     curState = i;
     if (filter.formula && filter.extracts.empty())
       known = requiredValues(*filter.formula, *p).value_or(Known{});
-    forKnownPaths(*p, p->encapsulation, targets);
+    // When the way here has decided every term later headers could
+    // change, the parse stops here and the flags decide.
+    if (!filter.formula || !filter.extracts.empty() ||
+        mayChange(*filter.formula))
+      forKnownPaths(*p, p->encapsulation, targets);
+    std::map<const Protocol *, std::vector<int8_t>> facts;
+    if (filter.formula && filter.extracts.empty())
+      facts = pathFacts(*p, {targets.begin(), targets.end()});
+    else
+      for (const Protocol *t : targets)
+        facts[t] = states[i].facts;
     known.clear();
     std::vector<uint8_t> after = states[i].after;
     std::vector<uint32_t> may = states[i].may;
     for (const Protocol *t : targets) {
-      unsigned j = enter(t, after, may);
+      unsigned j = enter(t, after, may, facts[t]);
       states[i].next.push_back(j);
     }
   }
@@ -879,29 +891,12 @@ void CodeGen::emitHeader(unsigned id) {
 std::optional<CodeGen::Known> CodeGen::requiredValues(const Formula &f,
                                                       const Protocol &p) {
   switch (f.kind) {
-  case Formula::Leaf: {
+  case Formula::Leaf:
     // A test `p%K.field == N` on this very header (the K-th): its flag
     // cannot change after it, so past the early exit it is true.
-    const Chain &chain = filter.chains[f.chain];
-    if (chain.elems.size() != 1 || chain.anchored)
-      return std::nullopt;
-    const Element &e = chain.elems[0];
-    if (e.kind != Element::Set || e.repeat || e.members.size() != 1)
-      return std::nullopt;
-    const Member &m = e.members[0];
-    if (m.proto != &p || !m.index || countIs(p, m.index) != true ||
-        m.tunneled || !m.pred || m.pred->kind != Pred::Relation ||
-        m.pred->rel != arith::CmpIPredicate::eq)
-      return std::nullopt;
-    const Arith *field = m.pred->lhs.get(), *k = m.pred->rhs.get();
-    if (field->kind != Arith::Field)
-      std::swap(field, k);
-    if (field->kind != Arith::Field || k->kind != Arith::Const ||
-        field->ref.field->size == 0 || field->ref.field->size > 4 ||
-        !declaredOnce(p, field->ref.field->name))
-      return std::nullopt;
-    return Known{{field->ref.field->name, {k->k}}};
-  }
+    if (auto eq = relationOn(f.chain, p); eq && eq->equal)
+      return Known{{eq->field, {eq->value}}};
+    return std::nullopt;
   case Formula::Not:
     return std::nullopt;
   case Formula::And: {
@@ -932,6 +927,9 @@ std::optional<CodeGen::Known> CodeGen::requiredValues(const Formula &f,
   case Formula::Or: {
     std::optional<Known> any;
     for (const Formula &kid : f.kids) {
+      // An alternative the way here has made false requires nothing.
+      if (factValue(kid) == false)
+        continue;
       std::optional<Known> r = requiredValues(kid, p);
       if (!r)
         return std::nullopt;
@@ -956,6 +954,202 @@ std::optional<CodeGen::Known> CodeGen::requiredValues(const Formula &f,
   }
   }
   return std::nullopt;
+}
+
+std::optional<CodeGen::Relation> CodeGen::relationOn(size_t c,
+                                                     const Protocol &p) {
+  const Chain &chain = filter.chains[c];
+  if (chain.elems.size() != 1 || chain.anchored)
+    return std::nullopt;
+  const Element &e = chain.elems[0];
+  if (e.kind != Element::Set || e.repeat || e.members.size() != 1)
+    return std::nullopt;
+  const Member &m = e.members[0];
+  if (m.proto != &p || !m.index || countIs(p, m.index) != true || m.tunneled ||
+      !m.pred || m.pred->kind != Pred::Relation ||
+      (m.pred->rel != arith::CmpIPredicate::eq &&
+       m.pred->rel != arith::CmpIPredicate::ne))
+    return std::nullopt;
+  const Arith *field = m.pred->lhs.get(), *k = m.pred->rhs.get();
+  if (field->kind != Arith::Field)
+    std::swap(field, k);
+  if (field->kind != Arith::Field || k->kind != Arith::Const ||
+      field->ref.field->size == 0 || field->ref.field->size > 4 ||
+      !declaredOnce(p, field->ref.field->name))
+    return std::nullopt;
+  return Relation{field->ref.field->name, k->k,
+                  m.pred->rel == arith::CmpIPredicate::eq};
+}
+
+bool CodeGen::chainFinal(size_t c) const {
+  const Chain &chain = filter.chains[c];
+  if (chain.anchored || chain.elems.size() != 1 ||
+      chain.elems[0].kind != Element::Set)
+    return false;
+  for (const Member &m : chain.elems[0].members) {
+    auto slot = countSlot.find(m.proto);
+    if (!m.index || slot == countSlot.end() ||
+        states[curState].after[slot->second] < m.index)
+      return false;
+  }
+  return true;
+}
+
+bool CodeGen::mayChange(const Formula &f) const {
+  if (factValue(f))
+    return false;
+  switch (f.kind) {
+  case Formula::Leaf:
+    return !chainFinal(f.chain);
+  case Formula::Not:
+    return mayChange(f.kids[0]);
+  case Formula::And:
+  case Formula::Or:
+    return llvm::any_of(f.kids,
+                        [&](const Formula &kid) { return mayChange(kid); });
+  }
+  return true;
+}
+
+std::optional<bool> CodeGen::factValue(const Formula &f) const {
+  switch (f.kind) {
+  case Formula::Leaf: {
+    if (curState >= states.size())
+      return std::nullopt;
+    const std::vector<int8_t> &facts = states[curState].facts;
+    if (size_t(f.chain) >= facts.size() || facts[f.chain] < 0)
+      return std::nullopt;
+    return facts[f.chain] == 1;
+  }
+  case Formula::Not:
+    if (std::optional<bool> v = factValue(f.kids[0]))
+      return !*v;
+    return std::nullopt;
+  case Formula::And:
+  case Formula::Or: {
+    // An `and` is false when a term is, true when all are; an `or` the
+    // other way round.
+    bool isAnd = f.kind == Formula::And, all = true;
+    for (const Formula &kid : f.kids) {
+      std::optional<bool> v = factValue(kid);
+      if (v && *v != isAnd)
+        return !isAnd;
+      all &= v.has_value();
+    }
+    if (all)
+      return isAnd;
+    return std::nullopt;
+  }
+  }
+  return std::nullopt;
+}
+
+std::map<const Protocol *, std::vector<int8_t>>
+CodeGen::pathFacts(const Protocol &p,
+                   const std::set<const Protocol *> &targets) {
+  const std::vector<int8_t> &inherited = states[curState].facts;
+  std::map<const Protocol *, std::vector<int8_t>> out;
+  for (const Protocol *t : targets)
+    out[t] = inherited;
+  for (size_t c = 0; c < filter.chains.size(); ++c) {
+    std::optional<Relation> eq = relationOn(c, p);
+    if (!eq)
+      continue;
+    // The values of the field on the ways to each target (std::nullopt:
+    // any), walking the encapsulation as forKnownPaths does.
+    using Values = std::optional<std::set<uint32_t>>;
+    std::map<const Protocol *, Values> values;
+    std::function<void(llvm::ArrayRef<Node>, const Values &)> walk =
+        [&](llvm::ArrayRef<Node> nodes, const Values &cur) {
+          for (const Node &x : nodes) {
+            switch (x.kind) {
+            case Node::NextProto: {
+              auto [it, fresh] = values.try_emplace(x.target, cur);
+              if (!fresh && it->second) {
+                if (cur)
+                  it->second->insert(cur->begin(), cur->end());
+                else
+                  it->second.reset();
+              }
+              break;
+            }
+            case Node::IncludeBlock:
+              walk(p.blocks.find(x.name)->second.children, cur);
+              break;
+            case Node::If:
+              if (std::optional<uint32_t> k = knownValue(*x.expr)) {
+                walk(*k ? x.children : x.otherwise, cur);
+                break;
+              }
+              walk(x.children, cur);
+              walk(x.otherwise, cur);
+              break;
+            case Node::Switch: {
+              std::optional<std::set<uint32_t>> allowed = switchValues(x);
+              bool onField =
+                  x.expr->kind == Expr::Field && x.expr->name == eq->field;
+              std::set<uint32_t> inCases;
+              for (const Node::Case &k : x.cases) {
+                Values here = cur;
+                if (onField) {
+                  std::set<uint32_t> range;
+                  if (allowed) {
+                    for (uint32_t a : *allowed)
+                      if (k.low <= a && a <= k.high)
+                        range.insert(a);
+                  } else if (k.low == k.high) {
+                    range.insert(k.low);
+                  }
+                  if (allowed && range.empty())
+                    continue; // not a way the formula allows
+                  inCases.insert(range.begin(), range.end());
+                  here = range.empty() ? Values() : Values(range);
+                } else if (allowed) {
+                  auto it = allowed->lower_bound(k.low);
+                  if (it == allowed->end() || *it > k.high)
+                    continue;
+                }
+                walk(k.body, here);
+                if (allowed && allowed->size() == 1)
+                  break;
+              }
+              Values other = cur;
+              if (onField) {
+                other.reset();
+                if (allowed) {
+                  std::set<uint32_t> rest;
+                  for (uint32_t a : *allowed)
+                    if (llvm::none_of(x.cases, [&](const Node::Case &k) {
+                          return k.low <= a && a <= k.high;
+                        }))
+                      rest.insert(a);
+                  other = rest;
+                }
+              }
+              walk(x.otherwise, other);
+              break;
+            }
+            default:
+              walk(x.children, cur);
+              walk(x.otherwise, cur);
+              for (const Node::Case &k : x.cases)
+                walk(k.body, cur);
+            }
+          }
+        };
+    walk(p.encapsulation, std::nullopt);
+    for (auto &[t, facts] : out) {
+      auto it = values.find(t);
+      if (it == values.end() || !it->second || it->second->empty())
+        continue;
+      const std::set<uint32_t> &v = *it->second;
+      if (v.size() == 1 && *v.begin() == eq->value)
+        facts[c] = eq->equal;
+      else if (!v.count(eq->value))
+        facts[c] = !eq->equal;
+    }
+  }
+  return out;
 }
 
 std::set<size_t> CodeGen::requiredTrue(const Formula &f) {
