@@ -162,6 +162,10 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
   };
   unsigned chunkSource = source;
   bool mixed = runsMixedSources();
+  // With several threads processing, the next chunk's bytes come into
+  // memory while this one runs.
+  bool readAhead = threads() > 1 && reader.stableViews();
+  size_t chunkBytes = 0;
   bool more = true, ok = true;
   auto done = [&] {
     return (options.maxPackets && stats.packets >= options.maxPackets) ||
@@ -216,6 +220,7 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
         mixedSources.push_back(sourceOf(packet.source));
       ++stats.packets;
       // A mapped file's packets run where they are; others are copied.
+      chunkBytes += packet.length + 16;
       if (reader.stableViews())
         chunk.addInPlace(packet);
       else
@@ -224,6 +229,9 @@ bool Engine::runStream(unsigned source, PacketReader &reader,
     stats.readSeconds += secondsSince(start);
     if (chunk.empty())
       continue;
+    if (readAhead && more)
+      reader.readAhead(chunkBytes);
+    chunkBytes = 0;
     start = Clock::now();
     uint64_t base = stats.packets - chunk.size();
     llvm::MutableArrayRef<netvm_packet> packets(chunk.packets(), chunk.size());

@@ -149,6 +149,11 @@ public:
   /// The views given so far are no longer used: a mapped file lets their
   /// memory go (peak memory stays a chunk, not the file).
   virtual void release() {}
+  /// Start bringing about `bytes` bytes of input after the last view into
+  /// memory on another thread, and return at once (a mapped file faults
+  /// its pages in; other readers do nothing). Runs that process a chunk on
+  /// several threads read the next one meanwhile.
+  virtual void readAhead(size_t bytes) { (void)bytes; }
   /// Whether the last next() returned false for a read timeout.
   virtual bool timedOut() const { return false; }
   /// The pcap link-layer type (DLT_EN10MB for hex files).
