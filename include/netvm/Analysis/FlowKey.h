@@ -67,8 +67,14 @@ FlowKeyProof proveFlowKey(PEOp pe);
 
 /// Adds to `pe` the key handler of a proof (a push handler with the unit
 /// attribute `netvm.flow_key`; the PE verifier refuses a second push
-/// handler, so only the native lowering calls this, on its way to LLVM).
-HandlerOp buildFlowKeyHandler(PEOp pe, const FlowKeyProof &proof);
+/// handler, so only the back ends call this, on their way to code: the
+/// native lowering for the descriptor's pe_key, the ME back end for its
+/// receive MEs). With `histogram` it counts the buckets instead: data
+/// memory word `bucket` (4 x buckets bytes) is incremented, nothing is
+/// written for a packet that would fault (the profile's spread of the
+/// packets over the buckets, collectProfile).
+HandlerOp buildFlowKeyHandler(PEOp pe, const FlowKeyProof &proof,
+                              bool histogram = false);
 
 /// The attribute that marks a key handler.
 inline constexpr const char *kFlowKeyAttr = "netvm.flow_key";
