@@ -1716,8 +1716,9 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
                << info.pe.getSymName() << "' " << why << ": "
                << replicasOf(info)
                << " replicas would diverge; the microengine back end "
-                  "replicates only NetPEs without state (give its stage "
-                  "one ME)";
+                  "replicates only NetPEs without state, or whose data "
+                  "memory a flow key partitions and that the sources "
+                  "alone feed (give its stage one ME)";
     }
   unsigned workWords = timestamps ? timedEntryWords : entryWords;
   if (L.multi) {
