@@ -211,6 +211,20 @@ def host(args, tool, apps):
     return 1 if failed else 0
 
 
+def me_traces(tool, tmp, packets, note=""):
+    """The profile's trace (2000 packets, seed 7) and the measured one, in
+    `tmp`; says so."""
+    profile = os.path.join(tmp, "profile.pcap")
+    trace = os.path.join(tmp, "trace.pcap")
+    run([tool["netvm-pcapgen"], "-o", profile, "-n", "2000", "--seed", "7",
+         "--malformed", "5"])
+    run([tool["netvm-pcapgen"], "-o", trace, "-n", str(packets),
+         "--malformed", "5"])
+    print(f"Profile: 2000 packets of netvm-pcapgen (seed 7); measured on "
+          f"{packets} others; netvm-emu, {CLOCK_MHZ:.0f} MHz.{note}\n")
+    return profile, trace
+
+
 FLOW_KEYED = ["examples/netil/flow-count.netil",
               "examples/apps/flow-count.nvapp",
               "test/Analysis/Inputs/flowkey/heavy.nvapp",
@@ -226,16 +240,10 @@ def flow_key(args, tool, apps):
     failed = False
     errors = []
     with tempfile.TemporaryDirectory() as tmp:
-        profile = os.path.join(tmp, "profile.pcap")
-        trace = os.path.join(tmp, "trace.pcap")
-        run([tool["netvm-pcapgen"], "-o", profile, "-n", "2000", "--seed",
-             "7", "--malformed", "5"])
-        run([tool["netvm-pcapgen"], "-o", trace, "-n", str(args.packets),
-             "--malformed", "5"])
-        print(f"Profile: 2000 packets of netvm-pcapgen (seed 7); measured on "
-              f"{args.packets} others; netvm-emu, {CLOCK_MHZ:.0f} MHz. "
-              f"Before: one ME behind the state token (every number of MEs "
-              f"gave that before dealing by flow key).\n")
+        profile, trace = me_traces(tool, tmp, args.packets,
+                                   " Before: one ME behind the state token "
+                                   "(every number of MEs gave that before "
+                                   "dealing by flow key).")
         print("| application | MEs | plan (receive MEs; stages x MEs) "
               "| before Mpps | predicted Mpps | measured Mpps | error "
               "| after / before | bottleneck | outputs = interpreter |")
@@ -296,14 +304,7 @@ def main():
     failed = False
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        profile = os.path.join(tmp, "profile.pcap")
-        trace = os.path.join(tmp, "trace.pcap")
-        run([tool["netvm-pcapgen"], "-o", profile, "-n", "2000", "--seed",
-             "7", "--malformed", "5"])
-        run([tool["netvm-pcapgen"], "-o", trace, "-n", str(args.packets),
-             "--malformed", "5"])
-        print(f"Profile: 2000 packets of netvm-pcapgen (seed 7); measured on "
-              f"{args.packets} others; netvm-emu, {CLOCK_MHZ:.0f} MHz.\n")
+        profile, trace = me_traces(tool, tmp, args.packets)
         print("| application | MEs | plan (receive MEs; stages x MEs) "
               "| predicted Mpps | measured Mpps | error | bottleneck "
               "| outputs = interpreter |")
