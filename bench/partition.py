@@ -21,8 +21,15 @@ with the prediction, and the outputs with the interpreter's. With
 --ids RULES, the IDS netvm-ids makes of those rules is one of the
 applications (netvm-ids --emit-app).
 
+With --flow-key, the applications whose state a flow key partitions
+(flow-count, and the test inputs heavy.nvapp and light.netil) on 3..8
+MEs: their plans replicate them by flow key (the receive MEs deal by
+bucket, docs/me-backend.md); the table gives one ME behind the state
+token (before), the prediction, the measurement and the speed-up.
+
 Usage: bench/partition.py [--build build] [--packets 5000] [--mes 3,4,6,8]
                           [--plot DIR] [--apps a.netil,b.nvapp]
+       bench/partition.py --flow-key [--mes 3,4,5,6,7,8]
        bench/partition.py --host [--threads 1,2] [--repeat 5]
                           [--packets 200000] [--ids examples/ids/example.rules]
 Results: bench/README.md ("Partitioning").
@@ -88,8 +95,10 @@ def measure(tool, tmp, app, mes, profile, trace, sinks, packets, expect):
     stages = []
     for m in re.finditer(r"^  stage \d+ +(\d+) MEs? .* Mpps  (.*)$", plan,
                          re.M):
-        stages.append(f"{m.group(2).replace(' (replicated)', '')}"
-                      f" x{m.group(1)}")
+        names = m.group(2).replace(" (replicated)", "")
+        keyed = " (replicated by flow key)" in names
+        names = names.replace(" (replicated by flow key)", "")
+        stages.append(f"{names} x{m.group(1)}" + (" by key" if keyed else ""))
     rx = re.search(r"^  receive +(\d+) ME", plan, re.M).group(1)
     image = os.path.join(tmp, "app.img")
     run([tool["netc"], "-o", image] + common)
@@ -202,6 +211,64 @@ def host(args, tool, apps):
     return 1 if failed else 0
 
 
+def me_traces(tool, tmp, packets, note=""):
+    """The profile's trace (2000 packets, seed 7) and the measured one, in
+    `tmp`; says so."""
+    profile = os.path.join(tmp, "profile.pcap")
+    trace = os.path.join(tmp, "trace.pcap")
+    run([tool["netvm-pcapgen"], "-o", profile, "-n", "2000", "--seed", "7",
+         "--malformed", "5"])
+    run([tool["netvm-pcapgen"], "-o", trace, "-n", str(packets),
+         "--malformed", "5"])
+    print(f"Profile: 2000 packets of netvm-pcapgen (seed 7); measured on "
+          f"{packets} others; netvm-emu, {CLOCK_MHZ:.0f} MHz.{note}\n")
+    return profile, trace
+
+
+FLOW_KEYED = ["examples/netil/flow-count.netil",
+              "examples/apps/flow-count.nvapp",
+              "test/Analysis/Inputs/flowkey/heavy.nvapp",
+              "test/Analysis/Inputs/flowkey/light.netil"]
+
+
+def flow_key(args, tool, apps):
+    """Flow-keyed replicas on the MEs: each application's plan for 3..8 MEs
+    (replicated by flow key where that pays) against one ME behind the
+    state token (the plan for 3 MEs before, measured once: more MEs did not
+    help it), predicted and measured."""
+    mes = [int(n) for n in args.mes.split(",")]
+    failed = False
+    errors = []
+    with tempfile.TemporaryDirectory() as tmp:
+        profile, trace = me_traces(tool, tmp, args.packets,
+                                   " Before: one ME behind the state token "
+                                   "(every number of MEs gave that before "
+                                   "dealing by flow key).")
+        print("| application | MEs | plan (receive MEs; stages x MEs) "
+              "| before Mpps | predicted Mpps | measured Mpps | error "
+              "| after / before | bottleneck | outputs = interpreter |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for app in apps:
+            path = os.path.join(ROOT, app)
+            sinks, expect = reference(tool, tmp, path, trace)
+            before = None
+            for n in mes:
+                pred, meas, equal, plan, neck = measure(
+                    tool, tmp, app, n, profile, trace, sinks, args.packets,
+                    expect)
+                if before is None:
+                    before = meas
+                failed |= not equal
+                err = (pred - meas) / meas * 100
+                errors.append(abs(err))
+                print(f"| {app} | {n} | {plan} | {before:.3f} | {pred:.3f} "
+                      f"| {meas:.3f} | {err:+.1f}% | {meas / before:.2f}x "
+                      f"| {neck} | {'yes' if equal else 'NO'} |", flush=True)
+    print(f"\nwithin 15%: {sum(e <= 15 for e in errors)} of {len(errors)} "
+          f"plans; largest error {max(errors):.1f}%")
+    return 1 if failed else 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -209,6 +276,10 @@ def main():
     p.add_argument("--mes", default="3,4,6,8")
     p.add_argument("--apps", default="")
     p.add_argument("--plot", default="")
+    p.add_argument("--flow-key", action="store_true",
+                   help="the flow-keyed applications on the MEs: before "
+                        "(one ME behind the state token) and after "
+                        "(replicas dealt by flow key), 3..8 MEs")
     p.add_argument("--host", action="store_true",
                    help="host threads instead of the ME emulator")
     p.add_argument("--threads", default="1,2")
@@ -219,6 +290,11 @@ def main():
     tool = {t: os.path.join(args.build, "bin", t)
             for t in ("netc", "netvm-emu", "netvm-run", "netvm-pcapgen",
                       "netvm-ids")}
+    if args.flow_key:
+        if "--mes" not in sys.argv:
+            args.mes = "3,4,5,6,7,8"
+        return flow_key(args, tool,
+                        args.apps.split(",") if args.apps else FLOW_KEYED)
     apps = args.apps.split(",") if args.apps else default_apps()
     if args.host:
         if "--packets" not in sys.argv:
@@ -228,14 +304,7 @@ def main():
     failed = False
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        profile = os.path.join(tmp, "profile.pcap")
-        trace = os.path.join(tmp, "trace.pcap")
-        run([tool["netvm-pcapgen"], "-o", profile, "-n", "2000", "--seed",
-             "7", "--malformed", "5"])
-        run([tool["netvm-pcapgen"], "-o", trace, "-n", str(args.packets),
-             "--malformed", "5"])
-        print(f"Profile: 2000 packets of netvm-pcapgen (seed 7); measured on "
-              f"{args.packets} others; netvm-emu, {CLOCK_MHZ:.0f} MHz.\n")
+        profile, trace = me_traces(tool, tmp, args.packets)
         print("| application | MEs | plan (receive MEs; stages x MEs) "
               "| predicted Mpps | measured Mpps | error | bottleneck "
               "| outputs = interpreter |")

@@ -55,6 +55,12 @@ constexpr double hostCrossing = 35;
 /// threads of flow-hash, pipeline9 and watch ran 1.35-1.41x one.
 constexpr double hostParallelPenalty = 0.43;
 
+/// ME: the key function's fixed part on a receive ME (docs/partitioning.md,
+/// "Flow-keyed replicas on the MEs"): the descriptor into registers, the
+/// header's prefetch, the bucket mod K and the order ring's put, issue
+/// cycles per packet.
+constexpr double meKeyIssue = 16;
+
 /// The cost of one execution of an operation: issue (ns, or ME cycles in
 /// which the ME is busy) and, on the MEs, memory latency the context waits
 /// for while other contexts run.
@@ -297,6 +303,10 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     model.pipeStateHold = 160;
     model.pipeStateBusy = 0.85;
     model.receiveOrdered = {41, 40, 40};
+    model.keyedOrdered = 10;
+    model.keyedReceiveWait = 50;
+    model.keyedTransmit = 80;
+    model.keyedTransmitPerRing = 100;
     model.transmitLatency = 2 * machine.scratchLatency + machine.txLatency +
                             dma + machine.dramCommandCycles;
     // A scratch ring put on one side and a get with the header prefetch on
@@ -409,7 +419,8 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     runs[d] += 1.0 / numSources;
   std::vector<std::map<std::string, double>> sendsPerRun(n);
   std::vector<double> costPerRun(n, 0), latencyPerRun(n, 0), serialPerRun(n, 0),
-      dramPerRun(n, 0), keyPerRun(n, 0);
+      dramPerRun(n, 0), keyPerRun(n, 0), keyLatencyPerRun(n, 0),
+      keyDramPerRun(n, 0);
   std::vector<std::map<std::string, double>> profiledSends(n);
   double handlerDram = 0;
   for (unsigned i = 0; i < n; ++i) {
@@ -451,17 +462,47 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     pc.replicable = pc.notReplicable.empty();
     // Host threads may replicate a NetPE whose data memory a flow key
     // partitions (FlowKey.h): the key function runs at the dealer.
-    if (target == CostTarget::Native && writesData) {
+    // So may the MEs (the receive MEs run the key function and deal by
+    // bucket, docs/me-backend.md), when no other NetPE keeps state and the
+    // NetPE is fed by the sources alone (Partition.cpp checks the rest).
+    if (writesData) {
       FlowKeyProof proof = proveFlowKey(pe);
       if (proof.proved) {
         pc.flowKeyed = true;
         pc.flowKey = std::to_string(proof.buckets) + " buckets of " +
                      std::to_string(proof.stride) + " bytes";
         // The key function: its operations, the guards of its packet loads
-        // and the call (on the dealer's thread).
-        keyPerRun[i] = 2;
-        for (Operation *op : proof.slice)
-          keyPerRun[i] += hostCost(op).issue + (isa<LoadOp>(op) ? 0.5 : 0);
+        // and the call (on the dealer's thread); on a receive ME the
+        // header's prefetch, the guards, the division by the replicas and
+        // the order ring's put.
+        keyPerRun[i] = target == CostTarget::ME ? meKeyIssue : 2;
+        keyLatencyPerRun[i] =
+            target == CostTarget::ME ? double(machine.dramLatency) : 0;
+        // The header's prefetch on the receive ME: about 40 bytes.
+        keyDramPerRun[i] =
+            target == CostTarget::ME
+                ? machine.dramCommandCycles +
+                      40.0 / std::max(1u, machine.dramBytesPerCycle)
+                : 0;
+        for (Operation *op : proof.slice) {
+          if (target == CostTarget::ME) {
+            // The guard of a packet load (a compare, a branch) and the
+            // extraction; netvm.hash is SuperFastHash in software, about
+            // 12 instructions a word and 14 to finish.
+            OpCost c = meCost(op, machine);
+            if (isa<HashOp>(op))
+              c.issue = 14 + 12 * double(op->getNumOperands());
+            keyPerRun[i] += c.issue + (isa<LoadOp>(op) ? 5 : 0);
+            keyLatencyPerRun[i] += c.latency;
+            keyDramPerRun[i] += c.dram;
+          } else {
+            keyPerRun[i] += hostCost(op).issue + (isa<LoadOp>(op) ? 0.5 : 0);
+          }
+        }
+        if (profile && i < profile->bucketCounts.size()) {
+          pc.bucketCounts = profile->bucketCounts[i];
+          pc.keyFaults = profile->keyFaults[i];
+        }
       } else {
         pc.flowKey = proof.reason;
       }
@@ -517,6 +558,9 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
       pc.latency = latencyPerRun[i] / packets;
       pc.serialCost = serialPerRun[i] / packets;
       pc.keyCost = pc.runsPerPacket * keyPerRun[i];
+      pc.keyIssue = pc.keyCost;
+      pc.keyLatency = pc.runsPerPacket * keyLatencyPerRun[i];
+      pc.keyDram = pc.runsPerPacket * keyDramPerRun[i];
       handlerDram += dramPerRun[i] / packets;
       for (auto &[port, count] : profiledSends[i])
         for (unsigned d : routes[{i, port}]) {
@@ -536,6 +580,9 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
       pc.latency = runs[i] * latencyPerRun[i];
       pc.serialCost = runs[i] * serialPerRun[i];
       pc.keyCost = runs[i] * keyPerRun[i];
+      pc.keyIssue = pc.keyCost;
+      pc.keyLatency = runs[i] * keyLatencyPerRun[i];
+      pc.keyDram = runs[i] * keyDramPerRun[i];
       handlerDram += runs[i] * dramPerRun[i];
       for (auto &[port, p] : sendsPerRun[i]) {
         model.outputsPerPacket += runs[i] * p * toSinks[{i, port}];

@@ -366,7 +366,8 @@ FlowKeyProof proveFlowKey(PEOp pe) {
   return proof;
 }
 
-HandlerOp buildFlowKeyHandler(PEOp pe, const FlowKeyProof &proof) {
+HandlerOp buildFlowKeyHandler(PEOp pe, const FlowKeyProof &proof,
+                              bool histogram) {
   MLIRContext *ctx = pe.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(pe.getBodyBlock());
@@ -383,9 +384,11 @@ HandlerOp buildFlowKeyHandler(PEOp pe, const FlowKeyProof &proof) {
   body.push_back(fallback);
   {
     OpBuilder fb = OpBuilder::atBlockEnd(fallback);
-    Value none = arith::ConstantIntOp::create(fb, loc, i32, -1);
-    Value zero = arith::ConstantIntOp::create(fb, loc, i32, 0);
-    StoreOp::create(fb, loc, none, MemSpace::Info, zero, /*in_bounds=*/true);
+    if (!histogram) {
+      Value none = arith::ConstantIntOp::create(fb, loc, i32, -1);
+      Value zero = arith::ConstantIntOp::create(fb, loc, i32, 0);
+      StoreOp::create(fb, loc, none, MemSpace::Info, zero, /*in_bounds=*/true);
+    }
     RetOp::create(fb, loc);
   }
 
@@ -422,6 +425,18 @@ HandlerOp buildFlowKeyHandler(PEOp pe, const FlowKeyProof &proof) {
       b, loc, i32, proof.mask ? proof.buckets - 1 : proof.buckets);
   Value bucket = proof.mask ? Value(arith::AndIOp::create(b, loc, key, n))
                             : Value(arith::RemUIOp::create(b, loc, key, n));
+  if (histogram) {
+    // Data memory word `bucket` counts the bucket's packets.
+    Value four = arith::ConstantIntOp::create(b, loc, i32, 4);
+    Value at = arith::MulIOp::create(b, loc, bucket, four);
+    Value count = LoadOp::create(b, loc, i32, MemSpace::Data, at,
+                                 /*in_bounds=*/true, /*little_endian=*/false);
+    Value one = arith::ConstantIntOp::create(b, loc, i32, 1);
+    Value more = arith::AddIOp::create(b, loc, count, one);
+    StoreOp::create(b, loc, more, MemSpace::Data, at, /*in_bounds=*/true);
+    RetOp::create(b, loc);
+    return handler;
+  }
   Value zero = arith::ConstantIntOp::create(b, loc, i32, 0);
   StoreOp::create(b, loc, bucket, MemSpace::Info, zero, /*in_bounds=*/true);
   RetOp::create(b, loc);

@@ -100,6 +100,83 @@ void flowKeyedStage(const CostModel &model, PlanStage &s) {
   }
 }
 
+/// ME: whether a stage that some NetPE keeps from being replicated may be
+/// replicated by flow key, as the ME back end does it (Compile.cpp,
+/// "Dealing by flow key"): a plan of one stage, whose only NetPE with state
+/// is flow-keyed, takes every packet from the sources and none from
+/// another NetPE (the receive MEs compute the key on the packet as it
+/// arrives).
+void meFlowKeyedStage(const CostModel &model, const Plan &plan, PlanStage &s) {
+  int keyed = -1;
+  for (unsigned pe : s.pes) {
+    const PECost &c = model.pes[pe];
+    if (c.replicable)
+      continue;
+    if (keyed >= 0 || !c.flowKeyed) {
+      keyed = -1;
+      break;
+    }
+    keyed = int(pe);
+  }
+  std::string why;
+  if (keyed < 0) {
+    for (unsigned pe : s.pes)
+      if (!model.pes[pe].replicable) {
+        const PECost &c = model.pes[pe];
+        s.notReplicable = "NetPE '" + c.name + "' " + c.notReplicable;
+        if (c.flowKeyed)
+          why = "by a flow key, but another NetPE of its stage keeps state";
+        else if (!c.flowKey.empty())
+          why = "no flow key: " + c.flowKey;
+        break;
+      }
+  } else {
+    const PECost &c = model.pes[keyed];
+    for (const EdgeCost &e : model.edges)
+      if (e.to == unsigned(keyed))
+        why = "by a flow key, but another NetPE sends to it";
+    if (why.empty() && c.runsPerPacket < 0.999)
+      why = "by a flow key, but not every packet enters it";
+    if (why.empty() && plan.stages.size() > 1)
+      why = "by a flow key, but the MEs deal by bucket only to a plan of "
+            "one stage";
+    if (why.empty()) {
+      s.replicable = true;
+      s.flowKeyed = true;
+      s.notReplicable.clear();
+      return;
+    }
+  }
+  if (!why.empty())
+    s.notReplicable += " (" + why + ")";
+}
+
+/// ME: how much more than its share the busiest of K replicas dealt by
+/// flow key gets (bucket mod K), from the profile's packets per bucket; 1
+/// without a profile (the buckets assumed spread evenly).
+double keyedImbalance(const CostModel &model, const PlanStage &s) {
+  if (!s.flowKeyed || s.workers < 2)
+    return 1;
+  for (unsigned pe : s.pes) {
+    const std::vector<uint64_t> &counts = model.pes[pe].bucketCounts;
+    if (!model.pes[pe].flowKeyed || counts.empty())
+      continue;
+    std::vector<double> load(s.workers, 0);
+    double total = 0;
+    for (size_t b = 0; b < counts.size(); ++b) {
+      load[b % s.workers] += double(counts[b]);
+      total += double(counts[b]);
+    }
+    // Packets whose key would fault: replica 0.
+    load[0] += double(model.pes[pe].keyFaults);
+    total += double(model.pes[pe].keyFaults);
+    if (total <= 0)
+      return 1;
+    return *std::max_element(load.begin(), load.end()) * s.workers / total;
+  }
+  return 1;
+}
+
 /// The messages per packet the caller deals to a replicated first stage:
 /// 4 packets to a message, but by flow key only runs of packets of one
 /// slot (on K slots, 1 + 1/K + 1/K^2 + 1/K^3 packets on average).
@@ -279,6 +356,9 @@ void evaluate(const CostModel &model, Plan &plan) {
         s.notReplicable = "NetPE '" + c.name + "' " + c.notReplicable;
       }
     }
+    s.flowKeyed = false;
+    if (!s.replicable)
+      meFlowKeyedStage(model, plan, s);
     for (unsigned pe : s.pes) {
       bool fedFromOutside = true;
       for (const EdgeCost &e : model.edges)
@@ -328,6 +408,8 @@ void evaluate(const CostModel &model, Plan &plan) {
         serial = serial * model.pipeSerialScale + model.pipeStateHold +
                  model.pipeStateBusy * s.cost;
       perPacket = std::max(perPacket, serial) * model.stageScale;
+      // By flow key, the busiest replica sets the pace.
+      perPacket *= keyedImbalance(model, s);
       s.rate = perPacket > 0 ? s.workers * clock / perPacket : INFINITY;
     }
     noteIfSlowest(model, plan, i);
@@ -344,7 +426,17 @@ void evaluate(const CostModel &model, Plan &plan) {
     bool defaultLayout = plan.stages.size() == 1 &&
                          plan.stages[0].workers == 1 &&
                          plan.receiveWorkers <= 1;
-    double rx = pathTime(model.receiveIssue, model.receiveLatency,
+    // Replicas dealt by flow key: the receive MEs run the key function
+    // and put each packet's replica on the order ring, which the transmit
+    // ME follows.
+    const PECost *key = nullptr;
+    if (!pipeline && plan.stages.size() == 1 && plan.stages[0].flowKeyed &&
+        plan.stages[0].workers > 1)
+      for (unsigned pe : plan.stages[0].pes)
+        if (model.pes[pe].flowKeyed && !model.pes[pe].replicable)
+          key = &model.pes[pe];
+    double rx = pathTime(model.receiveIssue + (key ? key->keyIssue : 0),
+                         model.receiveLatency + (key ? key->keyLatency : 0),
                          model.receiveContexts) /
                 double(std::max(1u, plan.receiveWorkers));
     const std::vector<double> &ordered =
@@ -352,7 +444,12 @@ void evaluate(const CostModel &model, Plan &plan) {
     if (!defaultLayout && !ordered.empty())
       rx = std::max(rx, ordered[std::min<size_t>(
                             plan.receiveWorkers ? plan.receiveWorkers - 1 : 0,
-                            ordered.size() - 1)]);
+                            ordered.size() - 1)] +
+                            (key ? model.keyedOrdered : 0));
+    if (key)
+      rx = std::max(
+          rx, (model.receiveIssue + key->keyIssue + model.keyedReceiveWait) /
+                  double(std::max(1u, plan.receiveWorkers)));
     double tx =
         defaultLayout ? model.outputsPerPacket *
                             pathTime(model.transmitIssue, model.transmitLatency,
@@ -362,13 +459,17 @@ void evaluate(const CostModel &model, Plan &plan) {
             : model.transmitReplicated +
                   model.transmitPerRing /
                       double(plan.stages.empty() ? 1 : plan.stages[0].workers);
+    if (key)
+      tx = std::max(tx,
+                    model.keyedTransmit + model.keyedTransmitPerRing /
+                                              double(plan.stages[0].workers));
     plan.receiveRate = rx > 0 ? clock / rx : INFINITY;
     plan.transmitRate = tx > 0 ? clock / tx : INFINITY;
     // A memory controller serves bursts of commands from many contexts:
     // it saturates at about 90% busy (the emulator's DRAM controller under
     // replicated CRC loops).
-    double dramRate =
-        model.dramBusy > 0 ? 0.9 * clock / model.dramBusy : INFINITY;
+    double dramBusy = model.dramBusy + (key ? key->keyDram : 0);
+    double dramRate = dramBusy > 0 ? 0.9 * clock / dramBusy : INFINITY;
     if (plan.receiveRate < plan.throughput) {
       plan.throughput = plan.receiveRate;
       plan.bottleneck = "receive (" + std::to_string(plan.receiveWorkers) +
@@ -682,7 +783,12 @@ void printPlan(const CostModel &model, const Plan &plan,
     if (me)
       os << llvm::format("  + %7.1f latency", c.latency);
     os << (c.measured ? "  measured" : "  estimated");
-    if (c.flowKeyed)
+    if (c.flowKeyed && me)
+      os << "  replicable by flow key (" << c.flowKey
+         << llvm::format(", key %.1f cycles + %.1f latency at the receive "
+                         "MEs)",
+                         c.keyIssue, c.keyLatency);
+    else if (c.flowKeyed)
       os << "  replicable by flow key (" << c.flowKey
          << llvm::format(", key %.1f %s at the dealer)", c.keyCost,
                          model.unit.c_str());

@@ -2,6 +2,8 @@
 
 #include "netvm/Analysis/Profile.h"
 
+#include "netvm/Analysis/FlowKey.h"
+
 #include "netvm/Driver/Driver.h"
 #include "netvm/Interpreter/Interpreter.h"
 #include "netvm/Runtime/Engine.h"
@@ -185,6 +187,69 @@ bool measureNative(mlir::ModuleOp module, const ProfileOptions &options,
   return true;
 }
 
+/// The packets of the trace in each bucket of every flow-keyed NetPE: a
+/// copy of the application whose NetPE runs its key function counting
+/// buckets in its data memory instead of its push handler
+/// (buildFlowKeyHandler with `histogram`), on the interpreter.
+void countBuckets(mlir::ModuleOp module, const ProfileOptions &options,
+                  const std::vector<rt::TracePacket> &packets,
+                  Profile &profile) {
+  ApplicationOp app = driver::getApplication(module);
+  std::vector<PEOp> pes;
+  for (PEOp pe : app.getBodyBlock()->getOps<PEOp>())
+    pes.push_back(pe);
+  profile.bucketCounts.assign(pes.size(), {});
+  profile.keyFaults.assign(pes.size(), 0);
+  for (size_t i = 0; i < pes.size(); ++i) {
+    FlowKeyProof proof = proveFlowKey(pes[i]);
+    if (!proof.proved || proof.buckets == 0 || proof.buckets > 65536)
+      continue;
+    mlir::OwningOpRef<mlir::ModuleOp> clone(module.clone());
+    ApplicationOp copy = driver::getApplication(*clone);
+    PEOp pe;
+    size_t k = 0;
+    for (PEOp p : copy.getBodyBlock()->getOps<PEOp>())
+      if (k++ == i)
+        pe = p;
+    FlowKeyProof again = proveFlowKey(pe);
+    if (!again.proved)
+      continue;
+    HandlerOp counter = buildFlowKeyHandler(pe, again, /*histogram=*/true);
+    for (HandlerOp h :
+         llvm::make_early_inc_range(pe.getBodyBlock()->getOps<HandlerOp>()))
+      if (h != counter && h.getKind() == HandlerKind::Push)
+        h.erase();
+    counter->removeAttr(kFlowKeyAttr);
+    pe.setDatamemSize(
+        std::max<uint64_t>(pe.getDatamemSize(), 4 * again.buckets));
+    interp::Options io;
+    io.defaultInfoSize = options.defaultInfoSize;
+    auto interpreter = interp::Interpreter::create(copy, io);
+    if (!interpreter)
+      continue;
+    interpreter->initialize();
+    // What the init handler or the initialised data left is not a count.
+    for (uint8_t &byte : interpreter->mutableDataMemory(i))
+      byte = 0;
+    for (const rt::TracePacket &p : packets)
+      interpreter->push(0, p);
+    llvm::ArrayRef<uint8_t> mem = interpreter->dataMemory(i);
+    std::vector<uint64_t> counts(again.buckets, 0);
+    for (size_t b = 0; b < counts.size() && 4 * b + 3 < mem.size(); ++b)
+      counts[b] = uint32_t(mem[4 * b]) << 24 | uint32_t(mem[4 * b + 1]) << 16 |
+                  uint32_t(mem[4 * b + 2]) << 8 | mem[4 * b + 3];
+    // The packets whose key would fault go to the first replica.
+    uint64_t counted = 0;
+    for (uint64_t c : counts)
+      counted += c;
+    profile.keyFaults[i] =
+        i < profile.peRuns.size() && profile.peRuns[i] > counted
+            ? profile.peRuns[i] - counted
+            : 0;
+    profile.bucketCounts[i] = std::move(counts);
+  }
+}
+
 } // namespace
 
 bool collectProfile(mlir::ModuleOp module, const ProfileOptions &options,
@@ -211,6 +276,7 @@ bool collectProfile(mlir::ModuleOp module, const ProfileOptions &options,
   profile.packets = packets.size();
   for (size_t i = 0; i < interpreter->peNames().size(); ++i)
     profile.peRuns.push_back(interpreter->counters(i).runs);
+  countBuckets(module, options, packets, profile);
   if (!options.measure)
     return true;
   return options.target == CostTarget::ME

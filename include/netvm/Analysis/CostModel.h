@@ -64,6 +64,12 @@ struct Profile {
   /// ME: the DRAM controller's busy cycles per packet in that run (packet
   /// DMA in and out, the handlers' packet reads and writes).
   double measuredDramBusy = 0;
+  /// Per NetPE whose data memory a flow key partitions (FlowKey.h): the
+  /// packets of the trace in each bucket of its key (the interpreter runs
+  /// the key function; empty for the others, or past 65536 buckets), and
+  /// those whose key would fault (a packet load past the packet).
+  std::vector<std::vector<uint64_t>> bucketCounts;
+  std::vector<uint64_t> keyFaults;
 };
 
 /// One NetPE's figures, per packet entering the application.
@@ -89,6 +95,14 @@ struct PECost {
   bool flowKeyed = false;
   std::string flowKey;
   double keyCost = 0;
+  /// ME: the key function on a receive ME (FlowKey.h; the ME back end's
+  /// dealing by bucket), issue cycles, latency and the DRAM controller's
+  /// busy cycles (the header's prefetch) per input packet; the
+  /// profile's packets per bucket (Profile::bucketCounts; empty: spread
+  /// evenly) and its packets whose key would fault (dealt to replica 0).
+  double keyIssue = 0, keyLatency = 0, keyDram = 0;
+  std::vector<uint64_t> bucketCounts;
+  uint64_t keyFaults = 0;
   /// On the MEs its packets pass its state in packet order, one context at
   /// a time (the state token: it writes data or shared memory, uses the
   /// lookup coprocessor or draws random numbers).
@@ -147,6 +161,18 @@ struct CostModel {
   /// (bench/me-backend.py, "Layouts of several microengines").
   double transmitReplicated = 0, transmitPerRing = 0, replicaOverhead = 0;
   std::vector<double> receiveOrdered;
+  /// ME, replicas dealt by flow key (docs/partitioning.md, "Flow-keyed
+  /// replicas on the MEs"): the receive MEs' ordered section gains the
+  /// order ring's put (keyedOrdered cycles a packet); a receive ME that
+  /// runs the key takes the receive path's issue cycles, the key's and
+  /// keyedReceiveWait cycles a packet (the waits its contexts do not hide
+  /// behind each other); the transmit ME takes each packet's replica from
+  /// the order ring under its turn token (a scratch get) and waits for
+  /// the ring's ticket: keyedTransmit + keyedTransmitPerRing / K cycles a
+  /// packet on K replicas. Fitted to light.netil (test/Analysis/Inputs/
+  /// flowkey) on the emulator.
+  double keyedOrdered = 0, keyedReceiveWait = 0, keyedTransmit = 0,
+         keyedTransmitPerRing = 0;
   /// ME: plans of several stages (a pipeline across MEs, docs/me-backend.md
   /// "Stages"); false plans one stage (replicated) only: for an
   /// application that copies packets (fan-out, send_dup), which the back

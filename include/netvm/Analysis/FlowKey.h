@@ -1,8 +1,9 @@
 //===- FlowKey.h - State partitioned by a key computed from the packet ---===//
 //
 // A NetPE whose data memory is partitioned by a flow key may run on several
-// host threads that share its data memory, each packet dealt to the thread
-// of its bucket (docs/partitioning.md, "Flow-keyed replicas"). The proof:
+// host threads or MEs that share its data memory, each packet dealt to the
+// replica of its bucket (docs/partitioning.md, "Flow-keyed replicas"). The
+// proof:
 // every access of data memory by its push handler lies at
 //
 //     c + stride x bucket(K),   bucket(K) = K & (2^b - 1)  or  K mod n
@@ -17,7 +18,9 @@
 //
 // buildFlowKeyHandler clones the key's backward slice into a handler of its
 // own (the attribute `netvm.flow_key`), which the native code generator
-// compiles into the descriptor's `pe_key` entry: it writes the bucket into
+// compiles into the descriptor's `pe_key` entry and the ME back end into
+// the receive MEs' code (docs/me-backend.md, "Dealing by flow key"): it
+// writes the bucket into
 // the first word of its exchange buffer's info memory, or 0xFFFFFFFF when
 // a packet load of the slice would fault (the NetPE then faults before any
 // state access, so any replica may run it).
@@ -67,8 +70,14 @@ FlowKeyProof proveFlowKey(PEOp pe);
 
 /// Adds to `pe` the key handler of a proof (a push handler with the unit
 /// attribute `netvm.flow_key`; the PE verifier refuses a second push
-/// handler, so only the native lowering calls this, on its way to LLVM).
-HandlerOp buildFlowKeyHandler(PEOp pe, const FlowKeyProof &proof);
+/// handler, so only the back ends call this, on their way to code: the
+/// native lowering for the descriptor's pe_key, the ME back end for its
+/// receive MEs). With `histogram` it counts the buckets instead: data
+/// memory word `bucket` (4 x buckets bytes) is incremented, nothing is
+/// written for a packet that would fault (the profile's spread of the
+/// packets over the buckets, collectProfile).
+HandlerOp buildFlowKeyHandler(PEOp pe, const FlowKeyProof &proof,
+                              bool histogram = false);
 
 /// The attribute that marks a key handler.
 inline constexpr const char *kFlowKeyAttr = "netvm.flow_key";

@@ -43,9 +43,10 @@ struct PlanStage {
   double rate = 0;
   bool replicable = true;
   std::string notReplicable;
-  /// Host: replicable because its first NetPE's state is partitioned by a
-  /// flow key (the others keep none): the dealer before it computes each
-  /// packet's bucket, and its replicas share that NetPE's data memory.
+  /// Replicable because its first NetPE's state is partitioned by a flow
+  /// key (the others keep none): the dealer before it (host), or the
+  /// receive MEs (ME, a plan of one stage), compute each packet's bucket,
+  /// and its replicas share that NetPE's data memory.
   bool flowKeyed = false;
 };
 

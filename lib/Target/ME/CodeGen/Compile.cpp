@@ -24,6 +24,7 @@
 
 #include "ME/MEOps.h"
 #include "NetVM/NetVMOps.h"
+#include "netvm/Analysis/FlowKey.h"
 #include "netvm/Conversion/NetVMToME.h"
 
 #include "netvm/semantics.h"
@@ -235,6 +236,14 @@ struct Layout {
   /// receive ME deals its packets to replicas 0 .. K-1 in turn and the
   /// transmit ME follows without the replica word or the order ring.
   bool fixedTurn = false;
+  /// Replicas dealt by flow key (docs/me-backend.md, "Dealing by flow
+  /// key"): the receive side runs the key function of the stage's
+  /// flow-keyed NetPE on each packet and deals it to replica bucket mod K,
+  /// putting the replica (1 + k) on the order ring in packet order; the
+  /// transmit ME follows the order ring packet by packet. `keyBuckets`:
+  /// the buckets of the key (2^b or n), for the division by K.
+  bool keyed = false;
+  uint32_t keyBuckets = 0;
   /// A pipeline of several stages (docs/me-backend.md, "Stages"): stage s
   /// on stageMEs[s] MEs from stageFirst[s], taking its work from ring
   /// stageRing0 + s; the last one's outputs go to stagedTxRing. Every
@@ -334,6 +343,32 @@ void firstAtEnd(LineBuilder &a) {
     "the first to see the end?");
   a("alu[--, --, b, $8]");
   a("bne[@rx_end_pass]");
+}
+
+/// The end of the input on the receive MEs of several replicas (rx_end):
+/// the first context to see it puts one end marker ([0xffffffff, 0, 0, 1,
+/// 0...], `words` words) on every work ring and one on the order ring;
+/// each context that takes one puts it back.
+void endOfInput(LineBuilder &a, const Layout &l, unsigned words) {
+  a.label("rx_end");
+  a("ctx_arb[s6]", "the last put is in");
+  a("ctx_arb[s2]");
+  firstAtEnd(a);
+  a("immed[$0, 0xffffffff]", "end marker");
+  a("immed[$1, 0]");
+  a("immed[$2, 0]");
+  a("immed[$3, 1]");
+  for (unsigned w = 4; w < words; ++w)
+    a("immed[$" + std::to_string(w) + ", 0]");
+  for (unsigned k = 0; k < l.replicas; ++k)
+    a("scratch[put, $0, " + std::to_string(Layout::workRing0 + k) + ", 0, " +
+      std::to_string(words) + "], ctx_swap[s3]");
+  a("immed[$9, 0xffffffff]");
+  a("scratch[put, $9, " + std::to_string(Layout::orderRing) +
+    ", 0, 1], ctx_swap[s3]");
+  a.label("rx_end_pass");
+  passRxToken(a, l, 2, "rx_pass3");
+  a("ctx_arb[kill]");
 }
 
 /// A round of the dealing passes ceil(16 / n) times over replicas 0 .. n - 1
@@ -663,23 +698,122 @@ void receiveStage(Program &program, const Layout &l, const Buffers &pool,
     a("immed[a4, " + std::to_string(Layout::workRing0) + "]");
     a("br[@rx_dealt]");
   }
-  // The first context to see the end puts one marker on every work ring
-  // and on the order ring; each context that takes one puts it back.
-  a.label("rx_end");
-  a("ctx_arb[s6]", "the last put is in");
-  a("ctx_arb[s2]");
-  firstAtEnd(a);
-  endMarker();
-  for (unsigned k = 0; k < l.replicas; ++k)
-    a("scratch[put, $0, " + std::to_string(Layout::workRing0 + k) + ", 0, " +
-      std::to_string(words) + "], ctx_swap[s3]");
-  a("immed[$9, 0xffffffff]");
-  a("scratch[put, $9, " + std::to_string(Layout::orderRing) +
-    ", 0, 1], ctx_swap[s3]");
-  a.label("rx_end_pass");
-  passRxToken(a, l, 2, "rx_pass3");
-  a("ctx_arb[kill]");
+  endOfInput(a, l, words);
   program.code.push_back(std::move(section));
+}
+
+/// The receive MEs of a layout dealt by flow key (Layout::keyed): as
+/// receiveStage, but each packet runs the key function first (`keyCode`
+/// appends it: the flow-keyed NetPE's key slice, its packet loads guarded,
+/// writing the bucket into info word 0 and leaving at rx_keyed, or at
+/// rx_key_fault), then goes to replica bucket mod K (replica 0 when the
+/// key would fault: the NetPE faults before any state access there), and
+/// under the put token its work goes on the replica's work ring and 1 + k
+/// on the order ring, which the transmit ME follows.
+/// Registers: a0 buffer, b0 length, a1 wire length, b2 tag (the handler's
+/// arguments), b3 status, b4 and a3 the arrival time, a4 the ring, a5/a6
+/// the context and the next receive ME; the key's registers come from the
+/// rest (keyAllocation).
+LogicalResult
+keyedReceiveStage(Program &program, const Layout &l, const Buffers &pool,
+                  bool timestamps, unsigned headerBytes,
+                  const std::function<LogicalResult(CodeSection &)> &keyCode) {
+  CodeSection section;
+  section.meMask = ((1u << l.rx) - 1) << rxME;
+  section.title = l.rx == 1 ? "ME 0: receive, dealing by flow key"
+                            : "MEs 0-" + std::to_string(l.rx - 1) +
+                                  ": receive, dealing by flow key";
+  LineBuilder a{section};
+  unsigned words = timestamps ? timedEntryWords : entryWords;
+  const unsigned K = l.replicas;
+  a("local_csr_rd[a5, active_ctx_sts]", "(ME << 3) | context");
+  nextReceiveME(a, l);
+  a("alu[a15, a5, and, 7]", "no put of work to wait for yet (s6)");
+  a("alu[a15, a15, or, " + hex(6 << 3) + "]");
+  a("local_csr_wr[same_me_signal, a15]");
+  // Local memory as on the NetPEs' MEs: 64 words a context, spill slots
+  // in window 0, the key's info word (window 1) at word 16.
+  a("alu[a15, a5, and, 7]");
+  a("alu_shf[a15, --, b, a15, <<8]");
+  a("local_csr_wr[active_lm_addr_0, a15]", "spill slots");
+  a("alu[a15, a15, +, 64]");
+  a("local_csr_wr[active_lm_addr_1, a15]", "the key's info memory");
+  a("br!=ctx[0, @rx_loop]");
+  a("alu[--, --, b, a5]");
+  a("bne[@rx_loop]", "ME 0 context 0 fills the free ring");
+  a("immed[a1, " + hex(bufferBase + infoBytes) + "]");
+  fillFreeRing(a, pool, 0);
+  a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
+  a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
+  receivePacket(a, l, timestamps, /*putPending=*/true);
+  // The descriptor into registers: the key's code may use any transfer
+  // register.
+  a("alu[b0, --, b, $0]", "length");
+  a("alu[a1, --, b, $1]", "wire length");
+  a("alu[b3, --, b, $2]", "status");
+  a("alu[b2, --, b, $3]", "the packet's number: its tag");
+  if (timestamps) {
+    a("alu[b4, --, b, $4]", "arrival time: seconds");
+    a("alu[a3, --, b, $5]", "microseconds");
+  }
+  if (headerBytes)
+    a("dram[read, $$0, a0, 0, " + std::to_string(headerBytes / 8) +
+          "], ctx_swap[s4]",
+      "the key's header: bytes 0-" + std::to_string(headerBytes - 1));
+  if (failed(keyCode(section)))
+    return failure();
+  a.label("rx_key_fault");
+  a("immed[a4, 0]", "a packet the NetPE faults on: any replica");
+  a("br[@rx_keyed_ring]");
+  a.label("rx_keyed");
+  a("alu[a4, --, b, *l$index1[0]]", "the bucket");
+  a("alu[--, a4, +, 1]");
+  a("beq[@rx_key_fault]", "a packet load of the key would fault");
+  if ((K & (K - 1)) == 0) {
+    a("alu[a4, a4, and, " + std::to_string(K - 1) + "]", "bucket mod K");
+  } else {
+    // bucket mod K by shifted subtraction, from the largest K << s below
+    // the buckets (the bucket is less than keyBuckets).
+    unsigned top = 0;
+    while (top < 31 && (uint64_t(K) << (top + 1)) < l.keyBuckets)
+      ++top;
+    for (int s = top; s >= 0; --s) {
+      std::string label = "rx_mod" + std::to_string(s);
+      a("immed[b15, " + hex(K << s) + "]", s == int(top) ? "bucket mod K" : "");
+      a("alu[a15, a4, -, b15]");
+      a("bcs[@" + label + "]");
+      a("alu[a4, --, b, a15]");
+      a.label(label);
+    }
+  }
+  a.label("rx_keyed_ring");
+  a("alu[$0, --, b, a0]");
+  a("alu[$1, --, b, b0]", "length");
+  a("alu[$2, --, b, a1]", "wire length");
+  a("alu[$3, --, b, b3]", "status");
+  a("alu[$4, --, b, b2]", "tag");
+  if (timestamps) {
+    a("alu[$5, --, b, b4]");
+    a("alu[$6, --, b, a3]");
+  }
+  a("alu[$9, a4, +, 1]", "1 + the replica, for the transmit ME");
+  a("alu[a4, a4, +, " + std::to_string(Layout::workRing0) + "]",
+    "its work ring");
+  a("ctx_arb[s2]", "put token");
+  a("scratch[put, $0, a4, 0, " + std::to_string(words) + "], sig_done[s6]",
+    "the replica's work");
+  a("scratch[put, $9, " + std::to_string(Layout::orderRing) +
+        ", 0, 1], sig_done[s5]",
+    "the packet's replica, in packet order");
+  passRxToken(a, l, 2, "rx_pass2");
+  a("ctx_arb[s5]");
+  a("br[@rx_loop]");
+  a.label("rx_put_wait");
+  a("ctx_arb[s6]");
+  a("br[@rx_put_done]");
+  endOfInput(a, l, words);
+  program.code.push_back(std::move(section));
+  return success();
 }
 
 /// The transmit ME of a multi-ME layout (8 contexts): packets in the
@@ -715,7 +849,7 @@ void orderedTransmitStage(Program &program, const Layout &l,
   // With a fixed turn every receive ME deals by the packet's number, so
   // one turn serves them all; otherwise the transmit ME keeps a copy of
   // each receive ME's.
-  const unsigned dealers = l.fixedTurn ? 1 : l.rx;
+  const unsigned dealers = l.fixedTurn || l.keyed ? 1 : l.rx;
   // With a fixed turn and no copies, as pipeline-multirx-tx.inc: packet j
   // is on ring j mod K, so context c knows its packets' rings (b3: the
   // next one's index) and each ring has a token, signal 7 + k, that the
@@ -792,7 +926,7 @@ void orderedTransmitStage(Program &program, const Layout &l,
       a("alu[*l$index0[3], --, b, 0]");
     }
     a("local_csr_wr[active_lm_addr_0, " + std::to_string(rxTurns) + "]");
-    if (!l.fixedTurn)
+    if (!l.fixedTurn && !l.keyed)
       passesTable(a, 0);
     a("local_csr_wr[same_me_signal, " + hex(1 << 3) + "]");
     a("local_csr_wr[same_me_signal, " + hex(2 << 3) + "]");
@@ -843,7 +977,30 @@ void orderedTransmitStage(Program &program, const Layout &l,
         "the turn of this block's dealer");
       a("alu[a6, --, b, *l$index0[2]]", "the next block's");
     }
-    if (l.fixedTurn) {
+    if (l.keyed) {
+      // Dealt by flow key: the order ring says whose each packet is.
+      // While the ring is empty (the transmit ME ahead of the receive
+      // side) the holder of the turn looks at its state, not with gets
+      // that would load the scratch controller the replicas' rings share.
+      a.label("tx_order");
+      a("br_!inp_state[scr_ring" + std::to_string(Layout::orderRing) +
+            "_empty, @tx_order_get]",
+        "a packet's replica on the order ring?");
+      a("ctx_arb[voluntary]");
+      a("br[@tx_order]");
+      a.label("tx_order_get");
+      a("scratch[get, $0, " + std::to_string(Layout::orderRing) +
+            ", 0, 1], ctx_swap[s3]",
+        "the packet's replica (1 + k), in packet order");
+      a("alu[b3, --, b, $0]");
+      a("beq[@tx_order]", "not received yet");
+      a("alu[--, b3, +, 1]");
+      a("beq[@tx_end]");
+      a("alu_shf[b3, --, b, b3, <<4]");
+      a("alu[b3, b3, +, " + std::to_string(records - record) + "]",
+        "its ring's record");
+      a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
+    } else if (l.fixedTurn) {
       a("alu[b3, --, b, *l$index0[0]]", "this packet's replica's record");
       a("local_csr_wr[active_lm_addr_1, b3]", "window 1: the ring's record");
       a("alu[*l$index0[0], --, b, *l$index1[4]]", "the next turn");
@@ -977,7 +1134,7 @@ void orderedTransmitStage(Program &program, const Layout &l,
     a("bne[@tx_wait]");
     a("br[@tx_entry]", "served");
   }
-  if (!l.fixedTurn) {
+  if (!l.fixedTurn && !l.keyed) {
     a.label("tx_round");
     a("alu[b3, *l$index0[3], -, 1]", "another pass of the round?");
     a("bcs[@tx_new_round]");
@@ -1431,6 +1588,58 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
       (handler.getKind() == HandlerKind::Push ? info.push : info.init) = *func;
     }
   }
+  // Dealing by flow key (docs/me-backend.md, "Dealing by flow key"): one
+  // stage replicated on K MEs whose only NetPE with state is fed by the
+  // sources alone and keeps its data memory in buckets of a key computed
+  // from the packet (analysis::proveFlowKey). Each bucket's packets then
+  // go to one replica, whose state token orders them; the replicas share
+  // the data memory in SRAM and never touch the same bytes.
+  med::FuncOp keyFunc;
+  MEHandlerInfo keyInfo;
+  PEInfo *keyedPE = nullptr;
+  if (L.multi && L.replicas > 1 && !options.dynamicReplicas) {
+    PEInfo *only = nullptr;
+    unsigned withState = 0;
+    bool random = false, copies = fanOut;
+    for (PEInfo &info : pes) {
+      random |= info.pushInfo.usesRandom;
+      copies |= info.pushInfo.sendsCopies;
+      if (info.pushInfo.writesState) {
+        ++withState;
+        only = &info;
+      }
+    }
+    bool fedBySources = only != nullptr;
+    for (auto &[from, dests] : outputs)
+      for (const Endpoint &d : dests)
+        fedBySources &= !(only && d.pe == only->pe);
+    for (const std::vector<Endpoint> &dests : fromSources)
+      for (const Endpoint &d : dests)
+        fedBySources &= only && d.pe == only->pe;
+    if (withState == 1 && !random && !copies && fedBySources) {
+      analysis::FlowKeyProof proof = analysis::proveFlowKey(only->pe);
+      if (proof.proved) {
+        HandlerOp keyHandler = analysis::buildFlowKeyHandler(only->pe, proof);
+        MELoweringOptions keyLowering = lowering;
+        keyLowering.peIndex = only->index;
+        keyLowering.dropCounter = 0;
+        keyLowering.infoSize = std::max(lowering.infoSize, 4u);
+        FailureOr<med::FuncOp> func = lowerHandlerToME(
+            keyHandler, builder, keyLowering, layout.locations, keyInfo);
+        keyHandler.erase();
+        if (failed(func))
+          return failure();
+        keyFunc = *func;
+        keyFunc.setSymName((only->pe.getSymName() + ".key").str());
+        keyedPE = only;
+        L.keyed = true;
+        L.fixedTurn = false;
+        L.keyBuckets = proof.buckets > 0xffffffffull
+                           ? 0xffffffffu
+                           : static_cast<uint32_t>(proof.buckets);
+      }
+    }
+  }
   if (sramNext > options.machine.sramBytes)
     return app.emitError("the NetPEs' memories and tables need ")
            << sramNext - sramDataBase << " bytes of SRAM from "
@@ -1496,7 +1705,7 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
     return L.staged ? L.stageMEs[peStage[info.index]] : L.replicas;
   };
   for (PEInfo &info : pes)
-    if (replicasOf(info) > 1) {
+    if (replicasOf(info) > 1 && &info != keyedPE) {
       const char *why = info.pushInfo.writesState
                             ? "writes data or shared memory (or its lookup "
                               "table)"
@@ -1507,8 +1716,9 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
                << info.pe.getSymName() << "' " << why << ": "
                << replicasOf(info)
                << " replicas would diverge; the microengine back end "
-                  "replicates only NetPEs without state (give its stage "
-                  "one ME)";
+                  "replicates only NetPEs without state, or whose data "
+                  "memory a flow key partitions and that the sources "
+                  "alone feed (give its stage one ME)";
     }
   unsigned workWords = timestamps ? timedEntryWords : entryWords;
   if (L.multi) {
@@ -1643,10 +1853,39 @@ LogicalResult netvm::me::compileApplication(ModuleOp module,
         " run the NetPEs (replicas), ME " + std::to_string(L.txME()) +
         " transmits (docs/me-backend.md)";
     program.rings = L.rings;
-    receiveStage(program, L, pool, copyBuffers, timestamps);
+    if (L.keyed) {
+      // The key's registers: those the receive path leaves (a0, b0, a1,
+      // b2 are its arguments; a3-a6, b3, b4 the path's).
+      auto keyCode = [&](CodeSection &into) -> LogicalResult {
+        AllocationOptions alloc;
+        alloc.poolA = {7, 8, 9, 10, 11, 12, 13, 14};
+        alloc.poolB = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+        alloc.firstFreeDramXfer = keyInfo.headerBytes / 4;
+        alloc.spillSlots = 15;
+        Allocation allocation;
+        if (failed(allocateRegisters(keyFunc, alloc, allocation)))
+          return failure();
+        ExitLabels exits;
+        exits.pe = keyedPE->index;
+        exits.send = [](unsigned) { return std::string("rx_keyed"); };
+        exits.drop = exits.dropLogged = "rx_keyed";
+        exits.raise = "rx_key_fault";
+        exits.sendCopy = [](unsigned, CodeSection &, std::string &error) {
+          error = "a key function sends no copies";
+          return false;
+        };
+        EmitStats stats;
+        return emitHandler(keyFunc, allocation, exits, "rx_key", into, stats);
+      };
+      if (failed(keyedReceiveStage(program, L, pool, timestamps,
+                                   keyInfo.headerBytes, keyCode)))
+        return failure();
+    } else {
+      receiveStage(program, L, pool, copyBuffers, timestamps);
+    }
     removeBranchesToNext(program.code.back());
     AppLayout::Stage stage;
-    stage.replicaWord = L.fixedTurn ? 0 : Layout::activeWord;
+    stage.replicaWord = L.fixedTurn || L.keyed ? 0 : Layout::activeWord;
     stage.maxReplicas = L.replicas;
     for (unsigned k = 0; k < L.replicas; ++k) {
       stage.mes.push_back(L.firstReplica() + k);
