@@ -304,8 +304,14 @@ private:
   /// Whether `f` holds given the current state's facts (std::nullopt:
   /// not known at compile time).
   std::optional<bool> factValue(const Formula &f) const;
+  /// Whether the format of `p` leaves field `name` as its first declaration
+  /// read it when that read `value`: it is declared again only in loops
+  /// that leave at once on `value` (IPv6's extension headers, for a next
+  /// header that is not one). A test reads a field's first declaration,
+  /// the encapsulation its last.
+  bool keepsValue(const Protocol &p, StringRef name, uint32_t value);
   /// The chain's test, when it is `p%K.field == N` or `!= N` on the K-th
-  /// header of `p` (this one) for a field of at most 4 bytes declared once.
+  /// header of `p` (this one) for a field of at most 4 bytes.
   struct Relation {
     std::string field;
     uint32_t value;

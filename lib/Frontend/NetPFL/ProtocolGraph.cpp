@@ -798,13 +798,32 @@ void CodeGen::emitHeader(unsigned id) {
   if (parsesFormat(p, n) && n.prefixLen && staticCounts)
     fastOk = inPacket(base, c32(n.prefixLen));
   Block *tests = newBlock();
+  auto prefix = llvm::ArrayRef(p.format).take_front(n.prefixNodes);
+  auto rest = llvm::ArrayRef(p.format).drop_front(n.prefixNodes);
+  // When every field the tests read lies in the fixed prefix, the tests
+  // and the early exit come before the rest of the format, which then
+  // decodes only for packets the formula still needs, knowing the values
+  // the formula requires (IPv6's extension headers, for a next header the
+  // filter requires to be TCP, end at once).
+  // (Only where it pays: when the rest declares again a field whose value
+  // the formula requires.)
+  bool testsFirst = parsesFormat(p, n) && !rest.empty() && n.tested &&
+                    staticCounts && filter.formula && filter.extracts.empty() &&
+                    llvm::all_of(n.recorded, [&](const auto &r) {
+                      return n.prefixFields.count(r.getKey());
+                    });
+  if (testsFirst) {
+    std::optional<Known> required = requiredValues(*filter.formula, p);
+    testsFirst = required && llvm::any_of(*required, [&](const auto &r) {
+                   return !declaredOnce(p, r.first);
+                 });
+  }
+  std::optional<uint32_t> restStatic;
   if (parsesFormat(p, n)) {
     // A field the packet is too short for ends the parse after this
     // header's tests.
     Block *stop = newBlock();
     stopTarget = stop;
-    auto prefix = llvm::ArrayRef(p.format).take_front(n.prefixNodes);
-    auto rest = llvm::ArrayRef(p.format).drop_front(n.prefixNodes);
     if (fastOk) {
       Block *fastPath = newBlock(), *slowPath = newBlock(), *join = newBlock();
       cf::CondBranchOp::create(b, loc, fastOk, fastPath, slowPath);
@@ -823,8 +842,11 @@ void CodeGen::emitHeader(unsigned id) {
       for (const Node &x : prefix)
         emitNode(x);
     }
-    for (const Node &x : rest)
-      emitNode(x);
+    if (testsFirst)
+      restStatic = staticCur;
+    else
+      for (const Node &x : rest)
+        emitNode(x);
     cf::BranchOp::create(b, loc, tests);
     startBlock(stop);
     set(var("stop"), c32(1));
@@ -877,6 +899,28 @@ void CodeGen::emitHeader(unsigned id) {
     cf::BranchOp::create(b, loc, finish);
     return;
   }
+  if (testsFirst) {
+    // The rest of the format, unless the prefix was cut short; past the
+    // early exit the values the formula requires hold.
+    Block *restBlock = newBlock(), *cut = newBlock(), *after = newBlock();
+    cf::CondBranchOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, get(var("stop")), c32(0)),
+        restBlock, after);
+    startBlock(restBlock);
+    stopTarget = cut;
+    staticCur = restStatic;
+    if (exits)
+      known = requiredValues(*filter.formula, p).value_or(Known{});
+    for (const Node &x : rest)
+      emitNode(x);
+    known.clear();
+    staticCur.reset();
+    cf::BranchOp::create(b, loc, after);
+    startBlock(cut);
+    set(var("stop"), c32(1));
+    cf::BranchOp::create(b, loc, after);
+    startBlock(after);
+  }
   require(cmp(arith::CmpIPredicate::eq, get(var("stop")), c32(0)), finish);
   stopTarget = finish;
   // Past the early exit, the formula holds the values some fields of this
@@ -894,7 +938,9 @@ std::optional<CodeGen::Known> CodeGen::requiredValues(const Formula &f,
   case Formula::Leaf:
     // A test `p%K.field == N` on this very header (the K-th): its flag
     // cannot change after it, so past the early exit it is true.
-    if (auto eq = relationOn(f.chain, p); eq && eq->equal)
+    if (auto eq = relationOn(f.chain, p);
+        eq && eq->equal &&
+        (declaredOnce(p, eq->field) || keepsValue(p, eq->field, eq->value)))
       return Known{{eq->field, {eq->value}}};
     return std::nullopt;
   case Formula::Not:
@@ -974,8 +1020,7 @@ std::optional<CodeGen::Relation> CodeGen::relationOn(size_t c,
   if (field->kind != Arith::Field)
     std::swap(field, k);
   if (field->kind != Arith::Field || k->kind != Arith::Const ||
-      field->ref.field->size == 0 || field->ref.field->size > 4 ||
-      !declaredOnce(p, field->ref.field->name))
+      field->ref.field->size == 0 || field->ref.field->size > 4)
     return std::nullopt;
   return Relation{field->ref.field->name, k->k,
                   m.pred->rel == arith::CmpIPredicate::eq};
@@ -1052,8 +1097,9 @@ CodeGen::pathFacts(const Protocol &p,
   for (const Protocol *t : targets)
     out[t] = inherited;
   for (size_t c = 0; c < filter.chains.size(); ++c) {
+    // The switch reads the field's last declaration, the test its first.
     std::optional<Relation> eq = relationOn(c, p);
-    if (!eq)
+    if (!eq || !declaredOnce(p, eq->field))
       continue;
     // The values of the field on the ways to each target (std::nullopt:
     // any), walking the encapsulation as forKnownPaths does.
@@ -1215,6 +1261,48 @@ bool CodeGen::declaredOnce(const Protocol &p, StringRef name) {
       };
   walk(p.format, 1);
   return count == 1;
+}
+
+bool CodeGen::keepsValue(const Protocol &p, StringRef name, uint32_t value) {
+  std::function<bool(llvm::ArrayRef<Node>)> declares =
+      [&](llvm::ArrayRef<Node> nodes) {
+        return llvm::any_of(nodes, [&](const Node &x) {
+          if (x.isField() && x.name == name)
+            return true;
+          if (x.kind == Node::IncludeBlock &&
+              declares(p.blocks.find(x.name)->second.children))
+            return true;
+          return declares(x.children) || declares(x.otherwise) ||
+                 llvm::any_of(x.cases, [&](const Node::Case &c) {
+                   return declares(c.body);
+                 });
+        });
+      };
+  // The first declaration at the top of the format, then only loops that
+  // leave at once when the field holds `value`: a switch on it whose
+  // default (no case holds `value`) breaks.
+  auto first = llvm::find_if(
+      p.format, [&](const Node &x) { return x.isField() && x.name == name; });
+  if (first == p.format.end() || declares(first->children))
+    return false;
+  for (const Node &x : llvm::make_range(std::next(first), p.format.end())) {
+    if (!declares(llvm::ArrayRef<Node>(x)))
+      continue;
+    if (x.kind != Node::Loop || x.loopKind != Node::WhileLoop ||
+        x.children.empty())
+      return false;
+    const Node &sw = x.children.front();
+    if (sw.kind != Node::Switch || !sw.hasDefault || !sw.expr ||
+        sw.expr->kind != Expr::Field || sw.expr->name != name ||
+        llvm::any_of(sw.cases,
+                     [&](const Node::Case &c) {
+                       return c.low <= value && value <= c.high;
+                     }) ||
+        sw.otherwise.empty() || sw.otherwise.front().kind != Node::LoopCtrl ||
+        !sw.otherwise.front().isBreak)
+      return false;
+  }
+  return true;
 }
 
 void CodeGen::emitSequence(const std::vector<Node> &nodes) {
