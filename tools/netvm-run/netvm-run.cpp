@@ -287,7 +287,8 @@ static cl::opt<JitEntriesChoice> jitEntries(
                    "(-w, packet lines, -v, --results), else the batch "
                    "entries (default)"),
         clEnumValN(JitEntriesChoice::All, "all", "all of them at once"),
-        clEnumValN(JitEntriesChoice::Batch, "batch", "the batch entries"),
+        clEnumValN(JitEntriesChoice::Batch, "batch",
+                   "the batch entries' fast loops"),
         clEnumValN(JitEntriesChoice::PerCall, "per-call",
                    "the per-call entries")),
     cl::cat(runCategory));
@@ -1075,13 +1076,17 @@ static std::unique_ptr<rt::Engine> createEngine(ModuleOp module,
           t.total(), t.lowering, t.translation, t.optimization, t.codegen,
           t.setup > 0 ? llvm::formatv(", JIT setup {0:f2}", t.setup).str()
                       : std::string(),
-          pipeline + (t.deferred
-                          ? std::string("; the ") +
-                                (codegen.eager == native::JitEntries::Batch
-                                     ? "per-call entries"
-                                     : "batch entries' fast loops") +
-                                " on first use"
-                          : std::string()));
+          pipeline +
+              (t.deferred
+                   ? std::string("; the ") +
+                         (codegen.eager == native::JitEntries::Batch
+                              ? "per-call entries and slow loops"
+                              : "batch entries' fast loops") +
+                         llvm::formatv(" on first use ({0} function{1})",
+                                       t.deferredFunctions,
+                                       t.deferredFunctions == 1 ? "" : "s")
+                             .str()
+                   : std::string()));
     }
     engine = rt::Engine::native(*compiled, options, error);
   }

@@ -38,11 +38,12 @@ namespace netvm {
 /// backend can tell their loops from the application's.
 constexpr const char *kBatchEntryAttribute = "netvm-batch-entry";
 /// Marks the per-call entry of a source (netvm_entry_fn) and, with
-/// NativeLoweringOptions::separateFastLoops, the fast loop of a batch
-/// entry: the pieces the JIT may compile on first use
-/// (native::JitEntries, docs/native.md).
+/// NativeLoweringOptions::separateFastLoops and separateSlowLoops, the
+/// fast and slow loops of a batch entry: the pieces the JIT may compile on
+/// first use (native::JitEntries, docs/native.md).
 constexpr const char *kSourceEntryAttribute = "netvm-source-entry";
 constexpr const char *kFastLoopAttribute = "netvm-fast-loop";
+constexpr const char *kSlowLoopAttribute = "netvm-slow-loop";
 
 struct NativeLoweringOptions {
   /// Maintain the per-NetPE `runs` and `sent` counters of netvm_pe_state.
@@ -60,6 +61,11 @@ struct NativeLoweringOptions {
   /// the batch entry calls once per batch; the JIT can then compile it on
   /// first use while the per-call entries are compiled at once.
   bool separateFastLoops = false;
+  /// Likewise for the slow loop (the one that calls the per-call entry for
+  /// every packet, when somebody listens), marked kSlowLoopAttribute: the
+  /// JIT can then compile it with the per-call entries on first use while
+  /// the fast loops are compiled at once. Not with separateFastLoops.
+  bool separateSlowLoops = false;
 };
 
 /// Per-application facts the conversion patterns need (routes, indices,

@@ -202,6 +202,9 @@ struct CompileTimes {
   /// The module was split (CodegenOptions::eager): its other entries are
   /// compiled on first use (deferredCompiles() says when).
   bool deferred = false;
+  /// How many functions were left for their first call (the per-call
+  /// entries and the batch entries' slow loops, or the fast loops).
+  unsigned deferredFunctions = 0;
   double total() const {
     return setup + lowering + translation + optimization + codegen + cache;
   }

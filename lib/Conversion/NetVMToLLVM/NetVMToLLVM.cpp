@@ -463,18 +463,23 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
   // (native::isSmallModule).
   func.setPassthroughAttr(
       b.getArrayAttr({b.getStringAttr(kBatchEntryAttribute)}));
-  // The fast loop, in a function of its own if asked (the JIT may then
-  // compile it on first use): the batch entry calls it once per batch.
-  LLVM::LLVMFuncOp fastFunc;
-  if (state.options.separateFastLoops) {
-    fastFunc = LLVM::LLVMFuncOp::create(
-        b, loc, state.prefix + "fast." + state.sourceNames[source], type,
-        LLVM::Linkage::Internal);
-    setNoAlias(fastFunc);
-    fastFunc.setPassthroughAttr(
-        b.getArrayAttr({b.getStringAttr(kBatchEntryAttribute),
-                        b.getStringAttr(kFastLoopAttribute)}));
-  }
+  // The fast or the slow loop, in a function of its own if asked (the JIT
+  // may then compile it on first use, the slow loop with the per-call
+  // entries it calls): the batch entry calls it once per batch.
+  auto loopFunc = [&](llvm::StringRef kind, const char *attribute) {
+    auto loop = LLVM::LLVMFuncOp::create(
+        b, loc, state.prefix + kind.str() + "." + state.sourceNames[source],
+        type, LLVM::Linkage::Internal);
+    setNoAlias(loop);
+    loop.setPassthroughAttr(b.getArrayAttr(
+        {b.getStringAttr(kBatchEntryAttribute), b.getStringAttr(attribute)}));
+    return loop;
+  };
+  LLVM::LLVMFuncOp fastFunc, slowFunc;
+  if (state.options.separateFastLoops)
+    fastFunc = loopFunc("fast", kFastLoopAttribute);
+  else if (state.options.separateSlowLoops)
+    slowFunc = loopFunc("slow", kSlowLoopAttribute);
   OpBuilder::InsertionGuard guard(b);
   Block *entry = func.addEntryBlock(b);
   Value c = entry->getArgument(0), xb = entry->getArgument(1),
@@ -500,16 +505,33 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
   Block *fastBody = b.createBlock(&fastRegion, fastRegion.end());
   Block *fastExit = b.createBlock(&fastRegion, fastRegion.end());
   Block *fastCall = fastFunc ? b.createBlock(&region, region.end()) : fastPre;
-  Block *slowHeader = b.createBlock(&region, region.end(), {i64}, {loc});
-  Block *slowBody = b.createBlock(&region, region.end());
+  // With a separate slow loop, likewise.
+  Region &slowRegion = slowFunc ? slowFunc.getBody() : region;
+  Block *slowPre = slowFunc ? slowFunc.addEntryBlock(b) : nullptr;
+  Block *slowHeader =
+      b.createBlock(&slowRegion, slowRegion.end(), {i64}, {loc});
+  Block *slowBody = b.createBlock(&slowRegion, slowRegion.end());
+  Block *slowCall = slowFunc ? b.createBlock(&region, region.end()) : nullptr;
   Block *exit = b.createBlock(&region, region.end());
+  Block *slowExit =
+      slowFunc ? b.createBlock(&slowRegion, slowRegion.end()) : exit;
 
   b.setInsertionPointToEnd(entry);
   Value first = e.load(e.i64(), xb, offsetof(netvm_exbuf, sequence));
   Value hooks = e.load(e.i32(), c, offsetof(netvm_ctx, hooks));
-  LLVM::CondBrOp::create(
-      b, loc, e.icmp(LLVM::ICmpPredicate::ne, hooks, e.c32(0)), slowHeader,
-      ValueRange{e.c64(0)}, fastCall, ValueRange(), kUnlikely);
+  if (slowFunc)
+    LLVM::CondBrOp::create(
+        b, loc, e.icmp(LLVM::ICmpPredicate::ne, hooks, e.c32(0)), slowCall,
+        ValueRange(), fastCall, ValueRange(), kUnlikely);
+  else
+    LLVM::CondBrOp::create(
+        b, loc, e.icmp(LLVM::ICmpPredicate::ne, hooks, e.c32(0)), slowHeader,
+        ValueRange{e.c64(0)}, fastCall, ValueRange(), kUnlikely);
+  if (slowFunc) {
+    b.setInsertionPointToEnd(slowCall);
+    LLVM::CallOp::create(b, loc, slowFunc, ValueRange{c, xb, packets, count});
+    LLVM::BrOp::create(b, loc, ValueRange(), exit);
+  }
   if (fastFunc) {
     b.setInsertionPointToEnd(fastCall);
     LLVM::CallOp::create(b, loc, fastFunc, ValueRange{c, xb, packets, count});
@@ -646,10 +668,21 @@ LLVM::LLVMFuncOp buildBatchEntry(OpBuilder &b, Location loc,
   xb = batchXb;
   packets = batchPackets;
   count = entry->getArgument(3);
+  if (slowFunc) {
+    c = slowPre->getArgument(0);
+    xb = slowPre->getArgument(1);
+    packets = slowPre->getArgument(2);
+    count = slowPre->getArgument(3);
+    b.setInsertionPointToEnd(slowPre);
+    first = e.load(e.i64(), xb, offsetof(netvm_exbuf, sequence));
+    LLVM::BrOp::create(b, loc, ValueRange{e.c64(0)}, slowHeader);
+    b.setInsertionPointToEnd(slowExit);
+    LLVM::ReturnOp::create(b, loc, ValueRange());
+  }
   b.setInsertionPointToEnd(slowHeader);
   Value j = slowHeader->getArgument(0);
   LLVM::CondBrOp::create(b, loc, e.icmp(LLVM::ICmpPredicate::ult, j, count),
-                         slowBody, exit);
+                         slowBody, slowExit);
   b.setInsertionPointToEnd(slowBody);
   setup(xb, packetAt(j), j, /*full=*/true);
   auto call = LLVM::CallOp::create(b, loc, state.sourceFuncs[source],

@@ -390,19 +390,22 @@ struct DeferredPart {
 };
 constexpr const char *kImplSuffix = "$impl";
 
-/// Move the definitions of the functions of `module` marked `attribute`
-/// into a module of their own: `module` keeps external declarations of
-/// them, renamed after `descriptor` (unique in the JIT), and the new
-/// module defines them (with kImplSuffix) and internal copies of every
+/// Move the definitions of the functions of `module` marked with one of
+/// `attributes` into a module of their own: `module` keeps external
+/// declarations of them, renamed after `descriptor` (unique in the JIT), and
+/// the new module defines them (with kImplSuffix) and internal copies of every
 /// other global, of which its optimizer keeps what they use. Everything
 /// in the application's code is a function or a constant, so copies
 /// behave as the originals.
-std::optional<DeferredPart> splitDeferred(llvm::Module &module,
-                                          llvm::StringRef attribute,
-                                          llvm::StringRef descriptor) {
+std::optional<DeferredPart>
+splitDeferred(llvm::Module &module, llvm::ArrayRef<llvm::StringRef> attributes,
+              llvm::StringRef descriptor) {
   std::vector<llvm::Function *> moved;
   for (llvm::Function &f : module)
-    if (!f.isDeclaration() && f.hasFnAttribute(attribute))
+    if (!f.isDeclaration() &&
+        llvm::any_of(attributes, [&](llvm::StringRef attribute) {
+          return f.hasFnAttribute(attribute);
+        }))
       moved.push_back(&f);
   if (moved.empty())
     return std::nullopt;
@@ -785,6 +788,7 @@ public:
     if (keep || options.lowering.forwardLinks)
       options.eager = JitEntries::All;
     options.lowering.separateFastLoops = options.eager == JitEntries::PerCall;
+    options.lowering.separateSlowLoops = options.eager == JitEntries::Batch;
     // The cache: hit, the object as it was stored; miss, compiled and
     // stored. Either way the JIT links an object made by emitFile.
     std::string dir = options.useCache ? jitCacheDirectory() : "";
@@ -814,12 +818,17 @@ public:
       start = std::chrono::steady_clock::now();
       if (options.eager != JitEntries::All &&
           choosePipeline(**llvmModule, options.optLevel,
-                         options.standardPipeline) == LLVMPipeline::Lean)
+                         options.standardPipeline) == LLVMPipeline::Lean) {
+        // Batch: the per-call entries and the slow loops that call them;
+        // PerCall: the fast loops.
+        llvm::StringRef batch[] = {kSourceEntryAttribute, kSlowLoopAttribute};
+        llvm::StringRef perCall[] = {kFastLoopAttribute};
         deferred = splitDeferred(**llvmModule,
                                  options.eager == JitEntries::Batch
-                                     ? kSourceEntryAttribute
-                                     : kFastLoopAttribute,
+                                     ? llvm::ArrayRef<llvm::StringRef>(batch)
+                                     : llvm::ArrayRef<llvm::StringRef>(perCall),
                                  options.lowering.descriptorSymbol);
+      }
       if (deferred)
         shareEmptyFunctions(**llvmModule);
       lastTimes.translation += millisSince(start);
@@ -848,6 +857,7 @@ public:
       return std::move(err);
     if (deferred) {
       lastTimes.deferred = true;
+      lastTimes.deferredFunctions = deferred->names.size();
       std::string deferredPath =
           dir.empty() ? "" : cachePath(dir, deferredKey(key));
       if (llvm::Error err = addDeferred(std::move(*deferred), options.optLevel,
