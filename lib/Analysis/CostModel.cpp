@@ -296,7 +296,8 @@ CostModel buildCostModel(ApplicationOp app, CostTarget target,
     model.replicaOverhead = 25;
     model.pipePut = 30;
     model.pipePass = 40;
-    model.pipeReplicaPut = 40;
+    model.pipeReplicaPut = 200;
+    model.pipeLatencyStall = 0.55;
     model.pipeTransmit = 100;
     model.pipeReceive = {50, 90, 100};
     model.pipeSerialScale = 1.17;

@@ -373,7 +373,12 @@ void evaluate(const CostModel &model, Plan &plan) {
       // The contexts hide each other's latency; the work ring is read in
       // packet order (a scratch get under a token), and NetPEs with state
       // pass it in packet order, one context at a time.
-      double perPacket = s.cost + s.latency / double(model.contexts);
+      // In a pipeline, which the profile does not calibrate, the stage's
+      // ME stalls (every context waiting) for only part of that latency,
+      // the rest overlapping the other contexts' issue
+      // (docs/partitioning.md, "A pipeline of MEs").
+      double stall = pipeline ? model.pipeLatencyStall : 1;
+      double perPacket = s.cost + stall * s.latency / double(model.contexts);
       if (pipeline) {
         // Every stage of a pipeline passes every packet on, in order: one
         // put each, and a get and a put for the packets its NetPEs do not

@@ -182,12 +182,17 @@ struct CostModel {
   /// cycles per packet for the entry it puts on the next ring in order
   /// (every stage passes every packet on), what a later stage spends on a
   /// packet it only passes on (a get and an ordered put), what a
-  /// replicated stage adds for putting in order by packet number (a
-  /// scratch read and add), the receive MEs' ordered section (numbering)
-  /// with 1, 2, 3 receive MEs, and the transmit ME's cycles per packet
-  /// (one context, every buffer freed there). Fitted to the emulator
-  /// (bench/partition.py).
+  /// replicated stage adds for putting in order by packet number (a busy
+  /// wait for the packet's number in scratch, and an add), the receive MEs'
+  /// ordered section (numbering) with 1, 2, 3 receive MEs, and the transmit
+  /// ME's cycles per packet (one context, every buffer freed there). Fitted to
+  /// the emulator (bench/partition.py).
   double pipePut = 0, pipePass = 0, pipeReplicaPut = 0, pipeTransmit = 0;
+  /// ME pipelines: the part of a stage's latency per context (latency / 8)
+  /// that its ME spends stalled, every context waiting; the rest overlaps
+  /// the other contexts' issue. Fitted to the emulator's idle cycles of
+  /// fatpe's and pipeline9's one-ME stages (bench/partition.py).
+  double pipeLatencyStall = 1;
   /// ME pipelines: a stage with state serialises its packets from their
   /// first state access until they leave the ME (the NetPEs after it in
   /// the stage, the put): that section times pipeSerialScale, plus
