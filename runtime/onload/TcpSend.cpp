@@ -76,7 +76,7 @@ public:
 struct Segment {
   unsigned connection = 0;
   uint32_t seq = 0, length = 0;
-  bool hostBuilt = false;
+  bool hostBuilt = false, retransmission = false;
 };
 
 struct Read {
@@ -123,7 +123,7 @@ private:
     /// runs while snd_una is behind it, and go-back-N resends up to it.
     uint32_t sentEnd = 0;
     uint64_t lastProgress = 0;
-    unsigned dupAcks = 0;
+    unsigned dupAcks = 0, backoff = 0; // the timeout is rto << backoff
     TcpReceiver peer;
   };
   uint64_t call(netvm_emu_host *host);
@@ -232,7 +232,7 @@ void TcpSender::transmit(const me::Transmission &t) {
   uint64_t at = t.cycle + options.delay;
   if (coin(dataRng) < options.reorder) {
     ++result.dataReordered;
-    at += options.delay;
+    at += 3 * options.delay;
   }
   toPeer.emplace(at, std::make_pair(conn, std::move(f)));
 }
@@ -261,7 +261,7 @@ void TcpSender::wireStep(uint64_t now) {
     at += options.delay;
     if (coin(ackRng) < options.reorder) {
       ++result.acksReordered;
-      at += options.delay;
+      at += 3 * options.delay;
     }
     toFabric.emplace(at, buildTcpFrame(a));
   }
@@ -283,6 +283,8 @@ void TcpSender::npSide(netvm_emu_host *host, uint64_t now) {
       continue;
     Conn &k = conns[it->second.connection];
     uint32_t end = it->second.seq + it->second.length;
+    if (it->second.retransmission)
+      k.lastProgress = now; // a retransmission left: the timer restarts
     if (int32_t(end - k.sentEnd) > 0) {
       if (k.sentEnd == k.sndUna)
         k.lastProgress = now; // the timer starts
@@ -335,7 +337,7 @@ void TcpSender::retransmit(unsigned conn, uint32_t from, uint32_t to) {
     s.connection = conn;
     s.seq = from;
     s.length = std::min<uint32_t>(options.mss, to - from);
-    s.hostBuilt = true;
+    s.hostBuilt = s.retransmission = true;
     chargeHostSegment(s.length);
     resend.push_back(s);
     ++result.retransmittedSegments;
@@ -349,13 +351,14 @@ void TcpSender::acked(unsigned conn, uint32_t una, bool duplicate,
   if (int32_t(una - k.sndUna) > 0 && int32_t(una - k.posted) <= 0) {
     k.sndUna = una;
     k.lastProgress = now;
-    k.dupAcks = 0;
+    k.dupAcks = k.backoff = 0;
     result.lastAck = std::max(result.lastAck, hostFree);
     return;
   }
   if (duplicate && una == k.sndUna && k.sndUna != k.sentEnd &&
       ++k.dupAcks == 3 && options.fastRetransmit) {
     ++result.fastRetransmits;
+    k.lastProgress = now; // the timer restarts
     retransmit(conn, k.sndUna,
                k.sndUna +
                    std::min<uint32_t>(options.mss, k.sentEnd - k.sndUna));
@@ -409,8 +412,10 @@ void TcpSender::application(uint64_t now) {
   // Retransmission timers first (a timer interrupt each).
   for (unsigned i = 0; i < conns.size(); ++i) {
     Conn &k = conns[i];
-    if (k.sndUna == k.sentEnd || now - k.lastProgress < options.rto)
+    if (k.sndUna == k.sentEnd ||
+        now - k.lastProgress < (options.rto << k.backoff))
       continue;
+    k.backoff = std::min(k.backoff + 1, 6u);
     ++result.timeouts;
     charge(h.interrupt);
     retransmit(i, k.sndUna, k.sentEnd);

@@ -115,7 +115,7 @@ static cl::opt<double>
 static cl::opt<double>
     reorder("reorder",
             cl::desc("TCP: probability a segment swaps places with the next "
-                     "frame (send: is held back another --delay)"),
+                     "frame (send: is held back 3 --delay more)"),
             cl::init(0), cl::cat(category));
 static cl::opt<unsigned>
     sendBytes("send-bytes",
@@ -134,8 +134,8 @@ static cl::opt<unsigned>
 static cl::opt<unsigned>
     rto("rto",
         cl::desc("TCP send: retransmission timeout in ME cycles "
-                 "(default 60000)"),
-        cl::init(60000), cl::cat(category));
+                 "(default 200000)"),
+        cl::init(200000), cl::cat(category));
 static cl::opt<bool>
     noFastRetransmit("no-fast-retransmit",
                      cl::desc("TCP send: recover by the timer only"),

@@ -179,7 +179,7 @@ TcpReference referenceReceive(const TcpTraffic &traffic);
 /// bytes in send() calls of `sendBytes`, at most `window` bytes
 /// unacknowledged. The MEs cut each send into segments of `mss` payload
 /// bytes. Frames leaving the fabric reach the peer `delay` cycles later
-/// unless lost (`loss`) or held back another `delay` (`reorder`); the
+/// unless lost (`loss`) or held back 3 `delay`s more (`reorder`); the
 /// peer ACKs every segment, and its ACKs come back into the fabric the
 /// same way. The host retransmits from snd_una (go-back-N) when no ACK has
 /// advanced snd_una for `rto` cycles, and one segment at snd_una on the
@@ -191,7 +191,7 @@ struct TcpSendOptions {
   unsigned mss = 1460;
   uint32_t window = 16 * 1460;
   double loss = 0, reorder = 0;
-  uint64_t seed = 1, delay = 2000, rto = 60000;
+  uint64_t seed = 1, delay = 2000, rto = 200000;
   bool fastRetransmit = true;
   /// Data frames the wire loses besides (by their order of leaving the
   /// fabric, from 0): a test's exact losses.
