@@ -347,7 +347,7 @@ def tcp(tool, args):
                      f"reference: {out}")
         return r
 
-    print("\n### TCP (first slice): receive of established connections\n")
+    print("\n### TCP: receive of established connections\n")
     print(f"{flows} connections, {per} segments each, interleaved, lossless "
           "input, 2 receiving MEs. ME path: the MEs verify, deliver in-order "
           "segments and send the ACKs; host path: the MEs only move frames "
