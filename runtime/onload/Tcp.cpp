@@ -385,10 +385,10 @@ ack_done:
     bmi[check]
     alu[a5, --, b, b1]
 check:
+    alu[--, b5, -, 0]
+    beq[ack_only]
     alu[--, a5, -, b2]
     bne[divert]
-    alu[--, b5, -, 0]
-    beq[pure_ack]
     alu_shf[a4, --, b, $11, >>16]
     alu[--, a4, -, b5]
     bcs[divert]
@@ -466,6 +466,10 @@ resumed:
     immed[b1, KIND_FAST]
     alu[a7, a3, or, b1]
     br[emit]
+ack_only:
+    alu[--, b2, -, a5]
+    beq[pure_ack]
+    bpl[divert]
 pure_ack:
     br_bset[$6, 31, divert]
     alu[a1, --, b, a10]

@@ -103,7 +103,11 @@ public:
     k.c = c;
     k.sndUna = k.posted = k.sentEnd = c.sndNxt;
     k.peer = TcpReceiver(c.sndNxt, 0x40000000);
+    k.socket = TcpReceiver(c.rcvNxt, 0x40000000);
     k.data = std::move(data);
+    k.peerData.resize(options.peerBytes);
+    for (size_t b = 0; b < k.peerData.size(); ++b)
+      k.peerData[b] = uint8_t(conns.size() * 17 + b * 5 + (b >> 8));
     byPort[c.localPort] = unsigned(conns.size());
     conns.push_back(std::move(k));
   }
@@ -125,6 +129,12 @@ private:
     uint64_t lastProgress = 0;
     unsigned dupAcks = 0, backoff = 0; // the timeout is rto << backoff
     TcpReceiver peer;
+    // Data both ways: the peer's data, how much it sent, how far the
+    // local end ACKed it (offsets), when it sends next; the local socket.
+    std::vector<uint8_t> peerData;
+    uint32_t peerSent = 0, peerAcked = 0;
+    uint64_t peerNextAt = 1;
+    TcpReceiver socket;
   };
   uint64_t call(netvm_emu_host *host);
   void wireStep(uint64_t now);
@@ -133,7 +143,24 @@ private:
   void acked(unsigned conn, uint32_t una, bool duplicate, uint64_t now);
   void retransmit(unsigned conn, uint32_t from, uint32_t to);
   void application(uint64_t now);
-  std::vector<uint8_t> hostFrame(const Segment &s) const;
+  std::vector<uint8_t> hostFrame(const Segment &s, uint32_t ack) const;
+  void peerSends(uint64_t now);
+  /// A segment from the peer: its snd_nxt, the ACK of what it received.
+  static TcpSegment fromPeer(const Conn &k) {
+    TcpSegment s;
+    s.srcIp = k.c.remoteIp;
+    s.dstIp = k.c.localIp;
+    s.srcPort = k.c.remotePort;
+    s.dstPort = k.c.localPort;
+    s.seq = k.c.rcvNxt + k.peerSent;
+    s.ack = k.peer.rcvNxt();
+    return s;
+  }
+  void peerTakesAck(Conn &k, uint32_t ack) {
+    uint32_t offset = ack - k.c.rcvNxt;
+    if (int32_t(offset - k.peerAcked) > 0)
+      k.peerAcked = offset;
+  }
   uint64_t charge(double cycles) {
     uint64_t c = uint64_t(std::llround(cycles));
     result.hostBusyCycles += c;
@@ -174,7 +201,8 @@ private:
   bool started = false, done = false;
 };
 
-std::vector<uint8_t> TcpSender::hostFrame(const Segment &s) const {
+std::vector<uint8_t> TcpSender::hostFrame(const Segment &s,
+                                          uint32_t ack) const {
   const Conn &k = conns[s.connection];
   TcpSegment seg;
   seg.srcIp = k.c.localIp;
@@ -182,7 +210,7 @@ std::vector<uint8_t> TcpSender::hostFrame(const Segment &s) const {
   seg.srcPort = k.c.localPort;
   seg.dstPort = k.c.remotePort;
   seg.seq = s.seq;
-  seg.ack = k.c.rcvNxt;
+  seg.ack = ack;
   seg.window = k.c.window;
   uint32_t offset = s.seq - k.c.sndNxt;
   seg.payload.assign(k.data.begin() + offset,
@@ -196,12 +224,15 @@ std::vector<uint8_t> TcpSender::hostFrame(const Segment &s) const {
 void TcpSender::transmit(const me::Transmission &t) {
   std::vector<uint8_t> f(t.bytes, t.bytes + t.length);
   const uint8_t macs[12] = {0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2};
-  bool ok = f.size() > 54 && std::equal(macs, macs + 12, f.begin()) &&
+  // A data segment of the send path, or (data both ways) an ACK the
+  // receiving MEs sent for the peer's data.
+  bool pureAck = f.size() == 54;
+  bool ok = f.size() >= 54 && std::equal(macs, macs + 12, f.begin()) &&
             get16(&f[12]) == 0x0800 && f[14] == 0x45 &&
             get16(&f[16]) + 14u == f.size() && get16(&f[20]) == 0x4000 &&
             f[22] == 64 && f[23] == 6 && fold(sum16(&f[14], 20)) == 0xffff &&
-            tcpChecksumSum(f) == 0xffff && get16(&f[46]) == 0x5018 &&
-            get16(&f[52]) == 0;
+            tcpChecksumSum(f) == 0xffff &&
+            get16(&f[46]) == (pureAck ? 0x5010 : 0x5018) && get16(&f[52]) == 0;
   auto it = ok ? byPort.find(uint16_t(get16(&f[34]))) : byPort.end();
   if (it == byPort.end()) {
     ++result.badFrames;
@@ -211,8 +242,10 @@ void TcpSender::transmit(const me::Transmission &t) {
   const Conn &k = conns[conn];
   uint32_t length = uint32_t(f.size() - 54);
   uint32_t offset = get32(&f[38]) - k.c.sndNxt;
+  // The ACK number: no further than the peer's data sent.
+  uint32_t acked = get32(&f[42]) - k.c.rcvNxt;
   if (get32(&f[26]) != k.c.localIp || get32(&f[30]) != k.c.remoteIp ||
-      get16(&f[36]) != k.c.remotePort || get32(&f[42]) != k.c.rcvNxt ||
+      get16(&f[36]) != k.c.remotePort || acked > k.peerSent ||
       get16(&f[48]) != k.c.window || length > options.mss ||
       uint64_t(offset) + length > k.data.size() ||
       !std::equal(f.begin() + 54, f.end(), k.data.begin() + offset)) {
@@ -220,12 +253,19 @@ void TcpSender::transmit(const me::Transmission &t) {
     return;
   }
   bool meBuilt = t.hasTag && (t.tag >> 24) & txTcpBuild;
-  ++(meBuilt ? result.meSegments : result.hostSegments);
+  if (pureAck)
+    ++result.meAckFrames;
+  else
+    ++(meBuilt ? result.meSegments : result.hostSegments);
   std::uniform_real_distribution<double> coin(0, 1);
   bool drop = coin(dataRng) < options.loss;
-  uint64_t index = dataFrames++;
-  if (drop ||
-      std::count(options.dropData.begin(), options.dropData.end(), index)) {
+  if (pureAck && drop) {
+    ++result.meAckFramesLost;
+    return;
+  }
+  uint64_t index = pureAck ? 0 : dataFrames++;
+  if (drop || (!pureAck && std::count(options.dropData.begin(),
+                                      options.dropData.end(), index))) {
     ++result.dataLost;
     return;
   }
@@ -244,14 +284,14 @@ void TcpSender::wireStep(uint64_t now) {
     uint64_t at = node.key();
     auto &[conn, f] = node.mapped();
     Conn &k = conns[conn];
-    uint32_t ack = k.peer.input(get32(&f[38]), f.data() + 54, f.size() - 54);
-    TcpSegment a;
-    a.srcIp = k.c.remoteIp;
-    a.dstIp = k.c.localIp;
-    a.srcPort = k.c.remotePort;
-    a.dstPort = k.c.localPort;
-    a.seq = k.c.rcvNxt;
-    a.ack = ack;
+    // The peer's events in time order: its data sent before this frame
+    // arrived is before its ACK on the wire (which carries its snd_nxt).
+    peerSends(at);
+    peerTakesAck(k, get32(&f[42]));
+    if (f.size() == 54)
+      continue; // an ACK of the peer's data: not ACKed in turn
+    k.peer.input(get32(&f[38]), f.data() + 54, f.size() - 54);
+    TcpSegment a = fromPeer(k);
     a.flags = TcpAck;
     ++result.peerAcks;
     if (coin(ackRng) < options.loss) {
@@ -265,6 +305,7 @@ void TcpSender::wireStep(uint64_t now) {
     }
     toFabric.emplace(at, buildTcpFrame(a));
   }
+  peerSends(now);
   bool fed = false;
   while (!toFabric.empty() && toFabric.begin()->first <= now) {
     wire.frames.push_back(std::move(toFabric.begin()->second));
@@ -273,6 +314,22 @@ void TcpSender::wireStep(uint64_t now) {
   }
   if (fed)
     emulator.pause(); // the receiving contexts read the wire on resuming
+}
+
+void TcpSender::peerSends(uint64_t now) {
+  for (Conn &k : conns) {
+    while (k.peerSent < k.peerData.size() && k.peerNextAt <= now) {
+      TcpSegment d = fromPeer(k);
+      uint32_t length = std::min<uint32_t>(
+          options.mss, uint32_t(k.peerData.size()) - k.peerSent);
+      d.payload.assign(k.peerData.begin() + k.peerSent,
+                       k.peerData.begin() + k.peerSent + length);
+      k.peerSent += length;
+      ++result.peerSegments;
+      toFabric.emplace(k.peerNextAt + options.delay, buildTcpFrame(d));
+      k.peerNextAt += 2 * options.delay;
+    }
+  }
 }
 
 void TcpSender::npSide(netvm_emu_host *host, uint64_t now) {
@@ -300,7 +357,15 @@ void TcpSender::npSide(netvm_emu_host *host, uint64_t now) {
     const Conn &k = conns[s.connection];
     uint32_t flags = 0, length;
     if (s.hostBuilt) {
-      std::vector<uint8_t> f = hostFrame(s);
+      // The ACK number: rcv_nxt as the MEs have it, or the host's own.
+      uint32_t ack = k.socket.rcvNxt();
+      uint8_t word[4];
+      if (fastPath &&
+          netvm_emu_host_read(host, NETVM_EMU_SRAM,
+                              tcpStates + s.connection * stateBytes + 12, word,
+                              4) == 0)
+        ack = get32(word);
+      std::vector<uint8_t> f = hostFrame(s, ack);
       length = uint32_t(f.size());
       netvm_emu_host_write(host, NETVM_EMU_DRAM, r.buffer, f.data(), length);
     } else {
@@ -389,21 +454,45 @@ void TcpSender::entries(netvm_emu_host *host, uint64_t now) {
         info != refusedInfo && netvm_emu_host_read(host, NETVM_EMU_DRAM, buffer,
                                                    f.data(), length) == 0;
     netvm_emu_host_ring_put(host, freeRing, &buffer, 1);
-    if (kind != kindHost || !read || f.size() < 54) {
-      ++result.inconsistent; // the peer sends ACKs only, all well formed
-      continue;
-    }
-    // The host path: the driver's interrupt, the checksum, TCP input.
-    ++result.hostAckFrames;
-    f.resize(std::min<size_t>(f.size(), 14 + get16(&f[16])));
-    charge(h.interrupt + h.checksumPerByte * (f.size() - 14) + h.protocol);
-    auto it = byPort.find(uint16_t(get16(&f[36])));
-    if (tcpChecksumSum(f) != 0xffff || it == byPort.end() ||
-        !(f[47] & TcpAck)) {
+    if ((kind != kindHost && kind != kindFast) || !read || f.size() < 54) {
+      // Well-formed, in-order frames only: nothing is diverted here.
       ++result.inconsistent;
       continue;
     }
-    acked(it->second, get32(&f[42]), f.size() == 54, now);
+    f.resize(std::min<size_t>(f.size(), 14 + get16(&f[16])));
+    auto it = byPort.find(uint16_t(get16(&f[36])));
+    if (it == byPort.end()) {
+      ++result.inconsistent;
+      continue;
+    }
+    Conn &k = conns[it->second];
+    uint32_t payload = uint32_t(f.size() - 54);
+    if (kind == kindFast) {
+      // The peer's data, delivered and ACKed by the MEs, which also took
+      // its ACK field: recv() and snd_una from the state.
+      charge(h.syscall);
+      if (get32(&f[38]) != k.socket.rcvNxt())
+        ++result.inconsistent;
+      k.socket.input(get32(&f[38]), f.data() + 54, payload);
+      uint8_t word[4];
+      if (netvm_emu_host_read(host, NETVM_EMU_SRAM,
+                              tcpStates + it->second * stateBytes + 52, word,
+                              4) == 0)
+        acked(it->second, get32(word), false, now);
+      continue;
+    }
+    // The host path: the driver's interrupt, the checksum, TCP input (and
+    // the peer's data to the socket).
+    ++result.hostAckFrames;
+    charge(h.interrupt + h.checksumPerByte * (f.size() - 14) + h.protocol +
+           h.copyPerByte * payload);
+    if (tcpChecksumSum(f) != 0xffff || !(f[47] & TcpAck)) {
+      ++result.inconsistent;
+      continue;
+    }
+    if (payload)
+      k.socket.input(get32(&f[38]), f.data() + 54, payload);
+    acked(it->second, get32(&f[42]), !payload, now);
   }
 }
 
@@ -476,7 +565,8 @@ uint64_t TcpSender::call(netvm_emu_host *host) {
   bool all = pending.empty() && resend.empty() && reads.empty() &&
              buffers.size() == config.txBuffers;
   for (const Conn &k : conns)
-    all = all && k.offered == k.data.size() && k.sndUna == k.posted;
+    all = all && k.offered == k.data.size() && k.sndUna == k.posted &&
+          k.socket.delivered().size() == k.peerData.size();
   if (done)
     // The receiving contexts take what is on the wire, then stop: the
     // host reads their last entries.
@@ -511,6 +601,9 @@ void TcpSender::finish() {
     c.received = k.peer.delivered();
     c.sndUna = k.sndUna;
     c.peerAck = k.peer.rcvNxt();
+    c.peerSent = k.peerData;
+    c.socketReceived = k.socket.delivered();
+    c.peerAcked = k.peerAcked;
     std::vector<uint8_t> s, n;
     if (emulator.readMemory(me::Memory::Sram, tcpStates + i * stateBytes,
                             stateBytes, s) &&
@@ -518,6 +611,7 @@ void TcpSender::finish() {
                             counterBytes, n)) {
       c.meSndNxt = get32(&s[16]);
       c.meSndUna = get32(&s[52]);
+      c.meDelivered = get32(&s[56]);
       c.meAcksAdvanced = get32(&n[0]);
       c.meAcksDuplicate = get32(&n[4]);
       c.meAcksOld = get32(&n[8]);

@@ -434,3 +434,35 @@ TEST(OnloadTcpSend, TheHostPathSendsTheSameBytes) {
   checkSent(o, me, true);
   EXPECT_GT(host.hostCyclesPerSegment(), 3 * me.hostCyclesPerSegment());
 }
+
+TEST(OnloadTcpSend, DataBothWaysOnOneConnection) {
+  // The peer sends too: the receiving MEs deliver its segments and ACK
+  // them with the current snd_nxt while the transmitting MEs advance
+  // snd_nxt and carry the current rcv_nxt; the ACK fields of the peer's
+  // data segments advance snd_una. Loss on everything but the peer's data.
+  for (bool fastPath : {true, false}) {
+    SCOPED_TRACE(fastPath ? "ME path" : "host path");
+    TcpSendOptions o = sending(2, 20000, 1000, 4000, 8000);
+    o.peerBytes = 15000;
+    o.loss = o.reorder = 0.03;
+    o.seed = 5;
+    TcpSendResult r = runSend(OnloadConfig(), o, fastPath);
+    checkSent(o, r, fastPath);
+    EXPECT_EQ(r.peerSegments, 2u * 15);
+    for (const TcpSendConnection &k : r.connections) {
+      EXPECT_EQ(k.peerSent.size(), 15000u);
+      EXPECT_TRUE(k.socketReceived == k.peerSent);
+      EXPECT_LE(k.peerAcked, 15000u);
+      if (fastPath) {
+        EXPECT_EQ(k.meDelivered, 15u);
+        EXPECT_EQ(k.peerAcked, 15000u); // an ACK of the last reached it
+      }
+    }
+    if (fastPath) {
+      EXPECT_EQ(r.meAckFrames + r.meAckFramesLost, 2u * 15);
+      EXPECT_GT(r.meAckFrames, 0u);
+    } else {
+      EXPECT_EQ(r.meAckFrames, 0u);
+    }
+  }
+}

@@ -136,6 +136,12 @@ static cl::opt<unsigned>
         cl::desc("TCP send: retransmission timeout in ME cycles "
                  "(default 200000)"),
         cl::init(200000), cl::cat(category));
+static cl::opt<unsigned>
+    peerBytes("peer-bytes",
+              cl::desc("TCP send: the peer sends this many bytes per "
+                       "connection too (data both ways; its data segments "
+                       "are never lost)"),
+              cl::init(0), cl::cat(category));
 static cl::opt<bool>
     noFastRetransmit("no-fast-retransmit",
                      cl::desc("TCP send: recover by the timer only"),
@@ -277,6 +283,7 @@ static int runTcpSend(const onload::OnloadConfig &config) {
   o.delay = delay;
   o.rto = rto;
   o.fastRetransmit = !noFastRetransmit;
+  o.peerBytes = peerBytes;
   onload::TcpSendResult r;
   std::string error;
   if (!onload::runTcpSend(config, image, o, !hostPath, r, error)) {
@@ -284,9 +291,10 @@ static int runTcpSend(const onload::OnloadConfig &config) {
     return 1;
   }
   uint64_t equal = 0, acked = 0, advanced = 0, duplicates = 0, old = 0,
-           ackedBytes = 0;
+           ackedBytes = 0, socketsEqual = 0;
   for (const onload::TcpSendConnection &c : r.connections) {
     equal += c.received == c.sent;
+    socketsEqual += c.socketReceived == c.peerSent;
     uint32_t end = c.connection.sndNxt + uint32_t(c.sent.size());
     acked += c.sndUna == end && c.peerAck == end;
     advanced += c.meAcksAdvanced;
@@ -305,6 +313,10 @@ static int runTcpSend(const onload::OnloadConfig &config) {
                          {"sent_bytes", r.payloadBytes},
                          {"send_calls", r.sendCalls},
                          {"streams_equal_sent", equal},
+                         {"peer_segments", r.peerSegments},
+                         {"sockets_equal_peer_sent", socketsEqual},
+                         {"me_ack_frames", r.meAckFrames},
+                         {"me_ack_frames_lost", r.meAckFramesLost},
                          {"connections_acked", acked},
                          {"me_segments", r.meSegments},
                          {"host_segments", r.hostSegments},
@@ -335,6 +347,7 @@ static int runTcpSend(const onload::OnloadConfig &config) {
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out)))
                << "\n";
   bool ok = r.faults.empty() && equal == r.connections.size() &&
+            socketsEqual == r.connections.size() &&
             acked == r.connections.size() && !r.badFrames && !r.inconsistent;
   return ok ? 0 : 1;
 }

@@ -196,6 +196,13 @@ struct TcpSendOptions {
   /// Data frames the wire loses besides (by their order of leaving the
   /// fabric, from 0): a test's exact losses.
   std::vector<uint64_t> dropData;
+  /// Data both ways: the peer also sends `peerBytes` per connection, a
+  /// segment of `mss` every 2 `delay` cycles, each carrying its ACK; the
+  /// receiving MEs deliver it and ACK it. The peer does not retransmit, so
+  /// its data segments are never lost nor held back (the receive path's
+  /// losses are the receive runs'); its pure ACKs and everything the local
+  /// end sends are.
+  uint32_t peerBytes = 0;
 };
 
 struct TcpSendConnection {
@@ -206,6 +213,12 @@ struct TcpSendConnection {
   uint64_t meAcksAdvanced = 0, meAcksDuplicate = 0, meAcksOld = 0;
   uint64_t meAckedBytes = 0, meSegments = 0, meBytes = 0; // SRAM counters
   uint32_t meSndNxt = 0, meSndUna = 0; // the state's words at the end
+  /// Data both ways: what the peer sent, what reached the socket, how far
+  /// the local end's ACKs (its ACK frames and data segments) reached the
+  /// peer, and the segments the MEs delivered (state word 56).
+  std::vector<uint8_t> peerSent, socketReceived;
+  uint32_t peerAcked = 0;
+  uint64_t meDelivered = 0;
 };
 
 struct TcpSendResult {
@@ -215,6 +228,9 @@ struct TcpSendResult {
   /// that failed a check (checksums, addresses, ports, flags, the ACK
   /// number, the payload against the application's bytes).
   uint64_t meSegments = 0, hostSegments = 0, badFrames = 0;
+  /// Data both ways: the ACK frames the receiving MEs sent for the peer's
+  /// data, the peer's data segments.
+  uint64_t meAckFrames = 0, meAckFramesLost = 0, peerSegments = 0;
   uint64_t retransmittedSegments = 0, timeouts = 0, fastRetransmits = 0;
   uint64_t sendCalls = 0;
   /// The wire: data segments lost and held back, the peer's ACKs sent,
