@@ -1,9 +1,10 @@
-//===- Tcp.cpp - A first slice of TCP receive on the MEs ------------------===//
+//===- Tcp.cpp - TCP of established connections on the MEs ---------------===//
 //
-// docs/onload.md, "TCP (first slice)". The frames and the generator, the
-// plain C++ receive model (TcpReceiver), the hand-written ME program and
-// the host side: accept() installing a connection's state, the slow path
-// and the hand-back of rcv_nxt to the MEs.
+// docs/onload.md, "TCP". The frames and the generator, the plain C++
+// receive model (TcpReceiver), the hand-written ME program (receive and
+// transmit) and the receive run's host side: accept() installing a
+// connection's state, the slow path and the hand-back of rcv_nxt to the
+// MEs. The send run's host is TcpSend.cpp.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,11 +1,13 @@
-//===- OnloadTcpTest.cpp - TCP receive on the MEs against a reference -----===//
+//===- OnloadTcpTest.cpp - TCP on the MEs against a reference -------------===//
 //
-// The first TCP slice (docs/onload.md, "TCP (first slice)"): the receive
+// TCP of established connections (docs/onload.md, "TCP"). The receive
 // model on its own, then generated connections with loss, reordering,
 // duplicates and bad checksums through the MEs and the host: every
 // socket's byte stream equals the reference's, every frame of a
 // connection is ACKed once (by the MEs or the host) with the reference's
-// ACK number, and the MEs' ACK frames are well formed.
+// ACK number, and the MEs' ACK frames are well formed. Then the send path
+// to a reference peer over a lossy wire: the peer's bytes equal what was
+// sent, and the counts of segments, ACKs, retransmissions and timeouts.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,7 +1,7 @@
-//===- Tcp.h - A first slice of TCP receive on the MEs ----------*- C++ -*-===//
+//===- Tcp.h - TCP of established connections on the MEs --------*- C++ -*-===//
 //
-// The onloader's TCP receive path for established connections
-// (docs/onload.md, "TCP (first slice)"): the host sets a connection up
+// The onloader's TCP data path for established connections
+// (docs/onload.md, "TCP"). Receive: the host sets a connection up
 // (the handshake is the host's) and installs its state, two 32-byte SRAM
 // lines, with acceptTcp; the MEs verify the TCP checksum, look the
 // connection up, hand in-order segments to its socket with rcv_nxt
@@ -11,7 +11,8 @@
 // path, which reassembles and hands rcv_nxt back to the MEs when it has no
 // hole left. TcpReceiver is the plain C++ receive model: the host's slow
 // path and, separately instantiated, the reference the runs are checked
-// against.
+// against. Send (runTcpSend): the MEs build the segments from the state
+// and process the peer's ACKs; the host retransmits.
 //
 //===----------------------------------------------------------------------===//
 
