@@ -170,11 +170,13 @@ private:
   double pioWrite(uint32_t bytes) const {
     return config.dma.pioWriteStart + bytes * config.dma.pioWriteCyclesPerByte;
   }
-  /// A host-built segment: output processing, the copy out of the user's
-  /// buffer, the checksum, the descriptor written across.
-  void chargeHostSegment(uint32_t length) {
+  /// A host-built segment: output processing, the checksum, the
+  /// descriptor written across, and with `copy` its payload copied out of
+  /// the user's buffer (a retransmission; the host path's send() copied
+  /// its data once already).
+  void chargeHostSegment(uint32_t length, bool copy) {
     const HostCosts &h = config.host;
-    charge(h.protocolTx + h.copyPerByte * length +
+    charge(h.protocolTx + (copy ? h.copyPerByte * length : 0) +
            h.checksumPerByte * (length + 32) + pioWrite(16) + pioWrite(4));
   }
 
@@ -403,7 +405,7 @@ void TcpSender::retransmit(unsigned conn, uint32_t from, uint32_t to) {
     s.seq = from;
     s.length = std::min<uint32_t>(options.mss, to - from);
     s.hostBuilt = s.retransmission = true;
-    chargeHostSegment(s.length);
+    chargeHostSegment(s.length, true);
     resend.push_back(s);
     ++result.retransmittedSegments;
     from += s.length;
@@ -539,7 +541,7 @@ void TcpSender::application(uint64_t now) {
       s.length = std::min(options.mss, length - at);
       s.hostBuilt = !fastPath;
       if (!fastPath)
-        chargeHostSegment(s.length);
+        chargeHostSegment(s.length, false);
       pending.push_back(s);
     }
     k.posted += length;
