@@ -57,6 +57,11 @@ constexpr uint32_t destinationBlocks =
 /// updates by packet number, in scratch.
 constexpr uint32_t tcpTable = 0x200000, tcpStates = 0x240000;
 constexpr uint32_t tcpTicket = 0x2040;
+/// The TCP send path: per-connection counters in SRAM (TcpWire.h), the
+/// two tickets of the transmitting contexts (the state's turn, the wire's
+/// turn) in scratch.
+constexpr uint32_t tcpCounters = 0x280000;
+constexpr uint32_t tcpTxStateTicket = 0x2044, tcpTxWireTicket = 0x2048;
 /// DRAM receive buffers.
 constexpr uint32_t bufferBase = 0x100000, bufferBytes = 2048;
 /// DRAM transmit buffers (after at most 512 receive buffers).
@@ -96,6 +101,9 @@ extern const char *const rxLoopHead;
 /// The ME code that puts the entry [a0, a1, a7, b6, now, b7] (buffer,
 /// length, kind, arrival, hand-over cycle, number) on TO_HOST.
 extern const char *const toHostPut;
+/// The ME code at `tx_loop` of a transmit program: an entry from FROM_HOST
+/// into a0 (buffer), a1, a7, b6 (its words 1-3); to `tx_end` for a marker.
+extern const char *const txLoopHead;
 /// The ME code at `rx_end` of a receive program: the end marker (six
 /// words) on TO_HOST, then the context stops.
 extern const char *const rxEndToHost;
@@ -105,6 +113,11 @@ extern const char *const rxEndToHost;
 /// `protocol`, to `fragment` for a fragment; sets b0 to 0xffff.
 void ipv4Checks(std::ostream &os, unsigned protocol, const char *other,
                 const char *fragment);
+
+/// The ME code that adds the B-bank register `value` to the IP header
+/// checksum in a3 (its 16-bit field grew by `value`): a3 = ~(~a3 + value),
+/// folded; b0 holds 0xffff, b1 is scratch.
+void checksumAdd(std::ostream &os, const char *value);
 
 /// The ME code that sums a UDP (protocol 17) or TCP (6) datagram's
 /// checksum into a2 (MEProgram.cpp); labels get `prefix`.
@@ -192,6 +205,10 @@ me::MachineConfig onloadMachine(const OnloadConfig &config);
 
 /// Puts a marker entry on FROM_HOST for every transmitting context.
 void stopTransmitters(netvm_emu_host *host, const OnloadConfig &config);
+
+/// Takes the next entry off TO_HOST into `w` (entryWords), counting the
+/// end markers it passes; false when the ring holds no entry.
+bool takeToHost(netvm_emu_host *host, uint32_t *w, unsigned &markers);
 
 /// Takes the buffers on ring TX_DONE (the host's view, no cost).
 std::vector<uint32_t> takeDone(netvm_emu_host *host);

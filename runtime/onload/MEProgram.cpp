@@ -197,8 +197,7 @@ static void rxLoop(std::ostream &os, Design design) {
 // total length), patching the lengths and the IP checksum; flag 1: fill
 // the UDP checksum (the frame's field is taken back, so it may hold
 // anything). Then transmit, and give the buffer back on TX_DONE.
-static void txLoop(std::ostream &os) {
-  os << R"(
+const char *const txLoopHead = R"(
 tx_loop:
     scratch[get, $0, FROM_HOST, 0, 4], ctx_swap[s1]
     alu[a0, --, b, $0]
@@ -208,20 +207,25 @@ tx_loop:
     alu[a1, --, b, $1]
     alu[a7, --, b, $2]
     alu[b6, --, b, $3]
-    br_bclr[a7, 1, tx_sum]
+)";
+
+void checksumAdd(std::ostream &os, const char *value) {
+  os << "    alu[a3, a3, xor, b0]\n    alu[a3, a3, +, " << value
+     << "]\n    alu_shf[b1, --, b, a3, >>16]\n    alu[a3, a3, and, b0]\n"
+        "    alu[a3, a3, +, b1]\n    alu[a3, a3, xor, b0]\n";
+}
+
+static void txLoop(std::ostream &os) {
+  os << txLoopHead << R"(    br_bclr[a7, 1, tx_sum]
     sram[read, $0, b6, 16, 12], ctx_swap[s4]
     immed[b0, 0xffff]
     alu[b3, a1, -, 14]
     alu_shf[b1, --, b, b3, <<16]
     alu[$$4, b1, or, $4]
     alu_shf[a3, --, b, $6, >>16]
-    alu[a3, a3, xor, b0]
-    alu[a3, a3, +, b3]
-    alu_shf[b1, --, b, a3, >>16]
-    alu[a3, a3, and, b0]
-    alu[a3, a3, +, b1]
-    alu[a3, a3, xor, b0]
-    alu_shf[b1, --, b, a3, <<16]
+)";
+  checksumAdd(os, "b3");
+  os << R"(    alu_shf[b1, --, b, a3, <<16]
     alu[a6, $6, and, b0]
     alu[$$6, a6, or, b1]
     alu[a6, a1, -, 34]

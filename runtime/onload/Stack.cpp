@@ -8,24 +8,13 @@
 
 #include "Stack.h"
 
+#include "Bytes.h"
+
 #include "netvm/semantics.h"
 
 namespace netvm::onload {
 
-static void put16(std::vector<uint8_t> &f, size_t at, uint32_t v) {
-  f[at] = uint8_t(v >> 8);
-  f[at + 1] = uint8_t(v);
-}
-
-static void put32(std::vector<uint8_t> &f, size_t at, uint32_t v) {
-  put16(f, at, v >> 16);
-  put16(f, at + 2, v);
-}
-
-static uint32_t get16(const uint8_t *p) { return uint32_t(p[0]) << 8 | p[1]; }
-static uint32_t get32(const uint8_t *p) {
-  return get16(p) << 16 | get16(p + 2);
-}
+using namespace bytes;
 
 /// The UDP checksum's sum over the pseudo-header and the UDP segment at
 /// `udp` (header and payload, `udpLength` bytes), folded.

@@ -1,15 +1,18 @@
-//===- Tcp.cpp - A first slice of TCP receive on the MEs ------------------===//
+//===- Tcp.cpp - TCP of established connections on the MEs ---------------===//
 //
-// docs/onload.md, "TCP (first slice)". The frames and the generator, the
-// plain C++ receive model (TcpReceiver), the hand-written ME program and
-// the host side: accept() installing a connection's state, the slow path
-// and the hand-back of rcv_nxt to the MEs.
+// docs/onload.md, "TCP". The frames and the generator, the plain C++
+// receive model (TcpReceiver), the hand-written ME program (receive and
+// transmit) and the receive run's host side: accept() installing a
+// connection's state, the slow path and the hand-back of rcv_nxt to the
+// MEs. The send run's host is TcpSend.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "netvm/onload/Tcp.h"
 
+#include "Bytes.h"
 #include "Layout.h"
+#include "TcpWire.h"
 
 #include "netvm/emu/Emulator.h"
 
@@ -21,40 +24,8 @@
 
 namespace netvm::onload {
 
-namespace {
-
-void put16(std::vector<uint8_t> &f, size_t at, uint32_t v) {
-  f[at] = uint8_t(v >> 8);
-  f[at + 1] = uint8_t(v);
-}
-void put32(std::vector<uint8_t> &f, size_t at, uint32_t v) {
-  put16(f, at, v >> 16);
-  put16(f, at + 2, v);
-}
-uint32_t get16(const uint8_t *p) { return uint32_t(p[0]) << 8 | p[1]; }
-uint32_t get32(const uint8_t *p) { return get16(p) << 16 | get16(p + 2); }
-
-uint32_t fold(uint64_t sum) {
-  while (sum >> 16)
-    sum = (sum & 0xffff) + (sum >> 16);
-  return uint32_t(sum);
-}
-
-uint64_t sum16(const uint8_t *p, size_t length) {
-  uint64_t sum = 0;
-  for (size_t i = 0; i + 1 < length; i += 2)
-    sum += get16(p + i);
-  if (length & 1)
-    sum += uint32_t(p[length - 1]) << 8;
-  return sum;
-}
-
-/// Entries' info word: kind << 24 | connection index.
-constexpr uint32_t kindFast = 1, kindDivert = 2, kindNoConnection = 3,
-                   kindNotTcp = 4, kindHost = 5;
-constexpr uint32_t stateBytes = 64, ackOffset = 1536;
-
-} // namespace
+using namespace bytes;
+using namespace tcpwire;
 
 std::vector<uint8_t> buildTcpFrame(const TcpSegment &s) {
   size_t tcpLength = 20 + s.payload.size();
@@ -157,6 +128,18 @@ void TcpReceiver::drain() {
 // Generated connections and the reference
 //===----------------------------------------------------------------------===//
 
+TcpConnection tcpwire::numberedConnection(unsigned i,
+                                          std::vector<bool> &slots) {
+  TcpConnection c;
+  c.localPort = uint16_t(80 + i);
+  // Remote ports that keep the connections' table slots apart.
+  c.remotePort = uint16_t(5000 + i);
+  while (slots[c.localPort ^ c.remotePort])
+    c.remotePort = uint16_t(c.remotePort + 1000);
+  slots[c.localPort ^ c.remotePort] = true;
+  return c;
+}
+
 TcpTraffic makeTcpTraffic(const TcpTrafficOptions &o) {
   TcpTraffic t;
   std::mt19937_64 rng(o.seed);
@@ -164,13 +147,7 @@ TcpTraffic makeTcpTraffic(const TcpTrafficOptions &o) {
   std::vector<std::vector<TcpSegment>> flows(o.flows);
   std::vector<bool> slots(65536, false);
   for (unsigned i = 0; i < o.flows; ++i) {
-    TcpConnection c;
-    c.localPort = uint16_t(80 + i);
-    // Remote ports that keep the connections' table slots apart.
-    c.remotePort = uint16_t(5000 + i);
-    while (slots[c.localPort ^ c.remotePort])
-      c.remotePort = uint16_t(c.remotePort + 1000);
-    slots[c.localPort ^ c.remotePort] = true;
+    TcpConnection c = numberedConnection(i, slots);
     // One connection's sequence numbers wrap.
     c.rcvNxt = i == 0 ? uint32_t(0) - o.payloadBytes * (o.segments / 2) - 7
                       : uint32_t(rng());
@@ -325,15 +302,7 @@ tcp_bad:
 // max(H, C) with nothing queued; that is the rcv_nxt the MEs resume with.
 // A segment the MEs could not judge (a7 1) starts an empty chain after
 // itself.
-static const char *tcpOrdered = R"(
-ordered:
-    scratch[read, $0, TICKET, 0, 1], ctx_swap[s1]
-    alu[--, b7, -, $0]
-    beq[turn]
-    ctx_arb[voluntary]
-    br[ordered]
-turn:
-    alu[--, a7, -, 1]
+static const char *tcpOrdered = R"(    alu[--, a7, -, 1]
     bhi[emit]
     alu[b1, $$8, and, b0]
     alu_shf[a6, --, b, $$9, >>16]
@@ -369,6 +338,39 @@ turn:
     alu[b4, $6, and, b1]
     alu[--, a7, -, 0]
     bne[divert]
+    alu[a10, --, b, $13]
+    immed[a9, ACK_ADVANCED]
+    br_bclr[$$11, 4, ack_done]
+    alu_shf[a4, --, b, $$10, <<16]
+    alu_shf[b1, --, b, $$11, >>16]
+    alu[a8, a4, or, b1]
+    alu_shf[a4, --, b, a3, <<5]
+    immed[b1, TCP_COUNTERS]
+    alu[b8, a4, +, b1]
+    alu[b9, a8, -, $13]
+    beq[ack_same]
+    bmi[ack_old]
+    alu[--, a8, -, $4]
+    beq[ack_new]
+    bpl[ack_old]
+ack_new:
+    alu[$0, --, b, a8]
+    sram[write, $0, a6, 52, 1], ctx_swap[s4]
+    alu[a10, --, b, a8]
+    sram[incr, --, b8, 0]
+    alu[$0, --, b, b9]
+    sram[add, $0, b8, 12], ctx_swap[s4]
+    br[ack_done]
+ack_same:
+    alu[--, b5, -, 0]
+    bne[ack_done]
+    immed[a9, ACK_DUPLICATE]
+    sram[incr, --, b8, 4]
+    br[ack_done]
+ack_old:
+    immed[a9, ACK_OLD]
+    sram[incr, --, b8, 8]
+ack_done:
     alu[a5, --, b, $3]
     br_bclr[$6, 31, check]
     alu[a2, --, b, $8]
@@ -384,19 +386,21 @@ turn:
     bmi[check]
     alu[a5, --, b, b1]
 check:
+    alu[--, b5, -, 0]
+    beq[ack_only]
     alu[--, a5, -, b2]
     bne[divert]
-    alu[--, b5, -, 0]
-    beq[divert]
     alu_shf[a4, --, b, $11, >>16]
     alu[--, a4, -, b5]
     bcs[divert]
     alu[a5, a5, +, b5]
     alu[$0, --, b, a5]
-    alu[$1, --, b, $4]
-    alu[$2, --, b, $5]
-    alu[$3, --, b, b4]
-    sram[write, $0, a6, 12, 4], ctx_swap[s4]
+    sram[write, $0, a6, 12, 1], ctx_swap[s4]
+    br_bclr[$6, 31, resumed]
+    alu[$0, --, b, $5]
+    alu[$1, --, b, b4]
+    sram[write, $0, a6, 20, 2], ctx_swap[s4]
+resumed:
     alu[$0, --, b, b5]
     sram[add, $0, a6, 60], ctx_swap[s4]
     sram[incr, --, a6, 56]
@@ -463,6 +467,18 @@ check:
     immed[b1, KIND_FAST]
     alu[a7, a3, or, b1]
     br[emit]
+ack_only:
+    alu[--, b2, -, a5]
+    beq[pure_ack]
+    bpl[divert]
+pure_ack:
+    br_bset[$6, 31, divert]
+    alu[a1, --, b, a10]
+    alu_shf[b1, --, b, a9, <<16]
+    alu[a7, a3, or, b1]
+    immed[b1, KIND_ACK]
+    alu[a7, a7, or, b1]
+    br[emit]
 divert:
     alu[a4, --, b, b2]
     alu[a4, a4, +, b5]
@@ -496,7 +512,126 @@ no_conn:
 emit:
 )";
 
-std::string tcpMeProgram(const OnloadConfig &config, bool fastPath) {
+// The transmitting contexts (the send path, TcpSend.cpp). Entries
+// [buffer, length, flags << 24 | number, state address] from FROM_HOST.
+// A build entry (flag bit 24) holds a payload of `length` bytes at buffer +
+// 54: in the entries' order (the state ticket) the context takes seq =
+// snd_nxt and the ACK number rcv_nxt from the state and advances snd_nxt;
+// then, in parallel with the others, it writes the Ethernet, IPv4 and TCP
+// headers (the IP checksum from the state's 40-byte one, the window from
+// line 2), sums the segment with the pseudo-header and writes the TCP
+// checksum; in the entries' order again (the wire ticket) it transmits
+// the frame, tagged with the entry's third word, and gives the buffer back
+// on TX_DONE. Other entries (the host's frames) are sent as they are.
+// Registers: a0 buffer, a1 length, a3 IP checksum, a5 seq, a7 flags and
+// number, a11 the payload's first two bytes, b0 0xffff, b6 state, b7
+// number, b5 length; a2, a4, a6, b1-b4 scratch (the sum).
+static const char *tcpTxLoop = R"(    alu[b5, --, b, $1]
+    immed[b1, 0xffffff]
+    alu[b7, a7, and, b1]
+    immed[b0, 0xffff]
+    br_bclr[a7, 24, tx_state]
+    dram[read, $$0, a0, 48, 1], ctx_swap[s3]
+    alu[a11, $$1, and, b0]
+)";
+
+// The state's turn: seq and the ACK number, snd_nxt advanced; the headers
+// and the counters; the sum's inputs.
+static const char *tcpTxBuild = R"(    br_bclr[a7, 24, tx_pass]
+    sram[read, $0, b6, 0, 12], ctx_swap[s4]
+    alu[a5, --, b, $4]
+    alu[a4, a5, +, b5]
+    alu[$0, --, b, a4]
+    sram[write, $0, b6, 16, 1], ctx_swap[s4]
+    scratch[incr, --, TX_STATE_TICKET, 0], ctx_swap[s1]
+    immed[$$0, 0x02000000]
+    immed[$$1, 0x00010200]
+    immed[$$2, 0x00000002]
+    immed[$$3, 0x08004500]
+    alu[b3, a1, +, 40]
+    alu_shf[$$4, --, b, b3, <<16]
+    immed[$$5, 0x40004006]
+    alu[a3, $11, and, b0]
+)";
+
+// The headers' words after the IP checksum (a3), the counters.
+static const char *tcpTxHeaders = R"(    alu_shf[a4, --, b, a3, <<16]
+    alu_shf[b1, --, b, $1, >>16]
+    alu[$$6, a4, or, b1]
+    alu_shf[a4, --, b, $1, <<16]
+    alu_shf[b1, --, b, $0, >>16]
+    alu[$$7, a4, or, b1]
+    alu_shf[a4, --, b, $0, <<16]
+    alu[b1, $2, and, b0]
+    alu[$$8, a4, or, b1]
+    alu_shf[a4, --, b, $2, >>16]
+    alu_shf[a4, --, b, a4, <<16]
+    alu_shf[b1, --, b, a5, >>16]
+    alu[$$9, a4, or, b1]
+    alu_shf[a4, --, b, a5, <<16]
+    alu_shf[b1, --, b, $3, >>16]
+    alu[$$10, a4, or, b1]
+    alu_shf[a4, --, b, $3, <<16]
+    immed[b1, 0x5018]
+    alu[$$11, a4, or, b1]
+    alu_shf[a4, --, b, $11, >>16]
+    alu_shf[$$12, --, b, a4, <<16]
+    alu[$$13, --, b, a11]
+    dram[write, $$0, a0, 0, 7], ctx_swap[s3]
+    immed[b1, TCP_STATES]
+    alu[a4, --, b, b6]
+    alu[a4, a4, -, b1]
+    alu_shf[a4, --, b, a4, >>1]
+    immed[b1, TCP_COUNTERS]
+    alu[a4, a4, +, b1]
+    sram[incr, --, a4, 16]
+    alu[$0, --, b, a1]
+    sram[add, $0, a4, 20], ctx_swap[s4]
+    alu[b3, a1, +, 20]
+    alu[b4, --, b, a3]
+)";
+
+// After the sum (a2): the checksum into bytes 50-51, the frame's length.
+static const char *tcpTxSend = R"(
+    alu[a2, a2, xor, b0]
+    alu[b1, --, b, a2]
+    alu_shf[a4, --, b, $11, >>16]
+    alu_shf[a4, --, b, a4, <<16]
+    alu[$$0, a4, or, b1]
+    alu[$$1, --, b, a11]
+    dram[write, $$0, a0, 48, 1], ctx_swap[s3]
+    alu[a1, a1, +, 54]
+    br[tx_wire]
+tx_pass:
+    scratch[incr, --, TX_STATE_TICKET, 0], ctx_swap[s1]
+)";
+
+// The wire's turn: transmit, the ticket on, the buffer back.
+static const char *tcpTxWire = R"(    alu[$0, --, b, a1]
+    alu[$1, --, b, a1]
+    immed[$2, 0]
+    alu[$3, --, b, a7]
+    msf[tx, $0, a0, 0, 4], ctx_swap[s2]
+    scratch[incr, --, TX_WIRE_TICKET, 0], ctx_swap[s1]
+    alu[$0, --, b, a0]
+    scratch[put, $0, TX_DONE, 0, 1], ctx_swap[s1]
+    br[tx_loop]
+tx_end:
+    ctx_arb[kill]
+)";
+
+/// The ME code that waits (other contexts run) until the scratch word
+/// `ticket` equals b7, at `label`, going on at `turn`.
+static void ticketWait(std::ostream &os, const char *label, const char *ticket,
+                       const char *turn) {
+  os << label << ":\n    scratch[read, $0, " << ticket
+     << ", 0, 1], ctx_swap[s1]\n    alu[--, b7, -, $0]\n    beq[" << turn
+     << "]\n    ctx_arb[voluntary]\n    br[" << label << "]\n"
+     << turn << ":\n";
+}
+
+std::string tcpMeProgram(const OnloadConfig &config, bool fastPath,
+                         bool transmit) {
   std::ostringstream os;
   os << "; onload TCP receive, " << (fastPath ? "ME data path" : "host path")
      << " (generated by runtime/onload/Tcp.cpp)\n"
@@ -512,8 +647,21 @@ std::string tcpMeProgram(const OnloadConfig &config, bool fastPath) {
      << ".equ KIND_FAST, " << (kindFast << 24) << "\n"
      << ".equ KIND_DIVERT, " << (kindDivert << 24) << "\n"
      << ".equ KIND_NO_CONNECTION, " << (kindNoConnection << 24) << "\n"
+     << ".equ KIND_ACK, " << (kindAck << 24) << "\n"
+     << ".equ ACK_ADVANCED, " << ackAdvanced << "\n"
+     << ".equ ACK_DUPLICATE, " << ackDuplicate << "\n"
+     << ".equ ACK_OLD, " << ackOld << "\n"
+     << ".equ TCP_COUNTERS, " << tcpCounters << "\n"
      << ".ring FREE_RING, " << freeRingAddress << ", " << freeRingWords << "\n"
      << ".ring TO_HOST, " << toHostAddress << ", " << toHostWords << "\n";
+  if (transmit)
+    os << ".equ FROM_HOST, " << fromHostRing << "\n"
+       << ".equ TX_DONE, " << txDoneRing << "\n"
+       << ".equ TX_STATE_TICKET, " << tcpTxStateTicket << "\n"
+       << ".equ TX_WIRE_TICKET, " << tcpTxWireTicket << "\n"
+       << ".ring FROM_HOST, " << fromHostAddress << ", " << fromHostWords
+       << "\n"
+       << ".ring TX_DONE, " << txDoneAddress << ", " << txDoneWords << "\n";
   os << "\n.me 0";
   if (config.rxMEs > 1)
     os << "-" << config.rxMEs - 1;
@@ -528,16 +676,42 @@ std::string tcpMeProgram(const OnloadConfig &config, bool fastPath) {
   } else {
     os << "    immed[a7, " << (kindHost << 24) << "]\n";
   }
+  os << "\n";
+  ticketWait(os, "ordered", "TICKET", "turn");
   os << tcpOrdered << toHostPut
      << "    scratch[incr, --, TICKET, 0], ctx_swap[s1]\n"
      << "    br[rx_loop]\n"
      << rxEndToHost;
+  if (transmit) {
+    os << "\n.me " << config.rxMEs;
+    if (config.txMEs > 1)
+      os << "-" << config.rxMEs + config.txMEs - 1;
+    os << "\n.ctx_enable 0xff\n" << txLoopHead << tcpTxLoop;
+    ticketWait(os, "tx_state", "TX_STATE_TICKET", "tx_state_turn");
+    os << tcpTxBuild;
+    checksumAdd(os, "b5");
+    os << tcpTxHeaders;
+    sumLoop(os, "tx_", 6);
+    os << tcpTxSend;
+    ticketWait(os, "tx_wire", "TX_WIRE_TICKET", "tx_wire_turn");
+    os << tcpTxWire;
+  }
   return os.str();
 }
 
 //===----------------------------------------------------------------------===//
 // The host
 //===----------------------------------------------------------------------===//
+
+bool takeToHost(netvm_emu_host *host, uint32_t *w, unsigned &markers) {
+  while (netvm_emu_host_ring_count(host, toHostRing) >= int(entryWords) &&
+         netvm_emu_host_ring_get(host, toHostRing, w, entryWords) == 0) {
+    if (w[0] != markerBuffer)
+      return true;
+    ++markers;
+  }
+  return false;
+}
 
 bool acceptTcp(me::Emulator &emulator, unsigned index, const TcpConnection &c,
                std::string &error) {
@@ -696,17 +870,9 @@ uint64_t TcpHost::call(netvm_emu_host *host) {
   recvCalled.clear();
   // The host takes entries while it is free (a busy host leaves them in
   // the ring and the MEs run out of buffers).
-  while (hostFree <= now &&
-         netvm_emu_host_ring_count(host, toHostRing) >= int(entryWords)) {
-    uint32_t w[entryWords];
-    if (netvm_emu_host_ring_get(host, toHostRing, w, entryWords) != 0)
-      break;
-    if (w[0] == markerBuffer) {
-      ++markers;
-      continue;
-    }
+  uint32_t w[entryWords];
+  while (hostFree <= now && takeToHost(host, w, markers))
     handle(host, w, now);
-  }
   if (markers == config.rxMEs * 8 && handled == traffic.frames.size())
     return 0;
   return config.tick;
@@ -758,7 +924,7 @@ void TcpHost::handle(netvm_emu_host *host, const uint32_t *w, uint64_t now) {
   }
   uint32_t src = get32(&f[26]), dst = get32(&f[30]);
   uint16_t sport = uint16_t(get16(&f[34])), dport = uint16_t(get16(&f[36]));
-  unsigned conn = info & 0xffffff;
+  unsigned conn = info & 0xffff;
   if (kind == kindHost) {
     auto it = byTuple.find(key(src, dst, sport, dport));
     if (it == byTuple.end()) {

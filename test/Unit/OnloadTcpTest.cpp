@@ -1,11 +1,13 @@
-//===- OnloadTcpTest.cpp - TCP receive on the MEs against a reference -----===//
+//===- OnloadTcpTest.cpp - TCP on the MEs against a reference -------------===//
 //
-// The first TCP slice (docs/onload.md, "TCP (first slice)"): the receive
+// TCP of established connections (docs/onload.md, "TCP"). The receive
 // model on its own, then generated connections with loss, reordering,
 // duplicates and bad checksums through the MEs and the host: every
 // socket's byte stream equals the reference's, every frame of a
 // connection is ACKed once (by the MEs or the host) with the reference's
-// ACK number, and the MEs' ACK frames are well formed.
+// ACK number, and the MEs' ACK frames are well formed. Then the send path
+// to a reference peer over a lossy wire: the peer's bytes equal what was
+// sent, and the counts of segments, ACKs, retransmissions and timeouts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -261,4 +263,208 @@ TEST(OnloadTcp, AcceptRefusesATakenTableSlot) {
   EXPECT_TRUE(acceptTcp(emulator, 0, a, error)) << error;
   EXPECT_FALSE(acceptTcp(emulator, 1, b, error));
   EXPECT_NE(error.find("taken"), std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// The send path: the MEs build the segments and process the ACKs
+//===----------------------------------------------------------------------===//
+
+static TcpSendResult runSend(const OnloadConfig &config,
+                             const TcpSendOptions &o, bool fastPath) {
+  me::AssemblerOptions options;
+  options.machine = config.machine;
+  me::Image image;
+  std::vector<std::string> errors;
+  EXPECT_TRUE(assemble(tcpMeProgram(config, fastPath, true), "<tcp-send>",
+                       options, image, errors))
+      << (errors.empty() ? "" : errors[0]);
+  TcpSendResult r;
+  std::string error;
+  EXPECT_TRUE(runTcpSend(config, image, o, fastPath, r, error)) << error;
+  EXPECT_TRUE(r.faults.empty()) << r.faults[0];
+  return r;
+}
+
+/// `flows` connections each sending `bytes` in sends of `sendBytes`,
+/// segments of `mss`, at most `window` unacknowledged.
+static TcpSendOptions sending(unsigned flows, uint32_t bytes, unsigned mss,
+                              uint32_t sendBytes, uint32_t window) {
+  TcpSendOptions o;
+  o.flows = flows;
+  o.bytes = bytes;
+  o.mss = mss;
+  o.sendBytes = sendBytes;
+  o.window = window;
+  return o;
+}
+
+/// Every connection's peer received exactly what its application sent,
+/// and both ends agree it is all acknowledged.
+static void checkSent(const TcpSendOptions &o, const TcpSendResult &r,
+                      bool fastPath) {
+  ASSERT_EQ(r.connections.size(), o.flows);
+  for (size_t c = 0; c < r.connections.size(); ++c) {
+    SCOPED_TRACE("connection " + std::to_string(c));
+    const TcpSendConnection &k = r.connections[c];
+    EXPECT_EQ(k.sent.size(), o.bytes);
+    EXPECT_EQ(k.received.size(), k.sent.size());
+    EXPECT_TRUE(k.received == k.sent);
+    uint32_t end = k.connection.sndNxt + o.bytes;
+    EXPECT_EQ(k.sndUna, end);
+    EXPECT_EQ(k.peerAck, end);
+    if (fastPath) {
+      EXPECT_EQ(k.meSndNxt, end);
+      EXPECT_EQ(k.meSndUna, end);
+      EXPECT_EQ(k.meAckedBytes, o.bytes);
+      EXPECT_EQ(k.meBytes, o.bytes);
+    }
+  }
+  EXPECT_EQ(r.badFrames, 0u);
+  EXPECT_EQ(r.inconsistent, 0u);
+  EXPECT_EQ(r.payloadBytes, uint64_t(o.flows) * o.bytes);
+}
+
+TEST(OnloadTcpSend, TheMEsSegmentChecksumAndTakeTheAcks) {
+  // A lossless wire: every segment once, built by the MEs; one ACK from
+  // the peer per segment, each advancing snd_una on the MEs.
+  // 20000 bytes: not a multiple of the MSS nor of the send size.
+  TcpSendOptions o = sending(3, 20000, 1000, 3000, 6000);
+  TcpSendResult r = runSend(OnloadConfig(), o, true);
+  checkSent(o, r, true);
+  // 20000 bytes in sends of 3000 (the last 2000): 20 segments.
+  uint64_t perFlow = 6 * 3 + 2;
+  EXPECT_EQ(r.meSegments, 3 * perFlow);
+  EXPECT_EQ(r.hostSegments, 0u);
+  EXPECT_EQ(r.retransmittedSegments + r.timeouts + r.fastRetransmits, 0u);
+  EXPECT_EQ(r.sendCalls, 3u * 7);
+  EXPECT_EQ(r.peerAcks, r.meSegments);
+  EXPECT_EQ(r.ackEntries, r.peerAcks);
+  EXPECT_EQ(r.hostAckFrames, 0u);
+  for (const TcpSendConnection &k : r.connections) {
+    EXPECT_EQ(k.meSegments, perFlow);
+    EXPECT_EQ(k.meAcksAdvanced, perFlow);
+    EXPECT_EQ(k.meAcksDuplicate + k.meAcksOld, 0u);
+  }
+  // Connection 0's sequence numbers wrapped.
+  EXPECT_LT(r.connections[0].sndUna, r.connections[0].connection.sndNxt);
+}
+
+TEST(OnloadTcpSend, OddPayloadsAndSmallSegments) {
+  for (unsigned mss : {1u, 63u, 64u, 513u, 1460u}) {
+    SCOPED_TRACE("mss " + std::to_string(mss));
+    TcpSendOptions o = sending(2, mss * 13 + 5, mss, mss * 4, mss * 8);
+    TcpSendResult r = runSend(OnloadConfig(), o, true);
+    checkSent(o, r, true);
+    EXPECT_EQ(r.hostSegments, 0u);
+  }
+}
+
+TEST(OnloadTcpSend, LossAndReorderingAreRecoveredByTheHost) {
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    TcpSendOptions o = sending(3, 40000, 512, 4096, 8192);
+    o.loss = 0.03;
+    o.reorder = 0.03;
+    o.seed = seed;
+    TcpSendResult r = runSend(OnloadConfig(), o, true);
+    checkSent(o, r, true);
+    EXPECT_GT(r.dataLost + r.acksLost, 0u);
+    EXPECT_GT(r.retransmittedSegments, 0u);
+    EXPECT_EQ(r.hostSegments, r.retransmittedSegments);
+    EXPECT_GT(r.fastRetransmits + r.timeouts, 0u);
+    uint64_t duplicate = 0, advanced = 0;
+    for (const TcpSendConnection &k : r.connections) {
+      duplicate += k.meAcksDuplicate;
+      advanced += k.meAcksAdvanced;
+    }
+    EXPECT_GT(duplicate, 0u);
+    EXPECT_GT(advanced, 0u);
+    EXPECT_EQ(r.ackEntries + r.acksInFlight, r.peerAcks - r.acksLost);
+  }
+}
+
+TEST(OnloadTcpSend, ATailLossIsRecoveredByTheTimer) {
+  // One connection, four segments, the last one lost: no ACK follows it,
+  // only the timer can recover, with one segment the host builds.
+  TcpSendOptions o = sending(1, 4000, 1000, 4000, 4000);
+  o.dropData = {3};
+  TcpSendResult r = runSend(OnloadConfig(), o, true);
+  checkSent(o, r, true);
+  EXPECT_EQ(r.dataLost, 1u);
+  EXPECT_EQ(r.timeouts, 1u);
+  EXPECT_EQ(r.fastRetransmits, 0u);
+  EXPECT_EQ(r.retransmittedSegments, 1u);
+  EXPECT_EQ(r.meSegments, 4u);
+  EXPECT_EQ(r.hostSegments, 1u);
+  EXPECT_EQ(r.connections[0].meAcksAdvanced, 4u);
+  EXPECT_EQ(r.connections[0].meAcksDuplicate, 0u);
+  // The recovery waited for the timer.
+  EXPECT_GT(r.lastAck - r.firstSend, o.rto);
+}
+
+TEST(OnloadTcpSend, AHoleIsFilledOnTheThirdDuplicateAck) {
+  // Eight segments in flight, the third lost: the five after it are
+  // ACKed with the hole's number, the third duplicate ACK resends it, and
+  // the timer never fires.
+  TcpSendOptions o = sending(1, 8 * 512, 512, 8 * 512, 8 * 512);
+  o.dropData = {2};
+  TcpSendResult r = runSend(OnloadConfig(), o, true);
+  checkSent(o, r, true);
+  EXPECT_EQ(r.fastRetransmits, 1u);
+  EXPECT_EQ(r.timeouts, 0u);
+  EXPECT_EQ(r.retransmittedSegments, 1u);
+  const TcpSendConnection &k = r.connections[0];
+  EXPECT_EQ(k.meAcksDuplicate, 5u);
+  EXPECT_EQ(k.meAcksAdvanced, 3u); // 1, 2, then all 8 at once
+  EXPECT_EQ(k.meAckedBytes, o.bytes);
+  EXPECT_LT(r.lastAck - r.firstSend, o.rto);
+}
+
+TEST(OnloadTcpSend, TheHostPathSendsTheSameBytes) {
+  TcpSendOptions o = sending(2, 30000, 1460, 8192, 16384);
+  o.loss = 0.02;
+  o.reorder = 0.02;
+  TcpSendResult r = runSend(OnloadConfig(), o, false);
+  checkSent(o, r, false);
+  EXPECT_EQ(r.meSegments, 0u);
+  EXPECT_EQ(r.ackEntries, 0u);
+  EXPECT_EQ(r.hostAckFrames, r.peerAcks - r.acksLost);
+  // The host path costs the host more per segment than the ME path.
+  o.loss = o.reorder = 0;
+  TcpSendResult host = runSend(OnloadConfig(), o, false);
+  TcpSendResult me = runSend(OnloadConfig(), o, true);
+  checkSent(o, me, true);
+  EXPECT_GT(host.hostCyclesPerSegment(), 3 * me.hostCyclesPerSegment());
+}
+
+TEST(OnloadTcpSend, DataBothWaysOnOneConnection) {
+  // The peer sends too: the receiving MEs deliver its segments and ACK
+  // them with the current snd_nxt while the transmitting MEs advance
+  // snd_nxt and carry the current rcv_nxt; the ACK fields of the peer's
+  // data segments advance snd_una. Loss on everything but the peer's data.
+  for (bool fastPath : {true, false}) {
+    SCOPED_TRACE(fastPath ? "ME path" : "host path");
+    TcpSendOptions o = sending(2, 20000, 1000, 4000, 8000);
+    o.peerBytes = 15000;
+    o.loss = o.reorder = 0.03;
+    o.seed = 5;
+    TcpSendResult r = runSend(OnloadConfig(), o, fastPath);
+    checkSent(o, r, fastPath);
+    EXPECT_EQ(r.peerSegments, 2u * 15);
+    for (const TcpSendConnection &k : r.connections) {
+      EXPECT_EQ(k.peerSent.size(), 15000u);
+      EXPECT_TRUE(k.socketReceived == k.peerSent);
+      EXPECT_LE(k.peerAcked, 15000u);
+      if (fastPath) {
+        EXPECT_EQ(k.meDelivered, 15u);
+        EXPECT_EQ(k.peerAcked, 15000u); // an ACK of the last reached it
+      }
+    }
+    if (fastPath) {
+      EXPECT_EQ(r.meAckFrames + r.meAckFramesLost, 2u * 15);
+      EXPECT_GT(r.meAckFrames, 0u);
+    } else {
+      EXPECT_EQ(r.meAckFrames, 0u);
+    }
+  }
 }

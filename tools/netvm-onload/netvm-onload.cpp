@@ -97,21 +97,55 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     protocol("protocol",
              cl::desc("udp (the three designs, the default) or tcp (the "
-                      "onloader's first TCP slice: receive of established "
-                      "connections)"),
+                      "onloader's TCP data path of established connections: "
+                      "receive, or send with --direction=tx)"),
              cl::init("udp"), cl::cat(category));
-static cl::opt<unsigned> flows("flows",
-                               cl::desc("TCP: connections (default 4); "
-                                        "--count is segments per connection"),
-                               cl::init(4), cl::cat(category));
-static cl::opt<double> loss("loss",
-                            cl::desc("TCP: probability a segment is lost "
-                                     "(and retransmitted 3-12 frames later)"),
-                            cl::init(0), cl::cat(category));
-static cl::opt<double> reorder("reorder",
-                               cl::desc("TCP: probability a segment swaps "
-                                        "places with the next frame"),
-                               cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    flows("flows",
+          cl::desc("TCP: connections (default 4); --count is segments per "
+                   "connection (send: --count * --payload bytes each, "
+                   "--payload is the MSS)"),
+          cl::init(4), cl::cat(category));
+static cl::opt<double>
+    loss("loss",
+         cl::desc("TCP: probability a segment is lost (receive: and "
+                  "retransmitted 3-12 frames later; send: on the wire, "
+                  "either way, and the host recovers)"),
+         cl::init(0), cl::cat(category));
+static cl::opt<double>
+    reorder("reorder",
+            cl::desc("TCP: probability a segment swaps places with the next "
+                     "frame (send: is held back 3 --delay more)"),
+            cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    sendBytes("send-bytes",
+              cl::desc("TCP send: bytes per send() call (default 8 MSS)"),
+              cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    window("window",
+           cl::desc("TCP send: bytes unacknowledged at most (default 16 "
+                    "MSS)"),
+           cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    delay("delay",
+          cl::desc("TCP send: one-way wire delay in ME cycles "
+                   "(default 2000)"),
+          cl::init(2000), cl::cat(category));
+static cl::opt<unsigned>
+    rto("rto",
+        cl::desc("TCP send: retransmission timeout in ME cycles "
+                 "(default 200000)"),
+        cl::init(200000), cl::cat(category));
+static cl::opt<unsigned>
+    peerBytes("peer-bytes",
+              cl::desc("TCP send: the peer sends this many bytes per "
+                       "connection too (data both ways; its data segments "
+                       "are never lost)"),
+              cl::init(0), cl::cat(category));
+static cl::opt<bool>
+    noFastRetransmit("no-fast-retransmit",
+                     cl::desc("TCP send: recover by the timer only"),
+                     cl::cat(category));
 static cl::opt<double> duplicate("duplicate",
                                  cl::desc("TCP: probability a segment is "
                                           "sent twice"),
@@ -121,7 +155,8 @@ static cl::opt<unsigned> seed("seed", cl::desc("TCP: traffic seed (default 1)"),
 static cl::opt<bool>
     hostPath("host-path",
              cl::desc("TCP: the MEs only move frames; the host does the "
-                      "whole receive"),
+                      "whole receive (send: builds every segment and parses "
+                      "every ACK)"),
              cl::cat(category));
 static cl::opt<bool> printProgram("print-program",
                                   cl::desc("Print the design's ME assembly "
@@ -226,6 +261,97 @@ static int runTcp(const onload::OnloadConfig &config) {
   return ok ? 0 : 1;
 }
 
+/// --protocol=tcp --direction=tx: the send path to the reference peer.
+static int runTcpSend(const onload::OnloadConfig &config) {
+  std::string source = onload::tcpMeProgram(config, !hostPath, true);
+  if (printProgram) {
+    llvm::outs() << source;
+    return 0;
+  }
+  me::Image image;
+  if (!assembleProgram(source, config, image))
+    return 1;
+  onload::TcpSendOptions o;
+  o.flows = flows;
+  o.mss = payload;
+  o.bytes = count * payload;
+  o.sendBytes = sendBytes ? sendBytes : 8 * payload;
+  o.window = window ? window : 16 * payload;
+  o.loss = loss;
+  o.reorder = reorder;
+  o.seed = seed;
+  o.delay = delay;
+  o.rto = rto;
+  o.fastRetransmit = !noFastRetransmit;
+  o.peerBytes = peerBytes;
+  onload::TcpSendResult r;
+  std::string error;
+  if (!onload::runTcpSend(config, image, o, !hostPath, r, error)) {
+    llvm::errs() << "netvm-onload: " << error << "\n";
+    return 1;
+  }
+  uint64_t equal = 0, acked = 0, advanced = 0, duplicates = 0, old = 0,
+           ackedBytes = 0, socketsEqual = 0;
+  for (const onload::TcpSendConnection &c : r.connections) {
+    equal += c.received == c.sent;
+    socketsEqual += c.socketReceived == c.peerSent;
+    uint32_t end = c.connection.sndNxt + uint32_t(c.sent.size());
+    acked += c.sndUna == end && c.peerAck == end;
+    advanced += c.meAcksAdvanced;
+    duplicates += c.meAcksDuplicate;
+    old += c.meAcksOld;
+    ackedBytes += c.meAckedBytes;
+  }
+  llvm::json::Array faults;
+  for (const std::string &f : r.faults)
+    faults.push_back(f);
+  llvm::json::Object out{{"protocol", "tcp"},
+                         {"direction", "tx"},
+                         {"path", hostPath ? "host" : "me"},
+                         {"mss", payload.getValue()},
+                         {"connections", uint64_t(r.connections.size())},
+                         {"sent_bytes", r.payloadBytes},
+                         {"send_calls", r.sendCalls},
+                         {"streams_equal_sent", equal},
+                         {"peer_segments", r.peerSegments},
+                         {"sockets_equal_peer_sent", socketsEqual},
+                         {"me_ack_frames", r.meAckFrames},
+                         {"me_ack_frames_lost", r.meAckFramesLost},
+                         {"connections_acked", acked},
+                         {"me_segments", r.meSegments},
+                         {"host_segments", r.hostSegments},
+                         {"retransmitted_segments", r.retransmittedSegments},
+                         {"timeouts", r.timeouts},
+                         {"fast_retransmits", r.fastRetransmits},
+                         {"bad_frames", r.badFrames},
+                         {"data_lost", r.dataLost},
+                         {"data_reordered", r.dataReordered},
+                         {"peer_acks", r.peerAcks},
+                         {"acks_lost", r.acksLost},
+                         {"acks_reordered", r.acksReordered},
+                         {"acks_in_flight", r.acksInFlight},
+                         {"ack_entries", r.ackEntries},
+                         {"host_ack_frames", r.hostAckFrames},
+                         {"me_acks_advanced", advanced},
+                         {"me_acks_duplicate", duplicates},
+                         {"me_acks_old", old},
+                         {"me_acked_bytes", ackedBytes},
+                         {"inconsistent", r.inconsistent},
+                         {"host_busy_cycles", r.hostBusyCycles},
+                         {"host_cycles_per_segment", r.hostCyclesPerSegment()},
+                         {"cycles", r.cycles},
+                         {"clock_mhz", r.clockMHz},
+                         {"segments_per_second", r.segmentsPerSecond()},
+                         {"mbit_per_second", r.mbitPerSecond()},
+                         {"faults", std::move(faults)}};
+  llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out)))
+               << "\n";
+  bool ok = r.faults.empty() && equal == r.connections.size() &&
+            socketsEqual == r.connections.size() &&
+            acked == r.connections.size() && !r.badFrames && !r.inconsistent;
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -235,11 +361,17 @@ int main(int argc, char **argv) {
       "ways\n\n"
       "  netvm-onload --design=softnic --payload=1472 --count=5000\n"
       "  netvm-onload --direction=tx --design=onloader --payload=64\n"
-      "  netvm-onload --protocol=tcp --flows=8 --count=100 --loss=0.02\n\n"
+      "  netvm-onload --protocol=tcp --flows=8 --count=100 --loss=0.02\n"
+      "  netvm-onload --protocol=tcp --direction=tx --payload=1460 "
+      "--loss=0.01\n\n"
       "Prints one JSON object: delivered datagrams and bytes, drops by "
       "place,\nhost cycles by kind, DMA and ring figures, per-stage "
       "latency (TCP: the\nbytes and ACKs checked against the reference "
-      "receiver; exit status 1 on a\nmismatch).\n");
+      "receiver; exit status 1 on a\nmismatch). TCP send: the MEs build "
+      "the segments and take the ACKs, the\nhost retransmits (timer, "
+      "three duplicate ACKs); the peer is the reference\nreceiver behind "
+      "a seeded lossy wire, its byte stream checked against what\nwas "
+      "sent.\n");
   onload::OnloadConfig config;
   if (!onload::parseDesign(designName, config.design)) {
     llvm::errs() << "netvm-onload: unknown design '" << designName
@@ -288,11 +420,30 @@ int main(int argc, char **argv) {
     config.txBuffers = buffers.getNumOccurrences() ? buffers : 48;
   else
     config.buffers = buffers;
+  if (protocol == "tcp" && direction == "tx") {
+    if (flows < 1 || flows > onload::maxTcpConnections || payload > 1460 ||
+        lineRate != 0) {
+      llvm::errs() << "netvm-onload: --protocol=tcp --direction=tx sends on "
+                      "1-"
+                   << onload::maxTcpConnections
+                   << " --flows with an MSS (--payload) of 4-1460 bytes, no "
+                      "--line-rate\n";
+      return 1;
+    }
+    if (uint64_t(count) * payload > (1u << 30) ||
+        (window && sendBytes > window) ||
+        (window && !sendBytes && 8 * payload > window)) {
+      llvm::errs() << "netvm-onload: --send-bytes must not exceed --window, "
+                      "and --count * --payload 1 GiB\n";
+      return 1;
+    }
+    return runTcpSend(config);
+  }
   config.lineRateGbps = lineRate;
   if (protocol == "tcp") {
-    if (direction != "rx" || lineRate != 0 || flows < 1 ||
-        flows > onload::maxTcpConnections || payload > 1460) {
-      llvm::errs() << "netvm-onload: --protocol=tcp receives only, on "
+    if (lineRate != 0 || flows < 1 || flows > onload::maxTcpConnections ||
+        payload > 1460) {
+      llvm::errs() << "netvm-onload: --protocol=tcp receives on "
                       "lossless input (no --line-rate), 1-"
                    << onload::maxTcpConnections
                    << " --flows, a --payload of 4-1460 bytes\n";

@@ -1,7 +1,7 @@
-//===- Tcp.h - A first slice of TCP receive on the MEs ----------*- C++ -*-===//
+//===- Tcp.h - TCP of established connections on the MEs --------*- C++ -*-===//
 //
-// The onloader's TCP receive path for established connections
-// (docs/onload.md, "TCP (first slice)"): the host sets a connection up
+// The onloader's TCP data path for established connections
+// (docs/onload.md, "TCP"). Receive: the host sets a connection up
 // (the handshake is the host's) and installs its state, two 32-byte SRAM
 // lines, with acceptTcp; the MEs verify the TCP checksum, look the
 // connection up, hand in-order segments to its socket with rcv_nxt
@@ -11,7 +11,8 @@
 // path, which reassembles and hands rcv_nxt back to the MEs when it has no
 // hole left. TcpReceiver is the plain C++ receive model: the host's slow
 // path and, separately instantiated, the reference the runs are checked
-// against.
+// against. Send (runTcpSend): the MEs build the segments from the state
+// and process the peer's ACKs; the host retransmits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -111,10 +112,13 @@ struct TcpTrafficOptions {
 };
 TcpTraffic makeTcpTraffic(const TcpTrafficOptions &options);
 
-/// The ME program: receiving MEs only (config.rxMEs, 8 contexts each).
+/// The ME program: receiving MEs (config.rxMEs, 8 contexts each), and with
+/// `transmit` the transmitting MEs of the send path (config.txMEs).
 /// `fastPath` false gives the host path: the MEs move every frame, in
-/// order, to the host, which runs the whole receive (checksum included).
-std::string tcpMeProgram(const OnloadConfig &config, bool fastPath);
+/// order, to the host, which runs the whole receive (checksum included);
+/// the transmitting MEs then only send the frames the host built.
+std::string tcpMeProgram(const OnloadConfig &config, bool fastPath,
+                         bool transmit = false);
 
 struct TcpConnectionResult {
   std::vector<uint8_t> delivered; // the socket's byte stream
@@ -165,6 +169,99 @@ struct TcpReference {
   std::vector<int64_t> ack;
 };
 TcpReference referenceReceive(const TcpTraffic &traffic);
+
+//===----------------------------------------------------------------------===//
+// The send path (TcpSend.cpp; docs/onload.md, "TCP")
+//===----------------------------------------------------------------------===//
+
+/// Established connections sending to a reference peer over an emulated
+/// wire: connection i is 10.0.0.2:80+i (local, the sender) to
+/// 10.0.0.1:5000+i (the peer, a TcpReceiver); its application sends `bytes`
+/// bytes in send() calls of `sendBytes`, at most `window` bytes
+/// unacknowledged. The MEs cut each send into segments of `mss` payload
+/// bytes. Frames leaving the fabric reach the peer `delay` cycles later
+/// unless lost (`loss`) or held back 3 `delay`s more (`reorder`); the
+/// peer ACKs every segment, and its ACKs come back into the fabric the
+/// same way. The host retransmits from snd_una (go-back-N) when no ACK has
+/// advanced snd_una for `rto` cycles, and one segment at snd_una on the
+/// third duplicate ACK (`fastRetransmit`). Connection 0's sequence numbers
+/// wrap. Deterministic in `seed`.
+struct TcpSendOptions {
+  unsigned flows = 2;
+  uint32_t bytes = 32 * 1024, sendBytes = 8192;
+  unsigned mss = 1460;
+  uint32_t window = 16 * 1460;
+  double loss = 0, reorder = 0;
+  uint64_t seed = 1, delay = 2000, rto = 200000;
+  bool fastRetransmit = true;
+  /// Data frames the wire loses besides (by their order of leaving the
+  /// fabric, from 0): a test's exact losses.
+  std::vector<uint64_t> dropData;
+  /// Data both ways: the peer also sends `peerBytes` per connection, a
+  /// segment of `mss` every 2 `delay` cycles, each carrying its ACK; the
+  /// receiving MEs deliver it and ACK it. The peer does not retransmit, so
+  /// its data segments are never lost nor held back (the receive path's
+  /// losses are the receive runs'); its pure ACKs and everything the local
+  /// end sends are.
+  uint32_t peerBytes = 0;
+};
+
+struct TcpSendConnection {
+  TcpConnection connection;         // local: the sender
+  std::vector<uint8_t> sent;        // what the application sent
+  std::vector<uint8_t> received;    // the peer's byte stream
+  uint32_t sndUna = 0, peerAck = 0; // at the end: the host's and the peer's
+  uint64_t meAcksAdvanced = 0, meAcksDuplicate = 0, meAcksOld = 0;
+  uint64_t meAckedBytes = 0, meSegments = 0, meBytes = 0; // SRAM counters
+  uint32_t meSndNxt = 0, meSndUna = 0; // the state's words at the end
+  /// Data both ways: what the peer sent, what reached the socket, how far
+  /// the local end's ACKs (its ACK frames and data segments) reached the
+  /// peer, and the segments the MEs delivered (state word 56).
+  std::vector<uint8_t> peerSent, socketReceived;
+  uint32_t peerAcked = 0;
+  uint64_t meDelivered = 0;
+};
+
+struct TcpSendResult {
+  std::vector<TcpSendConnection> connections;
+  /// Frames that left the fabric: data segments built by the MEs and by
+  /// the host (the host path's, and every retransmission), and frames
+  /// that failed a check (checksums, addresses, ports, flags, the ACK
+  /// number, the payload against the application's bytes).
+  uint64_t meSegments = 0, hostSegments = 0, badFrames = 0;
+  /// Data both ways: the ACK frames the receiving MEs sent for the peer's
+  /// data, the peer's data segments.
+  uint64_t meAckFrames = 0, meAckFramesLost = 0, peerSegments = 0;
+  uint64_t retransmittedSegments = 0, timeouts = 0, fastRetransmits = 0;
+  uint64_t sendCalls = 0;
+  /// The wire: data segments lost and held back, the peer's ACKs sent,
+  /// lost and held back.
+  uint64_t dataLost = 0, dataReordered = 0;
+  uint64_t peerAcks = 0, acksLost = 0, acksReordered = 0;
+  /// The peer's ACKs still on the wire when the last byte was acknowledged.
+  uint64_t acksInFlight = 0;
+  /// The host's side of the ACKs: entries the MEs handed over (ME path),
+  /// frames the host parsed (host path).
+  uint64_t ackEntries = 0, hostAckFrames = 0, inconsistent = 0;
+  uint64_t hostBusyCycles = 0, payloadBytes = 0;
+  uint64_t firstSend = 0, lastAck = 0, cycles = 0;
+  double clockMHz = 0;
+  std::vector<std::string> faults;
+  /// New segments (not retransmissions) per second and payload Mbit/s
+  /// from the first send to the last ACK, emulated time.
+  double segmentsPerSecond() const;
+  double mbitPerSecond() const;
+  /// Host cycles per new segment.
+  double hostCyclesPerSegment() const;
+};
+
+/// Runs the send path: `fastPath` the ME path (the MEs build and checksum
+/// the segments and process the ACKs), else the host path (the host
+/// builds every frame and parses every ACK, the MEs move frames). The
+/// image is tcpMeProgram(config, fastPath, true).
+bool runTcpSend(const OnloadConfig &config, const me::Image &image,
+                const TcpSendOptions &options, bool fastPath,
+                TcpSendResult &result, std::string &error);
 
 } // namespace netvm::onload
 
