@@ -153,7 +153,9 @@ constexpr unsigned kComparedSwitchCases = 8;
 /// such an `or` of comparisons (a tcpdump `host` list, NetIL's chain of
 /// `jcmp.eq`) into a switch and then into a tree of branches, each as
 /// unpredictable as the packets: `four-hosts` took 1.65x the C loop's
-/// time. Runs after the LLVM pipeline at -O1 and above.
+/// time. Where both ways are a few speculatable instructions that then
+/// meet (the batch entry's counting), selects replace the branch too.
+/// Runs after the LLVM pipeline at -O1 and above.
 void compareSmallSwitches(llvm::Module &module,
                           unsigned maxCases = kComparedSwitchCases);
 

@@ -15,7 +15,8 @@
 // Small sets go the other way (compareSmallSwitches): LLVM makes a switch
 // of an `or` of a few comparisons of one value, and code generation makes
 // that a tree of unpredictable branches; after the pipeline such a switch
-// becomes one branch on the `or` again.
+// becomes one branch on the `or` again, or, when both ways only compute a
+// few values and meet, selects of those values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,12 +24,16 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
 
 using namespace netvm;
 
@@ -145,6 +150,68 @@ void searchTable(llvm::SwitchInst *sw) {
       phi.addIncoming(incoming.lookup(&phi), from);
 }
 
+/// The block both arms of a branch from `from` continue in, when each arm
+/// is a few instructions that may run on either path (null otherwise).
+llvm::BasicBlock *commonJoin(llvm::BasicBlock *from, llvm::BasicBlock *a,
+                             llvm::BasicBlock *b) {
+  auto next = [&](llvm::BasicBlock *arm) -> llvm::BasicBlock * {
+    auto *br = llvm::dyn_cast<llvm::BranchInst>(arm->getTerminator());
+    if (!br || br->isConditional() || arm->size() > 6)
+      return nullptr;
+    for (llvm::Instruction &i : *arm)
+      if (&i != br && !llvm::isa<llvm::PHINode>(i) &&
+          !llvm::isSafeToSpeculativelyExecute(&i))
+        return nullptr;
+    return br->getSuccessor(0);
+  };
+  llvm::BasicBlock *join = next(a);
+  if (!join || join != next(b) || join == from)
+    return nullptr;
+  return join;
+}
+
+/// Ends `block` with a jump to the block both arms continue in: the arms'
+/// instructions are copied into it and `condition` selects their results
+/// (true: `member`'s). False, changing nothing, when the arms do not allow
+/// it (commonJoin).
+bool selectArms(llvm::BasicBlock *block, llvm::Value *condition,
+                llvm::BasicBlock *member, llvm::BasicBlock *fallback) {
+  llvm::BasicBlock *join = commonJoin(block, member, fallback);
+  if (!join)
+    return false;
+  llvm::ValueToValueMapTy copies[2];
+  llvm::BasicBlock *arms[2] = {member, fallback};
+  for (unsigned k = 0; k < 2; ++k)
+    for (llvm::Instruction &i : *arms[k]) {
+      if (auto *phi = llvm::dyn_cast<llvm::PHINode>(&i)) {
+        copies[k][phi] = phi->getIncomingValueForBlock(block);
+        continue;
+      }
+      if (i.isTerminator())
+        break;
+      llvm::Instruction *copy = i.clone();
+      copy->insertInto(block, block->end());
+      llvm::RemapInstruction(copy, copies[k],
+                             llvm::RF_IgnoreMissingLocals |
+                                 llvm::RF_NoModuleLevelChanges);
+      copies[k][&i] = copy;
+    }
+  llvm::IRBuilder<> b(block);
+  for (llvm::PHINode &phi : join->phis()) {
+    auto valueFrom = [&](unsigned k) -> llvm::Value * {
+      llvm::Value *v = phi.getIncomingValueForBlock(arms[k]);
+      auto it = copies[k].find(v);
+      return it == copies[k].end() ? v : static_cast<llvm::Value *>(it->second);
+    };
+    phi.addIncoming(b.CreateSelect(condition, valueFrom(0), valueFrom(1)),
+                    block);
+  }
+  b.CreateBr(join);
+  for (llvm::BasicBlock *arm : arms)
+    arm->removePredecessor(block);
+  return true;
+}
+
 /// Rewrites `sw`, whose cases all lead to one block, as a branch on the
 /// `or` of one comparison per case (see compareSmallSwitches).
 void compareCases(llvm::SwitchInst *sw) {
@@ -167,6 +234,10 @@ void compareCases(llvm::SwitchInst *sw) {
     any = any ? b.CreateOr(any, equal) : equal;
   }
   sw->eraseFromParent();
+  // When both ways only count (the batch entry's fast loop: a packet sent
+  // or dropped), the verdict becomes selects: no branch at all.
+  if (selectArms(block, any, member, fallback))
+    return;
   llvm::BranchInst *branch =
       llvm::BranchInst::Create(member, fallback, any, block);
   // Keeps code generation from splitting the `or` into a branch per case
@@ -207,6 +278,8 @@ void netvm::native::compareSmallSwitches(llvm::Module &module,
     }
     for (llvm::SwitchInst *sw : sets)
       compareCases(sw);
+    if (!sets.empty())
+      llvm::EliminateUnreachableBlocks(function);
   }
 }
 
