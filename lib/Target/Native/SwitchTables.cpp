@@ -156,12 +156,16 @@ llvm::BasicBlock *commonJoin(llvm::BasicBlock *from, llvm::BasicBlock *a,
                              llvm::BasicBlock *b) {
   auto next = [&](llvm::BasicBlock *arm) -> llvm::BasicBlock * {
     auto *br = llvm::dyn_cast<llvm::BranchInst>(arm->getTerminator());
-    if (!br || br->isConditional() || arm->size() > 6)
+    if (!br || br->isConditional())
       return nullptr;
-    for (llvm::Instruction &i : *arm)
-      if (&i != br && !llvm::isa<llvm::PHINode>(i) &&
-          !llvm::isSafeToSpeculativelyExecute(&i))
+    // At most 8 instructions each (a mispredicted branch costs more).
+    unsigned work = 0;
+    for (llvm::Instruction &i : *arm) {
+      if (&i == br || llvm::isa<llvm::PHINode>(i))
+        continue;
+      if (++work > 8 || !llvm::isSafeToSpeculativelyExecute(&i))
         return nullptr;
+    }
     return br->getSuccessor(0);
   };
   llvm::BasicBlock *join = next(a);
