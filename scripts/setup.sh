@@ -36,6 +36,8 @@ packages=(
   # the benchmark's C peer of the learning bridge and of the lookup
   # coprocessor: DPDK's rte_hash
   dpdk-dev
+  # whole-process timing of netvm-run against tcpdump (bench/e2e.py)
+  hyperfine
 )
 
 missing=()
