@@ -409,6 +409,14 @@ int main(int argc, char **argv) {
     llvm::errs() << "netvm-onload: --dma-read-mbps must be 1 to 10000\n";
     return 1;
   }
+  // A probability of 1 would lose (or reorder) every frame: the run could
+  // never end.
+  for (double p : {double(loss), double(reorder), double(duplicate)})
+    if (!(p >= 0 && p < 1)) {
+      llvm::errs() << "netvm-onload: --loss, --reorder and --duplicate are "
+                      "probabilities, at least 0 and below 1\n";
+      return 1;
+    }
   config.dma.readCyclesPerByte = config.machine.clockMHz / dmaReadMBps;
   config.features.pipelinedDma = !noPipelined;
   config.features.adaptiveUpdates = !noAdaptive;
